@@ -1,0 +1,36 @@
+"""The errors the command line turns into one-line messages and exit codes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class ForensicsError(Exception):
+    """An input or runtime problem the user can act on (exit code 3).
+
+    Rendered as ``<path>:<line>: <message>`` when a file (and line) is known.
+    """
+
+    exit_code = 3
+
+    def __init__(
+        self, message: str, path: str | Path | None = None, line: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.line = line
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = self.path + (f":{self.line}" if self.line is not None else "") + ": "
+        return where + self.message
+
+
+class InputError(ForensicsError):
+    """A file that cannot be read as any supported format, or is missing what it must have."""
+
+
+class StrictRejectError(InputError):
+    """A reject under ``--strict``: the file's load is rolled back."""

@@ -1,0 +1,119 @@
+-- The canonical store (design.md, "The canonical store"). Every ingestor lowers its format to
+-- these tables; detectors, the backtest and the report read only these. Columns may grow, their
+-- meanings stay. Times are TIMESTAMP values in UTC. Money is DECIMAL so sums are exact.
+
+CREATE TABLE IF NOT EXISTS meta (
+    key   VARCHAR PRIMARY KEY,
+    value VARCHAR
+);
+
+CREATE SEQUENCE IF NOT EXISTS source_id_seq START 1;
+
+-- One row per ingested file. A "row" is one input record (CSV row, JSONL line, message).
+-- Invariant: rows_read = rows_loaded + rows_rejected + rows_duplicate + rows_skipped.
+CREATE TABLE IF NOT EXISTS sources (
+    source_id      INTEGER PRIMARY KEY,
+    path           VARCHAR NOT NULL,     -- as the user pointed at it (relative stays relative)
+    format         VARCHAR NOT NULL,
+    sha256         VARCHAR NOT NULL,     -- of the file's bytes as stored on disk
+    bytes          BIGINT NOT NULL,
+    ingested_at    TIMESTAMP NOT NULL,
+    rows_read      BIGINT NOT NULL,
+    rows_loaded    BIGINT NOT NULL,
+    rows_rejected  BIGINT NOT NULL,
+    rows_duplicate BIGINT NOT NULL,
+    rows_skipped   BIGINT NOT NULL,
+    skipped_kinds  JSON,                 -- {"<kind>": n} for rows_skipped
+    encoding       VARCHAR,
+    options        JSON                  -- ingest options that shaped the rows (tz, session gap)
+);
+
+-- One row per LLM call: a billed generation or a logged request.
+CREATE TABLE IF NOT EXISTS calls (
+    call_id             VARCHAR NOT NULL,   -- stable: <format prefix>:<native id>
+    source_id           INTEGER NOT NULL,
+    format              VARCHAR NOT NULL,
+    native_id           VARCHAR,            -- generation_id, requestId, ...
+    line                BIGINT,             -- record line in the source file
+    ts                  TIMESTAMP,          -- UTC
+    stream_key          VARCHAR NOT NULL,   -- what the calls of one agent share
+    session_id          VARCHAR,            -- given, or inferred from time gaps
+    turn_id             VARCHAR,            -- one user prompt, where known
+    seq                 BIGINT,             -- order within the stream
+    agent_id            VARCHAR,
+    parent_session_id   VARCHAR,
+    model               VARCHAR,
+    provider            VARCHAR,
+    app                 VARCHAR,
+    api_key             VARCHAR,            -- the key's name or label, never a secret
+    user_id             VARCHAR,
+    variant             VARCHAR,
+    input_tokens        BIGINT,             -- whole prompt, cached part included
+    cached_input_tokens BIGINT,
+    cache_write_tokens  BIGINT,
+    output_tokens       BIGINT,             -- reasoning included
+    reasoning_tokens    BIGINT,
+    cost_usd            DECIMAL(18, 10),
+    cost_basis          VARCHAR,            -- billed | reported | estimated | NULL
+    cost_cache_usd      DECIMAL(18, 10),    -- negative = cache discount (already in cost_usd)
+    cost_extra_usd      DECIMAL(18, 10),    -- web search + file processing (already in cost_usd)
+    byok_usd            DECIMAL(18, 10),
+    finish_reason       VARCHAR,            -- stop, length, tool_calls, content_filter, error,
+                                            -- cancelled, unknown
+    finish_reason_raw   VARCHAR,
+    response_kind       VARCHAR,            -- text, tool_call, thinking_only, empty, whitespace,
+                                            -- truncated_tool_call, error
+    content_chars       BIGINT,
+    reasoning_chars     BIGINT,
+    tool_call_count     BIGINT,
+    http_status         INTEGER,
+    received_done       BOOLEAN,
+    event_count         BIGINT,
+    duration_ms         DOUBLE,
+    ttft_ms             DOUBLE,
+    streamed            BOOLEAN,
+    cancelled           BOOLEAN
+);
+
+-- Conversation content where a format has it (excerpts only, never whole contents).
+CREATE TABLE IF NOT EXISTS messages (
+    source_id      INTEGER NOT NULL,
+    session_id     VARCHAR,
+    idx            BIGINT,
+    role           VARCHAR,
+    kind           VARCHAR,
+    ts             TIMESTAMP,
+    text_chars     BIGINT,
+    tool_name      VARCHAR,
+    tool_args_hash VARCHAR,
+    is_error       BOOLEAN,
+    call_id        VARCHAR,
+    excerpt        VARCHAR
+);
+
+-- Every input record that could not be loaded, with the reason.
+CREATE TABLE IF NOT EXISTS rejects (
+    source_id INTEGER NOT NULL,
+    line      BIGINT,
+    reason    VARCHAR NOT NULL,
+    excerpt   VARCHAR
+);
+
+-- Detector output: the same columns for every detector so the report can rank across them.
+CREATE TABLE IF NOT EXISTS incidents (
+    incident_id   VARCHAR NOT NULL,
+    detector      VARCHAR NOT NULL,
+    severity      VARCHAR NOT NULL,       -- info, low, medium, high
+    stream_key    VARCHAR,
+    session_id    VARCHAR,
+    start_ts      TIMESTAMP,
+    end_ts        TIMESTAMP,
+    n_calls       BIGINT,
+    first_call_id VARCHAR,
+    last_call_id  VARCHAR,
+    wasted_usd    DECIMAL(18, 10),
+    wasted_tokens BIGINT,
+    cost_basis    VARCHAR,
+    summary       VARCHAR,
+    evidence      JSON
+);

@@ -1,0 +1,98 @@
+"""The DuckDB store: opening it, its schema, and one transaction per ingested file."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+from analyzer.errors import ForensicsError
+from analyzer.resources import package_sql
+
+DEFAULT_DB = "forensics.duckdb"
+DB_ENV = "LLM_FORENSICS_DB"
+SCHEMA_VERSION = "1"
+
+
+def default_db_path() -> str:
+    """``$LLM_FORENSICS_DB`` if set, else ``forensics.duckdb`` in the current folder."""
+    return os.environ.get(DB_ENV) or DEFAULT_DB
+
+
+class Store:
+    """An open store. ``con`` is the DuckDB connection; the tables are in ``sql/schema.sql``."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: str) -> None:
+        self.con = con
+        self.path = path
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All or nothing: on any exception the store is left as it was."""
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    def scalar(self, sql: str, params: list[object] | None = None) -> object:
+        row = self.con.execute(sql, params or []).fetchone()
+        return None if row is None else row[0]
+
+
+def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool) -> None:
+    # Timestamps are stored in UTC; make every conversion on this connection UTC as well, so
+    # the user's own TimeZone setting can never shift what is stored or shown.
+    con.execute("SET TimeZone = 'UTC'")
+    # Track query progress (read by our own progress display) without DuckDB printing its bar.
+    con.execute("SET enable_progress_bar = true")
+    con.execute("SET enable_progress_bar_print = false")
+    if not read_only:
+        con.execute(package_sql("schema.sql"))
+        con.execute(
+            "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
+            [SCHEMA_VERSION],
+        )
+    con.execute(package_sql("classify.sql"))
+
+
+def open_store(path: str | Path, read_only: bool = False) -> Store:
+    """Open (creating if needed) the store at ``path``; ``:memory:`` gives a throwaway one."""
+    path = str(path)
+    if read_only and path != ":memory:" and not Path(path).exists():
+        raise ForensicsError("no store here (run `llm-forensics ingest` first)", path=path)
+    try:
+        con = duckdb.connect(path, read_only=read_only)
+    except duckdb.IOException as exc:
+        text = str(exc)
+        if "lock" in text.lower():
+            raise ForensicsError(
+                "the database is in use by another llm-forensics process", path=path
+            ) from exc
+        raise ForensicsError(
+            f"cannot open the database: {text.splitlines()[0]}", path=path
+        ) from exc
+    except duckdb.Error as exc:
+        raise ForensicsError(
+            f"not a usable llm-forensics database: {str(exc).splitlines()[0]}", path=path
+        ) from exc
+    try:
+        _prepare(con, read_only)
+    except BaseException:
+        con.close()
+        raise
+    return Store(con, path)
