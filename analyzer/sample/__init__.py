@@ -1,0 +1,202 @@
+"""The deterministic sample data set: a month of OpenRouter traffic with the seeds planted.
+
+``write_sample(dir, rows, seed)`` writes ``openrouter_activity_2025-12.csv`` (the real 24-column
+export layout) and a README. Healthy traffic is generated a block of users at a time into
+Parquet parts and sorted into the CSV by DuckDB, so 10 million rows never sit in memory.
+Same seed and rows, same bytes, on any machine.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from analyzer.sample.rand import Rand
+from analyzer.sample.seeds import at, planted_rows
+from analyzer.sample.traffic import PROFILES, Acks, generate_block, users_for
+
+DEFAULT_ROWS = 6000
+DEFAULT_SEED = 2025
+CSV_NAME = "openrouter_activity_2025-12.csv"
+MONTH_START_MS = at("2025-12-01 00:00:00.000")
+MONTH_MS = 31 * 24 * 3_600_000
+BLOCK_CALLS = 400_000  # healthy calls generated at a time
+
+THREE_TOKEN_CALLS = 166  # seed 000: "166 requests with exactly 3 output tokens"
+
+COLUMNS = [
+    ("ts_ms", pa.int64()),
+    ("id_suffix", pa.string()),
+    ("cost_nano", pa.int64()),
+    ("cost_cache_nano", pa.int64()),
+    ("tokens_prompt", pa.int64()),
+    ("tokens_completion", pa.int64()),
+    ("tokens_reasoning", pa.int64()),
+    ("tokens_cached", pa.int64()),
+    ("model", pa.string()),
+    ("provider", pa.string()),
+    ("variant", pa.string()),
+    ("cancelled", pa.bool_()),
+    ("streamed", pa.bool_()),
+    ("user", pa.string()),
+    ("finish_raw", pa.string()),
+    ("finish_norm", pa.string()),
+    ("gen_ms", pa.int64()),
+    ("ttft_ms", pa.int64()),
+    ("api_key", pa.string()),
+    ("app", pa.string()),
+]
+SCHEMA = pa.schema(COLUMNS)
+
+# Nano-dollars as the export writes dollars: plain decimals, no trailing zeros.
+_USD = """CASE WHEN {n} = 0 THEN '0' ELSE
+    (CASE WHEN {n} < 0 THEN '-' ELSE '' END) ||
+    rtrim(rtrim(printf('%d.%09d', abs({n}) // 1000000000, abs({n}) % 1000000000), '0'), '.')
+END"""
+
+EXPORT_SQL = f"""
+SELECT
+    'gen-' || (ts_ms // 1000)::VARCHAR || '-' || id_suffix AS generation_id,
+    strftime(epoch_ms(ts_ms), '%Y-%m-%d %H:%M:%S.%g') AS created_at,
+    {_USD.format(n="cost_nano")} AS cost_total,
+    '0' AS cost_web_search,
+    {_USD.format(n="cost_cache_nano")} AS cost_cache,
+    '0' AS cost_file_processing,
+    '0' AS byok_usage_inference,
+    tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached,
+    model AS model_permaslug,
+    provider AS provider_name,
+    variant, cancelled, streamed, "user",
+    finish_raw AS finish_reason_raw,
+    finish_norm AS finish_reason_normalized,
+    gen_ms AS generation_time_ms,
+    ttft_ms AS time_to_first_token_ms,
+    false AS api_key_disabled,
+    api_key AS api_key_name,
+    app AS app_name
+FROM read_parquet($parts)
+ORDER BY ts_ms, id_suffix
+"""
+
+
+def _largest_remainder(total: int, weights: list[float]) -> list[int]:
+    """Split ``total`` into integers in proportion to ``weights`` (exact sum)."""
+    if total <= 0 or not weights:
+        return [0] * len(weights)
+    w = np.asarray(weights, dtype=np.float64)
+    shares = w / w.sum() * total
+    base = np.floor(shares).astype(np.int64)
+    rest = total - int(base.sum())
+    order = np.argsort(-(shares - base), kind="stable")
+    base[order[:rest]] += 1
+    return [int(x) for x in base]
+
+
+def _table(columns: dict[str, object]) -> pa.Table:
+    return pa.table({name: pa.array(columns[name], type=t) for name, t in COLUMNS}, schema=SCHEMA)
+
+
+def write_sample(out_dir: Path, rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SEED) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    planted = planted_rows(seed)
+    healthy = rows - len(planted)
+    if healthy < 1000:
+        raise ValueError(f"--rows must be at least {len(planted) + 1000}")
+    default_healthy = DEFAULT_ROWS - len(planted)
+    planted_three = sum(1 for r in planted if r["tokens_completion"] == 3)
+    three = round((THREE_TOKEN_CALLS - planted_three) * healthy / default_healthy)
+
+    per_profile = _largest_remainder(healthy, [p.weight for p in PROFILES])
+    agent_calls = [
+        n if p.kind == "agent" else 0 for p, n in zip(PROFILES, per_profile, strict=True)
+    ]
+    three_per_profile = _largest_remainder(three, agent_calls)
+
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".sample-") as tmp:
+        parts: list[str] = []
+        planted_cols = {
+            name: [r[name] for r in planted] for name, _ in COLUMNS if name != "id_suffix"
+        }
+        planted_cols["id_suffix"] = list(Rand(seed, 1).ids(len(planted)))
+        path = str(Path(tmp) / "planted.parquet")
+        pq.write_table(_table(planted_cols), path)
+        parts.append(path)
+
+        for p_i, (profile, target) in enumerate(zip(PROFILES, per_profile, strict=True)):
+            if target == 0:
+                continue
+            users = users_for(profile, int(target / profile.mean_len))
+            n_blocks = max(1, -(-target // BLOCK_CALLS), -(-len(users) // 20_000))
+            user_blocks = np.array_split(np.arange(len(users)), n_blocks)
+            targets = _largest_remainder(target, [len(b) for b in user_blocks])
+            threes = _largest_remainder(three_per_profile[p_i], targets)
+            for b_i, (block, block_target) in enumerate(zip(user_blocks, targets, strict=True)):
+                acks = Acks()
+                if profile.kind == "agent":
+                    acks = Acks(
+                        three=threes[b_i],
+                        other=threes[b_i] * 2,
+                        triples=max(1, threes[b_i] // 20),
+                    )
+                cols = generate_block(
+                    Rand(seed, 1000 + p_i * 10_000 + b_i),
+                    profile,
+                    [users[i] for i in block],
+                    block_target,
+                    MONTH_START_MS,
+                    MONTH_MS,
+                    acks,
+                )
+                path = str(Path(tmp) / f"{profile.name}-{b_i:05d}.parquet")
+                pq.write_table(_table(cols), path)
+                parts.append(path)
+
+        csv_path = out_dir / CSV_NAME
+        con = duckdb.connect()
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute("SET preserve_insertion_order = true")
+        con.execute(
+            f"COPY ({EXPORT_SQL}) TO '{_sql_path(csv_path)}' (HEADER, DELIMITER ',')",
+            {"parts": parts},
+        )
+        con.close()
+
+    readme = out_dir / "README.md"
+    readme.write_text(README.format(rows=rows, seed=seed, csv=CSV_NAME), encoding="utf-8")
+    return [csv_path, readme]
+
+
+def _sql_path(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+README = """\
+# Sample data
+
+Written by `llm-forensics sample -o sample_data --rows {rows} --seed {seed}`; do not edit by
+hand (a test regenerates it and compares the bytes).
+
+`{csv}` is a month (December 2025) of synthetic OpenRouter activity in the real 24-column
+export layout: several API keys, apps, users and models, each model billed at its December 2025
+list price per token, agent sessions whose context grows call by call, chat, batch and
+reasoning traffic, and legitimate short acknowledgements (2-4 output tokens on a growing prompt).
+
+Planted, with the numbers of the real incidents this project was built from (its "seeds"):
+
+- **seed 000** - key `penguin-personal`, Dec 13 06:12-06:14 and 06:17: 22 calls 3.3 s apart,
+  each re-sending the same 56,065-token prompt and getting 3 tokens back at $0.28 ($6.16); then
+  11 calls at 74,748 tokens, $0.37 each ($4.07). 166 three-token calls in the whole file.
+- **seed 001** - key `netclaw-selfhost`, Dec 9 from 19:02: a Qwen3 thinking model alternating
+  tool calls with thinking-only replies (all output is reasoning), never three thinking-only in
+  a row, for 60 tool iterations in one turn.
+- **seed 003** - key `healthcare-agents`, user `dan.bo`, Dec 17 10:04-10:21: three legitimate
+  verbose reports in three user turns, each cut at max_tokens (8,192) with no tool call - not
+  waste. And user `etl-pipeline`, Dec 22 from 02:15: a streak of six max_tokens responses
+  carrying truncated tool calls (each output was discarded, so the prompt grows only by the
+  error message).
+"""
