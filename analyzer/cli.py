@@ -1,0 +1,284 @@
+"""The command line: thin commands over the library, one error boundary.
+
+Exit codes: 0 ran clean; 1 findings at or above --fail-on; 2 usage error; 3 input or runtime
+error (one line ``Error: <file>:<line>: <what>``, no traceback unless --traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import tempfile
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any
+
+import click
+import duckdb
+
+from analyzer import __version__
+from analyzer.errors import ForensicsError
+from analyzer.ingest import FileReport, format_names, ingest_paths
+from analyzer.ingest.base import IngestOptions
+from analyzer.store import DB_ENV, DEFAULT_DB, open_store
+from analyzer.summary import build_summary, render_text
+
+
+class ForensicsGroup(click.Group):
+    """The one error boundary: known errors become one line on stderr and exit 3."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ForensicsError as exc:
+            if ctx.meta.get("lf.traceback"):
+                raise
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise
+        except duckdb.Error as exc:
+            if ctx.meta.get("lf.traceback"):
+                raise
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            click.echo(f"Error: database: {first}", err=True)
+            ctx.exit(3)
+        except Exception as exc:
+            if ctx.meta.get("lf.traceback"):
+                raise
+            click.echo(
+                f"Error: unexpected {type(exc).__name__}: {exc} (rerun with --traceback)",
+                err=True,
+            )
+            ctx.exit(3)
+
+
+def _set_traceback(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    ctx.meta["lf.traceback"] = value
+    return value
+
+
+@click.group(cls=ForensicsGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="llm-forensics")
+@click.option(
+    "--traceback",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_set_traceback,
+    help="Show the full traceback of an error (for bug reports).",
+)
+def cli() -> None:
+    """Find the money LLM agents burn in runaway loops.
+
+    Load OpenRouter activity exports into a local DuckDB store and see where the money went.
+
+    \b
+    Example:
+      llm-forensics audit sample_data/
+    """
+
+
+# -- shared options -----------------------------------------------------------------------
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr)?\s*$", re.IGNORECASE)
+
+
+def parse_duration(text: str) -> int:
+    """``90s``, ``30m``, ``2h``, or a bare number of minutes, as whole seconds."""
+    m = _DURATION.match(text)
+    if not m:
+        raise click.BadParameter(f"{text!r} is not a duration like 90s, 30m or 2h")
+    value, unit = float(m.group(1)), (m.group(2) or "m").lower()
+    return int(value * {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600}[unit])
+
+
+def _check_tz(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    try:
+        duckdb.connect().execute("SELECT timezone(?, TIMESTAMP '2000-01-01')", [value])
+    except duckdb.Error:
+        raise click.BadParameter(
+            f"unknown time zone {value!r} (use an IANA name such as UTC or Europe/Berlin)"
+        ) from None
+    return value
+
+
+def db_option(default: str | None = DEFAULT_DB) -> Callable[[Callable[..., Any]], Any]:
+    return click.option(
+        "--db",
+        "db",
+        default=default,
+        envvar=DB_ENV,
+        show_default=default is not None,
+        show_envvar=True,
+        metavar="FILE",
+        help="The DuckDB store.",
+    )
+
+
+def ingest_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option(
+            "--tz",
+            default="UTC",
+            show_default=True,
+            callback=_check_tz,
+            help="Time zone of timestamps written without one (they are stored as UTC).",
+        ),
+        click.option(
+            "--session-gap",
+            default="30m",
+            show_default=True,
+            metavar="DURATION",
+            help="In a billing export, a silence longer than this starts a new session.",
+        ),
+        click.option(
+            "--strict", is_flag=True, help="Any record that cannot be loaded fails its file."
+        ),
+        click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(format_names()),
+            default=None,
+            help="Read every file as this format instead of sniffing it from its content.",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+
+    @wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        kwargs["options"] = IngestOptions(
+            tz=kwargs.pop("tz"),
+            session_gap_s=parse_duration(kwargs.pop("session_gap")),
+            strict=kwargs.pop("strict"),
+            format=kwargs.pop("fmt"),
+        )
+        return f(*args, **kwargs)
+
+    return wrapper
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout.")
+
+
+def _print_json(data: object) -> None:
+    click.echo(json.dumps(data, indent=2, default=str))
+
+
+def _file_lines(reports: list[FileReport]) -> list[str]:
+    lines = []
+    for r in reports:
+        if r.status == "loaded":
+            lines.append(
+                f"{r.path}  [{r.format}]  read {r.rows_read:,}  loaded {r.rows_loaded:,}  "
+                f"rejected {r.rows_rejected:,}  duplicate {r.rows_duplicate:,}  "
+                f"skipped {r.rows_skipped:,}"
+            )
+        elif r.status == "unchanged":
+            lines.append(f"{r.path}  [{r.format}]  unchanged (already ingested)")
+        else:
+            lines.append(f"{r.path}  skipped (not a recognised format)")
+    return lines
+
+
+# -- commands -------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@db_option()
+@ingest_options
+@json_option
+def ingest(paths: tuple[str, ...], db: str, options: IngestOptions, as_json: bool) -> None:
+    """Load files or folders into the store (format sniffed from content; .gz too).
+
+    Each file is loaded in one transaction; a file already ingested (same content) adds
+    nothing, and generations already in the store count as duplicates.
+
+    \b
+    Example:
+      llm-forensics ingest --db december.duckdb exports/openrouter-2025-12.csv
+    """
+    with open_store(db) as store:
+        reports = ingest_paths(store, list(paths), options)
+    if as_json:
+        _print_json([r.to_dict() for r in reports])
+    else:
+        for line in _file_lines(reports):
+            click.echo(line)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@db_option(default=None)
+@ingest_options
+@json_option
+@click.option("--top", default=10, show_default=True, help="Rows in each spend table.")
+def audit(
+    paths: tuple[str, ...], db: str | None, options: IngestOptions, as_json: bool, top: int
+) -> None:
+    """Ingest, then show where the money went (the main job).
+
+    Without --db (or $LLM_FORENSICS_DB) the store is temporary and deleted afterwards.
+
+    \b
+    Example:
+      llm-forensics audit sample_data/ --json
+    """
+    with tempfile.TemporaryDirectory(prefix="llm-forensics-") as tmp:
+        path = db or str(Path(tmp) / "audit.duckdb")
+        with open_store(path) as store:
+            reports = ingest_paths(store, list(paths), options)
+            for line in _file_lines(reports):
+                click.echo(line, err=True)
+            summary = build_summary(store, top=top)
+    if as_json:
+        data = summary.to_json()
+        data["ingested"] = [r.to_dict() for r in reports]
+        _print_json(data)
+    else:
+        click.echo(render_text(summary), nl=False)
+
+
+@cli.command()
+@click.option(
+    "-o",
+    "--output",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Folder to write the sample data set into (created if missing).",
+)
+@click.option(
+    "--rows",
+    type=click.IntRange(min=1000),
+    default=None,
+    help="Rows in the billing export (default: the committed sample's size). Healthy traffic "
+    "is scaled; the planted incidents stay as they are.",
+)
+@click.option(
+    "--seed", default=2025, show_default=True, help="Random seed (same seed, same bytes)."
+)
+def sample(out_dir: str, rows: int | None, seed: int) -> None:
+    """Write the deterministic sample data set with the seed incidents planted.
+
+    \b
+    Example:
+      llm-forensics sample -o /tmp/big --rows 10000000
+    """
+    from analyzer.sample import DEFAULT_ROWS, write_sample
+
+    written = write_sample(Path(out_dir), rows=rows or DEFAULT_ROWS, seed=seed)
+    for path in written:
+        click.echo(str(path))
+
+
+def main() -> None:
+    cli(prog_name="llm-forensics")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

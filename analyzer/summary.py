@@ -1,0 +1,154 @@
+"""Where the money went: one computation over the store, shown as text or JSON."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from analyzer.store import Store
+
+
+@dataclass
+class SpendRow:
+    name: str
+    calls: int
+    usd: Decimal
+    share: float  # of the total spend, 0..1
+
+
+@dataclass
+class Summary:
+    calls: int
+    total_usd: Decimal
+    period_start: datetime | None
+    period_end: datetime | None
+    calls_by_basis: dict[str, int]  # billed / reported / estimated / unpriced
+    by_model: list[SpendRow]
+    by_app: list[SpendRow]
+    by_key: list[SpendRow]
+    sources: list[dict[str, Any]]
+    rejects: int
+    incidents: list[dict[str, Any]] = field(default_factory=list)
+    wasted_usd: Decimal = Decimal(0)
+
+    def to_json(self) -> dict[str, Any]:
+        def rows(items: list[SpendRow]) -> list[dict[str, Any]]:
+            return [
+                {"name": r.name, "calls": r.calls, "usd": float(r.usd), "share": r.share}
+                for r in items
+            ]
+
+        return {
+            "period": {
+                "start": _iso(self.period_start),
+                "end": _iso(self.period_end),
+            },
+            "calls": self.calls,
+            "total_usd": float(self.total_usd),
+            "wasted_usd": float(self.wasted_usd),
+            "calls_by_cost_basis": self.calls_by_basis,
+            "spend_by_model": rows(self.by_model),
+            "spend_by_app": rows(self.by_app),
+            "spend_by_api_key": rows(self.by_key),
+            "sources": self.sources,
+            "rejects": self.rejects,
+            "incidents": self.incidents,
+        }
+
+
+def _iso(ts: datetime | None) -> str | None:
+    return None if ts is None else ts.isoformat() + "Z"
+
+
+def _spend(store: Store, column: str, total: Decimal, top: int) -> list[SpendRow]:
+    rows = store.con.execute(
+        f"""SELECT coalesce({column}, '(none)') AS name, count(*) AS calls,
+                   coalesce(sum(cost_usd), 0) AS usd
+            FROM calls GROUP BY 1 ORDER BY usd DESC, calls DESC, name LIMIT ?""",
+        [top],
+    ).fetchall()
+    return [
+        SpendRow(str(n), int(c), Decimal(u), float(u / total) if total else 0.0) for n, c, u in rows
+    ]
+
+
+def build_summary(store: Store, top: int = 10) -> Summary:
+    con = store.con
+    calls, total, start, end = con.execute(
+        "SELECT count(*), coalesce(sum(cost_usd), 0), min(ts), max(ts) FROM calls"
+    ).fetchone()  # type: ignore[misc]
+    total = Decimal(total)
+    basis = {
+        str(b): int(n)
+        for b, n in con.execute(
+            "SELECT coalesce(cost_basis, 'unpriced'), count(*) FROM calls GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+    }
+    cols = [
+        "source_id", "path", "format", "bytes", "rows_read", "rows_loaded", "rows_rejected",
+        "rows_duplicate", "rows_skipped",
+    ]  # fmt: skip
+    sources = [
+        dict(zip(cols, row, strict=True))
+        for row in con.execute(
+            f"SELECT {', '.join(cols)} FROM sources ORDER BY source_id"
+        ).fetchall()
+    ]
+    rejects = int(store.scalar("SELECT count(*) FROM rejects"))  # type: ignore[arg-type]
+    return Summary(
+        calls=int(calls),
+        total_usd=total,
+        period_start=start,
+        period_end=end,
+        calls_by_basis=basis,
+        by_model=_spend(store, "model", total, top),
+        by_app=_spend(store, "app", total, top),
+        by_key=_spend(store, "api_key", total, top),
+        sources=sources,
+        rejects=rejects,
+    )
+
+
+def _clean(text: str) -> str:
+    """Names come from untrusted exports: keep control characters off the user's terminal."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+
+def _money(usd: Decimal) -> str:
+    return f"${usd:,.2f}"
+
+
+def render_text(s: Summary) -> str:
+    """The terminal summary (plain text, no colour: it may be piped)."""
+    out: list[str] = []
+    if s.period_start is None:
+        return "No calls in the store.\n"
+    days = (s.period_end - s.period_start).total_seconds() / 86400  # type: ignore[operator]
+    out.append(
+        f"Period   {s.period_start:%Y-%m-%d %H:%M} to {s.period_end:%Y-%m-%d %H:%M} UTC"
+        f" ({days:.1f} days)"
+    )
+    basis = ", ".join(f"{n:,} {b}" for b, n in s.calls_by_basis.items())
+    out.append(f"Calls    {s.calls:,} ({basis})")
+    out.append(f"Spend    {_money(s.total_usd)}")
+    share = float(s.wasted_usd / s.total_usd) if s.total_usd else 0.0
+    out.append(f"Wasted   {_money(s.wasted_usd)} ({share:.1%}) in {len(s.incidents)} incidents")
+    if s.rejects:
+        out.append(f"Rejects  {s.rejects:,} input records could not be loaded (see `rejects`)")
+    for title, rows in (
+        ("model", s.by_model),
+        ("app", s.by_app),
+        ("API key", s.by_key),
+    ):
+        out.append("")
+        out.append(f"Spend by {title} (top {len(rows)})")
+        width = max([len(_clean(r.name)) for r in rows] + [len(title)])
+        width = min(width, 48)
+        out.append(f"  {title:<{width}}  {'calls':>9}  {'spend':>12}  {'share':>6}")
+        for r in rows:
+            name = _clean(r.name)
+            name = name if len(name) <= width else name[: width - 1] + "…"
+            out.append(f"  {name:<{width}}  {r.calls:>9,}  {_money(r.usd):>12}  {r.share:>6.1%}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,198 @@
+"""The commands, through click's CliRunner: clean JSON on stdout, errors as one line, exit codes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from analyzer.cli import cli
+from analyzer.sample import CSV_NAME
+from tests.conftest import HEADER, SAMPLE_DATA, or_row, write_csv
+
+
+def csv_total(path: Path) -> Decimal:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return sum((Decimal(r["cost_total"]) for r in csv.DictReader(fh)), Decimal(0))
+
+
+def test_audit_json_on_the_sample(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["audit", str(SAMPLE_DATA), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)  # stdout is nothing but the JSON
+    assert data["calls"] == 6000
+    assert data["total_usd"] == float(csv_total(SAMPLE_DATA / CSV_NAME))
+    assert data["incidents"] == [] and data["wasted_usd"] == 0
+    assert data["period"] == {
+        "start": "2025-12-01T00:43:12.786000Z",
+        "end": "2025-12-31T23:48:42.280000Z",
+    }
+    [source] = data["sources"]
+    assert source["format"] == "openrouter_csv" and source["rows_loaded"] == 6000
+    assert {r["status"] for r in data["ingested"]} == {"loaded", "unrecognised"}
+    top = data["spend_by_model"][0]
+    assert top["name"] == "anthropic/claude-opus-4.5" and top["usd"] > 0
+    assert sum(r["usd"] for r in data["spend_by_api_key"]) == pytest.approx(data["total_usd"])
+
+
+def test_audit_text_summary(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["audit", str(SAMPLE_DATA), "--top", "3"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "Period   2025-12-01 00:43 to 2025-12-31 23:48 UTC" in out
+    assert "Calls    6,000 (6,000 billed)" in out
+    for title in ("Spend by model (top 3)", "Spend by app (top 3)", "Spend by API key (top 3)"):
+        assert title in out
+    assert "penguin-personal" in out
+
+
+def test_audit_keeps_the_store_only_when_asked(runner: CliRunner, tmp_path: Path) -> None:
+    db = tmp_path / "kept.duckdb"
+    result = runner.invoke(cli, ["audit", str(SAMPLE_DATA), "--db", str(db), "--json"])
+    assert result.exit_code == 0 and db.exists()
+    again = runner.invoke(cli, ["audit", str(SAMPLE_DATA), "--db", str(db), "--json"])
+    assert json.loads(again.stdout)["calls"] == 6000  # nothing loaded twice
+    assert "unchanged" in again.stderr
+
+
+def test_ingest_json_and_env_database(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "env.duckdb"
+    monkeypatch.setenv("LLM_FORENSICS_DB", str(db))
+    f = write_csv(tmp_path / "a.csv", [or_row(i) for i in range(7)], columns=[*HEADER, "extra"])
+    result = runner.invoke(cli, ["ingest", str(f), "--json"])
+    assert result.exit_code == 0, result.output
+    [report] = json.loads(result.stdout)
+    assert report["rows_loaded"] == 7 and report["status"] == "loaded"
+    assert "ignoring unknown columns: extra" in result.stderr
+    assert db.exists()
+    again = runner.invoke(cli, ["ingest", str(f), "--json"])
+    assert json.loads(again.stdout)[0]["status"] == "unchanged"
+
+
+def test_ingest_human_lines(runner: CliRunner, tmp_path: Path) -> None:
+    f = write_csv(tmp_path / "a.csv", [or_row(i) for i in range(3)])
+    result = runner.invoke(cli, ["ingest", "--db", str(tmp_path / "d.duckdb"), str(f)])
+    assert result.exit_code == 0
+    assert result.stdout.strip().endswith(
+        "[openrouter_csv]  read 3  loaded 3  rejected 0  duplicate 0  skipped 0"
+    )
+
+
+def test_broken_rows_exit_0_and_strict_exit_3(runner: CliRunner, tmp_path: Path) -> None:
+    data = [or_row(i) for i in range(100)]
+    for i in (10, 20, 30):
+        data[i]["tokens_completion"] = "n/a"
+    f = write_csv(tmp_path / "b.csv", data)
+    ok = runner.invoke(cli, ["ingest", "--db", str(tmp_path / "1.duckdb"), str(f), "--json"])
+    assert ok.exit_code == 0
+    assert json.loads(ok.stdout)[0]["rows_rejected"] == 3
+    strict = runner.invoke(cli, ["ingest", "--db", str(tmp_path / "2.duckdb"), str(f), "--strict"])
+    assert strict.exit_code == 3
+    assert strict.stderr.strip().splitlines() == [
+        f'Error: {f}:12: tokens_completion: "n/a" is not a whole number of tokens '
+        "(and 2 more rejects; --strict)"
+    ]
+
+
+def test_unrecognised_file_is_exit_3_one_line(runner: CliRunner, tmp_path: Path) -> None:
+    f = tmp_path / "notes.txt"
+    f.write_text("hello\n")
+    result = runner.invoke(cli, ["ingest", "--db", str(tmp_path / "x.duckdb"), str(f)])
+    assert result.exit_code == 3
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"Error: {f}: not a recognised input format (expected: ")
+    assert "Traceback" not in result.output
+
+
+def test_missing_column_and_missing_path(runner: CliRunner, tmp_path: Path) -> None:
+    f = write_csv(tmp_path / "m.csv", [or_row(0)], columns=[c for c in HEADER if c != "created_at"])
+    result = runner.invoke(cli, ["ingest", "--db", str(tmp_path / "x.duckdb"), str(f)])
+    assert result.exit_code == 3
+    assert result.stderr.startswith(f"Error: {f}:1: missing required column created_at")
+    gone = runner.invoke(cli, ["audit", str(tmp_path / "nope.csv")])
+    assert gone.exit_code == 3
+    assert gone.stderr.strip() == f"Error: {tmp_path / 'nope.csv'}: no such file or folder"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["ingest"],
+        ["ingest", "x.csv", "--session-gap", "soon"],
+        ["ingest", "x.csv", "--tz", "Mars/Olympus"],
+        ["audit", "x.csv", "--bogus"],
+        ["sample"],
+    ],
+)
+def test_usage_errors_are_exit_2(runner: CliRunner, args: list[str]) -> None:
+    assert runner.invoke(cli, args).exit_code == 2
+
+
+@pytest.mark.parametrize("command", ["ingest", "audit", "sample"])
+def test_every_command_explains_itself(runner: CliRunner, command: str) -> None:
+    result = runner.invoke(cli, [command, "--help"])
+    assert result.exit_code == 0
+    assert "Example:" in result.stdout and "llm-forensics " + command in result.stdout
+
+
+def test_traceback_flag_shows_the_real_exception(runner: CliRunner, tmp_path: Path) -> None:
+    f = tmp_path / "notes.txt"
+    f.write_text("hello\n")
+    result = runner.invoke(cli, ["--traceback", "ingest", "--db", str(tmp_path / "x.db"), str(f)])
+    assert result.exit_code != 0
+    assert type(result.exception).__name__ == "InputError"
+
+
+def test_session_gap_option_changes_sessions(runner: CliRunner, tmp_path: Path) -> None:
+    data = [or_row(0), or_row(1, created_at="2025-12-13 06:20:00.000")]
+    f = write_csv(tmp_path / "g.csv", data)
+    for gap, sessions in (("30m", 1), ("10m", 2), ("600s", 2), ("1h", 1)):
+        db = tmp_path / f"{gap}.duckdb"
+        assert (
+            runner.invoke(cli, ["ingest", "--db", str(db), "--session-gap", gap, str(f)]).exit_code
+            == 0
+        )
+        import duckdb
+
+        with duckdb.connect(str(db)) as con:
+            assert con.execute("SELECT count(DISTINCT session_id) FROM calls").fetchone() == (
+                sessions,
+            )
+
+
+def test_database_in_use_by_another_process(runner: CliRunner, tmp_path: Path) -> None:
+    db = tmp_path / "busy.duckdb"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('ready', flush=True);"
+            " time.sleep(60)",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        f = write_csv(tmp_path / "a.csv", [or_row(0)])
+        started = time.monotonic()
+        result = runner.invoke(cli, ["ingest", "--db", str(db), str(f)])
+        assert time.monotonic() - started < 30
+        assert result.exit_code == 3
+        assert result.stderr.strip() == (
+            f"Error: {db}: the database is in use by another llm-forensics process"
+        )
+    finally:
+        holder.kill()
+        holder.wait()
