@@ -14,7 +14,7 @@ from analyzer.resources import package_sql
 
 DEFAULT_DB = "forensics.duckdb"
 DB_ENV = "LLM_FORENSICS_DB"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 
 def default_db_path() -> str:
@@ -49,8 +49,14 @@ class Store:
             raise
         self.con.execute("COMMIT")
 
+    def one(self, sql: str, params: list[object] | None = None) -> tuple | None:
+        """The first row, or None. (Fetches the whole result: DuckDB 2.0 refuses other work on
+        a connection while a result is only partly read.)"""
+        rows = self.con.execute(sql, params or []).fetchall()
+        return rows[0] if rows else None
+
     def scalar(self, sql: str, params: list[object] | None = None) -> object:
-        row = self.con.execute(sql, params or []).fetchone()
+        row = self.one(sql, params)
         return None if row is None else row[0]
 
 
@@ -61,6 +67,16 @@ def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool) -> None:
     # Track query progress (read by our own progress display) without DuckDB printing its bar.
     con.execute("SET enable_progress_bar = true")
     con.execute("SET enable_progress_bar_print = false")
+    has_meta = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'meta' AND NOT temporary"
+    ).fetchall()[0][0]
+    if has_meta:
+        found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+        if found and found[0][0] != SCHEMA_VERSION:
+            raise ForensicsError(
+                f"this store was written by another version of llm-forensics (store format "
+                f"{found[0][0]}, this version reads {SCHEMA_VERSION}); ingest into a new file"
+            )
     if not read_only:
         con.execute(package_sql("schema.sql"))
         con.execute(
@@ -92,6 +108,10 @@ def open_store(path: str | Path, read_only: bool = False) -> Store:
         ) from exc
     try:
         _prepare(con, read_only)
+    except ForensicsError as exc:
+        con.close()
+        exc.path = exc.path or path
+        raise
     except BaseException:
         con.close()
         raise

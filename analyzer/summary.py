@@ -7,6 +7,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from analyzer.correlate import reconciliation
 from analyzer.store import Store
 
 
@@ -25,6 +26,7 @@ class Summary:
     period_start: datetime | None
     period_end: datetime | None
     calls_by_basis: dict[str, int]  # billed / reported / estimated / unpriced
+    usd_by_basis: dict[str, Decimal]
     by_model: list[SpendRow]
     by_app: list[SpendRow]
     by_key: list[SpendRow]
@@ -32,6 +34,8 @@ class Summary:
     rejects: int
     incidents: list[dict[str, Any]] = field(default_factory=list)
     wasted_usd: Decimal = Decimal(0)
+    calls_by_format: dict[str, int] = field(default_factory=dict)
+    reconciliation: dict[str, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         def rows(items: list[SpendRow]) -> list[dict[str, Any]]:
@@ -49,6 +53,9 @@ class Summary:
             "total_usd": float(self.total_usd),
             "wasted_usd": float(self.wasted_usd),
             "calls_by_cost_basis": self.calls_by_basis,
+            "usd_by_cost_basis": {b: float(u) for b, u in self.usd_by_basis.items()},
+            "calls_by_format": self.calls_by_format,
+            "reconciliation": self.reconciliation,
             "spend_by_model": rows(self.by_model),
             "spend_by_app": rows(self.by_app),
             "spend_by_api_key": rows(self.by_key),
@@ -66,7 +73,7 @@ def _spend(store: Store, column: str, total: Decimal, top: int) -> list[SpendRow
     rows = store.con.execute(
         f"""SELECT coalesce({column}, '(none)') AS name, count(*) AS calls,
                    coalesce(sum(cost_usd), 0) AS usd
-            FROM calls GROUP BY 1 ORDER BY usd DESC, calls DESC, name LIMIT ?""",
+            FROM live_calls GROUP BY 1 ORDER BY usd DESC, calls DESC, name LIMIT ?""",
         [top],
     ).fetchall()
     return [
@@ -77,15 +84,15 @@ def _spend(store: Store, column: str, total: Decimal, top: int) -> list[SpendRow
 def build_summary(store: Store, top: int = 10) -> Summary:
     con = store.con
     calls, total, start, end = con.execute(
-        "SELECT count(*), coalesce(sum(cost_usd), 0), min(ts), max(ts) FROM calls"
-    ).fetchone()  # type: ignore[misc]
+        "SELECT count(*), coalesce(sum(cost_usd), 0), min(ts), max(ts) FROM live_calls"
+    ).fetchall()[0]
     total = Decimal(total)
-    basis = {
-        str(b): int(n)
-        for b, n in con.execute(
-            "SELECT coalesce(cost_basis, 'unpriced'), count(*) FROM calls GROUP BY 1 ORDER BY 1"
-        ).fetchall()
-    }
+    by_basis = con.execute(
+        """SELECT coalesce(cost_basis, 'unpriced'), count(*), coalesce(sum(cost_usd), 0)
+           FROM live_calls GROUP BY 1 ORDER BY 1"""
+    ).fetchall()
+    basis = {str(b): int(n) for b, n, _ in by_basis}
+    usd_basis = {str(b): Decimal(u) for b, _, u in by_basis if b != "unpriced"}
     cols = [
         "source_id", "path", "format", "bytes", "rows_read", "rows_loaded", "rows_rejected",
         "rows_duplicate", "rows_skipped",
@@ -97,17 +104,27 @@ def build_summary(store: Store, top: int = 10) -> Summary:
         ).fetchall()
     ]
     rejects = int(store.scalar("SELECT count(*) FROM rejects"))  # type: ignore[arg-type]
+    by_format = {
+        str(f): int(n)
+        for f, n in con.execute(
+            "SELECT format, count(*) FROM live_calls GROUP BY 1 ORDER BY 2 DESC, 1"
+        ).fetchall()
+    }
+    rec = reconciliation(store)
     return Summary(
         calls=int(calls),
         total_usd=total,
         period_start=start,
         period_end=end,
         calls_by_basis=basis,
+        usd_by_basis=usd_basis,
         by_model=_spend(store, "model", total, top),
         by_app=_spend(store, "app", total, top),
         by_key=_spend(store, "api_key", total, top),
         sources=sources,
         rejects=rejects,
+        calls_by_format=by_format,
+        reconciliation=rec.to_dict() if rec else None,
     )
 
 
@@ -132,7 +149,19 @@ def render_text(s: Summary) -> str:
     )
     basis = ", ".join(f"{n:,} {b}" for b, n in s.calls_by_basis.items())
     out.append(f"Calls    {s.calls:,} ({basis})")
-    out.append(f"Spend    {_money(s.total_usd)}")
+    if len(s.calls_by_format) > 1:
+        out.append("         " + ", ".join(f"{n:,} {f}" for f, n in s.calls_by_format.items()))
+    if s.reconciliation:
+        r = s.reconciliation
+        out.append(
+            f"Matched  {r['matched']:,} logged calls to their billing rows; unmatched: "
+            f"{r['log_calls_unmatched']:,} logged calls in the billed period, "
+            f"{r['billing_rows_unmatched']:,} billing rows near logged sessions"
+        )
+    parts = ", ".join(f"{_money(u)} {b}" for b, u in s.usd_by_basis.items())
+    out.append(
+        f"Spend    {_money(s.total_usd)}" + (f" ({parts})" if len(s.usd_by_basis) > 1 else "")
+    )
     share = float(s.wasted_usd / s.total_usd) if s.total_usd else 0.0
     out.append(f"Wasted   {_money(s.wasted_usd)} ({share:.1%}) in {len(s.incidents)} incidents")
     if s.rejects:

@@ -12,12 +12,18 @@ from types import ModuleType
 
 from analyzer.console import progress
 from analyzer.errors import InputError, StrictRejectError
-from analyzer.ingest import openrouter_csv
+from analyzer.ingest import claude_code, codex, conversation_json, nexus3_raw, openrouter_csv
 from analyzer.ingest.base import IngestOptions, LoadContext, LoadResult, SourceFile, read_head
 from analyzer.store import Store
 
 # Every supported input format, in sniffing order.
-FORMATS: tuple[ModuleType, ...] = (openrouter_csv,)
+FORMATS: tuple[ModuleType, ...] = (
+    openrouter_csv,
+    claude_code,
+    codex,
+    nexus3_raw,
+    conversation_json,
+)
 PROGRESS_MIN_BYTES = 50 * 1024 * 1024
 
 
@@ -113,10 +119,10 @@ def ingest_file(
         return FileReport(display, None, "unrecognised", bytes=size)
 
     digest = sha256_of(path)
-    prior = store.con.execute(
+    prior = store.one(
         "SELECT source_id, path FROM sources WHERE sha256 = ? ORDER BY source_id LIMIT 1",
         [digest],
-    ).fetchone()
+    )
     if prior is not None:
         return FileReport(display, fmt.NAME, "unchanged", source_id=int(prior[0]), bytes=size)
 
@@ -135,10 +141,10 @@ def ingest_file(
                 f"{display}: {result.rows_read} records read but {accounted} accounted for"
             )
         if options.strict and result.rows_rejected:
-            line, reason = con.execute(
+            line, reason = store.one(
                 "SELECT line, reason FROM rejects WHERE source_id = ? ORDER BY line LIMIT 1",
                 [source_id],
-            ).fetchone()  # type: ignore[misc]
+            )  # type: ignore[misc]
             more = result.rows_rejected - 1
             suffix = (
                 f" (and {more} more reject{'s' if more != 1 else ''}; --strict)"
@@ -181,8 +187,17 @@ def ingest_file(
 
 
 def ingest_paths(store: Store, paths: list[str], options: IngestOptions) -> list[FileReport]:
-    """Load every file under ``paths``. Each file is all-or-nothing; the first error stops."""
-    return [
+    """Load every file under ``paths``. Each file is all-or-nothing; the first error stops.
+
+    Then link logged calls to the billing rows of the same calls (``analyzer.correlate``).
+    """
+    reports = [
         ingest_file(store, path, display, explicit, options)
         for path, display, explicit in discover(paths)
     ]
+    if any(r.status == "loaded" for r in reports):
+        from analyzer.correlate import correlate
+
+        with store.transaction():
+            correlate(store)
+    return reports

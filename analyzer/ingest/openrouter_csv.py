@@ -283,7 +283,7 @@ def load(ctx: LoadContext) -> LoadResult:
     staged, rejected, headers = con.execute(
         """SELECT count(*), count(reject_reason), count(*) FILTER (WHERE is_header)
            FROM lf_or_typed"""
-    ).fetchone()  # type: ignore[misc]
+    ).fetchall()[0]
     result = LoadResult(encoding=src.head.encoding)
     result.rows_read = int(structural + staged)
     result.rows_rejected = int(structural + rejected)
@@ -320,7 +320,7 @@ def load(ctx: LoadContext) -> LoadResult:
     )
     lo, hi = con.execute(
         "SELECT min(ts), max(ts) FROM lf_or_typed WHERE reject_reason IS NULL"
-    ).fetchone()  # type: ignore[misc]
+    ).fetchall()[0]
     con.execute(
         f"""CREATE TEMP TABLE lf_or_new AS
         SELECT t.* EXCLUDE (rid, reject_reason, excerpt, is_header), l.line,
@@ -355,6 +355,7 @@ def load(ctx: LoadContext) -> LoadResult:
             tokens_cached_d::BIGINT AS cached_input_tokens,
             tokens_completion_d::BIGINT AS output_tokens,
             tokens_reasoning_d::BIGINT AS reasoning_tokens,
+            true AS output_final,
             cost_total_d::DECIMAL(18, 10) AS cost_usd,
             CASE WHEN cost_total_d IS NOT NULL THEN 'billed' END AS cost_basis,
             cost_cache_d::DECIMAL(18, 10) AS cost_cache_usd,
@@ -373,8 +374,8 @@ def load(ctx: LoadContext) -> LoadResult:
         FROM (SELECT *, lf_finish_reason(coalesce(finish_norm, finish_raw), cancelled) AS fr
               FROM ({with_sessions_sql("lf_or_new")}))""",
         {**params, "gap": ctx.options.session_gap_s},
-    ).fetchone()
-    result.rows_loaded = int(inserted[0]) if inserted else 0  # type: ignore[index]
+    ).fetchall()
+    result.rows_loaded = int(inserted[0][0]) if inserted else 0
     good = staged - rejected - headers
     result.rows_duplicate = int(good - result.rows_loaded)
     if _count(con, "SELECT count(*) FROM lf_or_inter"):
@@ -386,5 +387,5 @@ def load(ctx: LoadContext) -> LoadResult:
 
 
 def _count(con: duckdb.DuckDBPyConnection, sql: str) -> int:
-    row = con.execute(sql).fetchone()
-    return int(row[0]) if row else 0
+    rows = con.execute(sql).fetchall()
+    return int(rows[0][0]) if rows else 0

@@ -50,6 +50,8 @@ CREATE OR REPLACE TEMP MACRO lf_finish_reason(raw, cancelled) AS (
 --   9. thinking_only       every output token was a reasoning token
 --  10. text                otherwise (a billing row cannot show whitespace, and a 'length'
 --                          finish there cannot show whether a tool call was cut off)
+--  11. NULL                neither content nor output tokens known: the kind is unknown (a
+--                          reply the agent never saved, say), not guessed
 CREATE OR REPLACE TEMP MACRO lf_response_kind(finish_reason, http_status, output_tokens,
         reasoning_tokens, content_chars, visible_chars, reasoning_chars, tool_call_count) AS (
     CASE
@@ -68,6 +70,19 @@ CREATE OR REPLACE TEMP MACRO lf_response_kind(finish_reason, http_status, output
         WHEN output_tokens = 0 THEN 'empty'
         WHEN coalesce(reasoning_tokens, 0) > 0 AND reasoning_tokens >= output_tokens
             THEN 'thinking_only'
-        ELSE 'text'
+        WHEN output_tokens > 0 THEN 'text'
+        ELSE NULL
     END
+);
+
+-- lf_model_key(model) -> a name to compare models written differently by a bill and a log:
+-- lower case, without the vendor prefix, the :variant, a trailing date or -latest, dots as
+-- dashes ('anthropic/claude-opus-4.5' and 'claude-opus-4-5-20251101' are both
+-- 'claude-opus-4-5').
+CREATE OR REPLACE TEMP MACRO lf_model_key(model) AS (
+    replace(
+        regexp_replace(
+            regexp_replace(regexp_replace(lower(trim(model)), '^[^/]*/', ''), ':.*$', ''),
+            '([-@]\d{8}|-latest)$', ''),
+        '.', '-')
 );

@@ -34,6 +34,8 @@ CREATE TABLE IF NOT EXISTS calls (
     source_id           INTEGER NOT NULL,
     format              VARCHAR NOT NULL,
     native_id           VARCHAR,            -- generation_id, requestId, ...
+    response_id         VARCHAR,            -- the provider's id for the response, when logged
+                                            -- (an OpenRouter "gen-..." id links to the bill)
     line                BIGINT,             -- record line in the source file
     ts                  TIMESTAMP,          -- UTC
     stream_key          VARCHAR NOT NULL,   -- what the calls of one agent share
@@ -49,10 +51,13 @@ CREATE TABLE IF NOT EXISTS calls (
     user_id             VARCHAR,
     variant             VARCHAR,
     input_tokens        BIGINT,             -- whole prompt, cached part included
-    cached_input_tokens BIGINT,
-    cache_write_tokens  BIGINT,
+    cached_input_tokens BIGINT,             -- read from the prompt cache (part of input_tokens)
+    cache_write_tokens  BIGINT,             -- written to the cache (part of input_tokens)
+    cache_write_1h_tokens BIGINT,           -- of which with a 1-hour lifetime (Anthropic)
     output_tokens       BIGINT,             -- reasoning included
     reasoning_tokens    BIGINT,
+    output_final        BOOLEAN,            -- output_tokens is the final count (false: a
+                                            -- streaming snapshot, as in Claude Code logs)
     cost_usd            DECIMAL(18, 10),
     cost_basis          VARCHAR,            -- billed | reported | estimated | NULL
     cost_cache_usd      DECIMAL(18, 10),    -- negative = cache discount (already in cost_usd)
@@ -63,7 +68,8 @@ CREATE TABLE IF NOT EXISTS calls (
     finish_reason_raw   VARCHAR,
     response_kind       VARCHAR,            -- text, tool_call, thinking_only, empty, whitespace,
                                             -- truncated_tool_call, error
-    content_chars       BIGINT,
+    content_chars       BIGINT,             -- visible answer text, blanks included
+    visible_chars       BIGINT,             -- of which not blank
     reasoning_chars     BIGINT,
     tool_call_count     BIGINT,
     http_status         INTEGER,
@@ -72,23 +78,33 @@ CREATE TABLE IF NOT EXISTS calls (
     duration_ms         DOUBLE,
     ttft_ms             DOUBLE,
     streamed            BOOLEAN,
-    cancelled           BOOLEAN
+    cancelled           BOOLEAN,
+    reply_saved         BOOLEAN,            -- the agent kept the reply in its conversation
+    billing_call_id     VARCHAR,            -- on a logged call: the billing row it was matched to
+    superseded_by       VARCHAR             -- on a billing row: the logged call that stands for
+                                            -- it (the same call, seen in more detail)
 );
 
+-- Every call once: billing rows matched to a logged call are represented by that call.
+CREATE OR REPLACE VIEW live_calls AS SELECT * FROM calls WHERE superseded_by IS NULL;
+
 -- Conversation content where a format has it (excerpts only, never whole contents).
+-- kind: prompt (a user's turn), text, thinking, tool_call, tool_result, system, placeholder.
 CREATE TABLE IF NOT EXISTS messages (
     source_id      INTEGER NOT NULL,
     session_id     VARCHAR,
-    idx            BIGINT,
+    idx            BIGINT,                -- order within the session
     role           VARCHAR,
     kind           VARCHAR,
     ts             TIMESTAMP,
+    turn_id        VARCHAR,
     text_chars     BIGINT,
+    visible_chars  BIGINT,
     tool_name      VARCHAR,
-    tool_args_hash VARCHAR,
+    tool_args_hash VARCHAR,               -- sha256 of the arguments as JSON with sorted keys
     is_error       BOOLEAN,
-    call_id        VARCHAR,
-    excerpt        VARCHAR
+    call_id        VARCHAR,               -- the call that produced it (assistant side)
+    excerpt        VARCHAR                -- at most 200 characters, for the report
 );
 
 -- Every input record that could not be loaded, with the reason.

@@ -1,0 +1,151 @@
+"""Billing <-> log reconciliation: link each logged call to the billing row of the same call.
+
+When a billing export and the agent logs of the same activity are both loaded, every call is in
+the store twice: once as billed, once as logged (with content, tool calls, turns). A logged call
+is linked to its billing row
+
+1. by id, when the log kept the provider's response id and it equals the ``generation_id``;
+2. else by time (within 2 s), model (compared by ``lf_model_key``) and token counts (the prompt
+   size must agree when the log has it; the output too when the log's count is final - Claude
+   Code's is a snapshot and is not compared).
+
+Each side is linked at most once, nearest in time first. The logged call then carries the billed
+dollars (``cost_basis = 'billed'``), the bill's model, app, key and user (so spend tables name
+each call as the bill does) and, where the log had none, the billed token counts; the
+billing row is marked ``superseded_by`` the logged call, so every call is counted once
+(``live_calls``). What stayed unmatched on each side is reported: the reconciliation users now do
+by hand in spreadsheets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from analyzer.ingest.openrouter_csv import NAME as BILLING
+from analyzer.store import Store
+
+WINDOW_S = 2
+NEAR_LOGS_S = 300  # billing rows this close to a logged session count as "should have matched"
+
+
+@dataclass
+class Reconciliation:
+    billing_rows: int
+    log_calls: int
+    matched: int
+    log_calls_unmatched: int  # logged calls inside the billing export's period, not matched
+    billing_rows_unmatched: int  # billing rows of a logged model near its sessions, not matched
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def correlate(store: Store) -> int:
+    """Link what can be linked now; returns the number of new links."""
+    con = store.con
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE lf_links AS
+        WITH logs AS (
+            SELECT call_id, ts, lf_model_key(model) AS mk, input_tokens, output_tokens,
+                   output_final, response_id
+            FROM calls
+            WHERE format <> '{BILLING}' AND billing_call_id IS NULL AND ts IS NOT NULL
+        ),
+        bills AS (
+            SELECT call_id, ts, lf_model_key(model) AS mk, input_tokens, output_tokens, native_id
+            FROM calls WHERE format = '{BILLING}' AND superseded_by IS NULL
+        ),
+        by_id AS (
+            SELECT l.call_id AS log_id, b.call_id AS bill_id, -1.0 AS dt
+            FROM logs l JOIN bills b ON b.native_id = l.response_id
+        ),
+        by_time AS (
+            SELECT l.call_id AS log_id, b.call_id AS bill_id,
+                   abs(epoch(b.ts) - epoch(l.ts)) AS dt
+            FROM logs l JOIN bills b
+              ON b.ts BETWEEN l.ts - INTERVAL {WINDOW_S} SECOND
+                          AND l.ts + INTERVAL {WINDOW_S} SECOND
+             AND b.mk = l.mk
+            WHERE (l.input_tokens IS NULL OR l.input_tokens = b.input_tokens)
+              AND (l.output_tokens IS NULL OR NOT coalesce(l.output_final, false)
+                   OR l.output_tokens = b.output_tokens)
+        ),
+        ranked AS (
+            SELECT *,
+                   row_number() OVER (PARTITION BY log_id ORDER BY dt, bill_id) AS r_log,
+                   row_number() OVER (PARTITION BY bill_id ORDER BY dt, log_id) AS r_bill
+            FROM (SELECT * FROM by_id UNION ALL SELECT * FROM by_time)
+        )
+        SELECT log_id, bill_id FROM ranked WHERE r_log = 1 AND r_bill = 1"""
+    )
+    n = int(store.scalar("SELECT count(*) FROM lf_links"))  # type: ignore[arg-type]
+    if n:
+        con.execute(
+            """UPDATE calls SET
+                billing_call_id = k.bill_id,
+                model = b.model,
+                provider = coalesce(b.provider, calls.provider),
+                app = coalesce(b.app, calls.app),
+                api_key = b.api_key,
+                user_id = coalesce(b.user_id, calls.user_id),
+                cost_usd = b.cost_usd,
+                cost_basis = b.cost_basis,
+                input_tokens = coalesce(calls.input_tokens, b.input_tokens),
+                cached_input_tokens = coalesce(calls.cached_input_tokens, b.cached_input_tokens),
+                output_tokens = CASE WHEN coalesce(calls.output_final, false)
+                                     THEN calls.output_tokens
+                                     ELSE coalesce(b.output_tokens, calls.output_tokens) END,
+                reasoning_tokens = coalesce(calls.reasoning_tokens, b.reasoning_tokens),
+                output_final = coalesce(calls.output_final, false) OR b.output_tokens IS NOT NULL,
+                response_kind = coalesce(calls.response_kind, lf_response_kind(
+                    calls.finish_reason, calls.http_status, b.output_tokens, b.reasoning_tokens,
+                    calls.content_chars, calls.visible_chars, calls.reasoning_chars,
+                    calls.tool_call_count))
+            FROM lf_links k JOIN calls b ON b.call_id = k.bill_id
+            WHERE calls.call_id = k.log_id"""
+        )
+        con.execute(
+            """UPDATE calls SET superseded_by = k.log_id
+               FROM lf_links k WHERE calls.call_id = k.bill_id"""
+        )
+    con.execute("DROP TABLE lf_links")
+    return n
+
+
+def reconciliation(store: Store) -> Reconciliation | None:
+    """Matched and unmatched on each side; None unless both a bill and logs are loaded."""
+    row = store.one(
+        f"""SELECT count(*) FILTER (WHERE format = '{BILLING}'),
+                   count(*) FILTER (WHERE format <> '{BILLING}'),
+                   count(*) FILTER (WHERE billing_call_id IS NOT NULL),
+                   min(ts) FILTER (WHERE format = '{BILLING}'),
+                   max(ts) FILTER (WHERE format = '{BILLING}')
+            FROM calls"""
+    )
+    assert row is not None
+    bills, logs, matched, lo, hi = row
+    if not bills or not logs:
+        return None
+    log_unmatched = store.scalar(
+        f"""SELECT count(*) FROM calls WHERE format <> '{BILLING}' AND billing_call_id IS NULL
+            AND ts BETWEEN ? AND ?""",
+        [lo, hi],
+    )
+    bill_unmatched = store.scalar(
+        f"""WITH spans AS (
+                SELECT session_id, lf_model_key(model) AS mk,
+                       min(ts) - INTERVAL {NEAR_LOGS_S} SECOND AS lo,
+                       max(ts) + INTERVAL {NEAR_LOGS_S} SECOND AS hi
+                FROM calls WHERE format <> '{BILLING}' AND ts IS NOT NULL GROUP BY ALL)
+            SELECT count(*) FROM calls b
+            WHERE b.format = '{BILLING}' AND b.superseded_by IS NULL
+              AND EXISTS (SELECT 1 FROM spans s
+                          WHERE s.mk = lf_model_key(b.model) AND b.ts BETWEEN s.lo AND s.hi)"""
+    )
+    return Reconciliation(
+        billing_rows=int(bills),
+        log_calls=int(logs),
+        matched=int(matched),
+        log_calls_unmatched=int(log_unmatched),  # type: ignore[arg-type]
+        billing_rows_unmatched=int(bill_unmatched),  # type: ignore[arg-type]
+    )

@@ -1,0 +1,272 @@
+"""Claude Code transcripts: ``~/.claude/projects/<slug>/<session>.jsonl`` and sub-agent files.
+
+Facts from reference/formats.md §2, all of which shape this loader:
+
+* One API call is written as several ``assistant`` lines, one per content block, sharing
+  ``message.id`` and ``requestId``: lines are grouped into a call by that pair (by
+  ``message.id`` alone when ``requestId`` is empty).
+* ``output_tokens`` on those lines is a streaming snapshot, often never finalised: the maximum
+  is kept, and ``output_final`` is false - a 3-token call is normal here, not a loop signal.
+* The whole prompt is ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``;
+  the 1-hour share of cache writes is ``usage.cache_creation.ephemeral_1h_input_tokens``.
+* ``stop_reason`` is almost always null, so the finish reason is usually ``unknown``.
+* A ``user`` line with plain text (not a tool result, not ``isMeta``, not a compaction summary)
+  starts a turn.
+* ``isSidechain``/``agentId`` mark a sub-agent; its lines carry the parent's ``sessionId``. The
+  sub-agent gets its own session ``<parent>:agent-<id>``, linked by ``parent_session_id``.
+
+Records: ``assistant`` lines build calls, ``user`` lines build messages; ``progress``,
+``file-history-snapshot``, ``queue-operation``, ``summary`` and ``system`` lines hold nothing
+the store keeps and are counted as skipped, by kind.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.jsonl import as_int, head_objects, json_lines, parse_time
+from analyzer.ingest.records import Lowering, args_hash, excerpt, text_measure
+
+NAME = "claude_code"
+TITLE = "Claude Code transcript (JSONL)"
+CALL_PREFIX = "cc"
+APP = "claude-code"
+_LINE_TYPES = {
+    "user", "assistant", "system", "summary", "progress", "file-history-snapshot",
+    "queue-operation", "turn_end",
+}  # fmt: skip
+_API_ERROR = re.compile(r"API Error:?\s*(\d{3})")
+
+
+def sniff(head: Head) -> bool:
+    for obj in head_objects(head):
+        kind = obj.get("type")
+        if kind in _LINE_TYPES and ("sessionId" in obj or "parentUuid" in obj):
+            return True
+        if kind == "summary" and "leafUuid" in obj:
+            return True
+        if kind == "file-history-snapshot" and "snapshot" in obj:
+            return True
+    return False
+
+
+class _Session:
+    """Per (session, agent) state while reading a file."""
+
+    def __init__(self, session_id: str, parent: str | None, agent: str | None) -> None:
+        self.session_id = session_id
+        self.parent = parent
+        self.agent = agent
+        self.turn: str | None = None
+        self.idx = 0
+        self.seq = 0
+
+    def next_idx(self) -> int:
+        self.idx += 1
+        return self.idx
+
+
+def _blocks(content: object) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    return []
+
+
+def _result_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""
+
+
+def load(ctx: LoadContext) -> LoadResult:
+    low = Lowering(ctx, NAME, CALL_PREFIX)
+    sessions: dict[tuple[str, str | None], _Session] = {}
+    calls: dict[tuple[str, str], dict[str, Any]] = {}
+    file_session = Path(ctx.source.path).stem
+
+    def session_of(obj: dict[str, Any]) -> _Session:
+        sid = str(obj.get("sessionId") or file_session)
+        agent = obj.get("agentId") if obj.get("isSidechain") else None
+        agent = str(agent) if agent else None
+        key = (sid, agent)
+        if key not in sessions:
+            if agent:
+                sessions[key] = _Session(f"{sid}:agent-{agent}", sid, agent)
+            else:
+                sessions[key] = _Session(sid, None, None)
+        return sessions[key]
+
+    for lineno, obj in json_lines(ctx.source, low):
+        kind = obj.get("type")
+        if kind == "assistant":
+            _assistant(low, obj, lineno, session_of(obj), calls, ctx.options.tz)
+        elif kind == "user":
+            _user(low, obj, session_of(obj), ctx.options.tz)
+        elif kind == "system" and obj.get("subtype") == "compact_boundary":
+            s = session_of(obj)
+            low.add_message(
+                {
+                    "session_id": s.session_id,
+                    "idx": s.next_idx(),
+                    "role": "system",
+                    "kind": "compaction",
+                    "ts": parse_time(obj.get("timestamp")),
+                    "turn_id": s.turn,
+                    "n_records": 1,
+                }
+            )
+        else:
+            low.skip(str(kind or "untyped"))
+
+    for call in calls.values():
+        low.add_call(call)
+    return low.finish()
+
+
+def _assistant(
+    low: Lowering,
+    obj: dict[str, Any],
+    lineno: int,
+    s: _Session,
+    calls: dict[tuple[str, str], dict[str, Any]],
+    tz: str,
+) -> None:
+    msg = obj.get("message")
+    if not isinstance(msg, dict) or not msg.get("id"):
+        low.reject(lineno, "assistant line without message.id", str(obj)[:300])
+        return
+    request = str(obj.get("requestId") or "")
+    key = (str(msg["id"]), request)
+    call = calls.get(key)
+    if call is None:
+        native = f"{msg['id']}:{request}" if request else str(msg["id"])
+        s.seq += 1
+        call = {
+            "native_id": native, "line": lineno, "ts": parse_time(obj.get("timestamp"), tz),
+            "session_id": s.session_id, "stream_key": s.session_id, "turn_id": s.turn,
+            "seq": s.seq, "agent_id": s.agent, "parent_session_id": s.parent,
+            "model": msg.get("model"), "provider": "anthropic", "app": APP,
+            "output_final": False, "content_chars": 0, "visible_chars": 0,
+            "reasoning_chars": 0, "tool_call_count": 0, "n_records": 0,
+        }  # fmt: skip
+        calls[key] = call
+    call["n_records"] += 1
+    usage = msg.get("usage") if isinstance(msg.get("usage"), dict) else {}
+    if usage:
+        fresh = as_int(usage.get("input_tokens")) or 0
+        write = as_int(usage.get("cache_creation_input_tokens")) or 0
+        read = as_int(usage.get("cache_read_input_tokens")) or 0
+        detail = (
+            usage.get("cache_creation") if isinstance(usage.get("cache_creation"), dict) else {}
+        )
+        write_1h = as_int(detail.get("ephemeral_1h_input_tokens")) or 0
+        call["input_tokens"] = max(call.get("input_tokens") or 0, fresh + write + read)
+        call["cached_input_tokens"] = max(call.get("cached_input_tokens") or 0, read)
+        call["cache_write_tokens"] = max(call.get("cache_write_tokens") or 0, write)
+        call["cache_write_1h_tokens"] = max(call.get("cache_write_1h_tokens") or 0, write_1h)
+        out = as_int(usage.get("output_tokens"))
+        if out is not None:
+            call["output_tokens"] = max(call.get("output_tokens") or 0, out)
+    if msg.get("stop_reason"):
+        call["finish_reason_raw"] = str(msg["stop_reason"])
+    if obj.get("isApiErrorMessage"):
+        call["finish_reason_raw"] = "error"
+        text = _result_text(msg.get("content"))
+        m = _API_ERROR.search(text)
+        call["http_status"] = int(m.group(1)) if m else None
+    ts = call["ts"]
+    for block in _blocks(msg.get("content")):
+        btype = block.get("type")
+        if btype == "text":
+            chars, visible = text_measure(block.get("text"))
+            call["content_chars"] += chars
+            call["visible_chars"] += visible
+            low.add_message(
+                {
+                    "session_id": s.session_id,
+                    "idx": s.next_idx(),
+                    "role": "assistant",
+                    "kind": "text",
+                    "ts": ts,
+                    "turn_id": s.turn,
+                    "text_chars": chars,
+                    "visible_chars": visible,
+                    "call_id": low.call_id(call["native_id"]),
+                    "excerpt": excerpt(block.get("text")),
+                    "n_records": 0,
+                }
+            )
+        elif btype in ("thinking", "redacted_thinking"):
+            call["reasoning_chars"] += len(block.get("thinking") or block.get("data") or "")
+        elif btype in ("tool_use", "server_tool_use"):
+            call["tool_call_count"] += 1
+            low.add_message(
+                {
+                    "session_id": s.session_id,
+                    "idx": s.next_idx(),
+                    "role": "assistant",
+                    "kind": "tool_call",
+                    "ts": ts,
+                    "turn_id": s.turn,
+                    "tool_name": block.get("name"),
+                    "tool_args_hash": args_hash(block.get("input")),
+                    "call_id": low.call_id(call["native_id"]),
+                    "n_records": 0,
+                }
+            )
+
+
+def _user(low: Lowering, obj: dict[str, Any], s: _Session, tz: str) -> None:
+    msg = obj.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    ts = parse_time(obj.get("timestamp"), tz)
+    meta = bool(obj.get("isMeta")) or bool(obj.get("isCompactSummary"))
+    blocks = _blocks(content)
+    results = [b for b in blocks if b.get("type") == "tool_result"]
+    texts = [b for b in blocks if b.get("type") == "text"]
+    first = True
+
+    def add(row: dict[str, Any]) -> None:
+        nonlocal first
+        row.update(session_id=s.session_id, idx=s.next_idx(), role="user", ts=ts)
+        row["n_records"] = 1 if first else 0
+        first = False
+        low.add_message(row)
+
+    if texts and not results and not meta:
+        s.turn = f"{s.session_id}:{obj.get('uuid') or s.idx + 1}"
+    for b in texts:
+        chars, visible = text_measure(b.get("text"))
+        add(
+            {
+                "kind": "system" if meta else "prompt",
+                "turn_id": s.turn,
+                "text_chars": chars,
+                "visible_chars": visible,
+                "excerpt": excerpt(b.get("text")),
+            }
+        )
+    for b in results:
+        text = _result_text(b.get("content"))
+        chars, visible = text_measure(text)
+        add(
+            {
+                "kind": "tool_result",
+                "turn_id": s.turn,
+                "text_chars": chars,
+                "visible_chars": visible,
+                "is_error": bool(b.get("is_error")),
+                "excerpt": excerpt(text),
+            }
+        )
+    if first:  # nothing kept from this line (an image, an empty message)
+        low.skip("user_without_text")

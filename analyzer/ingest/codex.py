@@ -1,0 +1,256 @@
+"""OpenAI Codex CLI rollouts: ``~/.codex/sessions/YYYY/MM/DD/rollout-<ts>-<uuid>.jsonl``.
+
+Each line is ``{timestamp, type, payload}`` (reference/formats.md §3).
+
+* A call is an ``event_msg`` ``token_count`` whose ``info`` carries usage: per-call usage is
+  ``info.last_token_usage``; older files have only cumulative ``total_token_usage``, and the
+  call's usage is the difference from the previous total. An event whose total did not change
+  repeats the last one and is skipped; one without ``info`` reports rate limits only.
+* ``input_tokens`` already includes ``cached_input_tokens``; ``output_tokens`` already includes
+  ``reasoning_output_tokens``. Token counts here are final.
+* The model is the latest ``turn_context``'s. A user's ``user_message`` event starts a turn.
+* ``function_call`` (and ``custom_tool_call``, ``local_shell_call``) items are tool calls;
+  ``function_call_output`` items their results. The items of a model response sit next to its
+  ``token_count`` event, between two ``turn_context`` lines: they are given to the call of their
+  step, whichever side of the event they were written on.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.jsonl import as_int, head_objects, json_lines, parse_time
+from analyzer.ingest.records import Lowering, args_hash, excerpt, text_measure
+
+NAME = "codex"
+TITLE = "OpenAI Codex CLI rollout (JSONL)"
+CALL_PREFIX = "codex"
+APP = "codex"
+_KINDS = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_TOOL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call"}
+_RESULT_ITEMS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
+_USAGE_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
+
+
+def sniff(head: Head) -> bool:
+    objs = head_objects(head)
+    return bool(objs) and all(
+        o.get("type") in _KINDS and isinstance(o.get("payload"), dict) for o in objs[:3]
+    )
+
+
+def _usage(raw: object) -> dict[str, int] | None:
+    if not isinstance(raw, dict):
+        return None
+    return {k: as_int(raw.get(k)) or 0 for k in _USAGE_KEYS}
+
+
+def _output_is_error(output: object) -> bool | None:
+    """Codex wraps a command's output as JSON with ``metadata.exit_code``."""
+    if isinstance(output, str):
+        try:
+            output = orjson.loads(output)
+        except orjson.JSONDecodeError:
+            return None
+    if isinstance(output, dict):
+        meta = output.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("exit_code"), int):
+            return meta["exit_code"] != 0
+    return None
+
+
+class _Reader:
+    def __init__(self, ctx: LoadContext) -> None:
+        self.ctx = ctx
+        self.low = Lowering(ctx, NAME, CALL_PREFIX)
+        m = _UUID.search(Path(ctx.source.path).name)
+        self.session = m.group(0) if m else Path(ctx.source.path).stem
+        self.model: str | None = None
+        self.turn: str | None = None
+        self.prev_total: dict[str, int] | None = None
+        self.idx = 0
+        self.n_calls = 0
+        self.call: dict[str, Any] | None = None  # the call of the current step
+        self.pending: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+
+    def next_idx(self) -> int:
+        self.idx += 1
+        return self.idx
+
+    # An item's effect on its call, applied once the call is known.
+    def attach(self, call_effect: dict[str, Any], message: dict[str, Any] | None) -> None:
+        if self.call is None:
+            self.pending.append((call_effect, message))
+        else:
+            self._apply(self.call, call_effect, message)
+
+    def _apply(
+        self, call: dict[str, Any], effect: dict[str, Any], message: dict[str, Any] | None
+    ) -> None:
+        for key, value in effect.items():
+            call[key] = (call.get(key) or 0) + value
+        if message is not None:
+            message["call_id"] = self.low.call_id(call["native_id"])
+            self.low.add_message(message)
+
+    def end_step(self) -> None:
+        """A new step begins: items still waiting for a call keep waiting for the next one,
+        unless this step had a call."""
+        self.call = None
+
+    def finish(self) -> LoadResult:
+        for _effect, message in self.pending:  # items of a response with no usage event
+            if message is not None:
+                self.low.add_message(message)
+        return self.low.finish()
+
+    def line(self, lineno: int, obj: dict[str, Any]) -> None:
+        kind, p = obj.get("type"), obj.get("payload")
+        ts = parse_time(obj.get("timestamp"), self.ctx.options.tz)
+        low = self.low
+        if not isinstance(p, dict):
+            low.reject(lineno, f"{kind or 'line'} without a payload object", str(obj)[:300])
+            return
+        ptype = p.get("type")
+        if kind == "session_meta":
+            if p.get("id"):
+                self.session = str(p["id"])
+            low.skip("session_meta")
+        elif kind == "turn_context":
+            if p.get("model"):
+                self.model = str(p["model"])
+            self.end_step()
+            low.skip("turn_context")
+        elif kind == "event_msg" and ptype == "token_count":
+            self.token_count(lineno, ts, p)
+        elif kind == "event_msg" and ptype == "user_message":
+            self.turn = f"{self.session}:{lineno}"
+            chars, visible = text_measure(str(p.get("message") or ""))
+            low.add_message(
+                {
+                    "session_id": self.session,
+                    "idx": self.next_idx(),
+                    "role": "user",
+                    "kind": "prompt",
+                    "ts": ts,
+                    "turn_id": self.turn,
+                    "text_chars": chars,
+                    "visible_chars": visible,
+                    "excerpt": excerpt(str(p.get("message") or "")),
+                    "n_records": 1,
+                }
+            )
+        elif kind == "response_item" and ptype == "message" and p.get("role") == "assistant":
+            text = "".join(
+                c.get("text", "")
+                for c in p.get("content") or []
+                if isinstance(c, dict) and c.get("type") in ("output_text", "text")
+            )
+            chars, visible = text_measure(text)
+            self.attach(
+                {"content_chars": chars, "visible_chars": visible},
+                {
+                    "session_id": self.session,
+                    "idx": self.next_idx(),
+                    "role": "assistant",
+                    "kind": "text",
+                    "ts": ts,
+                    "turn_id": self.turn,
+                    "text_chars": chars,
+                    "visible_chars": visible,
+                    "excerpt": excerpt(text),
+                    "n_records": 1,
+                },
+            )
+        elif kind == "response_item" and ptype == "reasoning":
+            summary = "".join(
+                s.get("text", "") for s in p.get("summary") or [] if isinstance(s, dict)
+            )
+            self.attach({"reasoning_chars": len(summary)}, None)
+            low.skip("reasoning_item")  # its size is on the call; nothing else is kept
+        elif kind == "response_item" and ptype in _TOOL_ITEMS:
+            args = p.get("arguments", p.get("input", p.get("action")))
+            self.attach(
+                {"tool_call_count": 1},
+                {
+                    "session_id": self.session,
+                    "idx": self.next_idx(),
+                    "role": "assistant",
+                    "kind": "tool_call",
+                    "ts": ts,
+                    "turn_id": self.turn,
+                    "tool_name": p.get("name") or ptype,
+                    "tool_args_hash": args_hash(args),
+                    "n_records": 1,
+                },
+            )
+        elif kind == "response_item" and ptype in _RESULT_ITEMS:
+            output = p.get("output")
+            text = output if isinstance(output, str) else orjson.dumps(output).decode()
+            chars, visible = text_measure(text)
+            low.add_message(
+                {
+                    "session_id": self.session,
+                    "idx": self.next_idx(),
+                    "role": "tool",
+                    "kind": "tool_result",
+                    "ts": ts,
+                    "turn_id": self.turn,
+                    "text_chars": chars,
+                    "visible_chars": visible,
+                    "is_error": _output_is_error(output),
+                    "excerpt": excerpt(text),
+                    "n_records": 1,
+                }
+            )
+        else:
+            low.skip(f"{kind}:{ptype}" if ptype else str(kind))
+
+    def token_count(self, lineno: int, ts: object, p: dict[str, Any]) -> None:
+        info = p.get("info")
+        if not isinstance(info, dict):
+            self.low.skip("rate_limits")
+            return
+        total = _usage(info.get("total_token_usage"))
+        last = _usage(info.get("last_token_usage"))
+        if total is not None and total == self.prev_total:
+            self.low.skip("token_count_repeat")
+            return
+        if last is None:
+            if total is None:
+                self.low.reject(lineno, "token_count without token usage", str(p)[:300])
+                return
+            prev = self.prev_total or dict.fromkeys(_USAGE_KEYS, 0)
+            last = {k: max(total[k] - prev[k], 0) for k in _USAGE_KEYS}
+        if total is not None:
+            self.prev_total = total
+        self.n_calls += 1
+        call: dict[str, Any] = {
+            "native_id": f"{self.session}:{self.n_calls}", "line": lineno, "ts": ts,
+            "session_id": self.session, "stream_key": self.session, "turn_id": self.turn,
+            "seq": self.n_calls, "model": self.model, "provider": "openai", "app": APP,
+            "input_tokens": last["input_tokens"],
+            "cached_input_tokens": last["cached_input_tokens"],
+            "output_tokens": last["output_tokens"],
+            "reasoning_tokens": last["reasoning_output_tokens"], "output_final": True,
+            "content_chars": 0, "visible_chars": 0, "reasoning_chars": 0, "tool_call_count": 0,
+            "n_records": 1,
+        }  # fmt: skip
+        self.call = call
+        self.low.add_call(call)
+        waiting, self.pending = self.pending, []
+        for effect, message in waiting:
+            self._apply(call, effect, message)
+
+
+def load(ctx: LoadContext) -> LoadResult:
+    reader = _Reader(ctx)
+    for lineno, obj in json_lines(ctx.source, reader.low):
+        reader.line(lineno, obj)
+    return reader.finish()

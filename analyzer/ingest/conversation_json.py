@@ -1,0 +1,355 @@
+"""Saved conversations (one JSON document): the shapes agents write to disk.
+
+* **OpenAI chat messages** - a list of messages, or an object with ``messages``: ``content``
+  (a string or parts), ``tool_calls``, ``reasoning_content`` / ``reasoning``, and ``usage``,
+  ``finish_reason``, ``model``, ``id`` where the agent kept them.
+* **Anthropic messages** - ``content`` as blocks ``text``, ``thinking``, ``tool_use``,
+  ``tool_result``, with ``stop_reason`` and ``usage`` on assistant messages.
+* **Penguin sessions** - ``{id, messages, llm_request_lifecycles, ...}``: messages with a
+  ``category``, ``metadata.was_empty`` and the placeholder ``[Empty response from model]`` it
+  saves for an empty reply; lifecycles carry the finish reason of every request.
+
+Each assistant message is one call. A Penguin lifecycle with no saved message is a call whose
+reply was never saved (``reply_saved`` false) - how seed 000's whitespace replies looked. A
+placeholder message is a call whose reply was empty: the placeholder is Penguin's text, not the
+model's. Timestamps without a zone are read in ``--tz``.
+
+A JSON document cannot be read a line at a time; files over 512 MB are refused with a message.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from analyzer.errors import InputError
+from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.jsonl import as_int, parse_time
+from analyzer.ingest.records import Lowering, args_hash, excerpt, text_measure
+
+NAME = "conversation_json"
+TITLE = "saved conversation (JSON: OpenAI or Anthropic messages, Penguin session)"
+CALL_PREFIX = "conv"
+MAX_BYTES = 512 * 1024 * 1024
+PLACEHOLDERS = ("[Empty response from model]", "[No response from model]")
+_START = re.compile(rb'^\s*(\[\s*\{\s*"(role|content|id)"|\{)')
+_KEYS = re.compile(rb'"(messages|role|llm_request_lifecycles)"\s*:')
+
+
+def sniff(head: Head) -> bool:
+    data = head.data.lstrip(b"\xef\xbb\xbf")
+    if not _START.match(data):
+        return False
+    first_line = data.split(b"\n", 1)[0]
+    try:  # a whole object on the first line followed by more lines is JSON Lines, not ours
+        orjson.loads(first_line)
+        if len(data) > len(first_line) + 1 and data[len(first_line) + 1 :].strip():
+            return False
+    except orjson.JSONDecodeError:
+        pass
+    return bool(_KEYS.search(data))
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for p in content:
+            if isinstance(p, str):
+                parts.append(p)
+            elif isinstance(p, dict) and p.get("type") in (
+                None,
+                "text",
+                "output_text",
+                "input_text",
+            ):
+                parts.append(str(p.get("text", "")))
+        return "".join(parts)
+    return ""
+
+
+def _blocks(content: object, kind: str) -> list[dict[str, Any]]:
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict) and b.get("type") == kind]
+    return []
+
+
+def _usage(call: dict[str, Any], usage: object) -> None:
+    if not isinstance(usage, dict):
+        return
+    if "prompt_tokens" in usage or "completion_tokens" in usage:
+        call["input_tokens"] = as_int(usage.get("prompt_tokens"))
+        call["output_tokens"] = as_int(usage.get("completion_tokens"))
+        call["reasoning_tokens"] = as_int(
+            (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+        )
+        call["cached_input_tokens"] = as_int(
+            (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+        )
+    else:
+        fresh = as_int(usage.get("input_tokens"))
+        write = as_int(usage.get("cache_creation_input_tokens")) or 0
+        read = as_int(usage.get("cache_read_input_tokens")) or 0
+        if fresh is not None:
+            call["input_tokens"] = fresh + write + read
+            call["cached_input_tokens"] = read
+            call["cache_write_tokens"] = write
+        call["output_tokens"] = as_int(usage.get("output_tokens"))
+    call["output_final"] = call.get("output_tokens") is not None
+
+
+class _Reader:
+    def __init__(self, ctx: LoadContext, doc: object) -> None:
+        self.ctx = ctx
+        self.low = Lowering(ctx, NAME, CALL_PREFIX)
+        self.doc = doc if isinstance(doc, dict) else {}
+        self.messages: list[object] = doc if isinstance(doc, list) else []
+        if isinstance(doc, dict):
+            msgs = doc.get("messages")
+            self.messages = msgs if isinstance(msgs, list) else []
+        self.session = (
+            str(self.doc.get("id") or self.doc.get("session_id") or "")
+            or Path(ctx.source.path).stem
+        )
+        self.model = self.doc.get("model")
+        self.penguin = "llm_request_lifecycles" in self.doc or any(
+            isinstance(m, dict) and "category" in m for m in self.messages[:20]
+        )
+        self.app = "penguin" if self.penguin else self.doc.get("app")
+        self.turn: str | None = None
+        self.idx = 0
+        self.seq = 0
+
+    def time(self, obj: dict[str, Any]) -> object:
+        for key in ("timestamp", "created_at", "created", "ts"):
+            if obj.get(key) is not None:
+                return parse_time(obj[key], self.ctx.options.tz)
+        return None
+
+    def next_idx(self) -> int:
+        self.idx += 1
+        return self.idx
+
+    def message_row(self, **row: Any) -> None:
+        row.setdefault("session_id", self.session)
+        row.setdefault("turn_id", self.turn)
+        row.setdefault("idx", self.next_idx())
+        row.setdefault("n_records", 0)
+        self.low.add_message(row)
+
+    def run(self) -> LoadResult:
+        lifecycles = self.doc.get("llm_request_lifecycles")
+        lifecycles = lifecycles if isinstance(lifecycles, list) else []
+        calls: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (call, message)
+        for i, m in enumerate(self.messages):
+            self.low.read()
+            if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+                self.low.reject(i + 1, "message without a role", str(m)[:300])
+                continue
+            if m["role"] == "assistant":
+                calls.append((self.assistant(m), m))
+            else:
+                self.other(m)
+        for key in ("tool_call_records", "tool_result_records"):
+            if isinstance(self.doc.get(key), list):
+                self.low.read(len(self.doc[key]))
+                self.low.skip(key, len(self.doc[key]))
+        if lifecycles:
+            self.match_lifecycles(calls, lifecycles)
+        for call, _m in calls:
+            self.low.add_call(call)
+        return self.low.finish()
+
+    def other(self, m: dict[str, Any]) -> None:
+        role = m["role"]
+        ts = self.time(m)
+        content = m.get("content")
+        results = _blocks(content, "tool_result")
+        text = _text(content)
+        chars, visible = text_measure(text)
+        meta = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
+        if role == "user" and not results and visible and m.get("category") in (None, "DIALOG"):
+            self.turn = f"{self.session}:{self.idx + 1}"
+            kind = "prompt"
+        elif role in ("tool", "function") or m.get("category") == "SYSTEM_OUTPUT":
+            kind = "tool_result"
+        elif role == "user" and not results:
+            kind = "system"  # agent-injected user text (Penguin categories other than DIALOG)
+        else:
+            kind = "system" if role in ("system", "developer") else role
+        first = True
+        if not results or text:
+            self.message_row(
+                role=role, kind=kind, ts=ts, text_chars=chars, visible_chars=visible,
+                is_error=meta.get("is_error") if kind == "tool_result" else None,
+                excerpt=excerpt(text), n_records=1,
+            )  # fmt: skip
+            first = False
+        for b in results:
+            rtext = _text(b.get("content"))
+            rchars, rvisible = text_measure(rtext)
+            self.message_row(
+                role=role, kind="tool_result", ts=ts, text_chars=rchars, visible_chars=rvisible,
+                is_error=bool(b.get("is_error")), excerpt=excerpt(rtext), n_records=int(first),
+            )  # fmt: skip
+            first = False
+
+    def assistant(self, m: dict[str, Any]) -> dict[str, Any]:
+        self.seq += 1
+        ts = self.time(m)
+        content = m.get("content")
+        meta = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
+        text = _text(content)
+        placeholder = bool(meta.get("was_empty")) or text.strip() in PLACEHOLDERS
+        native = f"{self.session}:{m.get('id') or self.seq}"
+        call: dict[str, Any] = {
+            "native_id": native,
+            "response_id": m.get("id") if isinstance(m.get("id"), str) else None,
+            "line": self.seq, "ts": ts, "session_id": self.session, "stream_key": self.session,
+            "turn_id": self.turn, "seq": self.seq, "model": m.get("model") or self.model,
+            "provider": m.get("provider"), "app": self.app, "n_records": 1,
+            "reply_saved": True, "agent_id": m.get("agent_id"),
+        }  # fmt: skip
+        call_id = self.low.call_id(native)
+        if placeholder:
+            # The model's reply was empty; the text is the agent's stand-in for it.
+            call["content_chars"], call["visible_chars"] = 0, 0
+            chars, visible = text_measure(text)
+            self.message_row(
+                role="assistant", kind="placeholder", ts=ts, text_chars=chars,
+                visible_chars=visible, call_id=call_id, excerpt=excerpt(text),
+            )  # fmt: skip
+        else:
+            chars, visible = text_measure(text)
+            call["content_chars"], call["visible_chars"] = chars, visible
+            if chars or not (m.get("tool_calls") or _blocks(content, "tool_use")):
+                self.message_row(
+                    role="assistant", kind="text", ts=ts, text_chars=chars,
+                    visible_chars=visible, call_id=call_id, excerpt=excerpt(text),
+                )  # fmt: skip
+        reasoning = m.get("reasoning_content") or m.get("reasoning") or meta.get("reasoning")
+        thinking = "".join(str(b.get("thinking", "")) for b in _blocks(content, "thinking"))
+        r_chars = len(reasoning) if isinstance(reasoning, str) else 0
+        call["reasoning_chars"] = r_chars + len(thinking)
+        tools: list[tuple[object, object]] = []
+        for tc in m.get("tool_calls") or []:
+            fn = tc.get("function") if isinstance(tc, dict) else None
+            if isinstance(fn, dict):
+                tools.append((fn.get("name"), fn.get("arguments")))
+        for b in _blocks(content, "tool_use"):
+            tools.append((b.get("name"), b.get("input")))
+        call["tool_call_count"] = len(tools)
+        for name, args in tools:
+            self.message_row(
+                role="assistant", kind="tool_call", ts=ts, tool_name=name,
+                tool_args_hash=args_hash(args), call_id=call_id,
+            )  # fmt: skip
+        _usage(call, m.get("usage"))
+        finish = m.get("finish_reason") or m.get("stop_reason")
+        if finish:
+            call["finish_reason_raw"] = str(finish)
+        return call
+
+    def match_lifecycles(
+        self, calls: list[tuple[dict[str, Any], dict[str, Any]]], lifecycles: list[object]
+    ) -> None:
+        """Give each saved reply its request's lifecycle (by request id, else in time order);
+        a lifecycle left over is a call whose reply was never saved."""
+        by_id: dict[str, dict[str, Any]] = {}
+        ordered: list[tuple[int, dict[str, Any]]] = []
+        for i, lc in enumerate(lifecycles):
+            self.low.read()
+            if not isinstance(lc, dict):
+                self.low.reject(None, f"llm_request_lifecycles[{i}] is not an object", str(lc))
+                continue
+            ordered.append((i, lc))
+            if lc.get("request_id"):
+                by_id[str(lc["request_id"])] = lc
+        used: set[int] = set()
+        for call, m in calls:
+            meta = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
+            lc = by_id.get(str(meta.get("request_id"))) if meta.get("request_id") else None
+            if lc is None:  # the unused lifecycle that ended last before the reply was saved
+                saved = call.get("ts")
+                best = None
+                for i, cand in ordered:
+                    ended = parse_time(cand.get("ended_at"))
+                    if i in used or (saved is not None and ended is not None and ended > saved):
+                        continue
+                    if saved is None or ended is None:
+                        lc = cand
+                        break
+                    if best is None or ended >= best[0]:
+                        best = (ended, cand)
+                if lc is None and best is not None:
+                    lc = best[1]
+            if lc is None:
+                continue
+            used.add(next(i for i, c in ordered if c is lc))
+            self.apply_lifecycle(call, lc)
+            call["n_records"] += 1
+        for i, lc in ordered:
+            if i in used:
+                continue
+            self.seq += 1
+            native = f"{self.session}:{lc.get('request_id') or f'request-{i}'}"
+            call = {
+                "native_id": native, "line": None, "ts": parse_time(lc.get("started_at")),
+                "session_id": self.session, "stream_key": self.session, "turn_id": None,
+                "seq": None, "model": lc.get("model") or self.model, "app": self.app,
+                "reply_saved": False, "n_records": 1,
+            }  # fmt: skip
+            self.apply_lifecycle(call, lc)
+            calls.append((call, {}))
+        # Unsaved replies interleave with saved ones: number each call by its start time.
+        calls.sort(key=lambda cm: (cm[0].get("ts") is None, cm[0].get("ts") or 0))
+        turn = None
+        for seq, (call, _m) in enumerate(calls, 1):
+            call["seq"] = seq
+            turn = call.get("turn_id") or turn
+            call["turn_id"] = turn
+
+    def apply_lifecycle(self, call: dict[str, Any], lc: dict[str, Any]) -> None:
+        if lc.get("finish_reason"):
+            call["finish_reason_raw"] = str(lc["finish_reason"])
+        if lc.get("error") and not lc.get("finish_reason"):
+            call["finish_reason_raw"] = "error"
+        call["provider"] = call.get("provider") or lc.get("provider")
+        call["model"] = call.get("model") or lc.get("model")
+        started, ended = parse_time(lc.get("started_at")), parse_time(lc.get("ended_at"))
+        if started is not None:
+            call["ts"] = started
+        if started is not None and ended is not None:
+            call["duration_ms"] = (ended - started).total_seconds() * 1000
+        call["streamed"] = lc.get("stream")
+        if lc.get("provider_response_id"):
+            call["response_id"] = str(lc["provider_response_id"])
+
+
+def load(ctx: LoadContext) -> LoadResult:
+    if ctx.source.size > MAX_BYTES:
+        raise InputError(
+            f"a JSON document of {ctx.source.size / 2**20:.0f} MB is too large to read at once "
+            f"(limit {MAX_BYTES // 2**20} MB)",
+            ctx.source.display,
+        )
+    import gzip
+
+    opener = gzip.open if ctx.source.head.compression == "gzip" else open
+    try:
+        with opener(ctx.source.path, "rb") as fh:
+            raw = fh.read()
+    except (OSError, EOFError) as exc:
+        raise InputError(f"cannot read: {exc}", ctx.source.display) from exc
+    try:
+        doc = orjson.loads(raw.lstrip(b"\xef\xbb\xbf"))
+    except orjson.JSONDecodeError as exc:
+        line = raw[: exc.pos].count(b"\n") + 1 if exc.pos is not None else None
+        raise InputError(f"not valid JSON: {exc.msg}", ctx.source.display, line) from exc
+    if not isinstance(doc, list | dict):
+        raise InputError("a JSON document that is neither a list nor an object", ctx.source.display)
+    return _Reader(ctx, doc).run()

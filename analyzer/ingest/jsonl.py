@@ -1,0 +1,117 @@
+"""Reading JSON Lines one line at a time (plain or gzip), for the agent-log formats."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import IO, Any
+
+import orjson
+
+from analyzer.errors import InputError
+from analyzer.ingest.base import Head, SourceFile
+from analyzer.ingest.records import Lowering
+
+
+def head_objects(head: Head, limit: int = 8) -> list[dict[str, Any]]:
+    """The JSON objects on the first lines of a file (for sniffing); a line cut off by the end
+    of the head, or anything that is not an object, is left out."""
+    if head.encoding == "utf-16":
+        return []
+    out: list[dict[str, Any]] = []
+    for raw in head.data.split(b"\n")[:limit]:
+        raw = raw.strip().lstrip(b"\xef\xbb\xbf")
+        if not raw:
+            continue
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
+
+
+def _open(src: SourceFile) -> IO[bytes]:
+    if src.head.compression == "gzip":
+        return gzip.open(src.path, "rb")  # type: ignore[return-value]
+    return open(src.path, "rb")
+
+
+def json_lines(src: SourceFile, low: Lowering) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each line that holds a JSON object.
+
+    Every line is counted as read; blank lines are skipped; a line that is not a JSON object is
+    rejected with its number (a cut-off last line, as in a log still being written, says so).
+    Damaged gzip data is an error for the whole file.
+    """
+    lineno = 0
+    try:
+        with _open(src) as fh:
+            for lineno, raw in enumerate(fh, 1):
+                low.read()
+                if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                if not raw.strip():
+                    low.skip("blank")
+                    continue
+                try:
+                    obj = orjson.loads(raw)
+                except orjson.JSONDecodeError as exc:
+                    if not raw.endswith(b"\n"):
+                        low.reject(
+                            lineno, "cut-off last line (is the log still being written?)", raw
+                        )
+                    else:
+                        low.reject(lineno, f"not valid JSON: {exc}", raw)
+                    continue
+                if not isinstance(obj, dict):
+                    low.reject(lineno, "a JSON line that is not an object", raw)
+                    continue
+                yield lineno, obj
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise InputError(f"damaged gzip data after line {lineno}: {exc}", src.display) from exc
+
+
+def parse_time(value: object, naive_tz: str = "UTC") -> datetime | None:
+    """An ISO-8601 string or epoch seconds (or milliseconds) as a naive UTC datetime.
+
+    A string without a zone is read in ``naive_tz``.
+    """
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        seconds = value / 1000 if value > 1e11 else value
+        try:
+            return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        dt = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        if naive_tz.upper() == "UTC":
+            return dt
+        from zoneinfo import ZoneInfo
+
+        try:
+            dt = dt.replace(tzinfo=ZoneInfo(naive_tz))
+        except Exception:  # an unknown zone was refused at the command line already
+            return dt
+    return dt.astimezone(UTC).replace(tzinfo=None)
+
+
+def as_int(value: object) -> int | None:
+    """A token count from a log: a non-negative whole number, else None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    return None

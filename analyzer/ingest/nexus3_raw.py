@@ -1,0 +1,277 @@
+"""NEXUS3 raw API logs: ``.nexus3/logs/<session>/raw.jsonl`` (written with ``--raw-log``).
+
+Lines are ``request``, ``response``, ``stream_chunk`` and ``stream_complete`` objects with a
+Unix ``timestamp`` (reference/formats.md §4.1). One call per ``request``; the lines after it,
+up to the next request, are its outcome:
+
+* ``stream_complete`` summarises a stream: ``http_status, event_count, content_length,
+  tool_call_count, received_done, finish_reason, duration_ms`` - and no tokens. Tokens come from
+  a ``usage`` object in a chunk or a response body, when the provider sent one.
+* A ``response`` with an HTTP error status (the 400 that follows when an empty assistant message
+  was saved) is a call with ``http_status`` set: kind ``error``.
+* A 200 with zero events, no content, no tool calls and no ``[DONE]`` is kind ``empty``.
+
+The session is the log's folder; ``subagent_<x>`` folders are sub-agents of the folder above.
+Each request carries the whole conversation: the messages new since the previous request are
+stored (so an empty assistant message the client saved shows up, with the call it came from).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.jsonl import as_int, head_objects, json_lines, parse_time
+from analyzer.ingest.records import Lowering, args_hash, excerpt, text_measure
+
+NAME = "nexus3_raw"
+TITLE = "NEXUS3 raw API log (raw.jsonl)"
+CALL_PREFIX = "nexus3"
+APP = "nexus3"
+_TYPES = {"request", "response", "stream_chunk", "stream_complete"}
+
+
+def sniff(head: Head) -> bool:
+    objs = head_objects(head)
+    return bool(objs) and all(
+        o.get("type") in _TYPES and isinstance(o.get("timestamp"), int | float) for o in objs[:3]
+    )
+
+
+def _content_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p
+        )
+    return ""
+
+
+def _usage_into(call: dict[str, Any], usage: object) -> None:
+    """OpenAI (prompt/completion) or Anthropic (input/output) usage, whichever is there."""
+    if not isinstance(usage, dict):
+        return
+    if "prompt_tokens" in usage or "completion_tokens" in usage:
+        call["input_tokens"] = as_int(usage.get("prompt_tokens"))
+        call["output_tokens"] = as_int(usage.get("completion_tokens"))
+        details = usage.get("completion_tokens_details") or {}
+        call["reasoning_tokens"] = as_int(details.get("reasoning_tokens"))
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+        call["cached_input_tokens"] = as_int(cached)
+        call["output_final"] = True
+    else:
+        fresh = as_int(usage.get("input_tokens"))
+        write = as_int(usage.get("cache_creation_input_tokens")) or 0
+        read = as_int(usage.get("cache_read_input_tokens")) or 0
+        if fresh is not None:
+            call["input_tokens"] = fresh + write + read
+            call["cached_input_tokens"] = read
+            call["cache_write_tokens"] = write
+        out = as_int(usage.get("output_tokens"))
+        if out is not None:
+            call["output_tokens"] = out
+            call["output_final"] = True
+
+
+class _Reader:
+    def __init__(self, ctx: LoadContext) -> None:
+        self.ctx = ctx
+        self.low = Lowering(ctx, NAME, CALL_PREFIX)
+        folder = Path(ctx.source.path).resolve().parent
+        self.agent: str | None = None
+        self.parent: str | None = None
+        if folder.name.startswith("subagent_"):
+            self.agent = folder.name.removeprefix("subagent_")
+            self.parent = folder.parent.name
+            self.session = f"{self.parent}:{folder.name}"
+        else:
+            self.session = folder.name
+        self.call: dict[str, Any] | None = None
+        self.seen_messages = 0
+        self.idx = 0
+        self.turn: str | None = None
+        self.text: list[str] = []
+        self.prev_call_id: str | None = None
+        self.seq = 0
+
+    def next_idx(self) -> int:
+        self.idx += 1
+        return self.idx
+
+    def close_call(self) -> None:
+        call = self.call
+        if call is None:
+            return
+        if call.get("content_chars") is None and self.text:
+            text = "".join(self.text)
+            call["content_chars"], call["visible_chars"] = text_measure(text)
+        elif self.text:
+            call["visible_chars"] = text_measure("".join(self.text))[1]
+        self.low.add_call(call)
+        self.prev_call_id = self.low.call_id(call["native_id"])
+        self.call = None
+        self.text = []
+
+    def request(self, lineno: int, ts: object, obj: dict[str, Any]) -> None:
+        self.close_call()
+        payload = obj.get("payload") if isinstance(obj.get("payload"), dict) else {}
+        messages = payload.get("messages") if isinstance(payload.get("messages"), list) else []
+        new = messages[self.seen_messages :] if len(messages) >= self.seen_messages else messages
+        self.seen_messages = len(messages)
+        for m in new:
+            self.message(m, ts)
+        self.seq += 1
+        self.call = {
+            "native_id": f"{self.session}:{lineno}", "line": lineno, "ts": ts,
+            "session_id": self.session, "stream_key": self.session, "turn_id": self.turn,
+            "seq": self.seq, "agent_id": self.agent, "parent_session_id": self.parent,
+            "model": payload.get("model"), "app": APP, "streamed": bool(payload.get("stream")),
+            "n_records": 1,
+        }  # fmt: skip
+
+    def message(self, m: object, ts: object) -> None:
+        if not isinstance(m, dict):
+            return
+        role = str(m.get("role") or "")
+        text = _content_text(m.get("content"))
+        chars, visible = text_measure(text)
+        tool_calls = m.get("tool_calls") if isinstance(m.get("tool_calls"), list) else []
+        if role == "user" and isinstance(m.get("content"), str | list) and visible:
+            self.turn = f"{self.session}:{self.idx + 1}"
+        kind = {"user": "prompt", "assistant": "text", "tool": "tool_result"}.get(role, role)
+        base = {"session_id": self.session, "role": role, "ts": ts, "turn_id": self.turn}
+        if role != "assistant" or not tool_calls or chars:
+            self.low.add_message(
+                {
+                    **base,
+                    "idx": self.next_idx(),
+                    "kind": kind,
+                    "text_chars": chars,
+                    "visible_chars": visible,
+                    "excerpt": excerpt(text),
+                    "call_id": self.prev_call_id if role == "assistant" else None,
+                    "n_records": 0,
+                }
+            )
+        for tc in tool_calls:
+            fn = tc.get("function") if isinstance(tc, dict) else None
+            fn = fn if isinstance(fn, dict) else {}
+            self.low.add_message(
+                {
+                    **base,
+                    "idx": self.next_idx(),
+                    "kind": "tool_call",
+                    "tool_name": fn.get("name"),
+                    "tool_args_hash": args_hash(fn.get("arguments")),
+                    "call_id": self.prev_call_id,
+                    "n_records": 0,
+                }
+            )
+
+    def chunk(self, chunk: object) -> None:
+        call = self.call
+        assert call is not None
+        if isinstance(chunk, str):
+            data = chunk.strip().removeprefix("data:").strip()
+            if data == "[DONE]":
+                call["received_done"] = True
+                return
+            try:
+                chunk = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                return
+        if not isinstance(chunk, dict):
+            return
+        call["event_count"] = (call.get("event_count") or 0) + 1
+        _usage_into(call, chunk.get("usage"))
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict):
+                continue
+            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+            if isinstance(delta.get("content"), str):
+                self.text.append(delta["content"])
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(reasoning, str):
+                call["reasoning_chars"] = (call.get("reasoning_chars") or 0) + len(reasoning)
+            if choice.get("finish_reason"):
+                call["finish_reason_raw"] = str(choice["finish_reason"])
+        if chunk.get("type") == "message_delta":  # Anthropic streams
+            delta = chunk.get("delta") or {}
+            if isinstance(delta, dict) and delta.get("stop_reason"):
+                call["finish_reason_raw"] = str(delta["stop_reason"])
+
+    def line(self, lineno: int, obj: dict[str, Any]) -> None:
+        kind = obj.get("type")
+        ts = parse_time(obj.get("timestamp"))
+        if kind == "request":
+            self.request(lineno, ts, obj)
+            return
+        call = self.call
+        if call is None:
+            self.low.reject(lineno, f"{kind} line before any request", str(obj)[:300])
+            return
+        call["n_records"] += 1
+        if kind == "stream_chunk":
+            self.chunk(obj.get("chunk"))
+        elif kind == "stream_complete":
+            status = as_int(obj.get("http_status"))
+            call["http_status"] = status
+            call["event_count"] = as_int(obj.get("event_count"))
+            call["content_chars"] = as_int(obj.get("content_length"))
+            call["tool_call_count"] = as_int(obj.get("tool_call_count"))
+            call["received_done"] = bool(obj.get("received_done"))
+            if obj.get("finish_reason"):
+                call["finish_reason_raw"] = str(obj["finish_reason"])
+            if isinstance(obj.get("duration_ms"), int | float):
+                call["duration_ms"] = float(obj["duration_ms"])
+            if not self.text and call.get("content_chars") == 0:
+                call["visible_chars"] = 0
+        elif kind == "response":
+            self.response(call, obj)
+        else:
+            call["n_records"] -= 1
+            self.low.skip(str(kind or "untyped"))
+
+    def response(self, call: dict[str, Any], obj: dict[str, Any]) -> None:
+        status = as_int(obj.get("status"))
+        call["http_status"] = status
+        body = obj.get("body")
+        if isinstance(body, str):
+            try:
+                body = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                body = {"error": body}
+        if not isinstance(body, dict):
+            return
+        if status is not None and status >= 400:
+            call["finish_reason_raw"] = "error"
+            call["content_chars"] = 0
+            call["visible_chars"] = 0
+            return
+        if body.get("id"):
+            call["response_id"] = str(body["id"])
+        _usage_into(call, body.get("usage"))
+        for choice in body.get("choices") or []:
+            msg = choice.get("message") if isinstance(choice, dict) else None
+            if not isinstance(msg, dict):
+                continue
+            text = _content_text(msg.get("content"))
+            call["content_chars"], call["visible_chars"] = text_measure(text)
+            tools = msg.get("tool_calls")
+            call["tool_call_count"] = len(tools) if isinstance(tools, list) else 0
+            reasoning = msg.get("reasoning_content") or msg.get("reasoning")
+            call["reasoning_chars"] = len(reasoning) if isinstance(reasoning, str) else 0
+            if choice.get("finish_reason"):
+                call["finish_reason_raw"] = str(choice["finish_reason"])
+
+
+def load(ctx: LoadContext) -> LoadResult:
+    reader = _Reader(ctx)
+    for lineno, obj in json_lines(ctx.source, reader.low):
+        reader.line(lineno, obj)
+    reader.close_call()
+    return reader.low.finish()

@@ -1,0 +1,271 @@
+"""Lowering agent logs to the canonical tables, a batch at a time.
+
+Log formats are read in Python (one record at a time, never a whole file) and handed here as
+rows. Each row says how many input records built it (``n_records``), so when a call turns out
+to be stored already its records are counted as duplicates, and for every file
+``rows_read = rows_loaded + rows_rejected + rows_duplicate + rows_skipped`` holds.
+
+Rows are inserted through Arrow; the finish reason and the response kind are computed on the way
+in by the shared SQL rules (``analyzer/sql/classify.sql``), so every format is classified alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from datetime import date
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from analyzer.ingest.base import LoadContext, LoadResult
+from analyzer.pricing import COST_SQL, price_table
+
+# Columns a log ingestor may fill for a call; everything else in `calls` stays NULL. The raw
+# finish reason is normalised and the kind derived in SQL.
+CALL_COLUMNS: dict[str, pa.DataType] = {
+    "native_id": pa.string(),
+    "response_id": pa.string(),
+    "line": pa.int64(),
+    "ts": pa.timestamp("us"),
+    "stream_key": pa.string(),
+    "session_id": pa.string(),
+    "turn_id": pa.string(),
+    "seq": pa.int64(),
+    "agent_id": pa.string(),
+    "parent_session_id": pa.string(),
+    "model": pa.string(),
+    "provider": pa.string(),
+    "app": pa.string(),
+    "input_tokens": pa.int64(),
+    "cached_input_tokens": pa.int64(),
+    "cache_write_tokens": pa.int64(),
+    "cache_write_1h_tokens": pa.int64(),
+    "output_tokens": pa.int64(),
+    "reasoning_tokens": pa.int64(),
+    "output_final": pa.bool_(),
+    "cost_usd": pa.float64(),
+    "cost_basis": pa.string(),
+    "finish_reason_raw": pa.string(),
+    "content_chars": pa.int64(),
+    "visible_chars": pa.int64(),
+    "reasoning_chars": pa.int64(),
+    "tool_call_count": pa.int64(),
+    "http_status": pa.int32(),
+    "received_done": pa.bool_(),
+    "event_count": pa.int64(),
+    "duration_ms": pa.float64(),
+    "ttft_ms": pa.float64(),
+    "streamed": pa.bool_(),
+    "cancelled": pa.bool_(),
+    "reply_saved": pa.bool_(),
+    "n_records": pa.int64(),
+}
+MESSAGE_COLUMNS: dict[str, pa.DataType] = {
+    "session_id": pa.string(),
+    "idx": pa.int64(),
+    "role": pa.string(),
+    "kind": pa.string(),
+    "ts": pa.timestamp("us"),
+    "turn_id": pa.string(),
+    "text_chars": pa.int64(),
+    "visible_chars": pa.int64(),
+    "tool_name": pa.string(),
+    "tool_args_hash": pa.string(),
+    "is_error": pa.bool_(),
+    "call_id": pa.string(),
+    "excerpt": pa.string(),
+    "n_records": pa.int64(),
+}
+MESSAGE_BATCH = 50_000
+# Stand-ins a log writes for calls that never reached a model (Claude Code's API errors).
+UNPRICED_MODELS = {"<synthetic>"}
+EXCERPT_CHARS = 200
+
+
+def args_hash(args: object) -> str:
+    """sha256 of tool arguments as canonical JSON (sorted keys); a JSON string is parsed first
+    (OpenAI and Codex send arguments as a string), so the same call hashes the same everywhere."""
+    if isinstance(args, str | bytes):
+        try:
+            args = orjson.loads(args)
+        except orjson.JSONDecodeError:
+            return hashlib.sha256(args.encode() if isinstance(args, str) else args).hexdigest()
+    try:
+        canon = orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        canon = repr(args).encode()
+    return hashlib.sha256(canon).hexdigest()
+
+
+def text_measure(text: str | None) -> tuple[int, int]:
+    """(characters, non-blank characters) of a text."""
+    if not text:
+        return 0, 0
+    return len(text), len(text) - sum(1 for ch in text if ch.isspace())
+
+
+def excerpt(text: str | None) -> str | None:
+    if text is None:
+        return None
+    return text[:EXCERPT_CHARS]
+
+
+class Lowering:
+    """Collects a file's calls and messages and writes them to the store."""
+
+    def __init__(self, ctx: LoadContext, fmt: str, call_prefix: str) -> None:
+        self.ctx = ctx
+        self.fmt = fmt
+        self.call_prefix = call_prefix
+        self.calls: list[dict[str, Any]] = []
+        self.messages: list[dict[str, Any]] = []
+        self.rejects: list[tuple[int | None, str, str | None]] = []
+        self.result = LoadResult(encoding="utf-8")
+        self.skipped: Counter[str] = Counter()
+        self._read = 0
+
+    # -- what the format module reports ----------------------------------------------------
+
+    def read(self, n: int = 1) -> None:
+        """``n`` input records were read."""
+        self._read += n
+
+    def skip(self, kind: str, n: int = 1) -> None:
+        """A record of a kind that holds nothing the store keeps."""
+        self.skipped[kind] += n
+
+    def reject(self, line: int | None, reason: str, raw: bytes | str | None = None) -> None:
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        self.rejects.append((line, reason, text[:300] if text else None))
+        if len(self.rejects) >= MESSAGE_BATCH:
+            self._flush_rejects()
+
+    def call_id(self, native_id: str) -> str:
+        return f"{self.call_prefix}:{native_id}"
+
+    def add_call(self, row: dict[str, Any]) -> None:
+        self.calls.append(row)
+
+    def add_message(self, row: dict[str, Any]) -> None:
+        self.messages.append(row)
+        if len(self.messages) >= MESSAGE_BATCH:
+            self._flush_messages()
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def _table(self, rows: list[dict[str, Any]], columns: dict[str, pa.DataType]) -> pa.Table:
+        return pa.table(
+            {name: pa.array([r.get(name) for r in rows], type=t) for name, t in columns.items()}
+        )
+
+    def _flush_rejects(self) -> None:
+        if not self.rejects:
+            return
+        con = self.ctx.con
+        con.executemany(
+            "INSERT INTO rejects VALUES (?, ?, ?, ?)",
+            [(self.ctx.source_id, line, reason, ex) for line, reason, ex in self.rejects],
+        )
+        self.result.rows_rejected += len(self.rejects)
+        self.rejects = []
+
+    def _flush_messages(self) -> None:
+        if not self.messages:
+            return
+        con = self.ctx.con
+        batch = self._table(self.messages, MESSAGE_COLUMNS)
+        con.register("lf_msg_batch", batch)
+        try:
+            # A message of a session already stored (a log file that grew and is read again)
+            # is a duplicate.
+            dup = con.execute(
+                """SELECT coalesce(sum(n_records), 0) FROM lf_msg_batch b
+                   WHERE EXISTS (SELECT 1 FROM messages m
+                                 WHERE m.session_id = b.session_id AND m.idx = b.idx)"""
+            ).fetchall()[0][0]
+            con.execute(
+                """INSERT INTO messages BY NAME
+                   SELECT $sid AS source_id, * EXCLUDE (n_records) FROM lf_msg_batch b
+                   WHERE NOT EXISTS (SELECT 1 FROM messages m
+                                     WHERE m.session_id = b.session_id AND m.idx = b.idx)""",
+                {"sid": self.ctx.source_id},
+            )
+            total = sum(int(m.get("n_records") or 0) for m in self.messages)
+        finally:
+            con.unregister("lf_msg_batch")
+        self.result.rows_duplicate += int(dup)
+        self.result.rows_loaded += total - int(dup)
+        self.messages = []
+
+    def _flush_calls(self) -> None:
+        if not self.calls:
+            return
+        con = self.ctx.con
+        to_price: set[tuple[str, str | None, date | None]] = set()
+        for row in self.calls:
+            row.setdefault("stream_key", row.get("session_id"))
+            model = row.get("model")
+            if (
+                row.get("cost_usd") is None
+                and model
+                and model not in UNPRICED_MODELS
+                and (row.get("input_tokens") is not None or row.get("output_tokens") is not None)
+            ):
+                ts = row.get("ts")
+                to_price.add((model, row.get("provider"), ts.date() if ts else None))
+        batch = self._table(self.calls, CALL_COLUMNS)
+        con.register("lf_call_batch", batch)
+        con.register("lf_price", price_table(to_price))
+        try:
+            dup = con.execute(
+                """SELECT coalesce(sum(n_records), 0) FROM lf_call_batch b
+                   WHERE EXISTS (SELECT 1 FROM calls c
+                                 WHERE c.format = $fmt AND c.native_id = b.native_id)""",
+                {"fmt": self.fmt},
+            ).fetchall()[0][0]
+            # Logs carry tokens, not dollars: the cost is estimated from list prices.
+            con.execute(
+                f"""INSERT INTO calls BY NAME
+                SELECT b.* EXCLUDE (n_records, cost_usd, cost_basis, fr),
+                       $prefix || ':' || b.native_id AS call_id,
+                       $sid AS source_id,
+                       $fmt AS format,
+                       coalesce(b.cost_usd, {COST_SQL})::DECIMAL(18, 10) AS cost_usd,
+                       CASE WHEN b.cost_usd IS NOT NULL THEN b.cost_basis
+                            WHEN p.model IS NOT NULL THEN 'estimated' END AS cost_basis,
+                       b.fr AS finish_reason,
+                       lf_response_kind(b.fr, b.http_status, b.output_tokens, b.reasoning_tokens,
+                                        b.content_chars, b.visible_chars, b.reasoning_chars,
+                                        b.tool_call_count) AS response_kind
+                FROM (SELECT *, lf_finish_reason(finish_reason_raw, cancelled) AS fr
+                      FROM lf_call_batch) b
+                LEFT JOIN lf_price p
+                    ON b.cost_usd IS NULL AND p.model = b.model
+                   AND (b.input_tokens IS NOT NULL OR b.output_tokens IS NOT NULL)
+                   AND p.provider IS NOT DISTINCT FROM b.provider
+                   AND p.day IS NOT DISTINCT FROM b.ts::DATE
+                   AND coalesce(b.input_tokens, 0) > p.above
+                   AND (p.upto IS NULL OR coalesce(b.input_tokens, 0) <= p.upto)
+                WHERE NOT EXISTS (SELECT 1 FROM calls c
+                                  WHERE c.format = $fmt AND c.native_id = b.native_id)""",
+                {"prefix": self.call_prefix, "sid": self.ctx.source_id, "fmt": self.fmt},
+            )
+            total = sum(int(c.get("n_records") or 0) for c in self.calls)
+        finally:
+            con.unregister("lf_call_batch")
+            con.unregister("lf_price")
+        self.result.rows_duplicate += int(dup)
+        self.result.rows_loaded += total - int(dup)
+        self.calls = []
+
+    def finish(self) -> LoadResult:
+        """Write what is left and return the file's accounting."""
+        self._flush_calls()
+        self._flush_messages()
+        self._flush_rejects()
+        self.result.rows_read = self._read
+        self.result.rows_skipped = sum(self.skipped.values())
+        self.result.skipped_kinds = dict(sorted(self.skipped.items()))
+        return self.result
