@@ -69,11 +69,14 @@ KIND_CASES = [
     (("stop", None, 500, 499, None, None, None, None), "text"),
     (("length", None, 8192, 0, None, None, None, None), "text"),  # unknowable: not a guess
     (("stop", None, 3, None, None, None, None, None), "text"),
+    # rule 11: nothing known about the reply
+    (("stop", None, None, None, None, None, None, None), None),
+    (("unknown", None, None, None, None, None, None, None), None),
 ]
 
 
 @pytest.mark.parametrize(("args", "expected"), KIND_CASES)
-def test_response_kind(store: Store, args: tuple[object, ...], expected: str) -> None:
+def test_response_kind(store: Store, args: tuple[object, ...], expected: str | None) -> None:
     got = store.scalar(
         """SELECT lf_response_kind(?::VARCHAR, ?::INTEGER, ?::BIGINT, ?::BIGINT, ?::BIGINT,
                                    ?::BIGINT, ?::BIGINT, ?::BIGINT)""",

@@ -27,15 +27,22 @@ def test_audit_json_on_the_sample(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["audit", str(SAMPLE_DATA), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)  # stdout is nothing but the JSON
-    assert data["calls"] == 6000
-    assert data["total_usd"] == float(csv_total(SAMPLE_DATA / CSV_NAME))
+    # Every billed dollar once (billing rows matched to logged calls are counted as the call),
+    # plus the estimate for logged calls no export bills.
+    assert data["usd_by_cost_basis"]["billed"] == float(csv_total(SAMPLE_DATA / CSV_NAME))
+    assert data["total_usd"] == pytest.approx(sum(data["usd_by_cost_basis"].values()), abs=1e-9)
+    assert data["calls_by_cost_basis"]["billed"] == 6000
+    assert data["calls_by_format"]["openrouter_csv"] == 6000 - data["reconciliation"]["matched"]
     assert data["incidents"] == [] and data["wasted_usd"] == 0
     assert data["period"] == {
         "start": "2025-12-01T00:43:12.786000Z",
         "end": "2025-12-31T23:48:42.280000Z",
     }
-    [source] = data["sources"]
-    assert source["format"] == "openrouter_csv" and source["rows_loaded"] == 6000
+    [billing] = [s for s in data["sources"] if s["format"] == "openrouter_csv"]
+    assert billing["rows_loaded"] == 6000
+    assert {s["format"] for s in data["sources"]} == {
+        "openrouter_csv", "claude_code", "conversation_json", "nexus3_raw",
+    }  # fmt: skip
     assert {r["status"] for r in data["ingested"]} == {"loaded", "unrecognised"}
     top = data["spend_by_model"][0]
     assert top["name"] == "anthropic/claude-opus-4.5" and top["usd"] > 0
@@ -47,7 +54,7 @@ def test_audit_text_summary(runner: CliRunner) -> None:
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "Period   2025-12-01 00:43 to 2025-12-31 23:48 UTC" in out
-    assert "Calls    6,000 (6,000 billed)" in out
+    assert "Calls    6,018 (6,000 billed, 14 estimated, 4 unpriced)" in out
     for title in ("Spend by model (top 3)", "Spend by app (top 3)", "Spend by API key (top 3)"):
         assert title in out
     assert "penguin-personal" in out
@@ -58,7 +65,7 @@ def test_audit_keeps_the_store_only_when_asked(runner: CliRunner, tmp_path: Path
     result = runner.invoke(cli, ["audit", str(SAMPLE_DATA), "--db", str(db), "--json"])
     assert result.exit_code == 0 and db.exists()
     again = runner.invoke(cli, ["audit", str(SAMPLE_DATA), "--db", str(db), "--json"])
-    assert json.loads(again.stdout)["calls"] == 6000  # nothing loaded twice
+    assert json.loads(again.stdout)["calls"] == json.loads(result.stdout)["calls"]
     assert "unchanged" in again.stderr
 
 

@@ -59,5 +59,6 @@ def test_installed_copy_audits_from_another_folder(wheel: Path, tmp_path: Path) 
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["total_usd"] == float(csv_total(SAMPLE_DATA / "openrouter_activity_2025-12.csv"))
+    billed = csv_total(SAMPLE_DATA / "openrouter_activity_2025-12.csv")
+    assert data["usd_by_cost_basis"]["billed"] == float(billed)
     assert not list(elsewhere.iterdir())  # the temporary store was cleaned up

@@ -43,8 +43,13 @@ def rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple]:
 
 def test_committed_sample_is_what_the_generator_writes(tmp_path: Path) -> None:
     written = write_sample(tmp_path, rows=DEFAULT_ROWS)
-    for path in written:
-        assert path.read_bytes() == (SAMPLE_DATA / path.name).read_bytes(), path.name
+    names = sorted(str(p.relative_to(tmp_path)) for p in written)
+    committed = sorted(
+        str(p.relative_to(SAMPLE_DATA)) for p in SAMPLE_DATA.rglob("*") if p.is_file()
+    )
+    assert names == committed
+    for name in names:
+        assert (tmp_path / name).read_bytes() == (SAMPLE_DATA / name).read_bytes(), name
 
 
 def test_shape(con: duckdb.DuckDBPyConnection) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from analyzer.sample.logs import write_logs
 from analyzer.sample.rand import Rand
 from analyzer.sample.seeds import at, planted_rows
 from analyzer.sample.traffic import PROFILES, Acks, generate_block, users_for
@@ -166,9 +167,10 @@ def write_sample(out_dir: Path, rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SE
         )
         con.close()
 
+    logs = write_logs(out_dir, planted)
     readme = out_dir / "README.md"
     readme.write_text(README.format(rows=rows, seed=seed, csv=CSV_NAME), encoding="utf-8")
-    return [csv_path, readme]
+    return [csv_path, *logs, readme]
 
 
 def _sql_path(path: Path) -> str:
@@ -186,6 +188,20 @@ export layout: several API keys, apps, users and models, each model billed at it
 list price per token, agent sessions whose context grows call by call, chat, batch and
 reasoning traffic, and legitimate short acknowledgements (2-4 output tokens on a growing prompt).
 
+The agents' own logs of some of that activity, and of activity billed elsewhere:
+
+- `penguin/conversations/` - Penguin session files (seed 000): Dec 13, whose whitespace replies
+  were never saved (only their request lifecycles remain), and Dec 15, after the fix, where
+  empty replies were saved as the placeholder `[Empty response from model]`. Both are the same
+  calls as billing rows in the CSV.
+- `netclaw/` - an OpenAI-format conversation (seed 001), the same calls as the CSV's Dec 9 turn.
+- `nexus3/logs/<session>/raw.jsonl` - seed 002: a 200 stream that arrives empty, the empty
+  assistant message saved, and every later request refused with a 400.
+- `claude-code/projects/` - a Claude Code session and its sub-agents (seed 004): the explore
+  sub-agent ends three runs with an empty response and the parent gets `(no output)` each time.
+
+Reasoning text in the logs is abbreviated (the token counts are the real ones).
+
 Planted, with the numbers of the real incidents this project was built from (its "seeds"):
 
 - **seed 000** - key `penguin-personal`, Dec 13 06:12-06:14 and 06:17: 22 calls 3.3 s apart,
@@ -199,4 +215,6 @@ Planted, with the numbers of the real incidents this project was built from (its
   waste. And user `etl-pipeline`, Dec 22 from 02:15: a streak of six max_tokens responses
   carrying truncated tool calls (each output was discarded, so the prompt grows only by the
   error message).
+- **seed 000, after the fix** - key `penguin-personal`, Dec 15 10:03: three placeholder replies
+  in a row (3 tokens each, the prompt growing by the saved placeholder), then the guard stops.
 """

@@ -60,8 +60,10 @@ class Stream:
         cost_nano: int | None = None,
         cached: int | None = None,
         ttft_ms: int = 900,
+        tag: str | None = None,
     ) -> int:
-        """Add one call; returns its generation time in ms."""
+        """Add one call; returns its generation time in ms. ``tag`` marks calls the agent-log
+        samples re-tell (it never reaches the CSV)."""
         if cached is None:
             cached = self._prev_prompt if self.caching else 0
         p_in, p_out, p_cache = PRICES[self.model].nano()
@@ -90,6 +92,7 @@ class Stream:
                 "ttft_ms": ttft_ms,
                 "api_key": self.api_key,
                 "app": self.app,
+                "tag": tag,
             }
         )
         self._prev_prompt = prompt
@@ -132,19 +135,33 @@ def _seed000(rand: Rand) -> list[dict[str, object]]:
     t = at("2025-12-13 05:49:44.000")
     outs = rand.ints(90, 900, 14, 2)
     for i in range(14):
-        s.call(t, int(prompts[i]), int(outs[i]), "tool_calls")
+        s.call(t, int(prompts[i]), int(outs[i]), "tool_calls", tag="p13:normal")
         t += int((at("2025-12-13 06:12:39.000") - at("2025-12-13 05:49:44.000")) / 14)
-    s.call(at("2025-12-13 06:12:39.000"), 55412, 188, "tool_calls")
+    s.call(at("2025-12-13 06:12:39.000"), 55412, 188, "tool_calls", tag="p13:normal")
     # ... then whitespace replies that are never saved: the same prompt, 22 times, 3.3 s apart.
     t0 = at("2025-12-13 06:12:58.000")
     for k in range(22):
-        s.call(t0 + k * 3300, 56065, 3, "stop", cost_nano=280_000_000, ttft_ms=1500)
+        s.call(t0 + k * 3300, 56065, 3, "stop", cost_nano=280_000_000, ttft_ms=1500, tag="p13:loop")
     # The user steps in; a tool reads a large file (+18,146 tokens) ...
-    s.call(at("2025-12-13 06:16:38.000"), 56190, 412, "tool_calls")
+    s.call(at("2025-12-13 06:16:38.000"), 56190, 412, "tool_calls", tag="p13:user")
     # ... and the loop starts again on the bigger prompt: 11 calls at 74,748 tokens.
     t0 = at("2025-12-13 06:17:01.200")
     for k in range(11):
-        s.call(t0 + k * 3300, 74748, 3, "stop", cost_nano=370_000_000, ttft_ms=1500)
+        s.call(t0 + k * 3300, 74748, 3, "stop", cost_nano=370_000_000, ttft_ms=1500, tag="p13:loop")
+
+    # Dec 15, after the WALLET_GUARD fix: empty replies are saved as a placeholder, so the
+    # prompt now grows (+11 tokens a time) and the break-after-3 guard ends the run.
+    s.new_session()
+    t, prompt = at("2025-12-15 10:02:41.000"), 18240
+    for _ in range(6):
+        out = int(rand.ints(90, 800, 1, 2)[0])
+        gen = s.call(t, prompt, out, "tool_calls", tag="p15:normal")
+        t += gen + int(rand.ints(2000, 14000, 1)[0])
+        prompt += out + int(rand.ints(300, 2600, 1)[0])
+    for _ in range(3):
+        gen = s.call(t, prompt, 3, "stop", ttft_ms=1400, tag="p15:placeholder")
+        t += gen + 1700
+        prompt += 11  # "[Empty response from model]"
     return s.rows
 
 
@@ -174,7 +191,9 @@ def _seed001(rand: Rand) -> list[dict[str, object]]:
     for i in range(60):
         reasoning = int(rand.ints(600, 4800, 1)[0])
         visible = int(rand.ints(60, 220, 1)[0])
-        gen = s.call(t, prompt, reasoning + visible, "tool_calls", reasoning, ttft_ms=700)
+        gen = s.call(
+            t, prompt, reasoning + visible, "tool_calls", reasoning, ttft_ms=700, tag="n09:tool"
+        )
         t += gen + int(rand.ints(1000, 6000, 1)[0])
         prompt += visible + int(rand.ints(400, 3600, 1)[0])
         if i == 59:
@@ -183,7 +202,7 @@ def _seed001(rand: Rand) -> list[dict[str, object]]:
             if prompt > 118_000:  # context overflow: compaction, then re-reasoning
                 prompt = int(rand.ints(19000, 24000, 1)[0])
             thinking = int(rand.ints(6000, 34000, 1, skew=2)[0])
-            gen = s.call(t, prompt, thinking, "stop", thinking, ttft_ms=700)
+            gen = s.call(t, prompt, thinking, "stop", thinking, ttft_ms=700, tag="n09:thinking")
             t += gen + 400
             prompt += 46  # the retry nudge
         if prompt > 118_000:
