@@ -40,8 +40,22 @@ class Reconciliation:
         return asdict(self)
 
 
-def correlate(store: Store) -> int:
-    """Link what can be linked now; returns the number of new links."""
+def correlate(store: Store, max_rounds: int = 20) -> int:
+    """Link what can be linked now; returns the number of new links.
+
+    Each round links the pairs that are each other's nearest candidate; a call that lost its
+    nearest partner to a closer one tries its next candidate in the following round.
+    """
+    total = 0
+    for _ in range(max_rounds):
+        n = _link_round(store)
+        total += n
+        if n == 0:
+            break
+    return total
+
+
+def _link_round(store: Store) -> int:
     con = store.con
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE lf_links AS

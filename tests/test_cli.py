@@ -203,3 +203,42 @@ def test_database_in_use_by_another_process(runner: CliRunner, tmp_path: Path) -
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_ingest_sniffs_every_format_in_a_mixed_folder(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(
+        cli, ["ingest", "--db", str(tmp_path / "m.duckdb"), str(SAMPLE_DATA), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    formats = {Path(r["path"]).relative_to(SAMPLE_DATA).parts[0]: r["format"]
+               for r in json.loads(result.stdout)}  # fmt: skip
+    assert formats == {
+        "README.md": None,
+        CSV_NAME: "openrouter_csv",
+        "claude-code": "claude_code",
+        "netclaw": "conversation_json",
+        "nexus3": "nexus3_raw",
+        "penguin": "conversation_json",
+    }
+    reports = json.loads(result.stdout)
+    assert all(r["rows_rejected"] == 0 for r in reports)
+    audit = runner.invoke(cli, ["audit", "--db", str(tmp_path / "m.duckdb"), str(SAMPLE_DATA),
+                                "--json"])  # fmt: skip
+    rec = json.loads(audit.stdout)["reconciliation"]
+    # Every call Penguin and Netclaw logged is found in the bill, and nothing billed near them
+    # is left over; the NEXUS3 and Claude Code calls were never billed through OpenRouter.
+    assert rec["matched"] == 175 and rec["billing_rows_unmatched"] == 0
+    assert rec["log_calls_unmatched"] == 18
+
+
+def test_format_option_overrides_sniffing(runner: CliRunner, tmp_path: Path) -> None:
+    f = SAMPLE_DATA / "nexus3" / "logs" / "2025-12-11_091502_a7c3" / "raw.jsonl"
+    result = runner.invoke(
+        cli, ["ingest", "--db", str(tmp_path / "o.duckdb"), str(f), "--format", "codex", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    [report] = json.loads(result.stdout)
+    # Read as a Codex rollout, no line is a Codex line: nothing loads, and nothing is lost.
+    assert report["format"] == "codex" and report["rows_read"] == 22
+    assert report["rows_loaded"] == 0
+    assert report["rows_rejected"] + report["rows_skipped"] == 22

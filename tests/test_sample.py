@@ -226,3 +226,90 @@ def test_rows_scale_healthy_traffic_deterministically(tmp_path: Path) -> None:
     assert n == 20_000
     assert loops == 33  # the planted incidents stay as they are
     assert 166 < three < 166 * 20_000 / DEFAULT_ROWS  # acknowledgements scale with the traffic
+
+
+def test_penguin_logs_retell_the_billed_seed000_calls(con: duckdb.DuckDBPyConnection) -> None:
+    import json
+
+    doc = json.loads(
+        (SAMPLE_DATA / "penguin" / "conversations" / "session_2025-12-13_wallet.json").read_text()
+    )
+    starts = sorted(round(lc["started_at"], 3) for lc in doc["llm_request_lifecycles"])
+    billed = [
+        round(r[0], 3)
+        for r in rows(
+            con,
+            """SELECT epoch(ts) FROM t WHERE api_key_name = 'penguin-personal'
+               AND ts::DATE = '2025-12-13' ORDER BY ts""",
+        )
+    ]
+    assert starts == billed and len(starts) == 49
+    saved = [m for m in doc["messages"] if m["role"] == "assistant"]
+    assert len(saved) == 16  # 49 requests; the 33 whitespace replies were never saved
+    after = json.loads(
+        (SAMPLE_DATA / "penguin" / "conversations" / "session_2025-12-15_wallet.json").read_text()
+    )
+    placeholders = [m for m in after["messages"] if m["content"] == "[Empty response from model]"]
+    assert len(placeholders) == 3 and all(m["metadata"]["was_empty"] for m in placeholders)
+
+
+def test_netclaw_conversation_retells_the_billed_turn(con: duckdb.DuckDBPyConnection) -> None:
+    import json
+
+    doc = json.loads(
+        (SAMPLE_DATA / "netclaw" / "conversation_2025-12-09_discord-ops.json").read_text()
+    )
+    said = [m for m in doc["messages"] if m["role"] == "assistant"]
+    billed = rows(
+        con,
+        """SELECT tokens_prompt, tokens_completion, tokens_reasoning FROM t
+           WHERE api_key_name = 'netclaw-selfhost' AND ts::DATE = '2025-12-09' ORDER BY ts""",
+    )
+    logged = [
+        (m["usage"]["prompt_tokens"], m["usage"]["completion_tokens"],
+         m["usage"]["completion_tokens_details"]["reasoning_tokens"])
+        for m in said
+    ]  # fmt: skip
+    assert logged == billed
+    thinking_only = [m for m in said if not m["content"] and not m.get("tool_calls")]
+    assert len(thinking_only) == 57 and all(m["reasoning_content"] for m in thinking_only)
+
+
+def test_nexus3_and_claude_code_logs_hold_their_seeds() -> None:
+    import json
+
+    raw = SAMPLE_DATA / "nexus3" / "logs" / "2025-12-11_091502_a7c3" / "raw.jsonl"
+    lines = [json.loads(x) for x in raw.read_text().splitlines()]
+    empty = [x for x in lines if x["type"] == "stream_complete" and x["event_count"] == 0]
+    assert len(empty) == 1 and not empty[0]["received_done"] and empty[0]["http_status"] == 200
+    refused = [x for x in lines if x["type"] == "response" and x["status"] == 400]
+    assert len(refused) == 3
+    after_empty = [x for x in lines if x["type"] == "request"][3:]
+    assert all(
+        {"role": "assistant", "content": ""} in x["payload"]["messages"] for x in after_empty
+    )
+
+    root = SAMPLE_DATA / "claude-code" / "projects" / "-home-dev-koda"
+    [parent] = list(root.glob("*.jsonl"))
+    results = [
+        b["content"]
+        for x in map(json.loads, parent.read_text().splitlines())
+        if x["type"] == "user" and isinstance(x["message"]["content"], list)
+        for b in x["message"]["content"]
+    ]
+    assert results == ["(no output)"] * 3
+    agents = sorted(root.glob("*/subagents/agent-*.jsonl"))
+    assert len(agents) == 3
+    texts_before_the_end = []
+    for f in agents:
+        entries = [json.loads(x) for x in f.read_text().splitlines()]
+        said = [e for e in entries if e["type"] == "assistant"]
+        assert said[-1]["message"]["content"] == [{"type": "text", "text": ""}]  # empty final
+        texts_before_the_end.append(
+            any(
+                b["type"] == "text" and b["text"]
+                for e in said[:-1]
+                for b in e["message"]["content"]
+            )
+        )
+    assert sorted(texts_before_the_end) == [False, False, True]  # one run a scan-back recovers

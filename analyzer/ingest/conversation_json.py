@@ -205,7 +205,7 @@ class _Reader:
         meta = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
         text = _text(content)
         placeholder = bool(meta.get("was_empty")) or text.strip() in PLACEHOLDERS
-        native = f"{self.session}:{m.get('id') or self.seq}"
+        native = f"{self.session}:{meta.get('request_id') or m.get('id') or self.seq}"
         call: dict[str, Any] = {
             "native_id": native,
             "response_id": m.get("id") if isinstance(m.get("id"), str) else None,

@@ -1,0 +1,181 @@
+"""Claude Code transcripts: golden cases on small files written here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from analyzer.ingest import ingest_paths
+from analyzer.ingest.base import IngestOptions
+from analyzer.ingest.records import args_hash
+from analyzer.store import Store
+
+SESSION = "11111111-2222-3333-4444-555555555555"
+
+
+def line(kind: str, n: int, **extra: Any) -> dict[str, Any]:
+    out = {
+        "parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/w",
+        "sessionId": SESSION, "version": "2.1.38", "type": kind, "uuid": f"u{n}",
+        "timestamp": f"2026-02-10T22:15:{n:02d}.000Z",
+    }  # fmt: skip
+    out.update(extra)
+    return out
+
+
+def assistant(n: int, msg_id: str, request: str, block: dict[str, Any], out: int,
+              stop: str | None = None, model: str = "claude-haiku-4-5-20251001",
+              **extra: Any) -> dict[str, Any]:  # fmt: skip
+    usage = {
+        "input_tokens": 3, "cache_creation_input_tokens": 1906, "cache_read_input_tokens": 10136,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 1906},
+        "output_tokens": out,
+    }  # fmt: skip
+    message = {
+        "model": model, "id": msg_id, "type": "message", "role": "assistant",
+        "content": [block], "stop_reason": stop, "stop_sequence": None, "usage": usage,
+    }  # fmt: skip
+    return line("assistant", n, message=message, requestId=request, **extra)
+
+
+def user(n: int, content: object, **extra: Any) -> dict[str, Any]:
+    return line("user", n, message={"role": "user", "content": content}, **extra)
+
+
+def write(path: Path, lines: list[dict[str, Any] | str], end: str = "\n") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines)
+    path.write_text(text + end, encoding="utf-8")
+    return path
+
+
+def ingest(store: Store, *paths: Path) -> list:
+    return ingest_paths(store, [str(p) for p in paths], IngestOptions())
+
+
+def rows(store: Store, sql: str) -> list[tuple]:
+    return store.con.execute(sql).fetchall()
+
+
+SESSION_LINES: list[dict[str, Any] | str] = [
+    user(1, "Explore the project"),  # a turn
+    assistant(2, "msg_A", "req_A", {"type": "text", "text": "I'll look around."}, 1),
+    assistant(3, "msg_A", "req_A", {"type": "tool_use", "id": "t1", "name": "Read",
+                                    "input": {"file_path": "/w/a.py", "limit": 10}}, 4),
+    assistant(4, "msg_A", "req_A", {"type": "tool_use", "id": "t2", "name": "Read",
+                                    "input": {"limit": 10, "file_path": "/w/a.py"}}, 2),
+    line("progress", 5, data={"type": "hook_progress"}),
+    user(6, [{"type": "tool_result", "tool_use_id": "t1", "content": "print(1)"},
+             {"type": "tool_result", "tool_use_id": "t2", "content": "boom", "is_error": True}]),
+    user(7, "<system-reminder>be brief</system-reminder>", isMeta=True),  # not a turn
+    assistant(8, "msg_B", "req_B", {"type": "thinking", "thinking": "hmm " * 25,
+                                    "signature": "s"}, 3),
+    assistant(9, "msg_B", "req_B", {"type": "text", "text": "  \n"}, 3, stop="end_turn"),
+    line("file-history-snapshot", 10, messageId="x", snapshot={}),
+    user(11, [{"type": "text", "text": "now fix it"}]),  # a second turn
+    assistant(12, "msg_C", "", {"type": "text", "text": "Done."}, 2),  # empty requestId
+]  # fmt: skip
+
+
+def test_lines_are_grouped_into_calls(store: Store, tmp_path: Path) -> None:
+    f = write(tmp_path / "p" / f"{SESSION}.jsonl", SESSION_LINES)
+    [report] = ingest(store, f)
+    assert (report.format, report.rows_read, report.rows_rejected) == ("claude_code", 12, 0)
+    assert report.rows_skipped == 2 and report.rows_loaded == 10
+    assert rows(store, "SELECT skipped_kinds FROM sources") == [
+        ('{"file-history-snapshot": 1, "progress": 1}',)
+    ]
+    calls = rows(
+        store,
+        """SELECT native_id, seq, input_tokens, cached_input_tokens, cache_write_tokens,
+                  cache_write_1h_tokens, output_tokens, output_final, finish_reason,
+                  response_kind, content_chars, visible_chars, reasoning_chars, tool_call_count,
+                  provider, app, cost_basis, cost_usd > 0
+           FROM calls ORDER BY seq""",
+    )
+    whole_prompt = 3 + 1906 + 10136
+    assert calls == [
+        ("msg_A:req_A", 1, whole_prompt, 10136, 1906, 1906, 4, False, "unknown", "tool_call",
+         17, 15, 0, 2, "anthropic", "claude-code", "estimated", True),
+        ("msg_B:req_B", 2, whole_prompt, 10136, 1906, 1906, 3, False, "stop", "whitespace",
+         3, 0, 100, 0, "anthropic", "claude-code", "estimated", True),
+        ("msg_C", 3, whole_prompt, 10136, 1906, 1906, 2, False, "unknown", "text",
+         5, 5, 0, 0, "anthropic", "claude-code", "estimated", True),
+    ]  # fmt: skip
+
+
+def test_turns_tool_calls_and_results(store: Store, tmp_path: Path) -> None:
+    ingest(store, write(tmp_path / f"{SESSION}.jsonl", SESSION_LINES))
+    turns = [r[0] for r in rows(store, "SELECT turn_id FROM calls ORDER BY seq")]
+    assert turns == [f"{SESSION}:u1", f"{SESSION}:u1", f"{SESSION}:u11"]
+    tools = rows(
+        store,
+        """SELECT tool_name, tool_args_hash, call_id FROM messages
+           WHERE kind = 'tool_call' ORDER BY idx""",
+    )
+    expected_hash = args_hash({"file_path": "/w/a.py", "limit": 10})
+    assert tools == [("Read", expected_hash, "cc:msg_A:req_A")] * 2  # key order does not matter
+    results = rows(
+        store, "SELECT is_error, excerpt FROM messages WHERE kind = 'tool_result' ORDER BY idx"
+    )
+    assert results == [(False, "print(1)"), (True, "boom")]
+    kinds = rows(store, "SELECT kind, count(*) FROM messages GROUP BY 1 ORDER BY 1")
+    assert kinds == [("prompt", 2), ("system", 1), ("text", 3), ("tool_call", 2),
+                     ("tool_result", 2)]  # fmt: skip
+
+
+def test_sub_agent_is_its_own_session_linked_to_the_parent(store: Store, tmp_path: Path) -> None:
+    side = dict(isSidechain=True, agentId="afc096d")
+    f = write(
+        tmp_path / SESSION / "subagents" / "agent-afc096d.jsonl",
+        [
+            user(1, "Warmup", **side),
+            assistant(2, "msg_S", "req_S", {"type": "text", "text": "ok"}, 152,
+                      stop="end_turn", **side),
+        ],
+    )  # fmt: skip
+    ingest(store, f)
+    assert rows(store, "SELECT session_id, agent_id, parent_session_id, stream_key FROM calls") == [
+        (f"{SESSION}:agent-afc096d", "afc096d", SESSION, f"{SESSION}:agent-afc096d")
+    ]
+
+
+def test_broken_and_cut_off_lines_are_rejected_and_the_rest_loads(
+    store: Store, tmp_path: Path
+) -> None:
+    lines = [*SESSION_LINES[:3], "{this is not json", *SESSION_LINES[3:6],
+             json.dumps(SESSION_LINES[7])[:70]]  # fmt: skip
+    f = write(tmp_path / f"{SESSION}.jsonl", lines, end="")  # the last line has no newline
+    [report] = ingest(store, f)
+    assert report.rows_read == 8 and report.rows_rejected == 2
+    rejected = rows(store, "SELECT line, reason FROM rejects ORDER BY line")
+    assert rejected[0][0] == 4 and rejected[0][1].startswith("not valid JSON")
+    assert rejected[1] == (8, "cut-off last line (is the log still being written?)")
+    assert rows(store, "SELECT count(*) FROM calls") == [(1,)]
+    assert (
+        report.rows_loaded + report.rows_rejected + report.rows_duplicate + report.rows_skipped
+        == report.rows_read
+    )
+
+
+def test_a_grown_transcript_adds_only_the_new_calls(store: Store, tmp_path: Path) -> None:
+    first = write(tmp_path / "a" / f"{SESSION}.jsonl", SESSION_LINES[:6])
+    grown = write(tmp_path / "b" / f"{SESSION}.jsonl", SESSION_LINES)
+    a, b = ingest(store, first, grown)
+    assert a.rows_loaded == 5 and a.rows_skipped == 1
+    # msg_A's three lines and the first user lines were stored already.
+    assert b.rows_duplicate == 5 and b.rows_loaded == 5
+    assert rows(store, "SELECT count(*), count(DISTINCT native_id) FROM calls") == [(3, 3)]
+    assert rows(store, "SELECT count(*) FROM messages") == [(10,)]
+
+
+def test_api_error_lines_are_error_calls_without_a_price(store: Store, tmp_path: Path) -> None:
+    err = assistant(
+        2, "msg_E", "req_E", {"type": "text", "text": "API Error: 529 Overloaded"}, 0,
+        model="<synthetic>", isApiErrorMessage=True,
+    )  # fmt: skip
+    ingest(store, write(tmp_path / f"{SESSION}.jsonl", [user(1, "hi"), err]))
+    assert rows(store, "SELECT http_status, response_kind, cost_usd, cost_basis FROM calls") == [
+        (529, "error", None, None)
+    ]
