@@ -95,6 +95,7 @@ class _Reader:
     ) -> None:
         for key, value in effect.items():
             call[key] = (call.get(key) or 0) + value
+        call["parts"] = (call.get("parts") or call["n_records"]) + 1  # this item shaped it
         if message is not None:
             message["call_id"] = self.low.call_id(call["native_id"])
             self.low.add_message(message)

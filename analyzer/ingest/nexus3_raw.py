@@ -245,12 +245,12 @@ class _Reader:
                 body = orjson.loads(body)
             except orjson.JSONDecodeError:
                 body = {"error": body}
-        if not isinstance(body, dict):
-            return
         if status is not None and status >= 400:
             call["finish_reason_raw"] = "error"
             call["content_chars"] = 0
             call["visible_chars"] = 0
+            return
+        if not isinstance(body, dict):
             return
         if body.get("id"):
             call["response_id"] = str(body["id"])

@@ -60,7 +60,8 @@ CALL_COLUMNS: dict[str, pa.DataType] = {
     "streamed": pa.bool_(),
     "cancelled": pa.bool_(),
     "reply_saved": pa.bool_(),
-    "n_records": pa.int64(),
+    "n_records": pa.int64(),  # records this call accounts for (loaded or duplicate)
+    "parts": pa.int64(),  # records that shaped it, incl. ones accounted for elsewhere
 }
 MESSAGE_COLUMNS: dict[str, pa.DataType] = {
     "session_id": pa.string(),
@@ -206,6 +207,7 @@ class Lowering:
         to_price: set[tuple[str, str | None, date | None]] = set()
         for row in self.calls:
             row.setdefault("stream_key", row.get("session_id"))
+            row["parts"] = max(row.get("parts") or 0, row.get("n_records") or 0)
             model = row.get("model")
             if (
                 row.get("cost_usd") is None
@@ -219,16 +221,34 @@ class Lowering:
         con.register("lf_call_batch", batch)
         con.register("lf_price", price_table(to_price))
         try:
-            dup = con.execute(
-                """SELECT coalesce(sum(n_records), 0) FROM lf_call_batch b
-                   WHERE EXISTS (SELECT 1 FROM calls c
-                                 WHERE c.format = $fmt AND c.native_id = b.native_id)""",
+            # A call stored already is a duplicate - unless this file holds more of it (a log
+            # read while a call was still being written, read again once it grew): then the
+            # fuller version replaces the stored one, and only the records it adds count as
+            # loaded. A replaced call is matched to its bill again afterwards.
+            known = con.execute(
+                """SELECT b.native_id, b.n_records, b.parts, c.record_count, c.call_id
+                   FROM lf_call_batch b JOIN calls c
+                     ON c.format = $fmt AND c.native_id = b.native_id""",
                 {"fmt": self.fmt},
-            ).fetchall()[0][0]
+            ).fetchall()
+            dup = 0
+            grown: list[str] = []
+            for _native, n_new, parts_new, parts_old, call_id in known:
+                if parts_old is not None and parts_new > parts_old:
+                    grown.append(call_id)
+                    dup += min(n_new, parts_old)
+                else:
+                    dup += n_new
+            if grown:
+                con.execute(
+                    "UPDATE calls SET superseded_by = NULL WHERE superseded_by IN ?", [grown]
+                )
+                con.execute("DELETE FROM calls WHERE call_id IN ?", [grown])
             # Logs carry tokens, not dollars: the cost is estimated from list prices.
             con.execute(
                 f"""INSERT INTO calls BY NAME
-                SELECT b.* EXCLUDE (n_records, cost_usd, cost_basis, fr),
+                SELECT b.* EXCLUDE (n_records, parts, cost_usd, cost_basis, fr),
+                       b.parts AS record_count,
                        $prefix || ':' || b.native_id AS call_id,
                        $sid AS source_id,
                        $fmt AS format,

@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS calls (
     response_id         VARCHAR,            -- the provider's id for the response, when logged
                                             -- (an OpenRouter "gen-..." id links to the bill)
     line                BIGINT,             -- record line in the source file
+    record_count        BIGINT,             -- input records that shaped it (log formats)
     ts                  TIMESTAMP,          -- UTC
     stream_key          VARCHAR NOT NULL,   -- what the calls of one agent share
     session_id          VARCHAR,            -- given, or inferred from time gaps
