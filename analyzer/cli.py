@@ -19,11 +19,12 @@ import click
 import duckdb
 
 from analyzer import __version__
+from analyzer.detect import SEVERITIES, Detector, detect, discover, parse_param_overrides
 from analyzer.errors import ForensicsError
 from analyzer.ingest import FileReport, format_names, ingest_paths
 from analyzer.ingest.base import IngestOptions
 from analyzer.store import DB_ENV, DEFAULT_DB, open_store
-from analyzer.summary import build_summary, render_text
+from analyzer.summary import build_summary, render_incidents, render_text
 
 
 class ForensicsGroup(click.Group):
@@ -164,6 +165,88 @@ def ingest_options(f: Callable[..., Any]) -> Callable[..., Any]:
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout.")
 
 
+def detector_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option(
+            "--only",
+            multiple=True,
+            metavar="NAME",
+            help="Run only this detector (repeatable).",
+        ),
+        click.option(
+            "--param",
+            "params",
+            multiple=True,
+            metavar="NAME.KEY=VALUE",
+            help="Set a detector parameter, e.g. constant_input_low_output.min_run=5.",
+        ),
+        click.option(
+            "--queries",
+            multiple=True,
+            type=click.Path(file_okay=False),
+            metavar="DIR",
+            help="Also run the detectors (*.sql) in this folder.",
+        ),
+        click.option(
+            "--fail-on",
+            type=click.Choice(SEVERITIES),
+            default=None,
+            help="Exit 1 if an incident of this severity or higher is found.",
+        ),
+        click.option(
+            "--fail-on-waste",
+            type=float,
+            default=None,
+            metavar="USD",
+            help="Exit 1 if the incidents waste at least this many dollars.",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _select(detectors: list[Detector], only: tuple[str, ...]) -> list[Detector]:
+    if not only:
+        return detectors
+    names = {d.name for d in detectors}
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        raise click.BadParameter(
+            f"no detector named {', '.join(unknown)} (see `llm-forensics detectors`)",
+            param_hint="--only",
+        )
+    return [d for d in detectors if d.name in only]
+
+
+def _run_detectors(
+    store: Any, only: tuple[str, ...], params: tuple[str, ...], queries: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    detectors = _select(discover(list(queries)), only)
+    try:  # a wrong --param is a usage error, caught before anything runs
+        overrides = parse_param_overrides(list(params))
+        by_name = {d.name: d for d in detectors}
+        for name, values in overrides.items():
+            if name not in by_name:
+                raise ForensicsError(f"{name} is not a detector that runs")
+            by_name[name].bind(values)
+    except ForensicsError as exc:
+        raise click.BadParameter(str(exc), param_hint="--param") from None
+    return detect(store, detectors, overrides)
+
+
+def _failing(
+    incidents: list[dict[str, Any]], fail_on: str | None, fail_on_waste: float | None
+) -> bool:
+    if fail_on is not None:
+        floor = SEVERITIES.index(fail_on)
+        if any(SEVERITIES.index(i["severity"]) >= floor for i in incidents):
+            return True
+    if fail_on_waste is not None:
+        return sum(float(i["wasted_usd"]) for i in incidents) >= fail_on_waste
+    return False
+
+
 def _print_json(data: object) -> None:
     click.echo(json.dumps(data, indent=2, default=str))
 
@@ -215,12 +298,22 @@ def ingest(paths: tuple[str, ...], db: str, options: IngestOptions, as_json: boo
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @db_option(default=None)
 @ingest_options
+@detector_options
 @json_option
 @click.option("--top", default=10, show_default=True, help="Rows in each spend table.")
 def audit(
-    paths: tuple[str, ...], db: str | None, options: IngestOptions, as_json: bool, top: int
+    paths: tuple[str, ...],
+    db: str | None,
+    options: IngestOptions,
+    only: tuple[str, ...],
+    params: tuple[str, ...],
+    queries: tuple[str, ...],
+    fail_on: str | None,
+    fail_on_waste: float | None,
+    as_json: bool,
+    top: int,
 ) -> None:
-    """Ingest, then show where the money went (the main job).
+    """Ingest, find the incidents, and show where the money went (the main job).
 
     Without --db (or $LLM_FORENSICS_DB) the store is temporary and deleted afterwards.
 
@@ -234,6 +327,7 @@ def audit(
             reports = ingest_paths(store, list(paths), options)
             for line in _file_lines(reports):
                 click.echo(line, err=True)
+            _run_detectors(store, only, params, queries)
             summary = build_summary(store, top=top)
     if as_json:
         data = summary.to_json()
@@ -241,6 +335,84 @@ def audit(
         _print_json(data)
     else:
         click.echo(render_text(summary), nl=False)
+    if _failing(summary.incidents, fail_on, fail_on_waste):
+        sys.exit(1)
+
+
+@cli.command("detect")
+@db_option()
+@detector_options
+@json_option
+def detect_command(
+    db: str,
+    only: tuple[str, ...],
+    params: tuple[str, ...],
+    queries: tuple[str, ...],
+    fail_on: str | None,
+    fail_on_waste: float | None,
+    as_json: bool,
+) -> None:
+    """Run the detectors over the store and record their incidents.
+
+    Each detector's earlier incidents are replaced, so running again gives the same incidents,
+    not twice as many.
+
+    \b
+    Example:
+      llm-forensics detect --db december.duckdb --fail-on high
+    """
+    from analyzer.detect import load_incidents
+
+    if not Path(db).exists():
+        raise ForensicsError("no store here (run `llm-forensics ingest` first)", path=db)
+    with open_store(db) as store:
+        ran = _run_detectors(store, only, params, queries)
+        names = {r["detector"] for r in ran} | set(only)
+        incidents = [i for i in load_incidents(store) if not only or i["detector"] in names]
+    if as_json:
+        _print_json(incidents)
+    else:
+        click.echo(render_incidents(incidents), nl=False)
+    if _failing(incidents, fail_on, fail_on_waste):
+        sys.exit(1)
+
+
+@cli.command("detectors")
+@click.option(
+    "--queries",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Also list the detectors in this folder.",
+)
+@json_option
+def detectors_command(queries: tuple[str, ...], as_json: bool) -> None:
+    """List the detectors with their severity, title and parameters.
+
+    \b
+    Example:
+      llm-forensics detectors
+    """
+    found = discover(list(queries))
+    if as_json:
+        _print_json(
+            [
+                {
+                    "name": d.name,
+                    "severity": d.severity,
+                    "title": d.title,
+                    "params": d.params,
+                    "description": d.reasoning,
+                    "path": str(d.path),
+                }
+                for d in found
+            ]
+        )
+        return
+    for d in found:
+        click.echo(f"{d.name}  [{d.severity}]  {d.title}")
+        if d.params:
+            click.echo("    " + ", ".join(f"{k}={v}" for k, v in d.params.items()))
 
 
 @cli.command()

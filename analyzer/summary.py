@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 from analyzer.correlate import reconciliation
+from analyzer.detect import load_incidents
 from analyzer.store import Store
 
 
@@ -111,6 +112,7 @@ def build_summary(store: Store, top: int = 10) -> Summary:
         ).fetchall()
     }
     rec = reconciliation(store)
+    incidents = load_incidents(store)
     return Summary(
         calls=int(calls),
         total_usd=total,
@@ -125,6 +127,8 @@ def build_summary(store: Store, top: int = 10) -> Summary:
         rejects=rejects,
         calls_by_format=by_format,
         reconciliation=rec.to_dict() if rec else None,
+        incidents=incidents,
+        wasted_usd=sum((Decimal(str(i["wasted_usd"])) for i in incidents), Decimal(0)),
     )
 
 
@@ -133,8 +137,25 @@ def _clean(text: str) -> str:
     return "".join(ch if ch.isprintable() else "?" for ch in text)
 
 
-def _money(usd: Decimal) -> str:
+def _money(usd: Decimal | float) -> str:
     return f"${usd:,.2f}"
+
+
+def render_incidents(incidents: list[dict[str, Any]], limit: int = 25) -> str:
+    """Incidents, most wasted dollars first, one line each."""
+    if not incidents:
+        return "No incidents.\n"
+    total = sum(i["wasted_usd"] for i in incidents)
+    out = [f"Incidents ({len(incidents)}, {_money(total)} wasted), most wasted first"]
+    for i in incidents[:limit]:
+        when = (i["start_ts"] or "")[:16].replace("T", " ")
+        out.append(
+            f"  {i['severity']:<6} {_money(i['wasted_usd']):>9}  {i['detector']:<26} {when:<16}  "
+            + _clean(str(i["summary"]))
+        )
+    if len(incidents) > limit:
+        out.append(f"  ... and {len(incidents) - limit} more (--json lists them all)")
+    return "\n".join(out) + "\n"
 
 
 def render_text(s: Summary) -> str:
@@ -166,6 +187,9 @@ def render_text(s: Summary) -> str:
     out.append(f"Wasted   {_money(s.wasted_usd)} ({share:.1%}) in {len(s.incidents)} incidents")
     if s.rejects:
         out.append(f"Rejects  {s.rejects:,} input records could not be loaded (see `rejects`)")
+    if s.incidents:
+        out.append("")
+        out.append(render_incidents(s.incidents).rstrip("\n"))
     for title, rows in (
         ("model", s.by_model),
         ("app", s.by_app),

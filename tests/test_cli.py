@@ -33,7 +33,7 @@ def test_audit_json_on_the_sample(runner: CliRunner) -> None:
     assert data["total_usd"] == pytest.approx(sum(data["usd_by_cost_basis"].values()), abs=1e-9)
     assert data["calls_by_cost_basis"]["billed"] == 6000
     assert data["calls_by_format"]["openrouter_csv"] == 6000 - data["reconciliation"]["matched"]
-    assert data["incidents"] == [] and data["wasted_usd"] == 0
+    assert data["incidents"] and data["wasted_usd"] > 0  # what they are: test_detect_cli.py
     assert data["period"] == {
         "start": "2025-12-01T00:43:12.786000Z",
         "end": "2025-12-31T23:48:42.280000Z",

@@ -304,7 +304,7 @@ def test_nexus3_and_claude_code_logs_hold_their_seeds() -> None:
     for f in agents:
         entries = [json.loads(x) for x in f.read_text().splitlines()]
         said = [e for e in entries if e["type"] == "assistant"]
-        assert said[-1]["message"]["content"] == [{"type": "text", "text": ""}]  # empty final
+        assert said[-1]["message"]["content"] == []  # a bare stop: no text, no tool call
         texts_before_the_end.append(
             any(
                 b["type"] == "text" and b["text"]

@@ -346,11 +346,12 @@ class _Transcript:
     ) -> None:
         msg_id = f"msg_01{_hex('msg', self.session, self.agent, self.n, n=22)}"
         req = f"req_011C{_hex('req', self.session, self.agent, self.n, n=20)}"
-        for i, block in enumerate(blocks):
+        # A bare stop (no text, no tool call) is one line with no content blocks.
+        for i, block in enumerate(blocks or [None]):
             line = self._base("assistant", ms + i * 40)
             line["message"] = {
                 "model": model, "id": msg_id, "type": "message", "role": "assistant",
-                "content": [block], "stop_reason": None, "stop_sequence": None,
+                "content": [block] if block else [], "stop_reason": None, "stop_sequence": None,
                 "usage": {
                     "input_tokens": usage["fresh"], "cache_creation_input_tokens": usage["write"],
                     "cache_read_input_tokens": usage["read"],
@@ -418,7 +419,7 @@ def _claude_code() -> dict[str, list[dict[str, Any]]]:
                            "content": f"{tool} {args}: ok ({700 + 90 * k} lines)"}])  # fmt: skip
         st += 2200
         # The final response: no text, no tool call - a bare stop.
-        sub.assistant(st, AGENT_MODEL, [{"type": "text", "text": ""}],
+        sub.assistant(st, AGENT_MODEL, [],
                       {"fresh": 3, "write": 300, "read": sub_prompt, "out": 1})  # fmt: skip
         files[f"{session}/subagents/agent-{agent}.jsonl"] = sub.lines
         t = st + 800
@@ -428,7 +429,7 @@ def _claude_code() -> dict[str, list[dict[str, Any]]]:
             toolUseResult={"agentId": agent, "status": "completed", "content": []},
         )
     t += 3000
-    parent.assistant(t, PARENT_MODEL, [{"type": "text", "text": ""}],
+    parent.assistant(t, PARENT_MODEL, [],
                      {"fresh": 4, "write": 120, "read": prompt, "out": 1})  # fmt: skip
     files[f"{session}.jsonl"] = parent.lines
     return files

@@ -1,0 +1,265 @@
+"""Detectors: one SQL file each, discovered, bound and run; their rows become incidents.
+
+A detector is ``queries/<name>.sql`` (or a file in a folder given with ``--queries``): a ``--``
+comment header, then one query over the canonical tables returning incident rows.
+
+    -- name: constant_input_low_output
+    -- title: Same context re-sent, near-empty answers
+    -- severity: high
+    -- params: min_run=3, max_output_tokens=8, max_gap_seconds=300
+    --
+    -- A paragraph of forensic reasoning: why this pattern is waste.
+
+The query refers to each parameter as ``$name`` and to nothing else: the declared parameters and
+the placeholders used must be the same set. It returns these columns (any order):
+``stream_key, session_id, start_ts, end_ts, n_calls, first_call_id, last_call_id, wasted_usd,
+wasted_tokens, cost_basis, summary, evidence`` and optionally ``severity`` (else the header's).
+Adding a detector is adding a file; no Python changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from analyzer.errors import ForensicsError
+from analyzer.resources import resource_dir
+from analyzer.store import Store
+
+SEVERITIES = ("info", "low", "medium", "high")
+OUTPUT_COLUMNS = (
+    "stream_key", "session_id", "start_ts", "end_ts", "n_calls", "first_call_id",
+    "last_call_id", "wasted_usd", "wasted_tokens", "cost_basis", "summary", "evidence",
+)  # fmt: skip
+_HEADER = re.compile(r"^--\s?(\w+):\s*(.*)$")
+_PLACEHOLDER = re.compile(r"\$([A-Za-z_]\w*)")
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclass
+class Detector:
+    name: str
+    title: str
+    severity: str
+    params: dict[str, Any]
+    reasoning: str
+    sql: str
+    path: Path
+    placeholders: set[str] = field(default_factory=set)
+
+    def bind(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The parameters to run with: defaults, then ``overrides`` (which must be declared)."""
+        values = dict(self.params)
+        for key, value in (overrides or {}).items():
+            if key not in self.params:
+                raise ForensicsError(
+                    f"detector {self.name} has no parameter {key!r} "
+                    f"(it has: {', '.join(self.params) or 'none'})"
+                )
+            values[key] = _coerce(value, self.params[key])
+        return values
+
+
+def _literal(text: str) -> Any:
+    text = text.strip()
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return text.strip("'\"")
+
+
+def _coerce(value: Any, default: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    if isinstance(default, bool):
+        if value.lower() not in ("true", "false"):
+            raise ForensicsError(f"{value!r} is not true or false")
+        return value.lower() == "true"
+    if isinstance(default, int | float):
+        for cast in (int, float) if isinstance(default, int) else (float,):
+            try:
+                return cast(value)
+            except ValueError:
+                pass
+        raise ForensicsError(f"{value!r} is not a number")
+    return value
+
+
+def parse(path: Path) -> Detector:
+    """Read a detector file; a malformed header is an error naming the file and line."""
+    text = path.read_text(encoding="utf-8")
+    header: dict[str, str] = {}
+    reasoning: list[str] = []
+    body_start = 0
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("--"):
+            body_start = i
+            break
+        m = _HEADER.match(line)
+        if m and m.group(1) in ("name", "title", "severity", "params") and not reasoning:
+            header[m.group(1)] = m.group(2).strip()
+        else:
+            reasoning.append(line[2:].strip())
+    else:
+        body_start = len(lines)
+    for key in ("name", "title", "severity"):
+        if not header.get(key):
+            raise ForensicsError(f"detector header has no '-- {key}:' line", path=path, line=1)
+    if header["name"] != path.stem or not _NAME.match(header["name"]):
+        raise ForensicsError(
+            f"detector name {header['name']!r} must be the file name ({path.stem!r}), "
+            "lower case with underscores",
+            path=path,
+            line=1,
+        )
+    if header["severity"] not in SEVERITIES:
+        raise ForensicsError(f"severity must be one of {', '.join(SEVERITIES)}", path=path)
+    params: dict[str, Any] = {}
+    for item in filter(None, (p.strip() for p in header.get("params", "").split(","))):
+        if "=" not in item:
+            raise ForensicsError(f"parameter {item!r} has no default (name=value)", path=path)
+        key, value = item.split("=", 1)
+        params[key.strip()] = _literal(value)
+    sql = "\n".join(lines[body_start:]).strip().rstrip(";")
+    body = re.sub(r"--[^\n]*", "", sql)  # placeholders in comments do not count
+    return Detector(
+        name=header["name"],
+        title=header["title"],
+        severity=header["severity"],
+        params=params,
+        reasoning=" ".join(r for r in reasoning if r).strip(),
+        sql=sql,
+        path=path,
+        placeholders=set(_PLACEHOLDER.findall(body)),
+    )
+
+
+def discover(extra_dirs: list[str] | None = None) -> list[Detector]:
+    """The built-in detectors, then those in ``extra_dirs`` (a user's own, which may not reuse
+    a built-in name)."""
+    found: dict[str, Detector] = {}
+    dirs = [resource_dir("queries"), *(Path(d) for d in extra_dirs or [])]
+    for folder in dirs:
+        if not folder.is_dir():
+            raise ForensicsError("not a folder of detectors", path=folder)
+        for path in sorted(folder.glob("*.sql")):
+            det = parse(path)
+            if det.name in found:
+                raise ForensicsError(
+                    f"a detector named {det.name} exists already ({found[det.name].path})",
+                    path=path,
+                )
+            undeclared = det.placeholders - set(det.params)
+            if undeclared:
+                raise ForensicsError(
+                    f"uses undeclared parameters: {', '.join(sorted(undeclared))}", path=path
+                )
+            found[det.name] = det
+    return list(found.values())
+
+
+def parse_param_overrides(items: list[str]) -> dict[str, dict[str, str]]:
+    """``NAME.KEY=VALUE`` options, by detector."""
+    out: dict[str, dict[str, str]] = {}
+    for item in items:
+        m = re.match(r"^([a-z][a-z0-9_]*)\.([A-Za-z_]\w*)=(.*)$", item)
+        if not m:
+            raise ForensicsError(f"--param {item!r} is not NAME.KEY=VALUE")
+        out.setdefault(m.group(1), {})[m.group(2)] = m.group(3)
+    return out
+
+
+def run_detector(
+    con: duckdb.DuckDBPyConnection, det: Detector, params: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The detector's rows, as dicts with the standard columns."""
+    bound = {k: v for k, v in params.items() if k in det.placeholders}
+    try:
+        cur = con.execute(det.sql, bound)
+        names = [d[0] for d in cur.description]
+        rows = cur.fetchall()
+    except duckdb.Error as exc:
+        raise ForensicsError(f"detector failed: {str(exc).splitlines()[0]}", path=det.path) from exc
+    missing = [c for c in OUTPUT_COLUMNS if c not in names]
+    if missing:
+        raise ForensicsError(f"detector returns no column {', '.join(missing)}", path=det.path)
+    out = []
+    for row in rows:
+        rec = dict(zip(names, row, strict=True))
+        rec.setdefault("severity", det.severity)
+        if rec["severity"] not in SEVERITIES:
+            raise ForensicsError(f"detector returned severity {rec['severity']!r}", path=det.path)
+        out.append(rec)
+    return out
+
+
+def incident_id(detector: str, rec: dict[str, Any]) -> str:
+    key = f"{detector}|{rec.get('stream_key')}|{rec.get('first_call_id')}|{rec.get('last_call_id')}"
+    return f"{detector}:{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
+def detect(
+    store: Store,
+    detectors: list[Detector],
+    overrides: dict[str, dict[str, str]] | None = None,
+) -> list[dict[str, Any]]:
+    """Run ``detectors``, replacing their incidents in the store; returns the new incidents."""
+    overrides = overrides or {}
+    unknown = set(overrides) - {d.name for d in detectors}
+    if unknown:
+        raise ForensicsError(f"--param names no detector that runs: {', '.join(sorted(unknown))}")
+    results: list[dict[str, Any]] = []
+    with store.transaction():
+        for det in detectors:
+            rows = run_detector(store.con, det, det.bind(overrides.get(det.name)))
+            store.con.execute("DELETE FROM incidents WHERE detector = ?", [det.name])
+            for rec in rows:
+                evidence = rec["evidence"]
+                if not isinstance(evidence, str):
+                    evidence = json.dumps(evidence, default=str)
+                row = {
+                    "incident_id": incident_id(det.name, rec),
+                    "detector": det.name,
+                    "severity": rec["severity"],
+                    **{c: rec[c] for c in OUTPUT_COLUMNS},
+                    "evidence": evidence,
+                }
+                row["wasted_usd"] = Decimal(row["wasted_usd"] or 0)
+                marks = ", ".join("?" * len(row))
+                store.con.execute(
+                    f"INSERT INTO incidents ({', '.join(row)}) VALUES ({marks})", list(row.values())
+                )
+                results.append(row)
+    return results
+
+
+def load_incidents(store: Store) -> list[dict[str, Any]]:
+    """All incidents in the store, most wasted dollars first (JSON-ready)."""
+    cur = store.con.execute(
+        """SELECT * FROM incidents
+           ORDER BY wasted_usd DESC, CASE severity WHEN 'high' THEN 0 WHEN 'medium' THEN 1
+                    WHEN 'low' THEN 2 ELSE 3 END, start_ts, incident_id"""
+    )
+    names = [d[0] for d in cur.description]
+    out = []
+    for row in cur.fetchall():
+        rec = dict(zip(names, row, strict=True))
+        for key in ("start_ts", "end_ts"):
+            if rec[key] is not None:
+                rec[key] = rec[key].isoformat() + "Z"
+        rec["wasted_usd"] = float(rec["wasted_usd"] or 0)
+        rec["evidence"] = json.loads(rec["evidence"]) if rec["evidence"] else None
+        out.append(rec)
+    return out

@@ -1,0 +1,85 @@
+-- name: constant_input_low_output
+-- title: Same context re-sent, near-empty answers
+-- severity: high
+-- params: min_run=3, max_output_tokens=8, max_gap_seconds=300, prompt_tolerance=0
+--
+-- The agent keeps sending an unchanged prompt and the model keeps answering with a few tokens:
+-- the conversation is not advancing, so every call in the run is paid for nothing (seed 000:
+-- 22 calls, 56,065 tokens each, 3 tokens back, $0.28 each). A run is consecutive calls of one
+-- stream whose prompt size stays within prompt_tolerance tokens of the previous call's, whose
+-- output is at most max_output_tokens, and which follow each other within max_gap_seconds.
+-- Short answers on a growing prompt (acknowledgements) and same-size prompts with full answers
+-- (batch jobs) are not runs. Only final output counts are trusted: Claude Code transcripts
+-- record a streaming snapshot (often 1-4 tokens for a long answer), so those calls never
+-- qualify on output size. Waste: every call in the run.
+WITH c AS (
+    SELECT call_id, stream_key, session_id, seq, ts, input_tokens, output_tokens,
+           finish_reason, cost_usd, cost_basis,
+           input_tokens IS NOT NULL AND output_tokens IS NOT NULL
+               AND coalesce(output_final, false) AND output_tokens <= $max_output_tokens
+               AS low
+    FROM live_calls
+),
+w AS (
+    SELECT *,
+           low AND lag(low) OVER s
+               AND abs(input_tokens - lag(input_tokens) OVER s) <= $prompt_tolerance
+               AND (ts IS NULL OR lag(ts) OVER s IS NULL
+                    OR epoch(ts) - epoch(lag(ts) OVER s) <= $max_gap_seconds)
+               AS continues
+    FROM c
+    WINDOW s AS (PARTITION BY stream_key ORDER BY seq, ts, call_id)
+),
+runs AS (
+    SELECT *,
+           sum(CASE WHEN continues THEN 0 ELSE 1 END)
+               OVER (PARTITION BY stream_key ORDER BY seq, ts, call_id ROWS UNBOUNDED PRECEDING)
+               AS run_no
+    FROM w
+),
+grouped AS (
+    SELECT stream_key, run_no,
+           any_value(session_id) AS session_id,
+           min(ts) AS start_ts, max(ts) AS end_ts,
+           count(*) AS n_calls,
+           arg_min(call_id, seq) AS first_call_id,
+           arg_max(call_id, seq) AS last_call_id,
+           coalesce(sum(cost_usd), 0) AS wasted_usd,
+           sum(input_tokens + output_tokens) AS wasted_tokens,
+           count(cost_usd) AS priced,
+           string_agg(DISTINCT cost_basis, ',' ORDER BY cost_basis) AS bases,
+           min(input_tokens) AS min_in, max(input_tokens) AS max_in,
+           min(output_tokens) AS min_out, max(output_tokens) AS max_out,
+           list(DISTINCT finish_reason) AS finishes,
+           median(cost_usd) AS per_call,
+           bool_and(low) AS all_low
+    FROM runs
+    GROUP BY stream_key, run_no
+)
+SELECT stream_key, session_id, start_ts, end_ts, n_calls, first_call_id, last_call_id,
+       wasted_usd, wasted_tokens,
+       CASE WHEN priced = 0 THEN NULL
+            WHEN priced < n_calls THEN 'partial:' || bases ELSE bases END AS cost_basis,
+       n_calls || ' calls re-sent the same ' || max_in || '-token prompt and got '
+           || CASE WHEN min_out = max_out THEN max_out::VARCHAR
+                   ELSE min_out || '-' || max_out END
+           || ' tokens back'
+           || CASE WHEN start_ts IS NOT NULL
+                   THEN ' in ' || round(epoch(end_ts) - epoch(start_ts))::BIGINT || ' s'
+                   ELSE '' END
+           || CASE WHEN priced > 0 THEN ' ($' || round(wasted_usd, 2) || ')' ELSE '' END
+           AS summary,
+       json_object(
+           'first_call_id', first_call_id, 'last_call_id', last_call_id,
+           'calls', n_calls, 'prompt_tokens', CASE WHEN min_in = max_in THEN min_in::VARCHAR
+                                                   ELSE min_in || '-' || max_in END,
+           'output_tokens', CASE WHEN min_out = max_out THEN min_out::VARCHAR
+                                 ELSE min_out || '-' || max_out END,
+           'finish_reasons', finishes, 'median_call_usd', per_call,
+           'seconds', epoch(end_ts) - epoch(start_ts),
+           'mean_gap_seconds', CASE WHEN n_calls > 1
+                                    THEN (epoch(end_ts) - epoch(start_ts)) / (n_calls - 1) END
+       ) AS evidence
+FROM grouped
+WHERE all_low AND n_calls >= $min_run
+ORDER BY wasted_usd DESC, start_ts

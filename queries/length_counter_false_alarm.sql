@@ -1,0 +1,80 @@
+-- name: length_counter_false_alarm
+-- title: A breaker counting every max_tokens finish would stop legitimate answers
+-- severity: info
+-- params: breaker_threshold=3, max_gap_seconds=300, kept_ratio=0.5
+--
+-- A long answer cut off at max_tokens is still an answer: the user got the text. A circuit
+-- breaker that counts every `length` finish across a session, cleared only by another finish
+-- reason, fires on a user who asked for three long reports (seed 003: HIPAA report, data
+-- quality analysis, final summary - three turns, three `length` finishes, breaker at 3, session
+-- dead). This points out where such a breaker, at breaker_threshold, would have killed work
+-- that was not failing: a run of consecutive `length` finishes in a session reaching the
+-- threshold, at least one of which was a delivered answer (in a log, a text answer; in a bill,
+-- an output the next prompt kept, judged as in truncated_tool_call_streak). Information only:
+-- nothing was wasted.
+WITH c AS (
+    SELECT call_id, stream_key, session_id, seq, ts, input_tokens, output_tokens,
+           finish_reason, response_kind, cost_usd,
+           content_chars IS NULL AND tool_call_count IS NULL AS billing_view,
+           lead(input_tokens) OVER s AS next_in,
+           epoch(lead(ts) OVER s) - epoch(ts) AS next_gap,
+           epoch(ts) - epoch(lag(ts) OVER s) AS prev_gap
+    FROM live_calls
+    WINDOW s AS (PARTITION BY stream_key ORDER BY seq, ts, call_id)
+),
+-- In a bill, an output the next prompt did not keep was discarded (a cut-off tool call), as
+-- is the last of a line of such calls when it is cut at the same size.
+discarded AS (
+    SELECT *,
+           finish_reason = 'length' AND billing_view AND next_in IS NOT NULL
+               AND next_gap <= $max_gap_seconds
+               AND next_in - input_tokens < output_tokens * $kept_ratio AS cut
+    FROM c
+),
+k AS (
+    SELECT *,
+           finish_reason = 'length' AS is_length,
+           finish_reason = 'length' AND (
+               (NOT billing_view AND response_kind = 'text')
+               OR (billing_view AND NOT cut
+                   AND NOT (next_in IS NULL AND coalesce(lag(cut) OVER s, false)
+                            AND prev_gap <= $max_gap_seconds
+                            AND output_tokens >= 0.9 * lag(output_tokens) OVER s))
+           ) AS delivered
+    FROM discarded
+    WINDOW s AS (PARTITION BY stream_key ORDER BY seq, ts, call_id)
+),
+runs AS (
+    SELECT *,
+           sum(CASE WHEN is_length THEN 0 ELSE 1 END)
+               OVER (PARTITION BY coalesce(session_id, stream_key) ORDER BY seq, ts, call_id
+                     ROWS UNBOUNDED PRECEDING) AS run_no
+    FROM k
+),
+grouped AS (
+    SELECT stream_key, session_id, run_no,
+           count(*) FILTER (WHERE is_length) AS n_length,
+           count(*) FILTER (WHERE delivered) AS n_delivered,
+           min(ts) FILTER (WHERE is_length) AS start_ts,
+           max(ts) FILTER (WHERE is_length) AS end_ts,
+           arg_min(call_id, seq) FILTER (WHERE is_length) AS first_call_id,
+           arg_max(call_id, seq) FILTER (WHERE is_length) AS last_call_id,
+           list(call_id ORDER BY seq) FILTER (WHERE is_length) AS ids,
+           coalesce(sum(cost_usd) FILTER (WHERE is_length), 0) AS usd
+    FROM runs GROUP BY stream_key, session_id, run_no
+)
+SELECT stream_key, session_id, start_ts, end_ts, n_length AS n_calls, first_call_id,
+       last_call_id, 0 AS wasted_usd, 0 AS wasted_tokens, NULL AS cost_basis,
+       n_length || ' max_tokens finishes in a row in one session, ' || n_delivered
+           || ' of them delivered answers: a breaker counting every max_tokens finish at '
+           || $breaker_threshold || ' would have stopped the session at the answer '
+           || ids[$breaker_threshold] AS summary,
+       json_object(
+           'first_call_id', first_call_id, 'last_call_id', last_call_id,
+           'length_finishes', n_length, 'delivered_answers', n_delivered,
+           'breaker_threshold', $breaker_threshold, 'would_trip_at', ids[$breaker_threshold],
+           'answers_usd', usd
+       ) AS evidence
+FROM grouped
+WHERE n_length >= $breaker_threshold AND n_delivered > 0
+ORDER BY start_ts

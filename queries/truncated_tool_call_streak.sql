@@ -1,0 +1,82 @@
+-- name: truncated_tool_call_streak
+-- title: Tool calls cut off by the output limit, one after another
+-- severity: high
+-- params: min_streak=3, max_gap_seconds=300, kept_ratio=0.5
+--
+-- A tool call cut off by max_tokens cannot run: its arguments are incomplete JSON, the agent
+-- throws the output away and asks again, and the next answer is cut off the same way (seed
+-- 003's real failure). A log shows the cut-off tool call itself; a billing row only shows a
+-- `length` finish, so there the cut is inferred from what came next: the next call of the
+-- stream followed within max_gap_seconds and its prompt grew by less than kept_ratio of the
+-- cut-off output - the output was discarded, not kept in the conversation (a long answer that
+-- was delivered is kept, and the user reads it before the next call). The last call of such a
+-- streak, with nothing after it, counts when it is cut at the same size as the one before.
+-- A streak is min_streak such calls in a row. Waste: every call in the streak.
+WITH c AS (
+    SELECT call_id, stream_key, session_id, seq, ts, input_tokens, output_tokens,
+           finish_reason, response_kind, cost_usd, cost_basis,
+           content_chars IS NULL AND tool_call_count IS NULL AS billing_view,
+           lead(input_tokens) OVER s AS next_in,
+           epoch(lead(ts) OVER s) - epoch(ts) AS next_gap,
+           epoch(ts) - epoch(lag(ts) OVER s) AS prev_gap
+    FROM live_calls
+    WINDOW s AS (PARTITION BY stream_key ORDER BY seq, ts, call_id)
+),
+inferred AS (
+    SELECT *,
+           response_kind = 'truncated_tool_call'
+           OR (finish_reason = 'length' AND billing_view AND next_in IS NOT NULL
+               AND next_gap <= $max_gap_seconds
+               AND next_in - input_tokens < output_tokens * $kept_ratio) AS cut
+    FROM c
+),
+t AS (
+    SELECT *,
+           cut OR (finish_reason = 'length' AND billing_view AND next_in IS NULL
+                   AND lag(cut) OVER s AND prev_gap <= $max_gap_seconds
+                   AND output_tokens >= 0.9 * lag(output_tokens) OVER s) AS truncated
+    FROM inferred
+    WINDOW s AS (PARTITION BY stream_key ORDER BY seq, ts, call_id)
+),
+joined AS (
+    SELECT *,
+           truncated AND lag(truncated) OVER s AND coalesce(prev_gap, 0) <= $max_gap_seconds
+               AS continues
+    FROM t
+    WINDOW s AS (PARTITION BY stream_key ORDER BY seq, ts, call_id)
+),
+runs AS (
+    SELECT *,
+           sum(CASE WHEN continues THEN 0 ELSE 1 END)
+               OVER (PARTITION BY stream_key ORDER BY seq, ts, call_id ROWS UNBOUNDED PRECEDING)
+               AS run_no
+    FROM joined
+),
+grouped AS (
+    SELECT stream_key, run_no, any_value(session_id) AS session_id,
+           min(ts) AS start_ts, max(ts) AS end_ts, count(*) AS n_calls,
+           arg_min(call_id, seq) AS first_call_id, arg_max(call_id, seq) AS last_call_id,
+           coalesce(sum(cost_usd), 0) AS wasted_usd, sum(output_tokens) AS wasted_tokens,
+           count(cost_usd) AS priced, string_agg(DISTINCT cost_basis, ',' ORDER BY cost_basis) AS bases,
+           count(*) FILTER (WHERE response_kind = 'truncated_tool_call') AS seen_in_log,
+           list(input_tokens ORDER BY seq) AS prompts,
+           list(output_tokens ORDER BY seq) AS outputs,
+           bool_and(truncated) AS all_truncated
+    FROM runs GROUP BY stream_key, run_no
+)
+SELECT stream_key, session_id, start_ts, end_ts, n_calls, first_call_id, last_call_id,
+       wasted_usd, wasted_tokens,
+       CASE WHEN priced = 0 THEN NULL
+            WHEN priced < n_calls THEN 'partial:' || bases ELSE bases END AS cost_basis,
+       n_calls || ' responses in a row hit the output limit in the middle of a tool call'
+           || CASE WHEN seen_in_log = 0 THEN ' (inferred: each output was discarded)' ELSE '' END
+           || CASE WHEN priced > 0 THEN ' ($' || round(wasted_usd, 2) || ')' ELSE '' END
+           AS summary,
+       json_object(
+           'first_call_id', first_call_id, 'last_call_id', last_call_id, 'calls', n_calls,
+           'prompt_tokens', prompts, 'output_tokens', outputs,
+           'seen_in_log', seen_in_log, 'inferred_from_billing', n_calls - seen_in_log
+       ) AS evidence
+FROM grouped
+WHERE all_truncated AND n_calls >= $min_streak
+ORDER BY wasted_usd DESC, start_ts

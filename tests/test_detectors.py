@@ -1,0 +1,133 @@
+"""Every detector: its contract, and its golden cases.
+
+A golden case is ``tests/detectors/<detector>/<case>.json``::
+
+    {
+      "description": "what the case shows",
+      "params": {"min_run": 3},                  (optional: overrides of the defaults)
+      "given": {"calls": [...], "messages": [...]},
+      "expect": [ {incident fields to check}, ... ]   ([] when nothing must be found)
+    }
+
+Given rows are rows of the canonical tables; unnamed columns are filled in: ``call_id`` as
+``c<n>`` (1-based position), ``stream_key`` "s", ``session_id`` = the stream key, ``seq`` = the
+position within the stream, ``ts`` from ``"t"`` (seconds after 2025-12-13 06:00:00 UTC) or
+10 s apart, ``format`` "test", ``output_final`` true. Expected incidents are compared on the
+fields they name (``evidence`` on the keys it names), in ``first_call_id`` order.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analyzer.detect import Detector, detect, discover
+from analyzer.store import Store, open_store
+
+CASES = Path(__file__).parent / "detectors"
+T0 = datetime(2025, 12, 13, 6, 0, 0)
+DETECTORS = {d.name: d for d in discover()}
+
+
+def case_files() -> list[Path]:
+    return sorted(CASES.glob("*/*.json"))
+
+
+def load_case(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def fill_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seqs: dict[str, int] = {}
+    out = []
+    for i, given in enumerate(calls, 1):
+        row = dict(given)
+        row.setdefault("call_id", f"c{i}")
+        row.setdefault("stream_key", "s")
+        row.setdefault("session_id", row["stream_key"])
+        seqs[row["stream_key"]] = seqs.get(row["stream_key"], 0) + 1
+        row.setdefault("seq", seqs[row["stream_key"]])
+        t = row.pop("t", 10 * (i - 1))
+        row.setdefault("ts", (T0 + timedelta(seconds=t)).isoformat(sep=" "))
+        row.setdefault("format", "test")
+        row.setdefault("source_id", 1)
+        row.setdefault("output_final", True)
+        out.append(row)
+    return out
+
+
+def fill_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for i, given in enumerate(messages, 1):
+        row = dict(given)
+        row.setdefault("source_id", 1)
+        row.setdefault("session_id", "s")
+        row.setdefault("idx", i)
+        out.append(row)
+    return out
+
+
+def insert(store: Store, table: str, rows: list[dict[str, Any]]) -> None:
+    for row in rows:
+        cols = ", ".join(row)
+        marks = ", ".join("?" * len(row))
+        store.con.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", list(row.values()))
+
+
+def run_case(det: Detector, case: dict[str, Any]) -> list[dict[str, Any]]:
+    with open_store(":memory:") as store:
+        insert(store, "calls", fill_calls(case["given"].get("calls", [])))
+        insert(store, "messages", fill_messages(case["given"].get("messages", [])))
+        found = detect(
+            store, [det], {det.name: case.get("params", {})} if case.get("params") else None
+        )
+    return sorted(found, key=lambda r: str(r["first_call_id"]))
+
+
+def same(expected: Any, got: Any) -> bool:
+    if isinstance(expected, float | int) and not isinstance(expected, bool):
+        return got is not None and abs(Decimal(str(got)) - Decimal(str(expected))) < Decimal("1e-6")
+    return expected == got
+
+
+# -- the contract every detector keeps ------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(DETECTORS))
+def test_detector_contract(name: str) -> None:
+    det = DETECTORS[name]
+    assert det.path.stem == det.name
+    assert det.title and det.reasoning, "a title and a paragraph of forensic reasoning"
+    assert det.placeholders == set(det.params), "declared parameters = placeholders used"
+    cases = [load_case(p) for p in sorted((CASES / name).glob("*.json"))]
+    assert any(c["expect"] for c in cases), "a golden case that finds something"
+    assert any(not c["expect"] for c in cases), "a golden case that finds nothing"
+    for c in cases:
+        assert set(c.get("params", {})) <= set(det.params)
+
+
+def test_every_case_names_a_detector() -> None:
+    assert {p.parent.name for p in case_files()} <= set(DETECTORS)
+
+
+@pytest.mark.parametrize("path", case_files(), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_golden_case(path: Path) -> None:
+    case = load_case(path)
+    got = run_case(DETECTORS[path.parent.name], case)
+    expected = sorted(case["expect"], key=lambda r: str(r.get("first_call_id")))
+    assert len(got) == len(expected), f"{case.get('description')}: found {got}"
+    for want, have in zip(expected, got, strict=True):
+        for key, value in want.items():
+            if key == "evidence":
+                evidence = json.loads(have["evidence"])
+                for ek, ev in value.items():
+                    assert same(ev, evidence.get(ek)), f"evidence.{ek}: {evidence.get(ek)}"
+            elif key == "summary_contains":
+                assert value in have["summary"], have["summary"]
+            else:
+                assert same(value, have[key]), f"{key}: {have[key]!r}, expected {value!r}"
