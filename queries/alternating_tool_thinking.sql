@@ -11,7 +11,7 @@
 -- export has no turns; its sessions end at a silence): at least min_empty thinking-only or
 -- empty replies that come right after a tool call (the stalls the guard's reset forgives),
 -- never consecutive_cap of them in a row. Waste: those thinking-only and empty calls.
-WITH c AS (
+WITH all_calls AS (
     SELECT call_id, stream_key, session_id, seq, ts, cost_usd, cost_basis, output_tokens,
            reasoning_tokens, reasoning_chars, response_kind,
            response_kind IN ('thinking_only', 'empty') AS stalled,
@@ -20,6 +20,13 @@ WITH c AS (
            CASE WHEN turn_id IS NOT NULL THEN 'turn' ELSE 'session' END AS scope_kind
     FROM live_calls
     WHERE response_kind IS NOT NULL
+),
+c AS (
+    -- Only scopes with enough stalls at all are worth ordering.
+    SELECT * FROM all_calls
+    WHERE scope IN (SELECT scope FROM all_calls GROUP BY scope
+                    HAVING count(*) FILTER (WHERE stalled) >= $min_empty
+                       AND count(*) FILTER (WHERE tool) > 0)
 ),
 w0 AS (
     SELECT *,

@@ -21,6 +21,7 @@ WITH c AS (
     FROM live_calls
 ),
 w AS (
+    -- One pass over every call to see its predecessor; then only short answers go on.
     SELECT *,
            low AND lag(low) OVER s
                AND abs(input_tokens - lag(input_tokens) OVER s) <= $prompt_tolerance
@@ -29,6 +30,7 @@ w AS (
                AS continues
     FROM c
     WINDOW s AS (PARTITION BY stream_key ORDER BY seq, ts, call_id)
+    QUALIFY low
 ),
 runs AS (
     SELECT *,

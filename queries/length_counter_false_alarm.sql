@@ -13,42 +13,44 @@
 -- an output the next prompt kept, judged as in truncated_tool_call_streak). Information only:
 -- nothing was wasted.
 WITH c AS (
+    -- One pass over every call for its neighbours; then only max_tokens finishes go on.
     SELECT call_id, stream_key, session_id, seq, ts, input_tokens, output_tokens,
            finish_reason, response_kind, cost_usd,
            content_chars IS NULL AND tool_call_count IS NULL AS billing_view,
+           row_number() OVER s AS pos,
            lead(input_tokens) OVER s AS next_in,
            epoch(lead(ts) OVER s) - epoch(ts) AS next_gap,
            epoch(ts) - epoch(lag(ts) OVER s) AS prev_gap
     FROM live_calls
     WINDOW s AS (PARTITION BY stream_key ORDER BY seq, ts, call_id)
+    QUALIFY finish_reason = 'length'
 ),
 -- In a bill, an output the next prompt did not keep was discarded (a cut-off tool call), as
 -- is the last of a line of such calls when it is cut at the same size.
 discarded AS (
     SELECT *,
-           finish_reason = 'length' AND billing_view AND next_in IS NOT NULL
-               AND next_gap <= $max_gap_seconds
+           billing_view AND next_in IS NOT NULL AND next_gap <= $max_gap_seconds
                AND next_in - input_tokens < output_tokens * $kept_ratio AS cut
     FROM c
 ),
 k AS (
+    -- lag() is the previous max_tokens finish of the stream; pos says if it came right before.
     SELECT *,
-           finish_reason = 'length' AS is_length,
-           finish_reason = 'length' AND (
-               (NOT billing_view AND response_kind = 'text')
-               OR (billing_view AND NOT cut
-                   AND NOT (next_in IS NULL AND coalesce(lag(cut) OVER s, false)
-                            AND prev_gap <= $max_gap_seconds
-                            AND output_tokens >= 0.9 * lag(output_tokens) OVER s))
-           ) AS delivered
+           lag(pos) OVER s = pos - 1
+               AND lag(session_id) OVER s IS NOT DISTINCT FROM session_id AS follows,
+           (NOT billing_view AND response_kind = 'text')
+           OR (billing_view AND NOT cut
+               AND NOT (next_in IS NULL AND coalesce(lag(cut) OVER s, false)
+                        AND lag(pos) OVER s = pos - 1 AND prev_gap <= $max_gap_seconds
+                        AND output_tokens >= 0.9 * lag(output_tokens) OVER s)) AS delivered
     FROM discarded
-    WINDOW s AS (PARTITION BY stream_key ORDER BY seq, ts, call_id)
+    WINDOW s AS (PARTITION BY stream_key ORDER BY pos)
 ),
 runs AS (
-    SELECT *,
-           sum(CASE WHEN is_length THEN 0 ELSE 1 END)
-               OVER (PARTITION BY coalesce(session_id, stream_key) ORDER BY seq, ts, call_id
-                     ROWS UNBOUNDED PRECEDING) AS run_no
+    -- A run is consecutive max_tokens finishes of one session (any other finish clears it).
+    SELECT *, TRUE AS is_length,
+           sum(CASE WHEN coalesce(follows, false) THEN 0 ELSE 1 END)
+               OVER (PARTITION BY stream_key ORDER BY pos ROWS UNBOUNDED PRECEDING) AS run_no
     FROM k
 ),
 grouped AS (

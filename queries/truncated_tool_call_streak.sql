@@ -13,14 +13,17 @@
 -- streak, with nothing after it, counts when it is cut at the same size as the one before.
 -- A streak is min_streak such calls in a row. Waste: every call in the streak.
 WITH c AS (
+    -- One pass over every call for its neighbours; then only max_tokens finishes go on.
     SELECT call_id, stream_key, session_id, seq, ts, input_tokens, output_tokens,
            finish_reason, response_kind, cost_usd, cost_basis,
            content_chars IS NULL AND tool_call_count IS NULL AS billing_view,
+           row_number() OVER s AS pos,
            lead(input_tokens) OVER s AS next_in,
            epoch(lead(ts) OVER s) - epoch(ts) AS next_gap,
            epoch(ts) - epoch(lag(ts) OVER s) AS prev_gap
     FROM live_calls
     WINDOW s AS (PARTITION BY stream_key ORDER BY seq, ts, call_id)
+    QUALIFY finish_reason = 'length' OR response_kind = 'truncated_tool_call'
 ),
 inferred AS (
     SELECT *,
@@ -31,25 +34,26 @@ inferred AS (
     FROM c
 ),
 t AS (
+    -- lag() here is the previous max_tokens finish; pos says whether it came right before.
     SELECT *,
            cut OR (finish_reason = 'length' AND billing_view AND next_in IS NULL
-                   AND lag(cut) OVER s AND prev_gap <= $max_gap_seconds
+                   AND lag(cut) OVER s AND lag(pos) OVER s = pos - 1
+                   AND prev_gap <= $max_gap_seconds
                    AND output_tokens >= 0.9 * lag(output_tokens) OVER s) AS truncated
     FROM inferred
-    WINDOW s AS (PARTITION BY stream_key ORDER BY seq, ts, call_id)
+    WINDOW s AS (PARTITION BY stream_key ORDER BY pos)
 ),
 joined AS (
     SELECT *,
-           truncated AND lag(truncated) OVER s AND coalesce(prev_gap, 0) <= $max_gap_seconds
-               AS continues
+           truncated AND lag(truncated) OVER s AND lag(pos) OVER s = pos - 1
+               AND coalesce(prev_gap, 0) <= $max_gap_seconds AS continues
     FROM t
-    WINDOW s AS (PARTITION BY stream_key ORDER BY seq, ts, call_id)
+    WINDOW s AS (PARTITION BY stream_key ORDER BY pos)
 ),
 runs AS (
     SELECT *,
            sum(CASE WHEN continues THEN 0 ELSE 1 END)
-               OVER (PARTITION BY stream_key ORDER BY seq, ts, call_id ROWS UNBOUNDED PRECEDING)
-               AS run_no
+               OVER (PARTITION BY stream_key ORDER BY pos ROWS UNBOUNDED PRECEDING) AS run_no
     FROM joined
 ),
 grouped AS (
