@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import os
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -18,6 +19,21 @@ from analyzer.store import Store, open_store
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_DATA = REPO / "sample_data"
+SHARED_SAMPLES = REPO.parent / "shared" / "samples"
+
+
+def shared_samples() -> Path:
+    """../shared/samples, the real public transcripts. Under CI their absence is a failure,
+    not a skip: the tests that read them must run there."""
+    if not SHARED_SAMPLES.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(
+                f"{SHARED_SAMPLES} is missing: CI must run with ../shared beside the checkout"
+            )
+        pytest.skip("../shared/samples is not beside this checkout")
+    return SHARED_SAMPLES
+
+
 HEADER = list(KNOWN_COLUMNS)
 T0 = datetime(2025, 12, 13, 6, 0, 0)
 

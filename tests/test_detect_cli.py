@@ -10,9 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from analyzer.cli import cli
-from tests.conftest import REPO, SAMPLE_DATA
-
-SHARED_SAMPLES = REPO.parent / "shared" / "samples"
+from tests.conftest import SAMPLE_DATA, shared_samples
 
 
 @pytest.fixture(scope="module")
@@ -99,9 +97,7 @@ def test_no_waste_in_the_healthy_traffic(sample_audit: dict[str, Any]) -> None:
 
 
 def test_no_alarm_on_the_real_transcripts(tmp_path: Path) -> None:
-    if not SHARED_SAMPLES.is_dir():
-        pytest.skip("../shared/samples is not beside this checkout")
-    result = CliRunner().invoke(cli, ["audit", str(SHARED_SAMPLES), "--json"])
+    result = CliRunner().invoke(cli, ["audit", str(shared_samples()), "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["incidents"] == []
 

@@ -3,7 +3,6 @@ the number of calls it really holds (formats.md §6). They contain no loop."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,9 +10,7 @@ import pytest
 from analyzer.ingest import ingest_paths
 from analyzer.ingest.base import IngestOptions
 from analyzer.store import Store
-from tests.conftest import REPO
-
-SAMPLES = REPO.parent / "shared" / "samples"
+from tests.conftest import shared_samples
 
 EXPECTED = {  # file: (format, calls)
     "marot__spotter__agent-afc096d.jsonl": ("claude_code", 18),  # 199 lines
@@ -34,11 +31,7 @@ EXPECTED = {  # file: (format, calls)
 
 @pytest.fixture(scope="module")
 def samples() -> Path:
-    if not SAMPLES.is_dir():
-        if os.environ.get("CI"):
-            pytest.fail(f"{SAMPLES} is missing: CI must run with ../shared beside the checkout")
-        pytest.skip("../shared/samples is not beside this checkout")
-    return SAMPLES
+    return shared_samples()
 
 
 def test_every_sample_loads_with_its_real_call_count(samples: Path, store: Store) -> None:
