@@ -206,6 +206,50 @@ def detector_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+REPORT_FORMATS = ("html", "md", "json")
+
+
+def report_options(output_required: bool) -> Callable[[Callable[..., Any]], Any]:
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        options = [
+            click.option(
+                "-o",
+                "--output",
+                type=click.Path(dir_okay=False),
+                default="report.html" if output_required else None,
+                show_default=output_required,
+                help="Write the incident report to this file"
+                + ("." if output_required else " (no report unless given)."),
+            ),
+            click.option(
+                "--format" if output_required else "--report-format",
+                "report_format",
+                type=click.Choice(REPORT_FORMATS),
+                default=None,
+                help="Report format (default: from the file's extension, else html).",
+            ),
+            click.option(
+                "--top-incidents",
+                type=click.IntRange(min=0),
+                default=20,
+                show_default=True,
+                help="Incidents that get a full section; the rest are table rows.",
+            ),
+        ]
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
+
+
+def _report_format(output: str, fmt: str | None) -> str:
+    if fmt:
+        return fmt
+    suffix = Path(output).suffix.lower().lstrip(".")
+    return {"md": "md", "markdown": "md", "json": "json"}.get(suffix, "html")
+
+
 def _select(detectors: list[Detector], only: tuple[str, ...]) -> list[Detector]:
     if not only:
         return detectors
@@ -299,6 +343,7 @@ def ingest(paths: tuple[str, ...], db: str, options: IngestOptions, as_json: boo
 @db_option(default=None)
 @ingest_options
 @detector_options
+@report_options(output_required=False)
 @json_option
 @click.option("--top", default=10, show_default=True, help="Rows in each spend table.")
 def audit(
@@ -310,16 +355,20 @@ def audit(
     queries: tuple[str, ...],
     fail_on: str | None,
     fail_on_waste: float | None,
+    output: str | None,
+    report_format: str | None,
+    top_incidents: int,
     as_json: bool,
     top: int,
 ) -> None:
     """Ingest, find the incidents, and show where the money went (the main job).
 
-    Without --db (or $LLM_FORENSICS_DB) the store is temporary and deleted afterwards.
+    Without --db (or $LLM_FORENSICS_DB) the store is temporary and deleted afterwards. With
+    -o FILE it also writes the incident report.
 
     \b
     Example:
-      llm-forensics audit sample_data/ --json
+      llm-forensics audit sample_data/ -o report.html
     """
     with tempfile.TemporaryDirectory(prefix="llm-forensics-") as tmp:
         path = db or str(Path(tmp) / "audit.duckdb")
@@ -329,6 +378,12 @@ def audit(
                 click.echo(line, err=True)
             _run_detectors(store, only, params, queries)
             summary = build_summary(store, top=top)
+            if output:
+                from analyzer.report import write_report
+
+                fmt = _report_format(output, report_format)
+                write_report(store, Path(output), fmt, top_incidents, summary=summary)
+                click.echo(f"wrote {output} ({fmt})", err=True)
     if as_json:
         data = summary.to_json()
         data["ingested"] = [r.to_dict() for r in reports]
@@ -446,6 +501,31 @@ def sample(out_dir: str, rows: int | None, seed: int) -> None:
     written = write_sample(Path(out_dir), rows=rows or DEFAULT_ROWS, seed=seed)
     for path in written:
         click.echo(str(path))
+
+
+@cli.command("report")
+@db_option()
+@report_options(output_required=True)
+def report_command(db: str, output: str, report_format: str | None, top_incidents: int) -> None:
+    """Write the incident report: one self-contained HTML page (or --format md / json).
+
+    The page opens from disk, offline: CSS and charts inline, no scripts, no external
+    requests. It reports the incidents in the store, so run `detect` first.
+
+    \b
+    Example:
+      llm-forensics report --db december.duckdb -o december.html
+    """
+    from analyzer.report import write_report
+
+    if not Path(db).exists():
+        raise ForensicsError("no store here (run `llm-forensics ingest` first)", path=db)
+    fmt = _report_format(output, report_format)
+    with open_store(db) as store:
+        if not store.scalar("SELECT count(*) FROM incidents"):
+            click.echo("note: no incidents in the store (run `llm-forensics detect`)", err=True)
+        write_report(store, Path(output), fmt, top_incidents)
+    click.echo(output)
 
 
 def main() -> None:

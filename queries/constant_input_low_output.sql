@@ -78,9 +78,9 @@ SELECT stream_key, session_id, start_ts, end_ts, n_calls, first_call_id, last_ca
            'output_tokens', CASE WHEN min_out = max_out THEN min_out::VARCHAR
                                  ELSE min_out || '-' || max_out END,
            'finish_reasons', finishes, 'median_call_usd', per_call,
-           'seconds', epoch(end_ts) - epoch(start_ts),
+           'seconds', round(epoch(end_ts) - epoch(start_ts), 1),
            'mean_gap_seconds', CASE WHEN n_calls > 1
-                                    THEN (epoch(end_ts) - epoch(start_ts)) / (n_calls - 1) END
+                                    THEN round((epoch(end_ts) - epoch(start_ts)) / (n_calls - 1), 2) END
        ) AS evidence
 FROM grouped
 WHERE all_low AND n_calls >= $min_run

@@ -145,7 +145,7 @@ def test_usage_errors_are_exit_2(runner: CliRunner, args: list[str]) -> None:
     assert runner.invoke(cli, args).exit_code == 2
 
 
-@pytest.mark.parametrize("command", ["ingest", "audit", "sample"])
+@pytest.mark.parametrize("command", ["ingest", "audit", "detect", "detectors", "report", "sample"])
 def test_every_command_explains_itself(runner: CliRunner, command: str) -> None:
     result = runner.invoke(cli, [command, "--help"])
     assert result.exit_code == 0

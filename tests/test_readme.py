@@ -14,9 +14,9 @@ def readme_commands() -> list[str]:
 
 def test_readme_opens_with_the_run_and_test_commands() -> None:
     run, test = readme_commands()[:2]
-    assert "pip install ." in run and "llm-forensics audit sample_data/" in run
+    assert "pip install ." in run and "llm-forensics audit sample_data/ -o report.html" in run
     assert "pip install -e '.[test]'" in test and "pytest" in test
-    head = (REPO / "README.md").read_text(encoding="utf-8")[:600]
+    head = (REPO / "README.md").read_text(encoding="utf-8")[:700]
     assert run in head and test in head
 
 

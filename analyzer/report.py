@@ -1,0 +1,493 @@
+"""The incident report: one self-contained page (HTML), or the same content as Markdown or JSON.
+
+Everything the page shows is computed here, into small typed objects; the templates in
+``reports/`` only lay them out (no SQL in templates). The headline totals come from the same
+``Summary`` that ``audit --json`` prints, so the two always agree.
+
+Everything from logs and exports is untrusted: it is escaped wherever it lands (Jinja
+autoescape for HTML text and attributes, matplotlib's XML escaping for SVG labels, backslash
+escapes for Markdown), and strings that look like API keys are masked before they get here.
+The page makes no request: CSS and charts are inline, there are no scripts and no web fonts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from analyzer import __version__, charts
+from analyzer.resources import resource_dir
+from analyzer.store import Store
+from analyzer.summary import Summary, build_summary
+
+DEFAULT_TOP_INCIDENTS = 20
+MAX_CALLS_SHOWN = 60  # per incident section: the first and last 30 calls
+MAX_REJECTS_SHOWN = 20
+_KEY = re.compile(r"(?<![\w-])sk-(?:or-|ant-|proj-)?[A-Za-z0-9_\-]{6,}")
+
+
+def mask_keys(text: str) -> str:
+    """Hide what looks like an API key (``sk-…``, ``sk-or-…``, ``sk-ant-…``): keep the prefix."""
+
+    def hide(m: re.Match[str]) -> str:
+        key = m.group(0)
+        prefix = "sk-" + next((p for p in ("or-", "ant-", "proj-") if key[3:].startswith(p)), "")
+        return prefix + "…[masked]"
+
+    return _KEY.sub(hide, text)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return mask_keys(value)
+    return value
+
+
+# -- the context ---------------------------------------------------------------------------
+
+
+@dataclass
+class Headline:
+    period_start: str | None
+    period_end: str | None
+    days: float
+    calls: int
+    total_usd: float
+    wasted_usd: float
+    wasted_share: float
+    incidents: int
+    incidents_by_severity: dict[str, int]
+    calls_by_cost_basis: dict[str, int]
+    usd_by_cost_basis: dict[str, float]
+    unpriced_calls: int
+
+
+@dataclass
+class Breakdown:
+    name: str
+    calls: int
+    usd: float
+    wasted_usd: float
+    incidents: int
+
+
+@dataclass
+class IncidentRow:
+    rank: int
+    incident_id: str
+    detector: str
+    severity: str
+    start_ts: str | None
+    end_ts: str | None
+    stream_key: str | None
+    session_id: str | None
+    n_calls: int
+    wasted_usd: float
+    cost_basis: str | None
+    summary: str
+    first_call_id: str | None
+    last_call_id: str | None
+    first_provider_id: str | None = None
+    last_provider_id: str | None = None
+
+
+@dataclass
+class CallRow:
+    ts: str | None
+    call_id: str
+    provider_id: str | None  # the id to look up in the provider's dashboard (generation id)
+    prompt_tokens: int | None
+    output_tokens: int | None
+    finish_reason: str | None
+    response_kind: str | None
+    cost_usd: float | None
+
+
+@dataclass
+class IncidentSection:
+    incident: IncidentRow
+    calls: list[CallRow]
+    calls_omitted: int
+    evidence: list[tuple[str, str]]
+    chart_svg: str = ""
+
+
+@dataclass
+class SourceRow:
+    path: str
+    format: str
+    bytes: int
+    rows_read: int
+    rows_loaded: int
+    rows_rejected: int
+    rows_duplicate: int
+    rows_skipped: int
+
+
+@dataclass
+class RejectRow:
+    path: str
+    line: int | None
+    reason: str
+    excerpt: str | None
+
+
+@dataclass
+class Report:
+    title: str
+    version: str
+    headline: Headline
+    days: list[tuple[str, float, float]]  # (date, spend, wasted)
+    by_detector: list[Breakdown]
+    by_model: list[Breakdown]
+    by_app: list[Breakdown]
+    by_key: list[Breakdown]
+    incidents: list[IncidentRow]
+    sections: list[IncidentSection]
+    sources: list[SourceRow]
+    rejects: list[RejectRow]
+    rejects_total: int
+    reconciliation: dict[str, int] | None
+    guards: Any = None  # the backtest's results, once it exists; the section is absent until
+    charts: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("charts")
+        for s in data["sections"]:
+            s.pop("chart_svg")
+            s["evidence"] = dict(s["evidence"])
+        if data["guards"] is None:
+            data.pop("guards")
+        return data
+
+
+def _iso(ts: datetime | None) -> str | None:
+    return None if ts is None else ts.isoformat(timespec="seconds") + "Z"
+
+
+def _f(x: Decimal | float | None) -> float:
+    return float(x or 0)
+
+
+def _breakdown(store: Store, column: str, top: int) -> list[Breakdown]:
+    """Spend by ``column``, with the waste of the incidents whose first call has that value."""
+    rows = store.con.execute(
+        f"""WITH spend AS (
+                SELECT coalesce({column}, '(none)') AS name, count(*) AS calls,
+                       coalesce(sum(cost_usd), 0) AS usd
+                FROM live_calls GROUP BY 1),
+            waste AS (
+                SELECT coalesce(c.{column}, '(none)') AS name, sum(i.wasted_usd) AS wasted,
+                       count(*) AS n
+                FROM incidents i LEFT JOIN calls c ON c.call_id = i.first_call_id
+                GROUP BY 1)
+            SELECT s.name, s.calls, s.usd, coalesce(w.wasted, 0), coalesce(w.n, 0)
+            FROM spend s LEFT JOIN waste w USING (name)
+            ORDER BY 4 DESC, 3 DESC, 1 LIMIT ?""",
+        [top],
+    ).fetchall()
+    return [Breakdown(_clean(str(n)), int(c), _f(u), _f(w), int(k)) for n, c, u, w, k in rows]
+
+
+def _incident_calls(store: Store, inc: dict[str, Any]) -> tuple[list[CallRow], int]:
+    """The calls of an incident: its stream from the first to the last call (both included);
+    when they lie in different streams (a parent and its sub-agents), every call of the
+    session and its sub-agents in the incident's time span."""
+    rows = store.con.execute(
+        """WITH f AS (SELECT stream_key, seq FROM calls WHERE call_id = $first),
+                l AS (SELECT stream_key, seq FROM calls WHERE call_id = $last)
+           SELECT c.ts, c.call_id,
+                  coalesce(b.native_id, CASE WHEN c.format = 'openrouter_csv' THEN c.native_id END,
+                           c.response_id) AS provider_id,
+                  c.input_tokens, c.output_tokens, c.finish_reason, c.response_kind, c.cost_usd
+           FROM calls c LEFT JOIN calls b ON b.call_id = c.billing_call_id
+           WHERE c.superseded_by IS NULL AND (
+               (c.stream_key = (SELECT stream_key FROM f)
+                AND (SELECT stream_key FROM f) = (SELECT stream_key FROM l)
+                AND c.seq BETWEEN (SELECT seq FROM f) AND (SELECT seq FROM l))
+               OR ((SELECT stream_key FROM f) IS DISTINCT FROM (SELECT stream_key FROM l)
+                   AND (c.session_id = $session OR c.parent_session_id = $session)
+                   AND c.ts BETWEEN $start AND $end))
+           ORDER BY c.ts, c.seq, c.call_id""",
+        {
+            "first": inc["first_call_id"],
+            "last": inc["last_call_id"],
+            "session": inc["session_id"],
+            "start": inc["start_ts"],
+            "end": inc["end_ts"],
+        },
+    ).fetchall()
+    calls = [
+        CallRow(
+            _iso(ts),
+            _clean(cid),
+            _clean(pid),
+            pt,
+            ot,
+            fr,
+            rk,
+            None if cost is None else float(cost),
+        )
+        for ts, cid, pid, pt, ot, fr, rk, cost in rows
+    ]
+    if len(calls) <= MAX_CALLS_SHOWN:
+        return calls, 0
+    half = MAX_CALLS_SHOWN // 2
+    return calls[:half] + calls[-half:], len(calls) - MAX_CALLS_SHOWN
+
+
+def _evidence(raw: str | None) -> list[tuple[str, str]]:
+    if not raw:
+        return []
+    data = json.loads(raw)
+    out = []
+    for key, value in data.items():
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        out.append((_clean(str(key)), _clean(text)))
+    return out
+
+
+def build_report(
+    store: Store, top_incidents: int = DEFAULT_TOP_INCIDENTS, top: int = 10,
+    summary: Summary | None = None, charts_on: bool = True,
+) -> Report:  # fmt: skip
+    """Everything the report shows, from the store."""
+    summary = summary or build_summary(store, top=top)
+    unpriced = summary.calls_by_basis.get("unpriced", 0)
+    severities = {s: 0 for s in ("high", "medium", "low", "info")}
+    for i in summary.incidents:
+        severities[i["severity"]] = severities.get(i["severity"], 0) + 1
+    days = (
+        (summary.period_end - summary.period_start).total_seconds() / 86400
+        if summary.period_start and summary.period_end
+        else 0.0
+    )
+    total = float(summary.total_usd)
+    wasted = float(summary.wasted_usd)
+    headline = Headline(
+        period_start=_iso(summary.period_start),
+        period_end=_iso(summary.period_end),
+        days=round(days, 1),
+        calls=summary.calls,
+        total_usd=total,
+        wasted_usd=wasted,
+        wasted_share=(wasted / total) if total else 0.0,
+        incidents=len(summary.incidents),
+        incidents_by_severity=severities,
+        calls_by_cost_basis=summary.calls_by_basis,
+        usd_by_cost_basis={k: float(v) for k, v in summary.usd_by_basis.items()},
+        unpriced_calls=unpriced,
+    )
+    daily = store.con.execute(
+        """WITH spend AS (SELECT ts::DATE AS d, sum(cost_usd) AS usd FROM live_calls
+                          WHERE ts IS NOT NULL GROUP BY 1),
+                waste AS (SELECT start_ts::DATE AS d, sum(wasted_usd) AS usd FROM incidents
+                          WHERE start_ts IS NOT NULL GROUP BY 1)
+           SELECT d, coalesce(s.usd, 0), coalesce(w.usd, 0)
+           FROM spend s FULL JOIN waste w USING (d) ORDER BY d"""
+    ).fetchall()
+    day_rows = [(d.isoformat(), _f(s), _f(w)) for d, s, w in daily]
+    by_detector = [
+        Breakdown(_clean(str(n)), 0, 0.0, _f(w), int(k))
+        for n, w, k in store.con.execute(
+            """SELECT detector, sum(wasted_usd), count(*) FROM incidents
+               GROUP BY 1 ORDER BY 2 DESC, 3 DESC, 1"""
+        ).fetchall()
+    ]
+    incidents = [
+        IncidentRow(
+            rank=r,
+            incident_id=_clean(i["incident_id"]),
+            detector=_clean(i["detector"]),
+            severity=i["severity"],
+            start_ts=(i["start_ts"] or "")[:19] + "Z" if i["start_ts"] else None,
+            end_ts=(i["end_ts"] or "")[:19] + "Z" if i["end_ts"] else None,
+            stream_key=_clean(i["stream_key"]),
+            session_id=_clean(i["session_id"]),
+            n_calls=int(i["n_calls"] or 0),
+            wasted_usd=float(i["wasted_usd"]),
+            cost_basis=i["cost_basis"],
+            summary=_clean(i["summary"] or ""),
+            first_call_id=_clean(i["first_call_id"]),
+            last_call_id=_clean(i["last_call_id"]),
+        )
+        for r, i in enumerate(summary.incidents, 1)
+    ]
+    raw_by_id = {
+        row[0]: dict(zip(("incident_id", "first_call_id", "last_call_id", "session_id",
+                          "start_ts", "end_ts", "evidence"), row, strict=True))
+        for row in store.con.execute(
+            "SELECT incident_id, first_call_id, last_call_id, session_id, start_ts, end_ts, "
+            "evidence FROM incidents"
+        ).fetchall()
+    }  # fmt: skip
+    sections = []
+    for row in incidents[:top_incidents]:
+        raw = raw_by_id[summary.incidents[row.rank - 1]["incident_id"]]
+        calls, omitted = _incident_calls(store, raw)
+        ids = {c.call_id: c.provider_id for c in calls}
+        row.first_provider_id = ids.get(row.first_call_id or "")
+        row.last_provider_id = ids.get(row.last_call_id or "")
+        sections.append(IncidentSection(row, calls, omitted, _evidence(raw["evidence"])))
+    sources = [
+        SourceRow(
+            _clean(s["path"]),
+            s["format"],
+            int(s["bytes"]),
+            int(s["rows_read"]),
+            int(s["rows_loaded"]),
+            int(s["rows_rejected"]),
+            int(s["rows_duplicate"]),
+            int(s["rows_skipped"]),
+        )
+        for s in summary.sources
+    ]
+    rejects = [
+        RejectRow(_clean(p), line, _clean(reason), _clean(ex) if ex else None)
+        for p, line, reason, ex in store.con.execute(
+            """SELECT s.path, r.line, r.reason, r.excerpt FROM rejects r
+               JOIN sources s USING (source_id) ORDER BY s.source_id, r.line LIMIT ?""",
+            [MAX_REJECTS_SHOWN],
+        ).fetchall()
+    ]
+    report = Report(
+        title="LLM spend and runaway-loop incident report",
+        version=__version__,
+        headline=headline,
+        days=day_rows,
+        by_detector=by_detector,
+        by_model=_breakdown(store, "model", top),
+        by_app=_breakdown(store, "app", top),
+        by_key=_breakdown(store, "api_key", top),
+        incidents=incidents,
+        sections=sections,
+        sources=sources,
+        rejects=rejects,
+        rejects_total=summary.rejects,
+        reconciliation=summary.reconciliation,
+    )
+    if charts_on:
+        _draw(store, report)
+    return report
+
+
+def _draw(store: Store, report: Report) -> None:
+    if report.days:
+        report.charts["daily"] = charts.daily_spend(
+            [date.fromisoformat(d) for d, _, _ in report.days],
+            [s for _, s, _ in report.days],
+            [w for _, _, w in report.days],
+        )
+    wasted = [b for b in report.by_detector if b.wasted_usd > 0]
+    if wasted:
+        report.charts["by_detector"] = charts.waste_by(
+            [b.name for b in wasted], [b.wasted_usd for b in wasted], "Wasted USD by detector"
+        )
+    by_model = [b for b in report.by_model if b.wasted_usd > 0]
+    if by_model:
+        report.charts["by_model"] = charts.waste_by(
+            [b.name for b in by_model], [b.wasted_usd for b in by_model], "Wasted USD by model"
+        )
+    for section in report.sections:
+        if section.calls:
+            section.chart_svg = charts.incident_tokens(
+                [c.prompt_tokens for c in section.calls], [c.output_tokens for c in section.calls]
+            )
+
+
+# -- rendering -----------------------------------------------------------------------------
+
+
+def _money(x: float | None) -> str:
+    return "–" if x is None else f"${x:,.2f}"
+
+
+def _num(x: float | int | None) -> str:
+    return "–" if x is None else f"{x:,}"
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def html_env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resource_dir("reports"))),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(money=_money, num=_num, pct=_pct, ts=lambda x: x or "–")
+    return env
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~&\"'=$:])")
+
+
+class MdText(str):
+    """Text already fit for Markdown (numbers we formatted, our own markup)."""
+
+
+def md_escape(value: Any) -> str:
+    """Every value printed into the Markdown report: untrusted text has every ASCII punctuation
+    backslash-escaped (CommonMark renders it literally: no raw HTML, links or emphasis) and
+    line breaks flattened; our own formatted values pass."""
+    if isinstance(value, MdText):
+        return value
+    if value is None:
+        return "–"
+    text = str(value).replace("\r", " ").replace("\n", " ")
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def md_env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(resource_dir("reports"))),
+        autoescape=False,
+        undefined=jinja2.StrictUndefined,
+        finalize=md_escape,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(
+        money=lambda x: MdText(_money(x)),
+        num=lambda x: MdText(_num(x)),
+        pct=lambda x: MdText(_pct(x)),
+        ts=lambda x: MdText(x or "–"),  # our own ISO times
+    )
+    return env
+
+
+def render(report: Report, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(report.to_json(), indent=2, default=str) + "\n"
+    if fmt == "md":
+        return md_env().get_template("report.md.j2").render(r=report)
+    css = (resource_dir("reports") / "report.css").read_text(encoding="utf-8")
+    return (
+        html_env()
+        .get_template("report.html.j2")
+        .render(r=report, css=Markup(css), svg=lambda s: Markup(s))
+    )
+
+
+def write_report(
+    store: Store, out: Path, fmt: str = "html", top_incidents: int = DEFAULT_TOP_INCIDENTS,
+    summary: Summary | None = None,
+) -> Path:  # fmt: skip
+    report = build_report(store, top_incidents=top_incidents, summary=summary,
+                          charts_on=fmt == "html")  # fmt: skip
+    text = render(report, fmt)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".partial")
+    tmp.write_text(text, encoding="utf-8", newline="\n")
+    tmp.replace(out)  # never a half-written report
+    return out
