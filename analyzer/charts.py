@@ -111,3 +111,23 @@ def incident_tokens(prompt: Sequence[float | None], output: Sequence[float | Non
         ax.set_ylabel("tokens (log)")
         ax.legend(frameon=False, fontsize=7, loc="lower left", bbox_to_anchor=(0, 1), ncol=2)
         return _svg(fig)
+
+
+def guard_sweep(series: Sequence[tuple[str, list[float], list[float], int | None]]) -> str:
+    """Waste prevented against legitimate work killed (false trips), as each policy's stop
+    threshold moves: the picture a team uses to pick its threshold. Each series is (policy,
+    false-trip dollars, waste-prevented dollars, index of the policy's own threshold)."""
+    plt = _plt()
+    with plt.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(7.2, 3.2))
+        ax.set_prop_cycle(color=plt.get_cmap("tab20").colors)
+        for label, xs, ys, own in series:
+            (line,) = ax.plot(xs, ys, marker="o", markersize=3, linewidth=1.2, label=label)
+            if own is not None:
+                ax.plot([xs[own]], [ys[own]], marker="*", markersize=10,
+                        color=line.get_color())  # fmt: skip
+        ax.set_xlabel("legitimate work killed by false trips (USD)")
+        ax.set_ylabel("waste prevented (USD)")
+        ax.set_title("Guards as their threshold moves (star: the policy's own)", loc="left")
+        ax.legend(frameon=False, fontsize=7, loc="lower left", bbox_to_anchor=(1.0, 0))
+        return _svg(fig)

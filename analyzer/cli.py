@@ -40,6 +40,8 @@ class ForensicsGroup(click.Group):
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
             raise
+        except BrokenPipeError:  # handled in main(): the reader of stdout went away
+            raise
         except duckdb.Error as exc:
             if ctx.meta.get("lf.traceback"):
                 raise
@@ -344,6 +346,14 @@ def ingest(paths: tuple[str, ...], db: str, options: IngestOptions, as_json: boo
 @ingest_options
 @detector_options
 @report_options(output_required=False)
+@click.option(
+    "--policies",
+    "policy_files",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Also replay the guard policies of this TOML file.",
+)
 @json_option
 @click.option("--top", default=10, show_default=True, help="Rows in each spend table.")
 def audit(
@@ -358,10 +368,12 @@ def audit(
     output: str | None,
     report_format: str | None,
     top_incidents: int,
+    policy_files: tuple[str, ...],
     as_json: bool,
     top: int,
 ) -> None:
-    """Ingest, find the incidents, and show where the money went (the main job).
+    """Ingest, find the incidents, replay them through the guard presets, and show where the
+    money went (the main job).
 
     Without --db (or $LLM_FORENSICS_DB) the store is temporary and deleted afterwards. With
     -o FILE it also writes the incident report.
@@ -378,18 +390,25 @@ def audit(
                 click.echo(line, err=True)
             _run_detectors(store, only, params, queries)
             summary = build_summary(store, top=top)
+            from analyzer.backtest import guard_run
+
+            guards = guard_run(store, _policies(policy_files, ()))
             if output:
                 from analyzer.report import write_report
 
                 fmt = _report_format(output, report_format)
-                write_report(store, Path(output), fmt, top_incidents, summary=summary)
+                write_report(store, Path(output), fmt, top_incidents, summary, guards)
                 click.echo(f"wrote {output} ({fmt})", err=True)
     if as_json:
         data = summary.to_json()
+        data["backtest"] = [r.to_json() for r in guards.results]
         data["ingested"] = [r.to_dict() for r in reports]
         _print_json(data)
     else:
         click.echo(render_text(summary), nl=False)
+        click.echo("")
+        click.echo("Guards (replayed at their own thresholds)")
+        click.echo(_render_backtest(guards.results), nl=False)
     if _failing(summary.incidents, fail_on, fail_on_waste):
         sys.exit(1)
 
@@ -503,10 +522,169 @@ def sample(out_dir: str, rows: int | None, seed: int) -> None:
         click.echo(str(path))
 
 
+def _policies(files: tuple[str, ...], only: tuple[str, ...]) -> list[Any]:
+    from analyzer.guards import all_policies
+
+    found = all_policies(list(files))
+    if only:
+        names = {p.name for p in found}
+        unknown = [n for n in only if n not in names]
+        if unknown:
+            raise click.BadParameter(
+                f"no policy named {', '.join(unknown)} (see `llm-forensics policies`)",
+                param_hint="--only",
+            )
+        found = [p for p in found if p.name in only]
+    return found
+
+
+def _render_backtest(results: list[Any]) -> str:
+    if not results:
+        return "No policies.\n"
+    head = (
+        f"{'policy':<30} {'stopped':>8} {'prevented':>10} {'saved':>7} {'saved $':>9} "
+        f"{'false':>6} {'false $':>9} {'latency':>8}"
+    )
+    out = [head]
+    for r in results:
+        name = r.policy
+        if len(results) > 1 and any(x.policy == r.policy for x in results if x is not r):
+            name = f"{r.policy} stop={r.params['stop']:g}"
+        latency = "–" if r.median_latency_calls is None else f"{r.median_latency_calls:g}"
+
+        def usd(x: float) -> str:
+            return f"${x:,.2f}"
+
+        out.append(
+            f"{name:<30} {r.incidents_stopped:>3}/{r.incidents_total:<4} "
+            f"{usd(r.waste_prevented_usd):>10} {r.calls_saved:>7,} {usd(r.usd_saved):>9} "
+            f"{r.false_trips:>6,} {usd(r.usd_false_trips):>9} {latency:>8}"
+        )
+    out.append(
+        "stopped: incidents stopped at or before their last call; prevented: their waste after "
+        "the trip; saved: calls (and dollars) after every stop; false: stops where no incident "
+        "was; latency: median calls from an incident's start to the trip."
+    )
+    return "\n".join(out) + "\n"
+
+
+@cli.command("backtest")
+@db_option()
+@click.option(
+    "--policies",
+    "policy_files",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="A TOML file of your own policies (repeatable); see `llm-forensics policies`.",
+)
+@click.option("--only", multiple=True, metavar="NAME", help="Replay only this policy.")
+@click.option(
+    "--sweep",
+    "sweeps",
+    multiple=True,
+    metavar="NAME.PARAM=LO..HI[:STEP]",
+    help="Replay a policy at every value of a threshold, e.g. "
+    "netclaw_cumulative_per_turn.stop=2..20.",
+)
+@click.option(
+    "--labels",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="CSV of id,label (call or incident ids, runaway|legitimate) to use as ground truth.",
+)
+@json_option
+def backtest_command(
+    db: str,
+    policy_files: tuple[str, ...],
+    only: tuple[str, ...],
+    sweeps: tuple[str, ...],
+    labels: str | None,
+    as_json: bool,
+) -> None:
+    """Replay the stored calls through guard policies: which would have stopped each incident,
+    how early, what it would have saved, and what legitimate work it would have killed.
+
+    The ground truth is the incidents `detect` found (medium and high severity).
+
+    \b
+    Example:
+      llm-forensics backtest --db december.duckdb --sweep netclaw_cumulative_per_turn.stop=2..20
+    """
+    from analyzer.backtest import backtest, parse_sweep
+
+    if not Path(db).exists():
+        raise ForensicsError("no store here (run `llm-forensics ingest` first)", path=db)
+    policies = _policies(policy_files, only)
+    by_name = {p.name: p for p in policies}
+    parsed: dict[str, tuple[str, list[float]]] = {}
+    for text in sweeps:
+        try:
+            name, param, values = parse_sweep(text)
+            if name not in by_name:
+                raise ForensicsError(f"{name} is not a policy that runs")
+            by_name[name].with_param(param, values[0])
+        except ForensicsError as exc:
+            raise click.BadParameter(str(exc), param_hint="--sweep") from None
+        parsed[name] = (param, values)
+    with open_store(db) as store:
+        if not store.scalar("SELECT count(*) FROM incidents"):
+            click.echo("note: no incidents in the store (run `llm-forensics detect`)", err=True)
+        results = backtest(store, policies, parsed, Path(labels) if labels else None)
+    if as_json:
+        _print_json([r.to_json() for r in results])
+    else:
+        click.echo(_render_backtest(results), nl=False)
+
+
+@cli.command("policies")
+@click.option(
+    "--policies",
+    "policy_files",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Also list the policies of this TOML file.",
+)
+@json_option
+def policies_command(policy_files: tuple[str, ...], as_json: bool) -> None:
+    """List the guard policies (built-in presets and your own) with their parameters.
+
+    \b
+    Example:
+      llm-forensics policies
+    """
+    found = _policies(policy_files, ())
+    if as_json:
+        _print_json(
+            [{"name": p.name, "description": p.description, "source": p.source,
+              "params": p.params()} for p in found]
+        )  # fmt: skip
+        return
+    for p in found:
+        click.echo(f"{p.name}  [{p.type}, per {p.scope}]  {p.description}")
+        params = ", ".join(f"{k}={v}" for k, v in p.params().items() if k not in ("type", "scope"))
+        click.echo(f"    {params}")
+
+
 @cli.command("report")
 @db_option()
 @report_options(output_required=True)
-def report_command(db: str, output: str, report_format: str | None, top_incidents: int) -> None:
+@click.option(
+    "--policies",
+    "policy_files",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Also replay the guard policies of this TOML file in the Guards section.",
+)
+def report_command(
+    db: str,
+    output: str,
+    report_format: str | None,
+    top_incidents: int,
+    policy_files: tuple[str, ...],
+) -> None:
     """Write the incident report: one self-contained HTML page (or --format md / json).
 
     The page opens from disk, offline: CSS and charts inline, no scripts, no external
@@ -520,16 +698,25 @@ def report_command(db: str, output: str, report_format: str | None, top_incident
 
     if not Path(db).exists():
         raise ForensicsError("no store here (run `llm-forensics ingest` first)", path=db)
+    from analyzer.backtest import guard_run
+
     fmt = _report_format(output, report_format)
     with open_store(db) as store:
         if not store.scalar("SELECT count(*) FROM incidents"):
             click.echo("note: no incidents in the store (run `llm-forensics detect`)", err=True)
-        write_report(store, Path(output), fmt, top_incidents)
+        guards = guard_run(store, _policies(policy_files, ()))
+        write_report(store, Path(output), fmt, top_incidents, guards=guards)
     click.echo(output)
 
 
 def main() -> None:
-    cli(prog_name="llm-forensics")
+    try:
+        cli(prog_name="llm-forensics")
+    except BrokenPipeError:  # `llm-forensics ... | head`: the reader left; not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,10 @@ comment header, then one query over the canonical tables returning incident rows
 The query refers to each parameter as ``$name`` and to nothing else: the declared parameters and
 the placeholders used must be the same set. It returns these columns (any order):
 ``stream_key, session_id, start_ts, end_ts, n_calls, first_call_id, last_call_id, wasted_usd,
-wasted_tokens, cost_basis, summary, evidence`` and optionally ``severity`` (else the header's).
-Adding a detector is adding a file; no Python changes.
+wasted_tokens, cost_basis, summary, evidence`` and optionally ``severity`` (else the header's)
+and ``wasted_calls`` (the list of call ids the waste is made of; without it, every call of the
+stream from the first to the last call is taken). Adding a detector is adding a file; no Python
+changes.
 """
 
 from __future__ import annotations
@@ -224,6 +226,11 @@ def detect(
     with store.transaction():
         for det in detectors:
             rows = run_detector(store.con, det, det.bind(overrides.get(det.name)))
+            store.con.execute(
+                "DELETE FROM incident_calls WHERE incident_id IN "
+                "(SELECT incident_id FROM incidents WHERE detector = ?)",
+                [det.name],
+            )
             store.con.execute("DELETE FROM incidents WHERE detector = ?", [det.name])
             for rec in rows:
                 evidence = rec["evidence"]
@@ -241,8 +248,28 @@ def detect(
                 store.con.execute(
                     f"INSERT INTO incidents ({', '.join(row)}) VALUES ({marks})", list(row.values())
                 )
+                if row["wasted_usd"] > 0 or rec.get("wasted_calls"):
+                    _record_wasted_calls(store, row, rec.get("wasted_calls"))
                 results.append(row)
     return results
+
+
+def _record_wasted_calls(store: Store, incident: dict[str, Any], calls: list[str] | None) -> None:
+    """Which calls an incident's waste is made of (the backtest prices what a guard saves)."""
+    if calls:
+        store.con.executemany(
+            "INSERT INTO incident_calls VALUES (?, ?)",
+            [(incident["incident_id"], c) for c in dict.fromkeys(calls) if c is not None],
+        )
+        return
+    store.con.execute(
+        """INSERT INTO incident_calls
+           SELECT $id, c.call_id FROM calls c, calls f, calls l
+           WHERE f.call_id = $first AND l.call_id = $last AND c.stream_key = f.stream_key
+             AND c.superseded_by IS NULL AND c.seq BETWEEN f.seq AND l.seq""",
+        {"id": incident["incident_id"], "first": incident["first_call_id"],
+         "last": incident["last_call_id"]},
+    )  # fmt: skip
 
 
 def load_incidents(store: Store) -> list[dict[str, Any]]:

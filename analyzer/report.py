@@ -24,6 +24,7 @@ import jinja2
 from markupsafe import Markup
 
 from analyzer import __version__, charts
+from analyzer.backtest import GuardRun
 from analyzer.resources import resource_dir
 from analyzer.store import Store
 from analyzer.summary import Summary, build_summary
@@ -141,6 +142,38 @@ class RejectRow:
 
 
 @dataclass
+class GuardRow:
+    policy: str
+    description: str
+    kind: str
+    stop: float
+    incidents_stopped: int
+    incidents_total: int
+    waste_prevented_usd: float
+    calls_saved: int
+    usd_saved: float
+    false_trips: int
+    usd_false_trips: float
+    median_latency_calls: float | None
+    nudges: int
+
+
+@dataclass
+class IncidentGuards:
+    rank: int
+    detector: str
+    wasted_usd: float
+    stopped_by: list[tuple[str, int, float]]  # (policy, latency in calls, waste prevented)
+
+
+@dataclass
+class Guards:
+    rows: list[GuardRow]
+    incidents: list[IncidentGuards]
+    sweep: dict[str, list[tuple[float, float, int, float]]]  # stop, prevented, false, false $
+
+
+@dataclass
 class Report:
     title: str
     version: str
@@ -156,7 +189,7 @@ class Report:
     rejects: list[RejectRow]
     rejects_total: int
     reconciliation: dict[str, int] | None
-    guards: Any = None  # the backtest's results, once it exists; the section is absent until
+    guards: Guards | None = None  # the backtest's results; without them the section is absent
     charts: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -256,9 +289,52 @@ def _evidence(raw: str | None) -> list[tuple[str, str]]:
     return out
 
 
+def _guards(run: GuardRun, incidents: list[IncidentRow]) -> Guards:
+    from analyzer.guards import all_policies
+
+    described = {p.name: p for p in all_policies()}
+    rows = [
+        GuardRow(
+            policy=r.policy,
+            description=_clean(described[r.policy].description if r.policy in described else ""),
+            kind=f"{r.params['type']}, per {r.params['scope']}",
+            stop=float(r.params["stop"]),
+            incidents_stopped=r.incidents_stopped,
+            incidents_total=r.incidents_total,
+            waste_prevented_usd=r.waste_prevented_usd,
+            calls_saved=r.calls_saved,
+            usd_saved=r.usd_saved,
+            false_trips=r.false_trips,
+            usd_false_trips=r.usd_false_trips,
+            median_latency_calls=r.median_latency_calls,
+            nudges=len(r.nudges),
+        )
+        for r in run.results
+    ]
+    per_incident = []
+    for inc in incidents:
+        hits = [
+            (r.policy, s["latency_calls"], s["waste_prevented_usd"])
+            for r in run.results
+            for s in r.stopped
+            if s["incident_id"] == inc.incident_id
+        ]
+        if inc.severity in ("medium", "high"):
+            per_incident.append(
+                IncidentGuards(inc.rank, inc.detector, inc.wasted_usd,
+                               sorted(hits, key=lambda h: (-h[2], h[1], h[0])))
+            )  # fmt: skip
+    sweep = {
+        name: [(float(r.params["stop"]), r.waste_prevented_usd, r.false_trips, r.usd_false_trips)
+               for r in results]
+        for name, results in run.sweeps.items()
+    }  # fmt: skip
+    return Guards(rows, per_incident, sweep)
+
+
 def build_report(
     store: Store, top_incidents: int = DEFAULT_TOP_INCIDENTS, top: int = 10,
-    summary: Summary | None = None, charts_on: bool = True,
+    summary: Summary | None = None, charts_on: bool = True, guards: GuardRun | None = None,
 ) -> Report:  # fmt: skip
     """Everything the report shows, from the store."""
     summary = summary or build_summary(store, top=top)
@@ -375,6 +451,8 @@ def build_report(
         rejects_total=summary.rejects,
         reconciliation=summary.reconciliation,
     )
+    if guards is not None:
+        report.guards = _guards(guards, incidents)
     if charts_on:
         _draw(store, report)
     return report
@@ -397,6 +475,19 @@ def _draw(store: Store, report: Report) -> None:
         report.charts["by_model"] = charts.waste_by(
             [b.name for b in by_model], [b.wasted_usd for b in by_model], "Wasted USD by model"
         )
+    if report.guards is not None:
+        own = {g.policy: g.stop for g in report.guards.rows}
+        series = []
+        for name, points in sorted(report.guards.sweep.items()):
+            if not any(prevented > 0 for _, prevented, _, _ in points):
+                continue  # a guard that stops nothing at any threshold adds nothing to see
+            stops = [p[0] for p in points]
+            series.append(
+                (name, [p[3] for p in points], [p[1] for p in points],
+                 stops.index(own[name]) if own.get(name) in stops else None)
+            )  # fmt: skip
+        if series:
+            report.charts["guard_sweep"] = charts.guard_sweep(series)
     for section in report.sections:
         if section.calls:
             section.chart_svg = charts.incident_tokens(
@@ -481,10 +572,10 @@ def render(report: Report, fmt: str) -> str:
 
 def write_report(
     store: Store, out: Path, fmt: str = "html", top_incidents: int = DEFAULT_TOP_INCIDENTS,
-    summary: Summary | None = None,
+    summary: Summary | None = None, guards: GuardRun | None = None,
 ) -> Path:  # fmt: skip
     report = build_report(store, top_incidents=top_incidents, summary=summary,
-                          charts_on=fmt == "html")  # fmt: skip
+                          charts_on=fmt == "html", guards=guards)  # fmt: skip
     text = render(report, fmt)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".partial")

@@ -14,7 +14,7 @@ from analyzer.resources import package_sql
 
 DEFAULT_DB = "forensics.duckdb"
 DB_ENV = "LLM_FORENSICS_DB"
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 
 
 def default_db_path() -> str:

@@ -62,6 +62,7 @@ scopes AS (
            arg_min(call_id, seq) FILTER (WHERE stalled) AS first_call_id,
            arg_max(call_id, seq) FILTER (WHERE stalled) AS last_call_id,
            coalesce(sum(cost_usd) FILTER (WHERE stalled), 0) AS wasted_usd,
+           list(call_id ORDER BY seq) FILTER (WHERE stalled) AS wasted_calls,
            coalesce(sum(output_tokens) FILTER (WHERE stalled), 0) AS wasted_tokens,
            coalesce(sum(reasoning_tokens) FILTER (WHERE stalled), 0) AS reasoning_tokens,
            coalesce(sum(reasoning_chars) FILTER (WHERE stalled), 0) AS reasoning_chars,
@@ -75,7 +76,7 @@ longest AS (
     SELECT scope, max(stalled_in_row) AS max_in_row FROM streaks GROUP BY scope
 )
 SELECT s.stream_key, s.session_id, s.start_ts, s.end_ts, s.n_stalled AS n_calls,
-       s.first_call_id, s.last_call_id, s.wasted_usd, s.wasted_tokens,
+       s.first_call_id, s.last_call_id, s.wasted_usd, s.wasted_tokens, s.wasted_calls,
        CASE WHEN s.priced = 0 THEN NULL
             WHEN s.priced < s.n_stalled THEN 'partial:' || s.bases ELSE s.bases END
            AS cost_basis,

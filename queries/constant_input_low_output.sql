@@ -47,6 +47,7 @@ grouped AS (
            arg_min(call_id, seq) AS first_call_id,
            arg_max(call_id, seq) AS last_call_id,
            coalesce(sum(cost_usd), 0) AS wasted_usd,
+           list(call_id ORDER BY seq) AS wasted_calls,
            sum(input_tokens + output_tokens) AS wasted_tokens,
            count(cost_usd) AS priced,
            string_agg(DISTINCT cost_basis, ',' ORDER BY cost_basis) AS bases,
@@ -59,7 +60,7 @@ grouped AS (
     GROUP BY stream_key, run_no
 )
 SELECT stream_key, session_id, start_ts, end_ts, n_calls, first_call_id, last_call_id,
-       wasted_usd, wasted_tokens,
+       wasted_usd, wasted_tokens, wasted_calls,
        CASE WHEN priced = 0 THEN NULL
             WHEN priced < n_calls THEN 'partial:' || bases ELSE bases END AS cost_basis,
        n_calls || ' calls re-sent the same ' || max_in || '-token prompt and got '

@@ -45,6 +45,7 @@ SELECT coalesce(any_value(stream_key), session_id) AS stream_key, session_id,
        min(ts) AS start_ts, max(ts) AS end_ts, count(*) AS n_calls,
        arg_min(call_id, idx) AS first_call_id, arg_max(call_id, idx) AS last_call_id,
        coalesce(sum(cost_usd) FILTER (WHERE in_run), 0) AS wasted_usd,
+       list(DISTINCT call_id) FILTER (WHERE in_run) AS wasted_calls,
        coalesce(sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0))
                     FILTER (WHERE in_run), 0) AS wasted_tokens,
        string_agg(DISTINCT cost_basis, ',' ORDER BY cost_basis) FILTER (WHERE in_run) AS cost_basis,

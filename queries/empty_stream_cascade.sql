@@ -53,6 +53,9 @@ incident AS (
            e.call_id AS first_call_id,
            coalesce(arg_max(x.call_id, x.k), e.call_id) AS last_call_id,
            coalesce(e.cost_usd, 0) + coalesce(sum(x.cost_usd), 0) AS wasted_usd,
+           list_prepend(e.call_id, coalesce(list(x.call_id ORDER BY x.k)
+                                                FILTER (WHERE x.call_id IS NOT NULL), []))
+               AS wasted_calls,
            coalesce(e.input_tokens, 0) + coalesce(e.output_tokens, 0)
                + coalesce(sum(x.input_tokens), 0) AS wasted_tokens,
            (e.cost_usd IS NOT NULL)::INT + count(x.cost_usd) AS priced,
@@ -65,7 +68,7 @@ incident AS (
              e.output_tokens
 )
 SELECT stream_key, session_id, start_ts, end_ts, n_calls, first_call_id, last_call_id,
-       wasted_usd, wasted_tokens,
+       wasted_usd, wasted_tokens, wasted_calls,
        CASE WHEN priced = 0 THEN NULL WHEN priced < n_calls THEN 'partial:' || coalesce(basis, '')
             ELSE basis END AS cost_basis,
        'a 200 stream arrived empty (' || coalesce(events, 0) || ' events, no [DONE])'

@@ -71,6 +71,7 @@ priced AS (
 waste AS (
     SELECT session_id, first_pos, any_value(stream_key) AS stream_key,
            coalesce(sum(cost_usd) FILTER (WHERE only_repeats), 0) AS usd,
+           list(call_id) FILTER (WHERE only_repeats AND call_id IS NOT NULL) AS calls,
            coalesce(sum(tokens) FILTER (WHERE only_repeats), 0) AS tokens,
            string_agg(DISTINCT cost_basis, ',' ORDER BY cost_basis) FILTER (WHERE only_repeats) AS bases
     FROM priced GROUP BY session_id, first_pos
@@ -80,6 +81,7 @@ SELECT coalesce(any_value(x.stream_key), m.session_id) AS stream_key, m.session_
        count(DISTINCT m.call_id) AS n_calls,
        arg_min(m.call_id, m.pos) AS first_call_id, arg_max(m.call_id, m.pos) AS last_call_id,
        any_value(x.usd) AS wasted_usd, any_value(x.tokens) AS wasted_tokens,
+       any_value(x.calls) AS wasted_calls,
        any_value(x.bases) AS cost_basis,
        CASE WHEN any_value(m.period) = 1
             THEN any_value(m.n_tool_calls) || ' identical ' || any_value(m.tool_name)

@@ -19,6 +19,7 @@ WITH sub AS (
            arg_max(call_id, seq) AS last_call_id,
            arg_max(response_kind, seq) AS final_kind,
            coalesce(sum(cost_usd), 0) AS usd,
+           list(call_id ORDER BY seq) AS calls,
            sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0)) AS tokens,
            count(cost_usd) AS priced,
            string_agg(DISTINCT cost_basis, ',' ORDER BY cost_basis) AS bases
@@ -46,6 +47,7 @@ SELECT l.parent_session_id AS stream_key, l.parent_session_id AS session_id,
        arg_min(l.first_call_id, l.start_ts) AS first_call_id,
        arg_max(l.last_call_id, l.end_ts) AS last_call_id,
        sum(l.usd) AS wasted_usd, sum(l.tokens) AS wasted_tokens,
+       flatten(list(l.calls ORDER BY l.start_ts)) AS wasted_calls,
        CASE WHEN sum(l.priced) = 0 THEN NULL
             WHEN sum(l.priced) < sum(l.n_calls) THEN 'partial:' || string_agg(DISTINCT l.bases, ',' ORDER BY l.bases)
             ELSE string_agg(DISTINCT l.bases, ',' ORDER BY l.bases) END AS cost_basis,

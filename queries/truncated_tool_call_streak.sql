@@ -61,6 +61,7 @@ grouped AS (
            min(ts) AS start_ts, max(ts) AS end_ts, count(*) AS n_calls,
            arg_min(call_id, seq) AS first_call_id, arg_max(call_id, seq) AS last_call_id,
            coalesce(sum(cost_usd), 0) AS wasted_usd, sum(output_tokens) AS wasted_tokens,
+           list(call_id ORDER BY seq) AS wasted_calls,
            count(cost_usd) AS priced, string_agg(DISTINCT cost_basis, ',' ORDER BY cost_basis) AS bases,
            count(*) FILTER (WHERE response_kind = 'truncated_tool_call') AS seen_in_log,
            list(input_tokens ORDER BY seq) AS prompts,
@@ -69,7 +70,7 @@ grouped AS (
     FROM runs GROUP BY stream_key, run_no
 )
 SELECT stream_key, session_id, start_ts, end_ts, n_calls, first_call_id, last_call_id,
-       wasted_usd, wasted_tokens,
+       wasted_usd, wasted_tokens, wasted_calls,
        CASE WHEN priced = 0 THEN NULL
             WHEN priced < n_calls THEN 'partial:' || bases ELSE bases END AS cost_basis,
        n_calls || ' responses in a row hit the output limit in the middle of a tool call'

@@ -96,7 +96,16 @@ def test_the_page_shows_the_audit_totals(sample_report: dict[str, Any]) -> None:
         assert f'id="inc-{rank}"' in page
         assert f"${inc['wasted_usd']:,.2f}" in page
     assert page.count('<section class="incident"') == len(data["incidents"])
-    assert "Guards" not in page  # the backtest does not exist yet: no section, not an empty one
+    # The backtest's results: a row per guard, as `audit --json` has them.
+    guards = page[page.index('id="guards"') : page.index('id="inputs"')]
+    for b in data["backtest"]:
+        assert f">{b['policy']}<" in guards
+
+
+def test_without_a_backtest_the_guards_section_is_absent(sample_report: dict[str, Any]) -> None:
+    with open_store(sample_report["db"]) as store:
+        page = render(build_report(store, charts_on=False), "html")
+    assert 'id="guards"' not in page and "Guards" not in page
 
 
 def test_report_command_formats_agree(sample_report: dict[str, Any]) -> None:
@@ -119,10 +128,14 @@ def test_report_command_formats_agree(sample_report: dict[str, Any]) -> None:
 
 
 def test_rendering_twice_is_byte_identical(sample_report: dict[str, Any], tmp_path: Path) -> None:
+    from analyzer.backtest import guard_run
+    from analyzer.guards import all_policies
+
     with open_store(sample_report["db"]) as store:
+        guards = guard_run(store, all_policies())
         for fmt in ("html", "md", "json"):
-            a = write_report(store, tmp_path / f"a.{fmt}", fmt).read_bytes()
-            b = write_report(store, tmp_path / f"b.{fmt}", fmt).read_bytes()
+            a = write_report(store, tmp_path / f"a.{fmt}", fmt, guards=guards).read_bytes()
+            b = write_report(store, tmp_path / f"b.{fmt}", fmt, guards=guards).read_bytes()
             assert a == b, fmt
     assert (tmp_path / "a.html").read_bytes() == sample_report["html"].read_bytes()
 

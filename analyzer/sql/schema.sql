@@ -134,3 +134,9 @@ CREATE TABLE IF NOT EXISTS incidents (
     summary       VARCHAR,
     evidence      JSON
 );
+
+-- The calls an incident's waste is made of (what a guard that stopped earlier would have saved).
+CREATE TABLE IF NOT EXISTS incident_calls (
+    incident_id VARCHAR NOT NULL,
+    call_id     VARCHAR NOT NULL
+);

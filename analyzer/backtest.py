@@ -1,0 +1,537 @@
+"""The backtest: replay every stream through guard policies and score them against incidents.
+
+Each policy is compiled to one set-based query that computes, for every call the guard sees,
+the value of its primitive after that call (its *trace*: the counter, the run length, ...).
+A threshold T trips at the first call of a unit whose value reaches T. A sweep never replays
+the history once per value: the trace is computed once, and every threshold is read off the
+calls where the value reaches a new high (the first call reaching T is always one of them).
+
+Scoring rules (also in the README):
+
+* A stop ends its unit (the stream, session or turn of the policy's scope) after the call that
+  tripped it: the unit's later calls are saved - their count and dollars.
+* An incident is stopped when a stop falls, in a unit holding its calls, at or before its last
+  call; latency is the number of its calls up to and including the trip; waste prevented is the
+  cost of its wasted calls that come after the trip.
+* A stop in a unit that holds no incident is a false trip; its saved dollars are legitimate work
+  it would have killed.
+* Nudges are reported apart: the history goes on after a nudge, so it is never assumed to work.
+* The ground truth is the detectors' incidents of medium or high severity (``--labels`` can
+  override it).
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analyzer.errors import ForensicsError
+from analyzer.guards import Policy
+from analyzer.store import Store
+
+# Columns of one replayed call, usable in a policy's predicates, keys and weights.
+EVENT_COLUMNS = (
+    "call_id", "stream_key", "session_id", "turn_id", "pos", "ts", "model", "app", "api_key",
+    "response_kind", "finish_reason", "input_tokens", "output_tokens", "reasoning_tokens",
+    "cost_usd", "visible_chars", "content_chars", "reply_saved", "http_status", "output_final",
+    "stalled", "tool_call", "truncated", "tool_key", "prompt_delta",
+)  # fmt: skip
+UNIT = {"stream": "u_stream", "session": "u_session", "turn": "u_turn"}
+GROUND_TRUTH_SEVERITIES = ("medium", "high")
+# As in the truncated_tool_call_streak detector: an output the next prompt did not keep.
+TRUNCATION_GAP_S = 300
+KEPT_RATIO = 0.5
+
+
+def prepare_events(store: Store) -> int:
+    """The replay: every live call in stream order, with what a guard can key on."""
+    store.con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE lf_events AS
+        WITH tools AS (
+            SELECT call_id,
+                   string_agg(tool_name || ':' || coalesce(tool_args_hash, ''), ';'
+                              ORDER BY tool_name, tool_args_hash) AS tool_key
+            FROM messages WHERE kind = 'tool_call' AND call_id IS NOT NULL
+            GROUP BY call_id
+        ),
+        c AS (
+            SELECT l.*, t.tool_key,
+                   row_number() OVER s AS pos,
+                   lead(l.input_tokens) OVER s AS next_in,
+                   epoch(lead(l.ts) OVER s) - epoch(l.ts) AS next_gap,
+                   l.input_tokens - lag(l.input_tokens) OVER s AS prompt_delta,
+                   coalesce(l.session_id, l.stream_key) IS DISTINCT FROM
+                       lag(coalesce(l.session_id, l.stream_key)) OVER s AS new_session,
+                   coalesce(l.turn_id, l.session_id, l.stream_key) IS DISTINCT FROM
+                       lag(coalesce(l.turn_id, l.session_id, l.stream_key)) OVER s AS new_turn
+            FROM live_calls l LEFT JOIN tools t USING (call_id)
+            WINDOW s AS (PARTITION BY l.stream_key ORDER BY l.seq, l.ts, l.call_id)
+        ),
+        -- Units as whole numbers (fast to partition by): the stream's number, then the
+        -- session's and the turn's within it (both are runs of calls in stream order).
+        n AS (
+            SELECT *, dense_rank() OVER (ORDER BY stream_key) AS sk,
+                   sum(new_session::INTEGER) OVER s AS session_no,
+                   sum(new_turn::INTEGER) OVER s AS turn_no
+            FROM c
+            WINDOW s AS (PARTITION BY stream_key ORDER BY pos ROWS UNBOUNDED PRECEDING)
+        )
+        SELECT call_id, stream_key, session_id, turn_id, pos, ts, model, app, api_key,
+               response_kind, finish_reason, input_tokens, output_tokens, reasoning_tokens,
+               cost_usd::DOUBLE AS cost_usd, visible_chars, content_chars, reply_saved,
+               http_status, output_final, tool_key, prompt_delta,
+               sk AS u_stream,
+               sk * 16777216 + session_no AS u_session,
+               sk * 16777216 + turn_no AS u_turn,
+               coalesce(response_kind IN ('thinking_only', 'empty'), false) AS stalled,
+               coalesce(response_kind IN ('tool_call', 'truncated_tool_call'), false)
+                   OR tool_key IS NOT NULL AS tool_call,
+               coalesce(response_kind = 'truncated_tool_call'
+                   OR (finish_reason = 'length' AND content_chars IS NULL
+                       AND tool_call_count IS NULL AND next_in IS NOT NULL
+                       AND next_gap <= {TRUNCATION_GAP_S}
+                       AND next_in - input_tokens < output_tokens * {KEPT_RATIO}), false)
+                   AS truncated
+        FROM n"""
+    )
+    return int(store.scalar("SELECT count(*) FROM lf_events"))  # type: ignore[arg-type]
+
+
+def _b(expr: str | None, default: str) -> str:
+    return f"coalesce(({expr}), false)" if expr else default
+
+
+def trace_sql(p: Policy) -> str:
+    """SELECT unit, stream_key, pos, call_id, value - one row per call the guard sees. A unit
+    is always within one stream (its calls are ordered by their position in the stream)."""
+    unit = UNIT[p.scope]
+    watch = _b(p.watch, "true")
+    base = f"""seen AS (
+        SELECT {unit} AS unit, stream_key, pos, ts, call_id, e.*
+               EXCLUDE (call_id, stream_key, pos, ts)
+        FROM lf_events e WHERE {watch})"""
+    if p.type in ("counter", "budget"):
+        hit = _b(p.count, "true")
+        rst = _b(p.reset, "false")
+        return f"""WITH {base},
+        v AS (
+            SELECT unit, stream_key, pos, call_id, {hit} AS hit, {rst} AS rst,
+                   coalesce(CAST(({p.weight}) AS DOUBLE), 0) AS w
+            FROM seen),
+        g AS (
+            SELECT *, sum(CASE WHEN rst THEN 1 ELSE 0 END)
+                          OVER (PARTITION BY unit ORDER BY pos
+                                ROWS UNBOUNDED PRECEDING) AS seg
+            FROM v)
+        SELECT unit, stream_key, pos, call_id,
+               sum(CASE WHEN hit AND NOT rst THEN w ELSE 0 END)
+                   OVER (PARTITION BY unit, seg ORDER BY pos
+                         ROWS UNBOUNDED PRECEDING) AS value
+        FROM g"""
+    if p.type == "run_length":
+        return f"""WITH {base},
+        v AS (SELECT unit, stream_key, pos, call_id, ({p.key}) AS k FROM seen),
+        m AS (
+            SELECT *, k IS NOT NULL
+                      AND k = lag(k) OVER (PARTITION BY unit ORDER BY pos) AS same
+            FROM v),
+        g AS (
+            SELECT *, sum(CASE WHEN same THEN 0 ELSE 1 END)
+                          OVER (PARTITION BY unit ORDER BY pos
+                                ROWS UNBOUNDED PRECEDING) AS grp
+            FROM m)
+        SELECT unit, stream_key, pos, call_id,
+               CASE WHEN k IS NULL THEN 0
+                    ELSE row_number() OVER (PARTITION BY unit, grp ORDER BY pos)
+               END AS value
+        FROM g"""
+    if p.type == "period":
+        return f"""WITH {base},
+        v AS (SELECT unit, stream_key, pos, call_id, ({p.key}) AS k FROM seen),
+        m AS (
+            SELECT *, k IS NOT NULL
+                      AND k = lag(k, {p.period})
+                              OVER (PARTITION BY unit ORDER BY pos) AS hit
+            FROM v),
+        g AS (
+            SELECT *, sum(CASE WHEN hit THEN 0 ELSE 1 END)
+                          OVER (PARTITION BY unit ORDER BY pos
+                                ROWS UNBOUNDED PRECEDING) AS grp
+            FROM m)
+        SELECT unit, stream_key, pos, call_id,
+               CASE WHEN hit
+                    THEN (row_number() OVER (PARTITION BY unit, grp, hit ORDER BY pos)
+                          + {p.period}) // {p.period}
+                    ELSE 0 END AS value
+        FROM g"""
+    if p.type == "window":
+        hit = _b(p.count, "true")
+        if p.size is not None:
+            frame = f"ORDER BY pos ROWS BETWEEN {int(p.size) - 1} PRECEDING AND CURRENT ROW"
+            where = ""
+        else:
+            seconds = float(p.seconds or 0)
+            frame = (
+                f"ORDER BY ts RANGE BETWEEN INTERVAL ({seconds}) SECOND PRECEDING AND CURRENT ROW"
+            )
+            where = "WHERE ts IS NOT NULL"
+        return f"""WITH {base},
+        v AS (SELECT unit, stream_key, pos, ts, call_id, {hit} AS hit FROM seen {where})
+        SELECT unit, stream_key, pos, call_id,
+               sum(CASE WHEN hit THEN 1 ELSE 0 END)
+                   OVER (PARTITION BY unit {frame}) AS value
+        FROM v"""
+    raise ForensicsError(f"{p.name}: unknown policy type {p.type}")
+
+
+@dataclass
+class Trip:
+    stream_key: str
+    session_id: str | None
+    call_id: str
+    ts: str | None
+    action: str
+    incident_id: str | None
+
+
+@dataclass
+class Result:
+    policy: str
+    params: dict[str, Any]
+    incidents_total: int
+    incidents_stopped: int
+    waste_prevented_usd: float
+    calls_saved: int
+    usd_saved: float
+    false_trips: int
+    usd_false_trips: float
+    median_latency_calls: float | None
+    trips: list[Trip] = field(default_factory=list)
+    nudges: list[Trip] = field(default_factory=list)
+    stopped: list[dict[str, Any]] = field(default_factory=list)  # incident, latency, prevented
+
+    def to_json(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+def prepare_truth(store: Store, labels: Path | None = None) -> int:
+    """The incidents a guard should stop, with the calls their waste is made of."""
+    con = store.con
+    sev = ", ".join(f"'{s}'" for s in GROUND_TRUTH_SEVERITIES)
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE lf_truth AS
+            SELECT incident_id FROM incidents WHERE severity IN ({sev})"""
+    )
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE lf_truth_calls AS
+           SELECT t.incident_id, e.* FROM lf_truth t
+           JOIN incident_calls ic USING (incident_id) JOIN lf_events e USING (call_id)"""
+    )
+    if labels is not None:
+        _apply_labels(store, labels)
+    # An incident's extent in its stream (first to last call), for units and latency.
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE lf_truth_span AS
+           SELECT t.incident_id, e.*
+           FROM lf_truth t
+           JOIN incidents i USING (incident_id)
+           JOIN lf_events f ON f.call_id = i.first_call_id
+           JOIN lf_events l ON l.call_id = i.last_call_id
+           JOIN lf_events e ON e.stream_key = f.stream_key AND e.pos BETWEEN f.pos AND l.pos
+           UNION
+           SELECT incident_id, * EXCLUDE (incident_id) FROM lf_truth_calls"""
+    )
+    return int(store.scalar("SELECT count(*) FROM lf_truth"))  # type: ignore[arg-type]
+
+
+def _apply_labels(store: Store, path: Path) -> None:
+    """``id,label`` rows: an incident or call id, ``runaway`` or ``legitimate``.
+
+    A legitimate incident, or one holding a call labelled legitimate, is not ground truth; a
+    runaway incident is (whatever its severity); runaway calls not already in an incident form
+    one incident per stream, made of those calls.
+    """
+    rows: list[tuple[str, str]] = []
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            for n, rec in enumerate(csv.reader(fh), 1):
+                if not rec or (n == 1 and rec[0].strip().lower() in ("id", "call_id")):
+                    continue
+                if len(rec) < 2 or rec[1].strip().lower() not in ("runaway", "legitimate"):
+                    raise ForensicsError("expected id,runaway|legitimate", path=path, line=n)
+                rows.append((rec[0].strip(), rec[1].strip().lower()))
+    except OSError as exc:
+        raise ForensicsError(f"cannot read: {exc.strerror or exc}", path=path) from exc
+    con = store.con
+    con.execute("CREATE OR REPLACE TEMP TABLE lf_labels (id VARCHAR, label VARCHAR)")
+    con.executemany("INSERT INTO lf_labels VALUES (?, ?)", rows)
+    con.execute(
+        """INSERT INTO lf_truth SELECT id FROM lf_labels
+           WHERE label = 'runaway' AND id IN (SELECT incident_id FROM incidents)
+             AND id NOT IN (SELECT incident_id FROM lf_truth)"""
+    )
+    con.execute(
+        """DELETE FROM lf_truth WHERE incident_id IN (
+               SELECT id FROM lf_labels WHERE label = 'legitimate'
+               UNION SELECT ic.incident_id FROM incident_calls ic
+                     JOIN lf_labels l ON l.id = ic.call_id AND l.label = 'legitimate')"""
+    )
+    con.execute(
+        """INSERT INTO lf_truth_calls
+           SELECT 'label:' || e.stream_key, e.* FROM lf_events e
+           JOIN lf_labels l ON l.id = e.call_id AND l.label = 'runaway'
+           WHERE e.call_id NOT IN (SELECT call_id FROM incident_calls)"""
+    )
+    con.execute(
+        """INSERT INTO lf_truth SELECT DISTINCT incident_id FROM lf_truth_calls
+           WHERE incident_id LIKE 'label:%'"""
+    )
+
+
+def _crossings(
+    store: Store, trace: str, thresholds: list[float], variant0: int = 0, keep: bool = False
+) -> None:
+    """Add to lf_trips, for each threshold (variant ``variant0 + i``), the first call of each
+    unit whose value reaches it. The trace is computed once for all thresholds, and every
+    threshold is read off it in one pass (``keep`` leaves it in lf_trace, for nudges)."""
+    con = store.con
+    source = f"({trace})"
+    if keep:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE lf_trace AS {trace}")
+        source = "lf_trace"
+    picks = ", ".join(
+        f"min(pos) FILTER (WHERE value >= {t!r}) AS p{i}, "
+        f"arg_min(call_id, pos) FILTER (WHERE value >= {t!r}) AS c{i}"
+        for i, t in enumerate(thresholds)
+    )
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE lf_first AS
+            SELECT unit, any_value(stream_key) AS stream_key, {picks}
+            FROM {source} WHERE value >= {min(thresholds)!r} GROUP BY unit"""
+    )
+    con.execute(
+        "INSERT INTO lf_trips "
+        + " UNION ALL ".join(
+            f"SELECT {variant0 + i}, unit, stream_key, p{i}, c{i}, 'stop' FROM lf_first "
+            f"WHERE p{i} IS NOT NULL"
+            for i in range(len(thresholds))
+        )
+    )
+
+
+def _nudges(store: Store, variant: int, level: float) -> None:
+    """Add the calls where the trace rises to the nudge level, before the unit's stop."""
+    store.con.execute(
+        """INSERT INTO lf_trips
+           SELECT $v, n.unit, n.stream_key, n.pos, n.call_id, 'nudge'
+           FROM (SELECT *, lag(value, 1, 0)
+                                OVER (PARTITION BY unit ORDER BY pos) AS before
+                 FROM lf_trace) n
+           LEFT JOIN lf_trips s
+             ON s.variant = $v AND s.action = 'stop' AND s.unit = n.unit
+            AND s.stream_key = n.stream_key
+           WHERE n.value >= $level AND n.before < $level AND (s.pos IS NULL OR n.pos < s.pos)""",
+        {"v": variant, "level": level},
+    )
+
+
+def _score(store: Store, variants: list[Policy], total: int) -> list[Result]:
+    """Score every variant's trips (lf_trips) at once, set-based."""
+    con = store.con
+    unit = UNIT[variants[0].scope]
+    stops = "SELECT * FROM lf_trips WHERE action = 'stop'"
+    saved = {
+        v: (int(n), float(usd))
+        for v, n, usd in con.execute(
+            f"""SELECT t.variant, count(e.call_id), coalesce(sum(e.cost_usd), 0)
+                FROM ({stops}) t JOIN lf_events e
+                  ON e.{unit} = t.unit AND e.stream_key = t.stream_key AND e.pos > t.pos
+                GROUP BY t.variant"""
+        ).fetchall()
+    }
+    # Per stream an incident touches (a parent and its sub-agents are several streams): the
+    # first stop of a unit holding its calls there; then per incident, over its streams.
+    stopped_rows = con.execute(
+        f"""WITH hit AS (
+                SELECT t.variant, s.incident_id, s.stream_key, min(t.pos) AS trip_pos
+                FROM lf_truth_span s JOIN ({stops}) t
+                  ON t.unit = s.{unit} AND t.stream_key = s.stream_key
+                GROUP BY t.variant, s.incident_id, s.stream_key
+            ),
+            span AS (
+                SELECT incident_id, stream_key, min(pos) AS first_pos, max(pos) AS last_pos
+                FROM lf_truth_span GROUP BY incident_id, stream_key
+            ),
+            kept AS (
+                SELECT h.*, greatest(h.trip_pos - sp.first_pos + 1, 0) AS latency
+                FROM hit h JOIN span sp USING (incident_id, stream_key)
+                WHERE h.trip_pos <= sp.last_pos
+            ),
+            per_stream AS (
+                SELECT k.variant, k.incident_id, k.stream_key, k.trip_pos, k.latency,
+                       coalesce(sum(c.cost_usd) FILTER (WHERE c.pos > k.trip_pos), 0)
+                           AS prevented
+                FROM kept k LEFT JOIN lf_truth_calls c USING (incident_id, stream_key)
+                GROUP BY ALL
+            )
+            SELECT variant, incident_id,
+                   arg_min(stream_key, (latency, stream_key)) AS stream,
+                   arg_min(trip_pos, (latency, stream_key)) AS trip_pos,
+                   min(latency) AS latency, sum(prevented) AS prevented
+            FROM per_stream GROUP BY variant, incident_id ORDER BY variant, incident_id"""
+    ).fetchall()
+    false = {
+        v: (int(n), float(usd))
+        for v, n, usd in con.execute(
+            f"""SELECT t.variant, count(DISTINCT (t.unit, t.stream_key, t.pos)),
+                       coalesce(sum(e.cost_usd), 0)
+                FROM ({stops}) t LEFT JOIN lf_events e
+                  ON e.{unit} = t.unit AND e.stream_key = t.stream_key AND e.pos > t.pos
+                WHERE NOT EXISTS (SELECT 1 FROM lf_truth_span s
+                                  WHERE s.{unit} = t.unit AND s.stream_key = t.stream_key)
+                GROUP BY t.variant"""
+        ).fetchall()
+    }
+    trips = con.execute(
+        """SELECT t.variant, t.action, t.stream_key, t.pos, e.session_id, e.call_id, e.ts
+           FROM lf_trips t JOIN lf_events e ON e.call_id = t.call_id
+           ORDER BY t.variant, t.action DESC, e.ts, t.stream_key, t.pos"""
+    ).fetchall()
+    results = []
+    for i, p in enumerate(variants):
+        mine = [r for r in stopped_rows if r[0] == i]
+        # A stop can end several incidents (the rest of its unit); it is named after the one it
+        # falls in, else the first it prevents.
+        at: dict[tuple[Any, Any], str] = {}
+        for r in mine:
+            if (r[2], r[3]) not in at or r[4] > 0:
+                at[(r[2], r[3])] = r[1]
+        listed = [
+            Trip(stream, session, call, None if ts is None else ts.isoformat() + "Z", action,
+                 at.get((stream, pos)) if action == "stop" else None)
+            for v, action, stream, pos, session, call, ts in trips
+            if v == i
+        ]  # fmt: skip
+        latencies = [float(r[4]) for r in mine]
+        results.append(
+            Result(
+                policy=p.name,
+                params=p.params(),
+                incidents_total=total,
+                incidents_stopped=len(mine),
+                waste_prevented_usd=round(float(sum(r[5] for r in mine)), 10),
+                calls_saved=saved.get(i, (0, 0.0))[0],
+                usd_saved=round(saved.get(i, (0, 0.0))[1], 10),
+                false_trips=false.get(i, (0, 0.0))[0],
+                usd_false_trips=round(false.get(i, (0, 0.0))[1], 10),
+                median_latency_calls=statistics.median(latencies) if latencies else None,
+                trips=[t for t in listed if t.action == "stop"],
+                nudges=[t for t in listed if t.action == "nudge"],
+                stopped=[
+                    {
+                        "incident_id": r[1],
+                        "latency_calls": int(r[4]),
+                        "waste_prevented_usd": round(float(r[5]), 10),
+                    }
+                    for r in mine
+                ],
+            )
+        )
+    return results
+
+
+def run_policy(
+    store: Store, p: Policy, total: int, sweep: tuple[str, list[float]] | None = None
+) -> list[Result]:
+    """One result for the policy, or one per swept value."""
+    store.con.execute(
+        """CREATE OR REPLACE TEMP TABLE lf_trips (variant INTEGER, unit BIGINT,
+               stream_key VARCHAR, pos BIGINT, call_id VARCHAR, action VARCHAR)"""
+    )
+    if sweep is not None and sweep[0] == "stop":
+        variants = [p.with_param("stop", v) for v in sweep[1]]
+        _crossings(store, trace_sql(p), [float(v.stop) for v in variants],
+                   keep=p.nudge is not None)  # fmt: skip
+        if p.nudge is not None:
+            for i, v in enumerate(variants):
+                if v.nudge is not None and v.nudge < v.stop:
+                    _nudges(store, i, float(v.nudge))
+        return _score(store, variants, total)
+    variants = [p] if sweep is None else [p.with_param(sweep[0], x) for x in sweep[1]]
+    for i, v in enumerate(variants):
+        _crossings(store, trace_sql(v), [float(v.stop)], variant0=i, keep=v.nudge is not None)
+        if v.nudge is not None:
+            _nudges(store, i, float(v.nudge))
+    return _score(store, variants, total)
+
+
+def parse_sweep(text: str) -> tuple[str, str, list[float]]:
+    """``NAME.PARAM=LO..HI[:STEP]`` as (policy, param, values)."""
+    import re
+
+    m = re.match(r"^([a-z][a-z0-9_]*)\.([a-z_]+)=([0-9.]+)\.\.([0-9.]+)(?::([0-9.]+))?$", text)
+    if not m:
+        raise ForensicsError(f"--sweep {text!r} is not NAME.PARAM=LO..HI[:STEP]")
+    lo, hi = float(m.group(3)), float(m.group(4))
+    step = float(m.group(5) or 1)
+    if step <= 0 or hi < lo or (hi - lo) / step > 1000:
+        raise ForensicsError(f"--sweep {text!r}: LO..HI with a positive STEP, at most 1000 values")
+    values, x = [], lo
+    while x <= hi + 1e-9:
+        values.append(round(x, 10))
+        x += step
+    return m.group(1), m.group(2), values
+
+
+def backtest(
+    store: Store,
+    policies: list[Policy],
+    sweeps: dict[str, tuple[str, list[float]]] | None = None,
+    labels: Path | None = None,
+) -> list[Result]:
+    """Replay the store through ``policies``; ``sweeps`` maps a policy to (param, values)."""
+    sweeps = sweeps or {}
+    prepare_events(store)
+    total = prepare_truth(store, labels)
+    results: list[Result] = []
+    for p in policies:
+        results.extend(run_policy(store, p, total, sweeps.get(p.name)))
+    return results
+
+
+def default_sweep(p: Policy) -> list[float]:
+    """Thresholds around a policy's own, for the report's sweep chart."""
+    stop = float(p.stop)
+    if stop.is_integer():
+        hi = max(int(stop) * 2, 6)
+        step = max(1, -(-hi // 30))
+        values = list(range(1, hi + 1, step))
+        if int(stop) not in values:
+            values = sorted({*values, int(stop)})
+        return [float(v) for v in values]
+    return [round(stop * k / 5, 4) for k in range(1, 11)]
+
+
+@dataclass
+class GuardRun:
+    """The backtest as the report and ``audit --json`` show it: every policy at its own
+    thresholds, and swept over its stop threshold."""
+
+    results: list[Result]
+    sweeps: dict[str, list[Result]]
+
+
+def guard_run(store: Store, policies: list[Policy], labels: Path | None = None) -> GuardRun:
+    prepare_events(store)
+    total = prepare_truth(store, labels)
+    results: list[Result] = []
+    sweeps: dict[str, list[Result]] = {}
+    for p in policies:
+        results.extend(run_policy(store, p, total))
+        sweeps[p.name] = run_policy(store, p, total, ("stop", default_sweep(p)))
+    return GuardRun(results, sweeps)
