@@ -23,8 +23,9 @@ Scoring rules (also in the README):
 from __future__ import annotations
 
 import csv
+import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,8 @@ KEPT_RATIO = 0.5
 
 def prepare_events(store: Store) -> int:
     """The replay: every live call in stream order, with what a guard can key on."""
+    for scope in UNIT:
+        store.con.execute(f"DROP TABLE IF EXISTS lf_rest_{scope}")
     store.con.execute(
         f"""CREATE OR REPLACE TEMP TABLE lf_events AS
         WITH tools AS (
@@ -57,31 +60,41 @@ def prepare_events(store: Store) -> int:
             FROM messages WHERE kind = 'tool_call' AND call_id IS NOT NULL
             GROUP BY call_id
         ),
-        c AS (
-            SELECT l.*, t.tool_key,
-                   row_number() OVER s AS pos,
-                   lead(l.input_tokens) OVER s AS next_in,
-                   epoch(lead(l.ts) OVER s) - epoch(l.ts) AS next_gap,
-                   l.input_tokens - lag(l.input_tokens) OVER s AS prompt_delta,
-                   coalesce(l.session_id, l.stream_key) IS DISTINCT FROM
-                       lag(coalesce(l.session_id, l.stream_key)) OVER s AS new_session,
-                   coalesce(l.turn_id, l.session_id, l.stream_key) IS DISTINCT FROM
-                       lag(coalesce(l.turn_id, l.session_id, l.stream_key)) OVER s AS new_turn
-            FROM live_calls l LEFT JOIN tools t USING (call_id)
-            WINDOW s AS (PARTITION BY l.stream_key ORDER BY l.seq, l.ts, l.call_id)
+        -- Streams as whole numbers (fast to partition by).
+        streams AS (
+            SELECT stream_key, row_number() OVER (ORDER BY stream_key) AS sk
+            FROM (SELECT DISTINCT stream_key FROM live_calls)
         ),
-        -- Units as whole numbers (fast to partition by): the stream's number, then the
-        -- session's and the turn's within it (both are runs of calls in stream order).
+        -- The order and the neighbours, over narrow rows (the rest is joined back after).
+        c AS (
+            SELECT l.rowid AS rid, s.sk,
+                   row_number() OVER w AS pos,
+                   lead(l.input_tokens) OVER w AS next_in,
+                   epoch(lead(l.ts) OVER w) - epoch(l.ts) AS next_gap,
+                   l.input_tokens - lag(l.input_tokens) OVER w AS prompt_delta,
+                   coalesce(l.session_id, l.stream_key) IS DISTINCT FROM
+                       lag(coalesce(l.session_id, l.stream_key)) OVER w AS new_session,
+                   coalesce(l.turn_id, l.session_id, l.stream_key) IS DISTINCT FROM
+                       lag(coalesce(l.turn_id, l.session_id, l.stream_key)) OVER w AS new_turn
+            FROM calls l JOIN streams s USING (stream_key)
+            WHERE l.superseded_by IS NULL
+            WINDOW w AS (PARTITION BY s.sk ORDER BY l.seq, l.ts, l.call_id)
+        ),
+        -- The session's and the turn's number within the stream (both are runs of calls in
+        -- stream order), so every unit is a whole number too.
         n AS (
-            SELECT *, dense_rank() OVER (ORDER BY stream_key) AS sk,
-                   sum(new_session::INTEGER) OVER s AS session_no,
+            SELECT *, sum(new_session::INTEGER) OVER s AS session_no,
                    sum(new_turn::INTEGER) OVER s AS turn_no
             FROM c
-            WINDOW s AS (PARTITION BY stream_key ORDER BY pos ROWS UNBOUNDED PRECEDING)
+            WINDOW s AS (PARTITION BY sk ORDER BY pos ROWS UNBOUNDED PRECEDING)
+        ),
+        j AS (
+            SELECT n.*, l.*, t.tool_key
+            FROM n JOIN calls l ON l.rowid = n.rid LEFT JOIN tools t ON t.call_id = l.call_id
         )
         SELECT call_id, stream_key, session_id, turn_id, pos, ts, model, app, api_key,
                response_kind, finish_reason, input_tokens, output_tokens, reasoning_tokens,
-               cost_usd::DOUBLE AS cost_usd, visible_chars, content_chars, reply_saved,
+               cost_usd, visible_chars, content_chars, reply_saved,
                http_status, output_final, tool_key, prompt_delta,
                sk AS u_stream,
                sk * 16777216 + session_no AS u_session,
@@ -95,7 +108,7 @@ def prepare_events(store: Store) -> int:
                        AND next_gap <= {TRUNCATION_GAP_S}
                        AND next_in - input_tokens < output_tokens * {KEPT_RATIO}), false)
                    AS truncated
-        FROM n"""
+        FROM j"""
     )
     return int(store.scalar("SELECT count(*) FROM lf_events"))  # type: ignore[arg-type]
 
@@ -104,9 +117,14 @@ def _b(expr: str | None, default: str) -> str:
     return f"coalesce(({expr}), false)" if expr else default
 
 
-def trace_sql(p: Policy) -> str:
-    """SELECT unit, stream_key, pos, call_id, value - one row per call the guard sees. A unit
-    is always within one stream (its calls are ordered by their position in the stream)."""
+def trace_sql(p: Policy, before: bool = False) -> str:
+    """SELECT unit, stream_key, pos, call_id, value - the guard's value after a call, for every
+    call where it can reach a new threshold (``before``: also its value before that call). A
+    unit is always within one stream (its calls are ordered by their position in the stream).
+
+    A counter's value only rises at the calls that count, so only those are traced: each
+    counts from the unit's last reset before it. The other primitives trace every call seen.
+    """
     unit = UNIT[p.scope]
     watch = _b(p.watch, "true")
     base = f"""seen AS (
@@ -116,57 +134,68 @@ def trace_sql(p: Policy) -> str:
     if p.type in ("counter", "budget"):
         hit = _b(p.count, "true")
         rst = _b(p.reset, "false")
+        # A reset zeroes the count and the call itself does not count.
+        segment = (
+            """max(CASE WHEN rst THEN pos END)
+                      OVER (PARTITION BY unit ORDER BY pos ROWS UNBOUNDED PRECEDING)"""
+            if p.reset
+            else "NULL::BIGINT"
+        )
         return f"""WITH {base},
         v AS (
             SELECT unit, stream_key, pos, call_id, {hit} AS hit, {rst} AS rst,
                    coalesce(CAST(({p.weight}) AS DOUBLE), 0) AS w
             FROM seen),
         g AS (
-            SELECT *, sum(CASE WHEN rst THEN 1 ELSE 0 END)
-                          OVER (PARTITION BY unit ORDER BY pos
-                                ROWS UNBOUNDED PRECEDING) AS seg
-            FROM v)
-        SELECT unit, stream_key, pos, call_id,
-               sum(CASE WHEN hit AND NOT rst THEN w ELSE 0 END)
-                   OVER (PARTITION BY unit, seg ORDER BY pos
-                         ROWS UNBOUNDED PRECEDING) AS value
-        FROM g"""
+            SELECT *, {segment} AS seg
+            FROM v WHERE hit OR rst),
+        t AS (
+            SELECT unit, stream_key, pos, call_id, w,
+                   sum(w) OVER (PARTITION BY unit, seg ORDER BY pos
+                                ROWS UNBOUNDED PRECEDING) AS value
+            FROM g WHERE hit AND NOT rst)
+        SELECT unit, stream_key, pos, call_id, value{", value - w AS before" if before else ""}
+        FROM t"""
+    body = _sequence_trace_sql(p, base)
+    if not before:
+        return body
+    return f"""SELECT *, lag(value, 1, 0) OVER (PARTITION BY unit ORDER BY pos) AS before
+               FROM ({body})"""
+
+
+def _sequence_trace_sql(p: Policy, base: str) -> str:
+    """The trace of a primitive that looks at every call seen (run length, period, window)."""
+    # A run (or a repeating stretch) is counted from its first call: the latest call so far
+    # that did not continue one. Both windows share one ordering.
     if p.type == "run_length":
         return f"""WITH {base},
         v AS (SELECT unit, stream_key, pos, call_id, ({p.key}) AS k FROM seen),
         m AS (
-            SELECT *, k IS NOT NULL
-                      AND k = lag(k) OVER (PARTITION BY unit ORDER BY pos) AS same
-            FROM v),
-        g AS (
-            SELECT *, sum(CASE WHEN same THEN 0 ELSE 1 END)
-                          OVER (PARTITION BY unit ORDER BY pos
-                                ROWS UNBOUNDED PRECEDING) AS grp
-            FROM m)
+            SELECT *, row_number() OVER w AS idx,
+                   coalesce(k = lag(k) OVER w, false) AS same
+            FROM v WINDOW w AS (PARTITION BY unit ORDER BY pos))
         SELECT unit, stream_key, pos, call_id,
                CASE WHEN k IS NULL THEN 0
-                    ELSE row_number() OVER (PARTITION BY unit, grp ORDER BY pos)
+                    ELSE idx + 1 - max(CASE WHEN NOT same THEN idx END)
+                                   OVER (PARTITION BY unit ORDER BY pos
+                                         ROWS UNBOUNDED PRECEDING)
                END AS value
-        FROM g"""
+        FROM m"""
     if p.type == "period":
         return f"""WITH {base},
         v AS (SELECT unit, stream_key, pos, call_id, ({p.key}) AS k FROM seen),
         m AS (
-            SELECT *, k IS NOT NULL
-                      AND k = lag(k, {p.period})
-                              OVER (PARTITION BY unit ORDER BY pos) AS hit
-            FROM v),
-        g AS (
-            SELECT *, sum(CASE WHEN hit THEN 0 ELSE 1 END)
-                          OVER (PARTITION BY unit ORDER BY pos
-                                ROWS UNBOUNDED PRECEDING) AS grp
-            FROM m)
+            SELECT *, row_number() OVER w AS idx,
+                   coalesce(k = lag(k, {p.period}) OVER w, false) AS hit
+            FROM v WINDOW w AS (PARTITION BY unit ORDER BY pos))
         SELECT unit, stream_key, pos, call_id,
                CASE WHEN hit
-                    THEN (row_number() OVER (PARTITION BY unit, grp, hit ORDER BY pos)
+                    THEN (idx - max(CASE WHEN NOT hit THEN idx END)
+                                OVER (PARTITION BY unit ORDER BY pos
+                                      ROWS UNBOUNDED PRECEDING)
                           + {p.period}) // {p.period}
                     ELSE 0 END AS value
-        FROM g"""
+        FROM m"""
     if p.type == "window":
         hit = _b(p.count, "true")
         if p.size is not None:
@@ -293,12 +322,27 @@ def _apply_labels(store: Store, path: Path) -> None:
     )
 
 
+def unit_steps(p: Policy) -> bool:
+    """Whether the policy's value only ever rises one at a time (so it first reaches a
+    threshold T where it equals T rounded up)."""
+    return p.type in ("run_length", "period", "window") or (
+        p.type == "counter" and p.weight.strip() == "1"
+    )
+
+
 def _crossings(
-    store: Store, trace: str, thresholds: list[float], variant0: int = 0, keep: bool = False
+    store: Store,
+    trace: str,
+    thresholds: list[float],
+    variant0: int = 0,
+    keep: bool = False,
+    steps: bool = False,
 ) -> None:
     """Add to lf_trips, for each threshold (variant ``variant0 + i``), the first call of each
     unit whose value reaches it. The trace is computed once for all thresholds, and every
-    threshold is read off it in one pass (``keep`` leaves it in lf_trace, for nudges)."""
+    threshold is read off it in one pass (``keep`` leaves it in lf_trace, for nudges; with
+    ``steps``, a value rising one at a time, only the calls where it equals a threshold
+    rounded up are looked at)."""
     con = store.con
     source = f"({trace})"
     if keep:
@@ -309,10 +353,13 @@ def _crossings(
         f"arg_min(call_id, pos) FILTER (WHERE value >= {t!r}) AS c{i}"
         for i, t in enumerate(thresholds)
     )
+    where = f"value >= {min(thresholds)!r}"
+    if steps:
+        where = f"value IN ({', '.join(str(math.ceil(t)) for t in sorted(set(thresholds)))})"
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE lf_first AS
             SELECT unit, any_value(stream_key) AS stream_key, {picks}
-            FROM {source} WHERE value >= {min(thresholds)!r} GROUP BY unit"""
+            FROM {source} WHERE {where} GROUP BY unit"""
     )
     con.execute(
         "INSERT INTO lf_trips "
@@ -325,13 +372,12 @@ def _crossings(
 
 
 def _nudges(store: Store, variant: int, level: float) -> None:
-    """Add the calls where the trace rises to the nudge level, before the unit's stop."""
+    """Add the calls where the trace (lf_trace) rises to the nudge level, before the unit's
+    stop."""
     store.con.execute(
         """INSERT INTO lf_trips
            SELECT $v, n.unit, n.stream_key, n.pos, n.call_id, 'nudge'
-           FROM (SELECT *, lag(value, 1, 0)
-                                OVER (PARTITION BY unit ORDER BY pos) AS before
-                 FROM lf_trace) n
+           FROM lf_trace n
            LEFT JOIN lf_trips s
              ON s.variant = $v AND s.action = 'stop' AND s.unit = n.unit
             AND s.stream_key = n.stream_key
@@ -340,20 +386,47 @@ def _nudges(store: Store, variant: int, level: float) -> None:
     )
 
 
-def _score(store: Store, variants: list[Policy], total: int) -> list[Result]:
-    """Score every variant's trips (lf_trips) at once, set-based."""
+def _rest(store: Store, scope: str) -> str:
+    """A table of what follows each call in its unit of ``scope`` (the calls and dollars a
+    stop there saves), made once per replay."""
+    table = f"lf_rest_{scope}"
+    unit = UNIT[scope]
+    store.con.execute(
+        f"""CREATE TEMP TABLE IF NOT EXISTS {table} AS
+            SELECT {unit} AS unit, pos,
+                   count(*) OVER u - row_number() OVER o AS rest_n,
+                   coalesce(sum(cost_usd) OVER u, 0)
+                       - coalesce(sum(cost_usd) OVER o, 0) AS rest_usd
+            FROM lf_events
+            WINDOW u AS (PARTITION BY {unit}),
+                   o AS (PARTITION BY {unit} ORDER BY pos ROWS UNBOUNDED PRECEDING)"""
+    )
+    return table
+
+
+def _score(
+    store: Store, variants: list[Policy], total: int, detail: set[int] | None = None
+) -> list[Result]:
+    """Score every variant's trips (lf_trips) at once, set-based. The trips themselves are
+    listed for the variants in ``detail`` (all by default)."""
     con = store.con
     unit = UNIT[variants[0].scope]
+    rest = _rest(store, variants[0].scope)
     stops = "SELECT * FROM lf_trips WHERE action = 'stop'"
-    saved = {
-        v: (int(n), float(usd))
-        for v, n, usd in con.execute(
-            f"""SELECT t.variant, count(e.call_id), coalesce(sum(e.cost_usd), 0)
-                FROM ({stops}) t JOIN lf_events e
-                  ON e.{unit} = t.unit AND e.stream_key = t.stream_key AND e.pos > t.pos
-                GROUP BY t.variant"""
-        ).fetchall()
-    }
+    # A unit is stopped at most once per variant, and unit numbers never repeat across streams.
+    saved: dict[int, tuple[int, float]] = {}
+    false: dict[int, tuple[int, float]] = {}
+    for v, n, usd, n_false, usd_false in con.execute(
+        f"""SELECT t.variant, sum(r.rest_n), sum(r.rest_usd),
+                   count(*) FILTER (WHERE NOT holds_incident),
+                   sum(r.rest_usd) FILTER (WHERE NOT holds_incident)
+            FROM (SELECT *, unit IN (SELECT {unit} FROM lf_truth_span) AS holds_incident
+                  FROM ({stops})) t
+            JOIN {rest} r USING (unit, pos)
+            GROUP BY t.variant"""
+    ).fetchall():
+        saved[v] = (int(n or 0), float(usd or 0))
+        false[v] = (int(n_false or 0), float(usd_false or 0))
     # Per stream an incident touches (a parent and its sub-agents are several streams): the
     # first stop of a unit holding its calls there; then per incident, over its streams.
     stopped_rows = con.execute(
@@ -385,26 +458,23 @@ def _score(store: Store, variants: list[Policy], total: int) -> list[Result]:
                    min(latency) AS latency, sum(prevented) AS prevented
             FROM per_stream GROUP BY variant, incident_id ORDER BY variant, incident_id"""
     ).fetchall()
-    false = {
-        v: (int(n), float(usd))
-        for v, n, usd in con.execute(
-            f"""SELECT t.variant, count(DISTINCT (t.unit, t.stream_key, t.pos)),
-                       coalesce(sum(e.cost_usd), 0)
-                FROM ({stops}) t LEFT JOIN lf_events e
-                  ON e.{unit} = t.unit AND e.stream_key = t.stream_key AND e.pos > t.pos
-                WHERE NOT EXISTS (SELECT 1 FROM lf_truth_span s
-                                  WHERE s.{unit} = t.unit AND s.stream_key = t.stream_key)
-                GROUP BY t.variant"""
-        ).fetchall()
-    }
+    listed_variants = range(len(variants)) if detail is None else sorted(detail)
     trips = con.execute(
         """SELECT t.variant, t.action, t.stream_key, t.pos, e.session_id, e.call_id, e.ts
            FROM lf_trips t JOIN lf_events e ON e.call_id = t.call_id
-           ORDER BY t.variant, t.action DESC, e.ts, t.stream_key, t.pos"""
+           WHERE t.variant IN (SELECT unnest($v))
+           ORDER BY t.variant, t.action DESC, e.ts, t.stream_key, t.pos""",
+        {"v": list(listed_variants)},
     ).fetchall()
+    by_variant: dict[int, list[Any]] = {}
+    for r in stopped_rows:
+        by_variant.setdefault(r[0], []).append(r)
+    trips_of: dict[int, list[Any]] = {}
+    for r in trips:
+        trips_of.setdefault(r[0], []).append(r)
     results = []
     for i, p in enumerate(variants):
-        mine = [r for r in stopped_rows if r[0] == i]
+        mine = by_variant.get(i, [])
         # A stop can end several incidents (the rest of its unit); it is named after the one it
         # falls in, else the first it prevents.
         at: dict[tuple[Any, Any], str] = {}
@@ -414,8 +484,7 @@ def _score(store: Store, variants: list[Policy], total: int) -> list[Result]:
         listed = [
             Trip(stream, session, call, None if ts is None else ts.isoformat() + "Z", action,
                  at.get((stream, pos)) if action == "stop" else None)
-            for v, action, stream, pos, session, call, ts in trips
-            if v == i
+            for _v, action, stream, pos, session, call, ts in trips_of.get(i, [])
         ]  # fmt: skip
         latencies = [float(r[4]) for r in mine]
         results.append(
@@ -446,28 +515,37 @@ def _score(store: Store, variants: list[Policy], total: int) -> list[Result]:
 
 
 def run_policy(
-    store: Store, p: Policy, total: int, sweep: tuple[str, list[float]] | None = None
+    store: Store,
+    p: Policy,
+    total: int,
+    sweep: tuple[str, list[float]] | None = None,
+    detail: set[int] | None = None,
 ) -> list[Result]:
-    """One result for the policy, or one per swept value."""
+    """One result for the policy, or one per swept value (with its trips listed if its index
+    is in ``detail``; all by default)."""
     store.con.execute(
         """CREATE OR REPLACE TEMP TABLE lf_trips (variant INTEGER, unit BIGINT,
                stream_key VARCHAR, pos BIGINT, call_id VARCHAR, action VARCHAR)"""
     )
     if sweep is not None and sweep[0] == "stop":
         variants = [p.with_param("stop", v) for v in sweep[1]]
-        _crossings(store, trace_sql(p), [float(v.stop) for v in variants],
-                   keep=p.nudge is not None)  # fmt: skip
+        _crossings(store, trace_sql(p, before=p.nudge is not None),
+                   [float(v.stop) for v in variants], keep=p.nudge is not None,
+                   steps=unit_steps(p))  # fmt: skip
         if p.nudge is not None:
             for i, v in enumerate(variants):
                 if v.nudge is not None and v.nudge < v.stop:
                     _nudges(store, i, float(v.nudge))
-        return _score(store, variants, total)
+        return _score(store, variants, total, detail)
     variants = [p] if sweep is None else [p.with_param(sweep[0], x) for x in sweep[1]]
     for i, v in enumerate(variants):
-        _crossings(store, trace_sql(v), [float(v.stop)], variant0=i, keep=v.nudge is not None)
+        trace = trace_sql(v, before=v.nudge is not None)
+        _crossings(
+            store, trace, [float(v.stop)], variant0=i, keep=v.nudge is not None, steps=unit_steps(v)
+        )
         if v.nudge is not None:
             _nudges(store, i, float(v.nudge))
-    return _score(store, variants, total)
+    return _score(store, variants, total, detail)
 
 
 def parse_sweep(text: str) -> tuple[str, str, list[float]]:
@@ -520,7 +598,8 @@ def default_sweep(p: Policy) -> list[float]:
 @dataclass
 class GuardRun:
     """The backtest as the report and ``audit --json`` show it: every policy at its own
-    thresholds, and swept over its stop threshold."""
+    thresholds, and swept over its stop threshold (the sweep's results carry the totals; only
+    the policy's own threshold lists its trips)."""
 
     results: list[Result]
     sweeps: dict[str, list[Result]]
@@ -532,6 +611,15 @@ def guard_run(store: Store, policies: list[Policy], labels: Path | None = None) 
     results: list[Result] = []
     sweeps: dict[str, list[Result]] = {}
     for p in policies:
-        results.extend(run_policy(store, p, total))
-        sweeps[p.name] = run_policy(store, p, total, ("stop", default_sweep(p)))
+        values = default_sweep(p)
+        own_index = {i for i, v in enumerate(values) if v == float(p.stop)}
+        swept = run_policy(store, p, total, ("stop", values), detail=own_index)
+        sweeps[p.name] = swept
+        # The policy at its own threshold is one of the swept variants (the same replay).
+        own = [
+            replace(r, params=p.params())
+            for v, r in zip(values, swept, strict=True)
+            if v == float(p.stop)
+        ]
+        results.extend(own[:1] or run_policy(store, p, total))
     return GuardRun(results, sweeps)

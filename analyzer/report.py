@@ -231,34 +231,58 @@ def _breakdown(store: Store, column: str, top: int) -> list[Breakdown]:
     return [Breakdown(_clean(str(n)), int(c), _f(u), _f(w), int(k)) for n, c, u, w, k in rows]
 
 
-def _incident_calls(store: Store, inc: dict[str, Any]) -> tuple[list[CallRow], int]:
-    """The calls of an incident: its stream from the first to the last call (both included);
+def _incidents_calls(store: Store, incs: list[dict[str, Any]]) -> dict[str, list[tuple]]:
+    """The calls of each incident: its stream from the first to the last call (both included);
     when they lie in different streams (a parent and its sub-agents), every call of the
-    session and its sub-agents in the incident's time span."""
-    rows = store.con.execute(
-        """WITH f AS (SELECT stream_key, seq FROM calls WHERE call_id = $first),
-                l AS (SELECT stream_key, seq FROM calls WHERE call_id = $last)
-           SELECT c.ts, c.call_id,
-                  coalesce(b.native_id, CASE WHEN c.format = 'openrouter_csv' THEN c.native_id END,
-                           c.response_id) AS provider_id,
-                  c.input_tokens, c.output_tokens, c.finish_reason, c.response_kind, c.cost_usd
-           FROM calls c LEFT JOIN calls b ON b.call_id = c.billing_call_id
-           WHERE c.superseded_by IS NULL AND (
-               (c.stream_key = (SELECT stream_key FROM f)
-                AND (SELECT stream_key FROM f) = (SELECT stream_key FROM l)
-                AND c.seq BETWEEN (SELECT seq FROM f) AND (SELECT seq FROM l))
-               OR ((SELECT stream_key FROM f) IS DISTINCT FROM (SELECT stream_key FROM l)
-                   AND (c.session_id = $session OR c.parent_session_id = $session)
-                   AND c.ts BETWEEN $start AND $end))
-           ORDER BY c.ts, c.seq, c.call_id""",
-        {
-            "first": inc["first_call_id"],
-            "last": inc["last_call_id"],
-            "session": inc["session_id"],
-            "start": inc["start_ts"],
-            "end": inc["end_ts"],
-        },
+    session and its sub-agents in the incident's time span. One query for all incidents."""
+    if not incs:
+        return {}
+    con = store.con
+    keys = ("incident_id", "first_call_id", "last_call_id", "session_id", "start_ts", "end_ts")
+    rows = con.execute(
+        """WITH i AS (SELECT unnest($incs, recursive := true)),
+           e AS (
+               SELECT i.*, f.stream_key AS fs, f.seq AS fq, l.stream_key AS ls, l.seq AS lq
+               FROM i LEFT JOIN calls f ON f.call_id = i.first_call_id
+                      LEFT JOIN calls l ON l.call_id = i.last_call_id),
+           span AS (SELECT * FROM e WHERE fs IS DISTINCT FROM ls),
+           hits AS (
+               SELECT e.incident_id, c.rowid AS rid FROM e JOIN calls c
+                 ON c.stream_key = e.fs AND e.fs = e.ls AND c.seq BETWEEN e.fq AND e.lq
+               UNION
+               SELECT s.incident_id, c.rowid FROM span s JOIN calls c
+                 ON c.session_id = s.session_id AND c.ts BETWEEN s.start_ts AND s.end_ts
+               UNION
+               SELECT s.incident_id, c.rowid FROM span s JOIN calls c
+                 ON c.parent_session_id = s.session_id AND c.ts BETWEEN s.start_ts AND s.end_ts)
+           SELECT h.incident_id, c.ts, c.call_id,
+                  CASE WHEN c.format = 'openrouter_csv' THEN c.native_id END, c.response_id,
+                  c.input_tokens, c.output_tokens, c.finish_reason, c.response_kind, c.cost_usd,
+                  c.billing_call_id
+           FROM hits h JOIN calls c ON c.rowid = h.rid
+           WHERE c.superseded_by IS NULL
+           ORDER BY h.incident_id, c.ts, c.seq, c.call_id""",
+        {"incs": [{k: inc[k] for k in keys} for inc in incs]},
     ).fetchall()
+    # The provider's id: the linked billing row's generation id, else the call's own.
+    linked = sorted({r[10] for r in rows if r[10] is not None})
+    billed = dict(
+        con.execute(
+            "SELECT call_id, native_id FROM calls WHERE call_id IN (SELECT unnest($ids))",
+            {"ids": linked},
+        ).fetchall()
+        if linked
+        else []
+    )
+    out: dict[str, list[tuple]] = {inc["incident_id"]: [] for inc in incs}
+    for iid, ts, cid, own, resp, pt, ot, fr, rk, cost, bid in rows:
+        pid = next((x for x in (billed.get(bid), own, resp) if x is not None), None)
+        out[iid].append((ts, cid, pid, pt, ot, fr, rk, cost))
+    return out
+
+
+def _call_rows(rows: list[tuple]) -> tuple[list[CallRow], int]:
+    """An incident's calls as shown: all, or the first and last when there are too many."""
     calls = [
         CallRow(
             _iso(ts),
@@ -407,9 +431,11 @@ def build_report(
         ).fetchall()
     }  # fmt: skip
     sections = []
-    for row in incidents[:top_incidents]:
-        raw = raw_by_id[summary.incidents[row.rank - 1]["incident_id"]]
-        calls, omitted = _incident_calls(store, raw)
+    shown = [raw_by_id[summary.incidents[row.rank - 1]["incident_id"]]
+             for row in incidents[:top_incidents]]  # fmt: skip
+    calls_of = _incidents_calls(store, shown)
+    for row, raw in zip(incidents[:top_incidents], shown, strict=True):
+        calls, omitted = _call_rows(calls_of[raw["incident_id"]])
         ids = {c.call_id: c.provider_id for c in calls}
         row.first_provider_id = ids.get(row.first_call_id or "")
         row.last_provider_id = ids.get(row.last_call_id or "")

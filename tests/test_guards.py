@@ -194,7 +194,7 @@ def reference(events: list[dict[str, Any]], p: Policy) -> tuple[list[str], list[
                 if p.reset and pred[p.reset](e):
                     value = 0
                 elif pred[p.count or "true"](e):
-                    value += e["cost_usd"] if p.weight == "cost_usd" else 1
+                    value += float(e["cost_usd"] or 0) if p.weight == "cost_usd" else 1
             elif p.type == "run_length":
                 k = e[p.key or ""]
                 keys.append(k)
