@@ -23,12 +23,15 @@ Scoring rules (also in the README):
 from __future__ import annotations
 
 import csv
+import hashlib
+import json
 import math
 import statistics
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from analyzer import cache
 from analyzer.errors import ForensicsError
 from analyzer.guards import Policy
 from analyzer.store import Store
@@ -243,9 +246,14 @@ class Result:
     stopped: list[dict[str, Any]] = field(default_factory=list)  # incident, latency, prevented
 
     def to_json(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
-        return asdict(self)
+        # Flat records: copying them is enough (``asdict`` recurses into every value, and a
+        # guard that trips on half the calls of a large store has hundreds of thousands).
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["params"] = dict(self.params)
+        out["trips"] = [dict(vars(t)) for t in self.trips]
+        out["nudges"] = [dict(vars(t)) for t in self.nudges]
+        out["stopped"] = [dict(s) for s in self.stopped]
+        return out
 
 
 def prepare_truth(store: Store, labels: Path | None = None) -> int:
@@ -603,9 +611,55 @@ class GuardRun:
 
     results: list[Result]
     sweeps: dict[str, list[Result]]
+    key: str | None = None  # what it was computed from (analyzer.cache), when known
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "results": [r.to_json() for r in self.results],
+            "sweeps": {k: [r.to_json() for r in v] for k, v in self.sweeps.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> GuardRun:
+        def result(d: dict[str, Any]) -> Result:
+            return Result(
+                **{
+                    **d,
+                    "trips": [Trip(**t) for t in d["trips"]],
+                    "nudges": [Trip(**t) for t in d["nudges"]],
+                }
+            )
+
+        return cls(
+            [result(r) for r in data["results"]],
+            {k: [result(r) for r in v] for k, v in data["sweeps"].items()},
+        )
 
 
-def guard_run(store: Store, policies: list[Policy], labels: Path | None = None) -> GuardRun:
+def guard_run(
+    store: Store, policies: list[Policy], labels: Path | None = None, reuse: bool = False
+) -> GuardRun:
+    """Every policy replayed at its own thresholds and swept over its stop threshold.
+
+    With ``reuse``, the result kept from an earlier run over the same data, incidents, policies
+    and labels is returned instead of replaying again (and a new result is kept)."""
+    k = cache.key(
+        store,
+        "guards",
+        [asdict(p) for p in policies],
+        hashlib.sha256(labels.read_bytes()).hexdigest() if labels is not None else None,
+    )
+    if reuse:
+        payload = cache.get(store, "guards", k)
+        if payload is not None:
+            return replace(GuardRun.from_json(json.loads(payload)), key=k)
+    run = replace(_guard_run(store, policies, labels), key=k)
+    if reuse:
+        cache.put(store, "guards", k, json.dumps(run.to_json(), default=str))
+    return run
+
+
+def _guard_run(store: Store, policies: list[Policy], labels: Path | None) -> GuardRun:
     prepare_events(store)
     total = prepare_truth(store, labels)
     results: list[Result] = []

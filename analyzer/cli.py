@@ -266,7 +266,11 @@ def _select(detectors: list[Detector], only: tuple[str, ...]) -> list[Detector]:
 
 
 def _run_detectors(
-    store: Any, only: tuple[str, ...], params: tuple[str, ...], queries: tuple[str, ...]
+    store: Any,
+    only: tuple[str, ...],
+    params: tuple[str, ...],
+    queries: tuple[str, ...],
+    reuse: bool = False,
 ) -> list[dict[str, Any]]:
     detectors = _select(discover(list(queries)), only)
     try:  # a wrong --param is a usage error, caught before anything runs
@@ -278,7 +282,7 @@ def _run_detectors(
             by_name[name].bind(values)
     except ForensicsError as exc:
         raise click.BadParameter(str(exc), param_hint="--param") from None
-    return detect(store, detectors, overrides)
+    return detect(store, detectors, overrides, reuse=reuse)
 
 
 def _failing(
@@ -382,23 +386,29 @@ def audit(
     Example:
       llm-forensics audit sample_data/ -o report.html
     """
-    with tempfile.TemporaryDirectory(prefix="llm-forensics-") as tmp:
-        path = db or str(Path(tmp) / "audit.duckdb")
-        with open_store(path) as store:
-            reports = ingest_paths(store, list(paths), options)
-            for line in _file_lines(reports):
-                click.echo(line, err=True)
-            _run_detectors(store, only, params, queries)
-            summary = build_summary(store, top=top)
-            from analyzer.backtest import guard_run
+    # A throwaway store lives in memory (nothing to write twice), spilling to a temporary
+    # folder past the memory limit.
+    with (
+        tempfile.TemporaryDirectory(prefix="llm-forensics-") as tmp,
+        open_store(db or ":memory:", temp_dir=None if db else tmp) as store,
+    ):
+        reports = ingest_paths(store, list(paths), options)
+        for line in _file_lines(reports):
+            click.echo(line, err=True)
+        # Unchanged data, detectors and policies: the results kept in the store are reused.
+        _run_detectors(store, only, params, queries, reuse=True)
+        summary = build_summary(store, top=top)
+        from analyzer.backtest import guard_run
 
-            guards = guard_run(store, _policies(policy_files, ()))
-            if output:
-                from analyzer.report import write_report
+        guards = guard_run(store, _policies(policy_files, ()), reuse=True)
+        if output:
+            from analyzer.report import write_report
 
-                fmt = _report_format(output, report_format)
-                write_report(store, Path(output), fmt, top_incidents, summary, guards)
-                click.echo(f"wrote {output} ({fmt})", err=True)
+            fmt = _report_format(output, report_format)
+            write_report(
+                store, Path(output), fmt, top_incidents, summary, guards, top=top, reuse=True
+            )
+            click.echo(f"wrote {output} ({fmt})", err=True)
     if as_json:
         data = summary.to_json()
         data["backtest"] = [r.to_json() for r in guards.results]
@@ -704,8 +714,8 @@ def report_command(
     with open_store(db) as store:
         if not store.scalar("SELECT count(*) FROM incidents"):
             click.echo("note: no incidents in the store (run `llm-forensics detect`)", err=True)
-        guards = guard_run(store, _policies(policy_files, ()))
-        write_report(store, Path(output), fmt, top_incidents, guards=guards)
+        guards = guard_run(store, _policies(policy_files, ()), reuse=True)
+        write_report(store, Path(output), fmt, top_incidents, guards=guards, reuse=True)
     click.echo(output)
 
 

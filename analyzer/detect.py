@@ -31,6 +31,7 @@ from typing import Any
 
 import duckdb
 
+from analyzer import cache
 from analyzer.errors import ForensicsError
 from analyzer.resources import resource_dir
 from analyzer.store import Store
@@ -216,16 +217,26 @@ def detect(
     store: Store,
     detectors: list[Detector],
     overrides: dict[str, dict[str, str]] | None = None,
+    reuse: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run ``detectors``, replacing their incidents in the store; returns the new incidents."""
+    """Run ``detectors``, replacing their incidents in the store; returns the new incidents.
+
+    With ``reuse``, when these detectors with these parameters already ran over exactly the
+    data now in the store, their stored incidents are returned instead of running again."""
     overrides = overrides or {}
     unknown = set(overrides) - {d.name for d in detectors}
     if unknown:
         raise ForensicsError(f"--param names no detector that runs: {', '.join(sorted(unknown))}")
+    bound = [(d, d.bind(overrides.get(d.name))) for d in detectors]
+    k = cache.key(
+        store, "detect", [(d.name, d.severity, d.sql, p) for d, p in bound], incidents=False
+    )
+    if reuse and cache.get(store, "detect", k) is not None:
+        return _stored(store, [d.name for d in detectors])
     results: list[dict[str, Any]] = []
     with store.transaction():
-        for det in detectors:
-            rows = run_detector(store.con, det, det.bind(overrides.get(det.name)))
+        for det, values in bound:
+            rows = run_detector(store.con, det, values)
             store.con.execute(
                 "DELETE FROM incident_calls WHERE incident_id IN "
                 "(SELECT incident_id FROM incidents WHERE detector = ?)",
@@ -251,7 +262,20 @@ def detect(
                 if row["wasted_usd"] > 0 or rec.get("wasted_calls"):
                     _record_wasted_calls(store, row, rec.get("wasted_calls"))
                 results.append(row)
+        cache.bump(store, cache.INCIDENTS)
+        cache.put(store, "detect", k, "")
     return results
+
+
+def _stored(store: Store, names: list[str]) -> list[dict[str, Any]]:
+    """The incidents of ``names`` as ``detect`` returned them when it stored them."""
+    columns = ["incident_id", "detector", "severity", *OUTPUT_COLUMNS]
+    cur = store.con.execute(
+        f"SELECT {', '.join(columns)} FROM incidents WHERE list_contains(?, detector) "
+        "ORDER BY detector, start_ts, incident_id",
+        [names],
+    )
+    return [dict(zip(columns, row, strict=True)) for row in cur.fetchall()]
 
 
 def _record_wasted_calls(store: Store, incident: dict[str, Any], calls: list[str] | None) -> None:

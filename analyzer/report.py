@@ -12,6 +12,7 @@ The page makes no request: CSS and charts are inline, there are no scripts and n
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -23,7 +24,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from analyzer import __version__, charts
+from analyzer import __version__, cache, charts
 from analyzer.backtest import GuardRun
 from analyzer.resources import resource_dir
 from analyzer.store import Store
@@ -598,11 +599,27 @@ def render(report: Report, fmt: str) -> str:
 
 def write_report(
     store: Store, out: Path, fmt: str = "html", top_incidents: int = DEFAULT_TOP_INCIDENTS,
-    summary: Summary | None = None, guards: GuardRun | None = None,
+    summary: Summary | None = None, guards: GuardRun | None = None, top: int = 10,
+    reuse: bool = False,
 ) -> Path:  # fmt: skip
-    report = build_report(store, top_incidents=top_incidents, summary=summary,
-                          charts_on=fmt == "html", guards=guards)  # fmt: skip
-    text = render(report, fmt)
+    """Write the report to ``out`` (atomically). With ``reuse``, a page kept from an earlier
+    run over the same data, incidents, guards and options is written again as it was (the same
+    inputs give the same bytes), and a newly built one is kept."""
+    text = None
+    if reuse:
+        if guards is None or guards.key is not None:
+            digest = guards.key if guards else None
+        else:
+            shown = json.dumps(guards.to_json(), sort_keys=True, default=str)
+            digest = hashlib.sha256(shown.encode()).hexdigest()
+        k = cache.key(store, "report", fmt, top_incidents, top, digest)
+        text = cache.get(store, "report", k)
+    if text is None:
+        report = build_report(store, top_incidents=top_incidents, top=top, summary=summary,
+                              charts_on=fmt == "html", guards=guards)  # fmt: skip
+        text = render(report, fmt)
+        if reuse:
+            cache.put(store, "report", k, text)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".partial")
     tmp.write_text(text, encoding="utf-8", newline="\n")

@@ -14,6 +14,10 @@ from analyzer.resources import package_sql
 
 DEFAULT_DB = "forensics.duckdb"
 DB_ENV = "LLM_FORENSICS_DB"
+MEMORY_ENV = "LLM_FORENSICS_MEMORY_LIMIT"
+# DuckDB's own default is 80% of the machine; a forensics run shares the machine with the user's
+# other work, so it holds itself to this and spills the rest to disk.
+DEFAULT_MEMORY_LIMIT = "2GB"
 SCHEMA_VERSION = "4"
 
 
@@ -60,7 +64,18 @@ class Store:
         return None if row is None else row[0]
 
 
-def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool) -> None:
+def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | None) -> None:
+    # Bounded memory: what does not fit spills to a temporary folder (beside a store file,
+    # DuckDB's own ``<store>.tmp``; for a throwaway store, the folder given).
+    limit = os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_LIMIT
+    try:
+        con.execute(f"SET memory_limit = '{limit.replace(chr(39), '')}'")
+    except duckdb.Error as exc:
+        raise ForensicsError(
+            f"${MEMORY_ENV} = {limit!r} is not a memory size DuckDB understands (e.g. 2GB)"
+        ) from exc
+    if temp_dir is not None:
+        con.execute(f"SET temp_directory = '{temp_dir.replace(chr(39), chr(39) * 2)}'")
     # Timestamps are stored in UTC; make every conversion on this connection UTC as well, so
     # the user's own TimeZone setting can never shift what is stored or shown.
     con.execute("SET TimeZone = 'UTC'")
@@ -86,8 +101,9 @@ def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool) -> None:
     con.execute(package_sql("classify.sql"))
 
 
-def open_store(path: str | Path, read_only: bool = False) -> Store:
-    """Open (creating if needed) the store at ``path``; ``:memory:`` gives a throwaway one."""
+def open_store(path: str | Path, read_only: bool = False, temp_dir: str | None = None) -> Store:
+    """Open (creating if needed) the store at ``path``; ``:memory:`` gives a throwaway one
+    (give it ``temp_dir`` to spill to when it outgrows the memory limit)."""
     path = str(path)
     if read_only and path != ":memory:" and not Path(path).exists():
         raise ForensicsError("no store here (run `llm-forensics ingest` first)", path=path)
@@ -107,7 +123,7 @@ def open_store(path: str | Path, read_only: bool = False) -> Store:
             f"not a usable llm-forensics database: {str(exc).splitlines()[0]}", path=path
         ) from exc
     try:
-        _prepare(con, read_only)
+        _prepare(con, read_only, temp_dir)
     except ForensicsError as exc:
         con.close()
         exc.path = exc.path or path

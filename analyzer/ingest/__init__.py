@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 
+from analyzer import cache
 from analyzer.console import progress
 from analyzer.errors import InputError, StrictRejectError
 from analyzer.ingest import claude_code, codex, conversation_json, nexus3_raw, openrouter_csv
@@ -118,12 +119,27 @@ def ingest_file(
             raise InputError(f"not a recognised input format (expected: {_expected()})", display)
         return FileReport(display, None, "unrecognised", bytes=size)
 
+    # The same file, untouched since it was loaded (path, size and modification time, as
+    # make and rsync judge it), is not read again; anything else is compared by content.
+    st = path.stat()
+    file_stat = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    prior = store.one(
+        "SELECT source_id FROM sources WHERE file_stat = ? ORDER BY source_id LIMIT 1",
+        [file_stat],
+    )
+    if prior is not None:
+        return FileReport(display, fmt.NAME, "unchanged", source_id=int(prior[0]), bytes=size)
     digest = sha256_of(path)
     prior = store.one(
         "SELECT source_id, path FROM sources WHERE sha256 = ? ORDER BY source_id LIMIT 1",
         [digest],
     )
     if prior is not None:
+        # Loaded before (from a store that did not note the file's stat, or touched since).
+        store.con.execute(
+            "UPDATE sources SET file_stat = ? WHERE source_id = ? AND file_stat IS NULL",
+            [file_stat, prior[0]],
+        )
         return FileReport(display, fmt.NAME, "unchanged", source_id=int(prior[0]), bytes=size)
 
     con = store.con
@@ -153,8 +169,11 @@ def ingest_file(
             )
             raise StrictRejectError(reason + suffix, path=display, line=line)
         con.execute(
-            """INSERT INTO sources VALUES ($id, $path, $fmt, $sha, $bytes, $at, $read, $loaded,
-                   $rejected, $dup, $skipped, $kinds, $enc, $opts)""",
+            """INSERT INTO sources (source_id, path, format, sha256, bytes, ingested_at,
+                   rows_read, rows_loaded, rows_rejected, rows_duplicate, rows_skipped,
+                   skipped_kinds, encoding, options, file_stat)
+               VALUES ($id, $path, $fmt, $sha, $bytes, $at, $read, $loaded, $rejected, $dup,
+                   $skipped, $kinds, $enc, $opts, $stat)""",
             {
                 "id": source_id,
                 "path": display,
@@ -170,8 +189,10 @@ def ingest_file(
                 "kinds": json.dumps(result.skipped_kinds),
                 "enc": result.encoding,
                 "opts": json.dumps({"tz": options.tz, "session_gap_s": options.session_gap_s}),
+                "stat": file_stat,
             },
         )
+        cache.bump(store, cache.DATA)
     return FileReport(
         display,
         fmt.NAME,
@@ -200,4 +221,5 @@ def ingest_paths(store: Store, paths: list[str], options: IngestOptions) -> list
 
         with store.transaction():
             correlate(store)
+            cache.bump(store, cache.DATA)
     return reports

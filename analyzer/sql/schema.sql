@@ -25,8 +25,10 @@ CREATE TABLE IF NOT EXISTS sources (
     rows_skipped   BIGINT NOT NULL,
     skipped_kinds  JSON,                 -- {"<kind>": n} for rows_skipped
     encoding       VARCHAR,
-    options        JSON                  -- ingest options that shaped the rows (tz, session gap)
+    options        JSON,                 -- ingest options that shaped the rows (tz, session gap)
+    file_stat      VARCHAR               -- resolved path|size|mtime: unchanged without hashing
 );
+ALTER TABLE sources ADD COLUMN IF NOT EXISTS file_stat VARCHAR;
 
 -- One row per LLM call: a billed generation or a logged request.
 CREATE TABLE IF NOT EXISTS calls (
@@ -139,4 +141,12 @@ CREATE TABLE IF NOT EXISTS incidents (
 CREATE TABLE IF NOT EXISTS incident_calls (
     incident_id VARCHAR NOT NULL,
     call_id     VARCHAR NOT NULL
+);
+
+-- Results that cost seconds to recompute (detection, the guard replay, the report page), with
+-- the key they were computed under (analyzer/cache.py); one entry per name.
+CREATE TABLE IF NOT EXISTS cache (
+    name    VARCHAR PRIMARY KEY,
+    key     VARCHAR NOT NULL,
+    payload VARCHAR NOT NULL
 );
