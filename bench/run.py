@@ -1,0 +1,382 @@
+"""Benchmark: wall time and peak memory of every stage, against the cost of just reading the file.
+
+    python bench/run.py             # the full run: a 10-million-row export, 1 GB of transcripts
+    python bench/run.py --quick     # small sizes (CI); still checks the audit's answers
+    python bench/run.py --rows 1000000 --cc-mb 200
+
+Inputs are generated here: the billing export by ``llm-forensics sample --rows N`` (the planted
+seed incidents plus scaled healthy traffic), and a synthetic Claude Code history (many session
+files, one of them large). Every stage runs as its own process, and its peak RSS is that
+process's (``wait4``). Stages that take under a minute run three times and report the median.
+
+The floors, measured in the same run: DuckDB reading the CSV
+(``SELECT count(*), sum(cost_total) FROM read_csv(file)``) and a plain line count of the JSONL.
+Each CSV stage is also given as a ratio to the CSV floor. The peer baseline is what a user would
+write in a notebook: pandas reading the export and finding constant-input, near-empty-output
+runs with ``groupby``/``shift``.
+
+The run fails (exit 1) if the audit does not find exactly the incidents planted in the export:
+a benchmark that measures wrong answers is useless.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+CLI = [sys.executable, "-m", "analyzer"]
+# The incidents the billing export alone must give (seeds 000, 001, 003), at any --rows.
+EXPECTED = {
+    ("constant_input_low_output", 22, 6.16),
+    ("constant_input_low_output", 11, 4.07),
+    ("alternating_tool_thinking", 57, None),
+    ("truncated_tool_call_streak", 6, None),
+    ("length_counter_false_alarm", 3, 0.0),
+}
+SWEEP_POLICIES = [
+    "penguin_consecutive_trivial", "penguin_token_trivial", "penguin_stale_context",
+    "session_cost_cap", "netclaw_reset_on_tool", "netclaw_cumulative_per_turn",
+    "netclaw_max_tool_iterations", "nexus3_consecutive_empty", "maxtokens_session",
+    "maxtokens_truncated_tools",
+]  # fmt: skip
+
+
+def check_incidents(incidents: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
+    """(expected incidents the audit missed, incidents it found that were not expected)."""
+    found = [(i["detector"], i["n_calls"], round(i["wasted_usd"], 2)) for i in incidents]
+
+    def matches(f: tuple[Any, ...], e: tuple[Any, ...]) -> bool:
+        return f[0] == e[0] and f[1] == e[1] and (e[2] is None or f[2] == e[2])
+
+    missing = [e for e in sorted(EXPECTED, key=str) if not any(matches(f, e) for f in found)]
+    extra = [f for f in found if not any(matches(f, e) for e in EXPECTED)]
+    return missing, extra
+
+
+def run(
+    cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[float, int, str]:
+    """Run a command; (seconds, its peak RSS in MB, its stdout)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
+        _pid, status, usage = os.wait4(proc.pid, 0)  # the child's own resource usage
+        seconds = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            tail = err.read().decode(errors="replace")[-2000:]
+            raise SystemExit(f"bench: {' '.join(cmd)} failed ({proc.returncode}):\n{tail}")
+        return seconds, int(usage.ru_maxrss / 1024), out.read().decode(errors="replace")
+
+
+def measure(
+    label: str, cmd: list[str], repeat: int, before: Any = None, **kw: Any
+) -> dict[str, Any]:
+    """Run ``cmd`` (after ``before()``, each time); median of ``repeat`` runs under a minute."""
+    times, rss, out = [], [], ""
+    for i in range(repeat):
+        if before is not None:
+            before()
+        seconds, peak, out = run(cmd, **kw)
+        times.append(seconds)
+        rss.append(peak)
+        print(f"  {label}: run {i + 1}: {seconds:.2f} s, {peak} MB", file=sys.stderr)
+        if seconds > 60:
+            break
+    return {"stage": label, "seconds": statistics.median(times), "runs": len(times),
+            "peak_rss_mb": max(rss), "output": out}  # fmt: skip
+
+
+def write_claude_history(root: Path, total_mb: int, big_mb: int) -> tuple[int, int]:
+    """Synthetic Claude Code projects: one big session file and many small ones, each line as
+    Claude Code writes it (assistant content blocks, tool results, progress lines)."""
+    root.mkdir(parents=True, exist_ok=True)
+    filler = "x" * 2400
+    written, files = 0, 0
+
+    def session(path: Path, target: int, n: int) -> int:
+        sid = f"{n:08x}-0000-4000-8000-{n:012x}"
+        size = 0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            i = 0
+            while size < target:
+                hms = f"{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}"
+                ts = f"2026-01-{1 + n % 28:02d}T{hms}.000Z"
+                usage = {"input_tokens": 3, "cache_creation_input_tokens": 400,
+                         "cache_read_input_tokens": 9000 + 40 * i, "output_tokens": 4}  # fmt: skip
+                lines = [
+                    {"type": "assistant", "sessionId": sid, "uuid": f"a{i}", "timestamp": ts,
+                     "requestId": f"req_{n}_{i}", "message": {
+                         "model": "claude-sonnet-4-5-20250929", "id": f"msg_{n}_{i}",
+                         "role": "assistant", "stop_reason": None, "usage": usage,
+                         "content": [{"type": "text", "text": "Checking the next file."}]}},
+                    {"type": "assistant", "sessionId": sid, "uuid": f"b{i}", "timestamp": ts,
+                     "requestId": f"req_{n}_{i}", "message": {
+                         "model": "claude-sonnet-4-5-20250929", "id": f"msg_{n}_{i}",
+                         "role": "assistant", "stop_reason": None, "usage": usage,
+                         "content": [{"type": "tool_use", "id": f"t{i}", "name": "Read",
+                                      "input": {"file_path": f"/src/m{i % 400}.py"}}]}},
+                    {"type": "user", "sessionId": sid, "uuid": f"u{i}", "timestamp": ts,
+                     "message": {"role": "user", "content": [
+                         {"type": "tool_result", "tool_use_id": f"t{i}", "content": filler}]}},
+                    {"type": "progress", "sessionId": sid, "data": {"type": "hook_progress"}},
+                ]  # fmt: skip
+                text = "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines)
+                fh.write(text)
+                size += len(text)
+                i += 1
+        return size
+
+    written += session(root / "big-project" / "session-big.jsonl", big_mb << 20, 0)
+    files += 1
+    n = 1
+    # The rest in files of 1/200 of it (5 MB for 1 GB), at least 1 MB each.
+    small = max(1 << 20, ((total_mb - big_mb) << 20) // 200)
+    while written < total_mb << 20:
+        folder = root / f"project-{n % 20:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        written += session(
+            folder / f"session-{n:05d}.jsonl", min(small, (total_mb << 20) - written), n
+        )
+        files += 1
+        n += 1
+    return written, files
+
+
+PANDAS_BASELINE = textwrap.dedent(
+    """
+    import sys, pandas as pd
+    df = pd.read_csv(sys.argv[1], usecols=["created_at", "api_key_name", "app_name", "user",
+        "model_permaslug", "tokens_prompt", "tokens_completion", "cost_total"],
+        parse_dates=["created_at"])
+    keys = ["api_key_name", "app_name", "user", "model_permaslug"]
+    df = df.sort_values(keys + ["created_at"]).fillna({"user": ""})
+    low = df["tokens_completion"] <= 8
+    g = df.groupby(keys, sort=False, dropna=False)
+    same = low & g["tokens_prompt"].shift().eq(df["tokens_prompt"]) & low.groupby(
+        [df[k] for k in keys], sort=False).shift(fill_value=False)
+    gap = df["created_at"] - g["created_at"].shift()
+    same &= gap.dt.total_seconds().le(300)
+    run = (~same).cumsum()
+    runs = df[low].groupby(run[low]).agg(n=("cost_total", "size"), usd=("cost_total", "sum"))
+    runs = runs[runs["n"] >= 3]
+    print(len(runs), round(runs["usd"].sum(), 2))
+    """
+)
+
+
+def _lines(path: Path) -> int:
+    with open(path, "rb") as fh:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--rows", type=int, default=None, help="rows in the billing export")
+    ap.add_argument("--cc-mb", type=int, default=None, help="MB of Claude Code history")
+    ap.add_argument("--big-mb", type=int, default=None, help="MB of its largest file")
+    ap.add_argument("--quick", action="store_true", help="small sizes, for CI")
+    ap.add_argument("--work", type=Path, default=None, help="folder for inputs (default: temp)")
+    ap.add_argument("--json", type=Path, default=None, help="write the results here")
+    args = ap.parse_args()
+    rows = args.rows or (100_000 if args.quick else 10_000_000)
+    cc_mb = args.cc_mb or (24 if args.quick else 1024)
+    big_mb = args.big_mb or (12 if args.quick else 500)
+    repeat = 3
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="lf-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "LLM_FORENSICS_DB": ""}
+    print(f"bench: inputs in {work}", file=sys.stderr)
+
+    data = work / "sample"
+    csv = data / "openrouter_activity_2025-12.csv"
+    if not csv.exists() or _lines(csv) != rows + 1:
+        shutil.rmtree(data, ignore_errors=True)
+        t, _, _ = run([*CLI, "sample", "-o", str(data), "--rows", str(rows)], env=env)
+        print(f"  generated {rows:,} rows in {t:.1f} s", file=sys.stderr)
+    cc = work / "claude"
+    done = work / f"claude-{cc_mb}-{big_mb}.done"
+    if not done.exists():
+        shutil.rmtree(cc, ignore_errors=True)
+        started = time.perf_counter()
+        written, files = write_claude_history(cc, cc_mb, big_mb)
+        print(f"  wrote {written / 2**20:.0f} MB of transcripts in {files} files, "
+              f"{time.perf_counter() - started:.1f} s", file=sys.stderr)  # fmt: skip
+        done.touch()
+    csv_mb = csv.stat().st_size / 2**20
+    cc_files = sorted(cc.rglob("*.jsonl"))
+    cc_bytes = sum(f.stat().st_size for f in cc_files)
+
+    db = work / "store.duckdb"
+    cc_db = work / "cc.duckdb"
+    report = work / "report.html"
+
+    def fresh(*paths: Path) -> Any:
+        def clean() -> None:
+            for p in paths:
+                for q in (p, p.with_name(p.name + ".wal")):
+                    q.unlink(missing_ok=True)
+
+        return clean
+
+    def uncache(path: Path) -> Any:
+        def clean() -> None:
+            import duckdb
+
+            with duckdb.connect(str(path)) as con:
+                con.execute("DELETE FROM cache")
+
+        return clean
+
+    floor_sql = (
+        "import duckdb,sys; print(duckdb.connect().execute("
+        '"SELECT count(*), sum(cost_total) FROM read_csv(?)", [sys.argv[1]]).fetchall())'
+    )
+    stages = [
+        measure(
+            "floor: DuckDB scan of the CSV", [sys.executable, "-c", floor_sql, str(csv)], repeat
+        ),
+        measure(
+            "floor: line count of the JSONL",
+            ["sh", "-c", f"cat {' '.join(map(str, cc_files))} | wc -l"],
+            repeat,
+        )
+        if len(cc_files) < 2000
+        else measure(
+            "floor: line count of the JSONL",
+            ["sh", "-c", f"find {cc} -name '*.jsonl' -exec cat {{}} + | wc -l"],
+            repeat,
+        ),
+        measure(
+            "ingest (CSV)",
+            [*CLI, "ingest", "--db", str(db), str(csv)],
+            repeat,
+            before=fresh(db),
+            env=env,
+        ),
+        measure("detect", [*CLI, "detect", "--db", str(db)], repeat, env=env),
+        measure(
+            "backtest (10 policies x 10 thresholds)",
+            [
+                *CLI,
+                "backtest",
+                "--db",
+                str(db),
+                *[a for p in SWEEP_POLICIES for a in ("--only", p, "--sweep", f"{p}.stop=1..10")],
+            ],
+            repeat,
+            env=env,
+        ),
+        measure(
+            "report (guards replayed, nothing cached)",
+            [*CLI, "report", "--db", str(db), "-o", str(report)],
+            repeat,
+            before=uncache(db),
+            env=env,
+        ),
+        measure(
+            "report again (cached)",
+            [*CLI, "report", "--db", str(db), "-o", str(report)],
+            repeat,
+            env=env,
+        ),
+        measure(
+            "audit -o report.html (CSV, new store)",
+            [*CLI, "audit", str(csv), "-o", str(report), "--json"],
+            repeat,
+            env=env,
+        ),
+        measure(
+            "audit again (store already loaded)",
+            [*CLI, "audit", str(csv), "--db", str(db), "-o", str(report)],
+            repeat,
+            env=env,
+        ),
+        measure(
+            "ingest (Claude Code JSONL)",
+            [*CLI, "ingest", "--db", str(cc_db), str(cc)],
+            repeat,
+            before=fresh(cc_db),
+            env=env,
+        ),
+        measure(
+            "peer: pandas constant-input detector",
+            [sys.executable, "-c", PANDAS_BASELINE, str(csv)],
+            repeat,
+        ),
+    ]
+    by = {s["stage"]: s for s in stages}
+    floor_csv = by["floor: DuckDB scan of the CSV"]["seconds"]
+    floor_jsonl = by["floor: line count of the JSONL"]["seconds"]
+    page_mb = report.stat().st_size / 2**20
+
+    audit = json.loads(by["audit -o report.html (CSV, new store)"]["output"])
+    missing, extra = check_incidents(audit["incidents"])
+
+    table = []
+    for s in stages:
+        name = s["stage"]
+        ratio = None
+        if name.startswith(("ingest (CSV)", "detect", "backtest", "report", "audit", "peer")):
+            ratio = s["seconds"] / floor_csv
+        if name.startswith("ingest (Claude"):
+            ratio = s["seconds"] / floor_jsonl
+        row = {"stage": name, "seconds": round(s["seconds"], 2), "runs": s["runs"],
+               "peak_rss_mb": s["peak_rss_mb"],
+               "x_floor": None if ratio is None else round(ratio, 2)}  # fmt: skip
+        if name.startswith("ingest (Claude"):
+            row["mb_per_s"] = round(cc_bytes / 2**20 / s["seconds"], 1)
+        table.append(row)
+    results = {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+        f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB, "
+        f"Python {platform.python_version()}",
+        "rows": rows,
+        "csv_mb": round(csv_mb, 1),
+        "jsonl_mb": round(cc_bytes / 2**20, 1),
+        "jsonl_files": len(cc_files),
+        "report_mb": round(page_mb, 2),
+        "stages": table,
+        "audit_incidents_ok": not missing and not extra,
+        "missing": missing,
+        "unexpected": extra,
+    }
+    print(f"\n{rows:,} rows ({csv_mb:.0f} MB CSV), {cc_bytes / 2**20:.0f} MB of JSONL in "
+          f"{len(cc_files)} files; {results['machine']}; {results['date']}")  # fmt: skip
+    print(f"{'stage':<42} {'seconds':>9} {'x floor':>8} {'peak RSS':>9}")
+    for r in table:
+        extra_txt = f"  ({r['mb_per_s']} MB/s)" if "mb_per_s" in r else ""
+        xf = "" if r["x_floor"] is None else f"{r['x_floor']:.2f}"
+        print(f"{r['stage']:<42} {r['seconds']:>9.2f} {xf:>8} {r['peak_rss_mb']:>6} MB{extra_txt}")
+    print(f"report page: {page_mb:.2f} MB")
+    out = args.json or (HERE / f"results-{'quick' if args.quick else rows}.json")
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"results: {out}")
+    if missing or extra:
+        print(f"bench: the audit's incidents are wrong: missing {missing}, unexpected {extra}",
+              file=sys.stderr)  # fmt: skip
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

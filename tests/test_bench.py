@@ -1,0 +1,41 @@
+"""The benchmark's answer check: a benchmark that measures wrong answers must fail."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from analyzer.cli import cli
+from analyzer.sample import CSV_NAME
+from tests.conftest import REPO, SAMPLE_DATA
+
+spec = importlib.util.spec_from_file_location("bench_run", REPO / "bench" / "run.py")
+assert spec is not None and spec.loader is not None
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def _incidents(runner: CliRunner, csv: Path) -> list[dict]:
+    result = runner.invoke(cli, ["audit", str(csv), "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["incidents"]
+
+
+def test_the_sample_export_gives_exactly_the_expected_incidents(runner: CliRunner) -> None:
+    assert bench.check_incidents(_incidents(runner, SAMPLE_DATA / CSV_NAME)) == ([], [])
+
+
+def test_a_wrong_answer_is_caught(runner: CliRunner) -> None:
+    incidents = _incidents(runner, SAMPLE_DATA / CSV_NAME)
+    dropped = [i for i in incidents if i["n_calls"] != 22]
+    missing, extra = bench.check_incidents(dropped)
+    assert missing == [("constant_input_low_output", 22, 6.16)] and extra == []
+    wrong = [
+        dict(i, wasted_usd=i["wasted_usd"] + 1) if i["n_calls"] == 11 else i for i in incidents
+    ]
+    missing, extra = bench.check_incidents(wrong)
+    assert missing == [("constant_input_low_output", 11, 4.07)]
+    assert extra == [("constant_input_low_output", 11, 5.07)]
