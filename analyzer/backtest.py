@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import math
 import statistics
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from analyzer import cache
 from analyzer.errors import ForensicsError
@@ -652,10 +653,10 @@ def guard_run(
     if reuse:
         payload = cache.get(store, "guards", k)
         if payload is not None:
-            return replace(GuardRun.from_json(json.loads(payload)), key=k)
+            return replace(GuardRun.from_json(orjson.loads(payload)), key=k)
     run = replace(_guard_run(store, policies, labels), key=k)
     if reuse:
-        cache.put(store, "guards", k, json.dumps(run.to_json(), default=str))
+        cache.put(store, "guards", k, orjson.dumps(run.to_json(), default=str).decode())
     return run
 
 
