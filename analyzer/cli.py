@@ -19,12 +19,15 @@ import click
 import duckdb
 
 from analyzer import __version__
+from analyzer.console import progress
 from analyzer.detect import SEVERITIES, Detector, detect, discover, parse_param_overrides
 from analyzer.errors import ForensicsError
 from analyzer.ingest import FileReport, format_names, ingest_paths
 from analyzer.ingest.base import IngestOptions
 from analyzer.store import DB_ENV, DEFAULT_DB, open_store
 from analyzer.summary import build_summary, render_incidents, render_text
+
+BIG_STORE = 500_000  # calls from which audit shows the progress of its steps (on a terminal)
 
 
 class ForensicsGroup(click.Group):
@@ -396,18 +399,25 @@ def audit(
         for line in _file_lines(reports):
             click.echo(line, err=True)
         # Unchanged data, detectors and policies: the results kept in the store are reused.
-        _run_detectors(store, only, params, queries, reuse=True)
-        summary = build_summary(store, top=top)
-        from analyzer.backtest import guard_run
+        # Steps over a large store show their progress on a terminal.
+        big = options.progress and int(store.scalar("SELECT count(*) FROM calls")) >= BIG_STORE
+        with progress("audit", store.con.query_progress, big) as shown:
+            shown.stage("detecting")
+            _run_detectors(store, only, params, queries, reuse=True)
+            summary = build_summary(store, top=top)
+            from analyzer.backtest import guard_run
 
-        guards = guard_run(store, _policies(policy_files, ()), reuse=True)
+            shown.stage("replaying guards")
+            guards = guard_run(store, _policies(policy_files, ()), reuse=True)
+            if output:
+                from analyzer.report import write_report
+
+                shown.stage("writing the report")
+                fmt = _report_format(output, report_format)
+                write_report(
+                    store, Path(output), fmt, top_incidents, summary, guards, top=top, reuse=True
+                )
         if output:
-            from analyzer.report import write_report
-
-            fmt = _report_format(output, report_format)
-            write_report(
-                store, Path(output), fmt, top_incidents, summary, guards, top=top, reuse=True
-            )
             click.echo(f"wrote {output} ({fmt})", err=True)
     if as_json:
         data = summary.to_json()
