@@ -39,3 +39,14 @@ def test_a_wrong_answer_is_caught(runner: CliRunner) -> None:
     missing, extra = bench.check_incidents(wrong)
     assert missing == [("constant_input_low_output", 11, 4.07)]
     assert extra == [("constant_input_low_output", 11, 5.07)]
+
+
+def test_a_pointer_from_healthy_traffic_is_listed_not_failed(runner: CliRunner) -> None:
+    incidents = _incidents(runner, SAMPLE_DATA / CSV_NAME)
+    outlier = {"detector": "session_cost_outlier", "severity": "low", "n_calls": 80,
+               "wasted_usd": 0.0, "summary": "session cost $5.08, 13.8x the median"}  # fmt: skip
+    assert bench.check_incidents([*incidents, outlier]) == ([], [])
+    # The same detector claiming waste, or at a higher severity, is a wrong answer.
+    for wrong in (dict(outlier, wasted_usd=1.5), dict(outlier, severity="high")):
+        missing, extra = bench.check_incidents([*incidents, wrong])
+        assert missing == [] and extra == [("session_cost_outlier", 80, wrong["wasted_usd"])]
