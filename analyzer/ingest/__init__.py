@@ -106,7 +106,8 @@ def _sniff(src: SourceFile, options: IngestOptions) -> ModuleType | None:
 def ingest_file(
     store: Store, path: Path, display: str, explicit: bool, options: IngestOptions
 ) -> FileReport:
-    size = path.stat().st_size
+    st = path.stat()
+    size = st.st_size
     if size == 0:
         if explicit:
             raise InputError(f"empty file (expected: {_expected()})", path=display)
@@ -121,8 +122,7 @@ def ingest_file(
 
     # The same file, untouched since it was loaded (path, size and modification time, as
     # make and rsync judge it), is not read again; anything else is compared by content.
-    st = path.stat()
-    file_stat = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    file_stat = f"{path.resolve()}|{size}|{st.st_mtime_ns}"
     prior = store.one(
         "SELECT source_id FROM sources WHERE file_stat = ? ORDER BY source_id LIMIT 1",
         [file_stat],
