@@ -24,7 +24,7 @@ from analyzer.detect import SEVERITIES, Detector, detect, discover, parse_param_
 from analyzer.errors import ForensicsError
 from analyzer.ingest import FileReport, format_names, ingest_paths
 from analyzer.ingest.base import IngestOptions
-from analyzer.store import DB_ENV, DEFAULT_DB, open_store
+from analyzer.store import DB_ENV, DEFAULT_DB, OFFLINE, open_store
 from analyzer.summary import build_summary, render_incidents, render_text
 
 BIG_STORE = 500_000  # calls from which audit shows the progress of its steps (on a terminal)
@@ -103,7 +103,9 @@ def parse_duration(text: str) -> int:
 
 def _check_tz(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     try:
-        duckdb.connect().execute("SELECT timezone(?, TIMESTAMP '2000-01-01')", [value])
+        duckdb.connect(config=OFFLINE).execute(
+            "SELECT timezone(?, TIMESTAMP '2000-01-01')", [value]
+        )
     except duckdb.Error:
         raise click.BadParameter(
             f"unknown time zone {value!r} (use an IANA name such as UTC or Europe/Berlin)"
@@ -150,6 +152,12 @@ def ingest_options(f: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             help="Read every file as this format instead of sniffing it from its content.",
         ),
+        click.option(
+            "--full-paths",
+            is_flag=True,
+            help="Name files by their absolute path in the store and report (default: as "
+            "given, and by their own name when given as an absolute path).",
+        ),
     ]
     for option in reversed(options):
         f = option(f)
@@ -161,6 +169,7 @@ def ingest_options(f: Callable[..., Any]) -> Callable[..., Any]:
             session_gap_s=parse_duration(kwargs.pop("session_gap")),
             strict=kwargs.pop("strict"),
             format=kwargs.pop("fmt"),
+            full_paths=kwargs.pop("full_paths"),
         )
         return f(*args, **kwargs)
 
@@ -315,6 +324,8 @@ def _file_lines(reports: list[FileReport]) -> list[str]:
             )
         elif r.status == "unchanged":
             lines.append(f"{r.path}  [{r.format}]  unchanged (already ingested)")
+        elif r.status == "unreadable":
+            lines.append(f"{r.path}  skipped (cannot be read as a file)")
         else:
             lines.append(f"{r.path}  skipped (not a recognised format)")
     return lines
@@ -324,7 +335,7 @@ def _file_lines(reports: list[FileReport]) -> list[str]:
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=click.Path(readable=False))
 @db_option()
 @ingest_options
 @json_option
@@ -348,7 +359,7 @@ def ingest(paths: tuple[str, ...], db: str, options: IngestOptions, as_json: boo
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=click.Path(readable=False))
 @db_option(default=None)
 @ingest_options
 @detector_options

@@ -101,6 +101,11 @@ def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | No
     con.execute(package_sql("classify.sql"))
 
 
+# Fully offline: DuckDB never downloads or loads an extension on its own (what we use, json and
+# icu, is built into the wheel).
+OFFLINE = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+
+
 def open_store(path: str | Path, read_only: bool = False, temp_dir: str | None = None) -> Store:
     """Open (creating if needed) the store at ``path``; ``:memory:`` gives a throwaway one
     (give it ``temp_dir`` to spill to when it outgrows the memory limit)."""
@@ -108,7 +113,7 @@ def open_store(path: str | Path, read_only: bool = False, temp_dir: str | None =
     if read_only and path != ":memory:" and not Path(path).exists():
         raise ForensicsError("no store here (run `llm-forensics ingest` first)", path=path)
     try:
-        con = duckdb.connect(path, read_only=read_only)
+        con = duckdb.connect(path, read_only=read_only, config=OFFLINE)
     except duckdb.IOException as exc:
         text = str(exc)
         if "lock" in text.lower():

@@ -5,16 +5,29 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass
+import stat
+import zlib
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 
+import duckdb
+
 from analyzer import cache
-from analyzer.console import progress
+from analyzer.console import progress, warn
 from analyzer.errors import InputError, StrictRejectError
 from analyzer.ingest import claude_code, codex, conversation_json, nexus3_raw, openrouter_csv
-from analyzer.ingest.base import IngestOptions, LoadContext, LoadResult, SourceFile, read_head
+from analyzer.ingest.base import (
+    ENCODING_NAMES,
+    IngestOptions,
+    LoadContext,
+    LoadResult,
+    SourceFile,
+    Utf8Tally,
+    is_utf8,
+    read_head,
+)
 from analyzer.store import Store
 
 # Every supported input format, in sniffing order.
@@ -62,35 +75,70 @@ class FileReport:
         return asdict(self)
 
 
-def discover(paths: list[str]) -> list[tuple[Path, str, bool]]:
-    """Expand the user's paths: (path, display name, named explicitly) for each file.
+def _named(arg: str, full_paths: bool) -> Path:
+    """How the store and report name what the user pointed at: as typed when relative (it is
+    relative to where they are), by its own name when absolute (no home folders in a report),
+    or by its full path when asked."""
+    p = Path(arg)
+    if full_paths:
+        return p.absolute()
+    if p.is_absolute() and p.name:
+        return Path(p.name)
+    return p
+
+
+@dataclass(frozen=True)
+class Found:
+    path: Path  # where to read it
+    display: str  # how messages name it (as the user would find it: the path they typed)
+    name: str  # how the store and the report name it (see ``_named``)
+    explicit: bool  # named on the command line, rather than found in a folder
+
+
+def discover(paths: list[str], full_paths: bool = False) -> list[Found]:
+    """Expand the user's paths into the files to read.
 
     Folders are walked in sorted order without following symlinked folders (no loops);
-    hidden files and folders are left out.
+    hidden files and folders are left out; a folder that cannot be read is an error, not a
+    silent gap.
     """
-    found: list[tuple[Path, str, bool]] = []
+    found: list[Found] = []
     for arg in paths:
         p = Path(arg)
+        named = _named(arg, full_paths)
         if p.is_dir():
-            for root, dirs, files in os.walk(p, followlinks=False):
+
+            def unreadable(exc: OSError, top: Path = p) -> None:
+                where = exc.filename if exc.filename else top
+                raise InputError(f"cannot read this folder: {exc.strerror or exc}", path=where)
+
+            for root, dirs, files in os.walk(p, onerror=unreadable, followlinks=False):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):
-                    if name.startswith("."):
+                within = Path(root).relative_to(p)
+                for fname in sorted(files):
+                    if fname.startswith("."):
                         continue
-                    f = Path(root) / name
-                    found.append((f, str(f), False))
+                    f = Path(root) / fname
+                    found.append(Found(f, str(f), str(named / within / fname), False))
         elif p.exists():
-            found.append((p, arg, True))
+            found.append(Found(p, arg, str(named), True))
+        elif p.is_symlink():
+            raise InputError("a symbolic link to nothing (broken, or a loop)", path=arg)
         else:
             raise InputError("no such file or folder", path=arg)
     return found
 
 
-def sha256_of(path: Path) -> str:
+def sha256_of(path: Path, tally: Utf8Tally | None = None) -> str:
+    """The file's SHA-256; with ``tally``, also count what in it is (and is not) UTF-8."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         while chunk := fh.read(1 << 20):
             h.update(chunk)
+            if tally is not None:
+                tally.feed(chunk)
+    if tally is not None:
+        tally.feed(b"", final=True)
     return h.hexdigest()
 
 
@@ -103,10 +151,37 @@ def _sniff(src: SourceFile, options: IngestOptions) -> ModuleType | None:
     return None
 
 
+def _io_problem(text: str, path: Path) -> str:
+    first = text.splitlines()[0] if text else "read error"
+    first = first.removeprefix("IO Error: ").replace(f": {path}", "").replace(str(path), "file")
+    if "gzip" in first.lower() or "compressed" in first.lower():
+        return f"damaged gzip data: {first}"
+    return f"cannot read: {first}"
+
+
 def ingest_file(
-    store: Store, path: Path, display: str, explicit: bool, options: IngestOptions
+    store: Store,
+    path: Path,
+    display: str,
+    explicit: bool,
+    options: IngestOptions,
+    name: str | None = None,
 ) -> FileReport:
-    st = path.stat()
+    """Load one file in one transaction. ``display`` names it in messages, ``name`` (default:
+    ``display``) in the store and the report."""
+    try:
+        st = path.stat()
+    except OSError as exc:  # a link to nothing, or a loop of links
+        why = "a symbolic link to nothing (broken, or a loop)" if path.is_symlink() else None
+        if explicit:
+            raise InputError(why or f"cannot read: {exc.strerror or exc}", path=display) from exc
+        warn(f"{display}: skipped: {why or exc.strerror or exc}")
+        return FileReport(display, None, "unreadable")
+    if not stat.S_ISREG(st.st_mode):  # a FIFO or device found in a folder: never block on it
+        if explicit:
+            raise InputError("not a regular file", path=display)
+        warn(f"{display}: skipped: not a regular file")
+        return FileReport(display, None, "unreadable")
     size = st.st_size
     if size == 0:
         if explicit:
@@ -129,7 +204,14 @@ def ingest_file(
     )
     if prior is not None:
         return FileReport(display, fmt.NAME, "unchanged", source_id=int(prior[0]), bytes=size)
-    digest = sha256_of(path)
+    # Whether a file without a byte-order mark is UTF-8 is judged on all of it (in the same
+    # pass as the hash); a compressed one on its first 64 KB.
+    judged = head.compression is None and head.encoding in ("utf-8", "cp1252")
+    tally = Utf8Tally() if judged else None
+    digest = sha256_of(path, tally)
+    if tally is not None and tally.verdict() != head.encoding:
+        head = replace(head, encoding=tally.verdict())
+        src.head = head
     prior = store.one(
         "SELECT source_id, path FROM sources WHERE sha256 = ? ORDER BY source_id LIMIT 1",
         [digest],
@@ -142,13 +224,20 @@ def ingest_file(
         )
         return FileReport(display, fmt.NAME, "unchanged", source_id=int(prior[0]), bytes=size)
 
+    if not is_utf8(head.encoding):
+        warn(f"{display}: not UTF-8; read as {ENCODING_NAMES.get(head.encoding, head.encoding)}")
     con = store.con
     with store.transaction():
         source_id = int(store.scalar("SELECT nextval('source_id_seq')"))  # type: ignore[arg-type]
         show = options.progress and size >= PROGRESS_MIN_BYTES
         with progress(display, con.query_progress, show) as shown:
             ctx = LoadContext(con, src, source_id, options, stage=shown.stage)
-            result: LoadResult = fmt.load(ctx)
+            try:
+                result: LoadResult = fmt.load(ctx)
+            except duckdb.IOException as exc:  # the file went bad under DuckDB's own reader
+                raise InputError(_io_problem(str(exc), path), path=display) from exc
+            except (OSError, EOFError, zlib.error) as exc:
+                raise InputError(_io_problem(str(exc), path), path=display) from exc
         accounted = (
             result.rows_loaded + result.rows_rejected + result.rows_duplicate + result.rows_skipped
         )
@@ -176,7 +265,7 @@ def ingest_file(
                    $skipped, $kinds, $enc, $opts, $stat)""",
             {
                 "id": source_id,
-                "path": display,
+                "path": name or display,
                 "fmt": fmt.NAME,
                 "sha": digest,
                 "bytes": size,
@@ -187,7 +276,7 @@ def ingest_file(
                 "dup": result.rows_duplicate,
                 "skipped": result.rows_skipped,
                 "kinds": json.dumps(result.skipped_kinds),
-                "enc": result.encoding,
+                "enc": head.encoding,
                 "opts": json.dumps({"tz": options.tz, "session_gap_s": options.session_gap_s}),
                 "stat": file_stat,
             },
@@ -213,13 +302,21 @@ def ingest_paths(store: Store, paths: list[str], options: IngestOptions) -> list
     Then link logged calls to the billing rows of the same calls (``analyzer.correlate``).
     """
     reports = [
-        ingest_file(store, path, display, explicit, options)
-        for path, display, explicit in discover(paths)
+        ingest_file(store, f.path, f.display, f.explicit, options, name=f.name)
+        for f in discover(paths, options.full_paths)
     ]
-    if any(r.status == "loaded" for r in reports):
+    # Linking runs whenever files were loaded, and also when a run was stopped between loading
+    # its files and linking them (the store notes which data version was last linked).
+    linked = store.scalar("SELECT value FROM meta WHERE key = 'linked_version'")
+    if any(r.status == "loaded" for r in reports) or linked != cache.version(store, cache.DATA):
         from analyzer.correlate import correlate
 
         with store.transaction():
             correlate(store)
             cache.bump(store, cache.DATA)
+            store.con.execute(
+                "INSERT INTO meta VALUES ('linked_version', ?) ON CONFLICT (key) DO UPDATE "
+                "SET value = excluded.value",
+                [cache.version(store, cache.DATA)],
+            )
     return reports

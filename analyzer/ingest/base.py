@@ -11,19 +11,25 @@ A format module (one per input format, in this package) provides:
 
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
 import io
+import re
+import tempfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import duckdb
 
 from analyzer.errors import InputError
 
 HEAD_BYTES = 64 * 1024
+FIRST_LINE_MAX = 256 * 1024 * 1024  # how far sniffing reads to see a first line whole
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -34,6 +40,7 @@ class IngestOptions:
     strict: bool = False  # any reject fails the file
     format: str | None = None  # skip sniffing, use this format
     progress: bool = True  # show progress for big files (only on a terminal)
+    full_paths: bool = False  # name files by absolute path (else relative to the path given)
 
 
 @dataclass(frozen=True)
@@ -42,11 +49,20 @@ class Head:
 
     data: bytes
     compression: str | None  # "gzip" or None
-    encoding: str  # "utf-8", "utf-8-sig" (BOM), "utf-16"
+    encoding: str  # a Python codec: "utf-8", "utf-8-sig" (BOM), "utf-16*", "cp1252"
 
     @property
     def text(self) -> str:
         return self.data.decode(self.encoding, errors="replace")
+
+    @property
+    def utf8(self) -> bytes:
+        """The head as UTF-8 bytes without a byte-order mark (what the sniffers read)."""
+        if self.encoding == "utf-8":
+            return self.data
+        if self.encoding == "utf-8-sig":
+            return self.data.removeprefix(codecs.BOM_UTF8)
+        return self.data.decode(self.encoding, errors=decode_errors(self.encoding)).encode()
 
     def first_record(self, delimiter: str = ",") -> list[str] | None:
         """The first CSV record (the header of a CSV file), or None if there is none."""
@@ -76,7 +92,6 @@ class LoadResult:
     rows_duplicate: int = 0
     rows_skipped: int = 0
     skipped_kinds: dict[str, int] = field(default_factory=dict)
-    encoding: str | None = None
 
 
 @dataclass
@@ -107,10 +122,134 @@ def read_head(path: Path, display: str) -> Head:
                 raw = gz.read(HEAD_BYTES)
         except (OSError, EOFError, zlib.error) as exc:
             raise InputError(f"damaged gzip data: {exc}", path=display) from exc
-    if raw.startswith(b"\xef\xbb\xbf"):
-        encoding = "utf-8-sig"
-    elif raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        encoding = "utf-16"
-    else:
-        encoding = "utf-8"
-    return Head(data=raw, compression=compression, encoding=encoding)
+    if len(raw) == HEAD_BYTES and b"\n" not in raw and raw.lstrip(b"\xef\xbb\xbf \t\r")[:1] == b"{":
+        # One JSON object longer than the head (a 50 MB tool result on the first line): the
+        # sniffers need to see it whole.
+        raw = _first_line(path, compression) or raw
+    return Head(data=raw, compression=compression, encoding=guess_encoding(raw))
+
+
+def _first_line(path: Path, compression: str | None) -> bytes | None:
+    """The file's first line (decompressed), if it ends within ``FIRST_LINE_MAX`` bytes."""
+    opener = gzip.open if compression == "gzip" else open
+    try:
+        with opener(path, "rb") as fh:
+            line = fh.readline(FIRST_LINE_MAX)
+    except (OSError, EOFError, zlib.error):
+        return None
+    return line if len(line) < FIRST_LINE_MAX or line.endswith(b"\n") else None
+
+
+# --- Text encodings ------------------------------------------------------------------------
+# Logs and exports are UTF-8, but files re-saved by a spreadsheet on Windows arrive as
+# Windows-1252 or UTF-16. Whatever is not UTF-8 is read as what it is (and the user is told),
+# through a UTF-8 copy or stream, so the loaders only ever see UTF-8.
+
+ENCODING_NAMES = {
+    "utf-8": "UTF-8",
+    "utf-8-sig": "UTF-8 (with a byte-order mark)",
+    "utf-16": "UTF-16",
+    "utf-16-le": "UTF-16 little-endian (no byte-order mark)",
+    "utf-16-be": "UTF-16 big-endian (no byte-order mark)",
+    "cp1252": "Windows-1252 (cp1252)",
+}
+_UTF8_FAMILY = ("utf-8", "utf-8-sig")
+_NON_ASCII = re.compile("[\x80-\ud7ff\ue000-\U0010ffff]")  # decoded, not an escaped byte
+_ESCAPED = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8 (surrogateescape)
+
+
+def _c1_passthrough(err: UnicodeError) -> tuple[str, int]:
+    """Windows-1252 leaves five bytes undefined; Windows maps them to the C1 code points of the
+    same value, and so do we (Latin-1's reading), so no byte is ever lost."""
+    assert isinstance(err, UnicodeDecodeError)
+    return "".join(chr(b) for b in err.object[err.start : err.end]), err.end
+
+
+codecs.register_error("lf-c1", _c1_passthrough)
+
+
+def decode_errors(encoding: str) -> str:
+    """The error handler for reading ``encoding``: Windows-1252 reads every byte; a cut UTF-16
+    code unit (a truncated file) becomes U+FFFD."""
+    return "lf-c1" if encoding == "cp1252" else "replace"
+
+
+def is_utf8(encoding: str) -> bool:
+    return encoding in _UTF8_FAMILY
+
+
+class Utf8Tally:
+    """Counts, over a byte stream fed in chunks, the characters that decode as UTF-8 beyond
+    ASCII and the bytes that do not. Bytes that never decode, with nothing that does, are
+    another encoding; a few bad bytes among good ones are damage (those records are rejected).
+    """
+
+    def __init__(self) -> None:
+        self._dec = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape")
+        self.good = 0
+        self.bad = 0
+
+    def feed(self, chunk: bytes, final: bool = False) -> None:
+        text = self._dec.decode(chunk, final)
+        if text.isascii():
+            return
+        self.bad += len(_ESCAPED.findall(text))
+        self.good += len(_NON_ASCII.findall(text))
+
+    def verdict(self) -> str:
+        return "cp1252" if self.bad and not self.good else "utf-8"
+
+
+def guess_encoding(raw: bytes) -> str:
+    """The encoding of a file from its first bytes: a byte-order mark, UTF-16's zero bytes, or
+    bytes that are not UTF-8 (read as Windows-1252, what spreadsheets on Windows write)."""
+    if raw.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    sample = raw[:4096]
+    half = len(sample) // 2
+    if half >= 4:
+        even, odd = sample[0::2].count(0), sample[1::2].count(0)
+        if odd > 0.4 * half and even < 0.05 * half:
+            return "utf-16-le"
+        if even > 0.4 * half and odd < 0.05 * half:
+            return "utf-16-be"
+    tally = Utf8Tally()
+    tally.feed(raw)  # not final: the head may end inside a character
+    return tally.verdict()
+
+
+def open_binary(src: SourceFile) -> IO[bytes]:
+    """The file's content (decompressed), as bytes in the file's own encoding."""
+    if src.head.compression == "gzip":
+        return gzip.open(src.path, "rb")  # type: ignore[return-value]
+    return open(src.path, "rb")
+
+
+def utf8_lines(fh: IO[bytes], encoding: str) -> Iterator[bytes]:
+    """The lines of ``fh`` (ending at ``\n``, which they keep) as UTF-8 bytes. A UTF-8 file is
+    passed through untouched (a bad byte stays bad, for the reader to reject its record)."""
+    if is_utf8(encoding):
+        yield from fh
+        return
+    text = io.TextIOWrapper(fh, encoding=encoding, errors=decode_errors(encoding), newline="\n")
+    for line in text:
+        yield line.encode()
+
+
+@contextmanager
+def utf8_copy(src: SourceFile) -> Iterator[Path]:
+    """A path to the file's content in UTF-8: the file itself when it is UTF-8, else a
+    temporary uncompressed UTF-8 copy (removed afterwards) with the same lines."""
+    if is_utf8(src.head.encoding):
+        yield src.path
+        return
+    with tempfile.TemporaryDirectory(prefix="llm-forensics-") as tmp:
+        copy = Path(tmp) / "utf8.txt"
+        with open_binary(src) as fh, open(copy, "wb") as out:
+            encoding = src.head.encoding
+            reader = codecs.getreader(encoding)(fh, errors=decode_errors(encoding))
+            while chunk := reader.read(1 << 20):
+                out.write(chunk.encode())
+        yield copy

@@ -20,13 +20,21 @@ A JSON document cannot be read a line at a time; files over 512 MB are refused w
 from __future__ import annotations
 
 import re
+import zlib
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from analyzer.errors import InputError
-from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.base import (
+    Head,
+    LoadContext,
+    LoadResult,
+    decode_errors,
+    is_utf8,
+    open_binary,
+)
 from analyzer.ingest.jsonl import as_int, parse_time
 from analyzer.ingest.records import Lowering, args_hash, excerpt, text_measure
 
@@ -40,7 +48,7 @@ _KEYS = re.compile(rb'"(messages|role|llm_request_lifecycles)"\s*:')
 
 
 def sniff(head: Head) -> bool:
-    data = head.data.lstrip(b"\xef\xbb\xbf")
+    data = head.utf8
     if not _START.match(data):
         return False
     first_line = data.split(b"\n", 1)[0]
@@ -337,16 +345,24 @@ def load(ctx: LoadContext) -> LoadResult:
             f"(limit {MAX_BYTES // 2**20} MB)",
             ctx.source.display,
         )
-    import gzip
-
-    opener = gzip.open if ctx.source.head.compression == "gzip" else open
+    src = ctx.source
     try:
-        with opener(ctx.source.path, "rb") as fh:
-            raw = fh.read()
-    except (OSError, EOFError) as exc:
-        raise InputError(f"cannot read: {exc}", ctx.source.display) from exc
+        with open_binary(src) as fh:
+            raw = fh.read(MAX_BYTES + 1)  # a compressed file may unpack to far more
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(f"cannot read: {exc}", src.display) from exc
+    if len(raw) > MAX_BYTES:
+        raise InputError(
+            f"a JSON document of over {MAX_BYTES // 2**20} MB uncompressed is too large to read "
+            "at once",
+            src.display,
+        )
+    if is_utf8(src.head.encoding):
+        raw = raw.removeprefix(b"\xef\xbb\xbf")
+    else:
+        raw = raw.decode(src.head.encoding, errors=decode_errors(src.head.encoding)).encode()
     try:
-        doc = orjson.loads(raw.lstrip(b"\xef\xbb\xbf"))
+        doc = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         line = raw[: exc.pos].count(b"\n") + 1 if exc.pos is not None else None
         raise InputError(f"not valid JSON: {exc.msg}", ctx.source.display, line) from exc

@@ -6,23 +6,21 @@ import gzip
 import zlib
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import IO, Any
+from typing import Any
 
 import orjson
 
 from analyzer.errors import InputError
-from analyzer.ingest.base import Head, SourceFile
+from analyzer.ingest.base import Head, SourceFile, open_binary, utf8_lines
 from analyzer.ingest.records import Lowering
 
 
 def head_objects(head: Head, limit: int = 8) -> list[dict[str, Any]]:
     """The JSON objects on the first lines of a file (for sniffing); a line cut off by the end
     of the head, or anything that is not an object, is left out."""
-    if head.encoding == "utf-16":
-        return []
     out: list[dict[str, Any]] = []
-    for raw in head.data.split(b"\n")[:limit]:
-        raw = raw.strip().lstrip(b"\xef\xbb\xbf")
+    for raw in head.utf8.split(b"\n")[:limit]:
+        raw = raw.strip()
         if not raw:
             continue
         try:
@@ -34,12 +32,6 @@ def head_objects(head: Head, limit: int = 8) -> list[dict[str, Any]]:
     return out
 
 
-def _open(src: SourceFile) -> IO[bytes]:
-    if src.head.compression == "gzip":
-        return gzip.open(src.path, "rb")  # type: ignore[return-value]
-    return open(src.path, "rb")
-
-
 def json_lines(src: SourceFile, low: Lowering) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each line that holds a JSON object.
 
@@ -49,8 +41,8 @@ def json_lines(src: SourceFile, low: Lowering) -> Iterator[tuple[int, dict[str, 
     """
     lineno = 0
     try:
-        with _open(src) as fh:
-            for lineno, raw in enumerate(fh, 1):
+        with open_binary(src) as fh:
+            for lineno, raw in enumerate(utf8_lines(fh, src.head.encoding), 1):
                 low.read()
                 if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                     raw = raw[3:]

@@ -19,7 +19,7 @@ import duckdb
 
 from analyzer.console import warn
 from analyzer.errors import InputError
-from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.base import Head, LoadContext, LoadResult, is_utf8, utf8_copy
 from analyzer.ingest.sessions import (
     interleaved_streams_sql,
     renumber_streams,
@@ -262,19 +262,24 @@ def load(ctx: LoadContext) -> LoadResult:
     for table in _TEMP_TABLES:
         con.execute(f"DROP TABLE IF EXISTS {table}")
     columns = "{" + ", ".join(f"'c{i}': 'VARCHAR'" for i in range(len(names))) + "}"
+    # A file in another encoding is read from a UTF-8 copy (same lines, so same line numbers).
+    compression = (src.head.compression if is_utf8(src.head.encoding) else None) or "none"
     reader = f"""read_csv($path,
         columns = {columns}, header = true, auto_detect = false,
         delim = {_sql_str(delim)}, quote = '"', escape = '"',
-        compression = '{src.head.compression or "none"}', null_padding = false,
+        compression = '{compression}', null_padding = false,
         store_rejects = true, rejects_table = 'lf_or_rej', rejects_scan = 'lf_or_rej_scan')"""
     ctx.stage("reading")
     # One pass over the file: typed values, and why each row cannot load. The table keeps the
     # file's record order, so a row's rowid says where it was.
-    con.execute(
-        "CREATE TEMP TABLE lf_or_typed AS "
-        + _typed_select(_Columns(names), len(names), ctx.options.tz, _cleaned(len(names), reader)),
-        {"path": str(src.path)},
-    )
+    with utf8_copy(src) as path:
+        con.execute(
+            "CREATE TEMP TABLE lf_or_typed AS "
+            + _typed_select(
+                _Columns(names), len(names), ctx.options.tz, _cleaned(len(names), reader)
+            ),
+            {"path": str(path)},
+        )
     # Records the CSV reader refused (record lines, header = 1); good records' lines skip them.
     con.execute(
         """CREATE TEMP TABLE lf_or_thr AS
@@ -297,7 +302,7 @@ def load(ctx: LoadContext) -> LoadResult:
         """SELECT count(*), count(reject_reason), count(*) FILTER (WHERE is_header)
            FROM lf_or_typed"""
     ).fetchall()[0]
-    result = LoadResult(encoding=src.head.encoding)
+    result = LoadResult()
     result.rows_read = int(structural + staged)
     result.rows_rejected = int(structural + rejected)
     if headers:

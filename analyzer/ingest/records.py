@@ -123,7 +123,7 @@ class Lowering:
         self.calls: list[dict[str, Any]] = []
         self.messages: list[dict[str, Any]] = []
         self.rejects: list[tuple[int | None, str, str | None]] = []
-        self.result = LoadResult(encoding="utf-8")
+        self.result = LoadResult()
         self.skipped: Counter[str] = Counter()
         self._read = 0
 

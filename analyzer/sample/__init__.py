@@ -20,6 +20,7 @@ from analyzer.sample.logs import write_logs
 from analyzer.sample.rand import Rand
 from analyzer.sample.seeds import at, planted_rows
 from analyzer.sample.traffic import PROFILES, Acks, generate_block, users_for
+from analyzer.store import OFFLINE
 
 DEFAULT_ROWS = 6000
 DEFAULT_SEED = 2025
@@ -158,7 +159,7 @@ def write_sample(out_dir: Path, rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SE
                 parts.append(path)
 
         csv_path = out_dir / CSV_NAME
-        con = duckdb.connect()
+        con = duckdb.connect(config=OFFLINE)
         con.execute("SET TimeZone = 'UTC'")
         con.execute("SET preserve_insertion_order = true")
         con.execute(
