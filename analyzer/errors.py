@@ -34,3 +34,7 @@ class InputError(ForensicsError):
 
 class StrictRejectError(InputError):
     """A reject under ``--strict``: the file's load is rolled back."""
+
+
+class DamagedGzipError(InputError):
+    """Compressed data that ends early or is corrupt: what came before it can still be read."""

@@ -16,10 +16,11 @@ import duckdb
 
 from analyzer import cache
 from analyzer.console import progress, warn
-from analyzer.errors import InputError, StrictRejectError
+from analyzer.errors import DamagedGzipError, InputError, StrictRejectError
 from analyzer.ingest import claude_code, codex, conversation_json, nexus3_raw, openrouter_csv
 from analyzer.ingest.base import (
     ENCODING_NAMES,
+    GZIP_MAGIC,
     IngestOptions,
     LoadContext,
     LoadResult,
@@ -27,6 +28,7 @@ from analyzer.ingest.base import (
     Utf8Tally,
     is_utf8,
     read_head,
+    salvage_gzip,
 )
 from analyzer.store import Store
 
@@ -129,17 +131,57 @@ def discover(paths: list[str], full_paths: bool = False) -> list[Found]:
     return found
 
 
-def sha256_of(path: Path, tally: Utf8Tally | None = None) -> str:
-    """The file's SHA-256; with ``tally``, also count what in it is (and is not) UTF-8."""
+class _GzipCheck:
+    """Decompresses gzip data as it streams past, only to learn whether all of it is sound
+    (DuckDB's reader would read some damage as garbage); feeds what it unpacks to a tally."""
+
+    def __init__(self, tally: Utf8Tally | None) -> None:
+        self.dec = zlib.decompressobj(wbits=31)
+        self.tally = tally
+        self.damage: str | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        while chunk and self.damage is None:
+            try:
+                data = self.dec.decompress(chunk)
+            except zlib.error as exc:
+                self.damage = str(exc)
+                return
+            if self.tally is not None:
+                self.tally.feed(data)
+            if not self.dec.eof:
+                return
+            chunk = self.dec.unused_data
+            if not chunk.startswith(GZIP_MAGIC):
+                return  # another member follows only if it starts like one
+            self.dec = zlib.decompressobj(wbits=31)
+
+    def finish(self) -> str | None:
+        if self.damage is None and not self.dec.eof:
+            self.damage = "the compressed data is cut off"
+        if self.tally is not None:
+            self.tally.feed(b"", final=True)
+        return self.damage
+
+
+def sha256_of(
+    path: Path, tally: Utf8Tally | None = None, gz: bool = False
+) -> tuple[str, str | None]:
+    """The file's SHA-256 and, for gzip (``gz``), what is wrong with its compressed data (None
+    when sound). With ``tally``, also counts what in the content is (and is not) UTF-8."""
     h = hashlib.sha256()
+    check = _GzipCheck(tally) if gz else None
     with open(path, "rb") as fh:
         while chunk := fh.read(1 << 20):
             h.update(chunk)
-            if tally is not None:
+            if check is not None:
+                check.feed(chunk)
+            elif tally is not None:
                 tally.feed(chunk)
-    if tally is not None:
+    damage = check.finish() if check is not None else None
+    if check is None and tally is not None:
         tally.feed(b"", final=True)
-    return h.hexdigest()
+    return h.hexdigest(), damage
 
 
 def _sniff(src: SourceFile, options: IngestOptions) -> ModuleType | None:
@@ -151,12 +193,88 @@ def _sniff(src: SourceFile, options: IngestOptions) -> ModuleType | None:
     return None
 
 
-def _io_problem(text: str, path: Path) -> str:
+def _io_problem(text: str, src: SourceFile) -> InputError:
     first = text.splitlines()[0] if text else "read error"
-    first = first.removeprefix("IO Error: ").replace(f": {path}", "").replace(str(path), "file")
-    if "gzip" in first.lower() or "compressed" in first.lower():
-        return f"damaged gzip data: {first}"
-    return f"cannot read: {first}"
+    path = str(src.path)
+    first = first.removeprefix("IO Error: ").replace(f": {path}", "").replace(path, "file")
+    if src.head.compression and ("gzip" in first.lower() or "compressed" in first.lower()):
+        return DamagedGzipError(f"damaged gzip data ({first})", path=src.display)
+    return InputError(f"cannot read: {first}", path=src.display)
+
+
+def _load(
+    store: Store,
+    fmt: ModuleType,
+    src: SourceFile,
+    options: IngestOptions,
+    name: str,
+    digest: str,
+    file_stat: str,
+    tail: tuple[int, str] | None = None,
+) -> tuple[int, LoadResult]:
+    """The file's one transaction: its records, its rejects and its ``sources`` row, or
+    nothing. ``tail`` is a reject for the unreadable end of a damaged file."""
+    display, size, con = src.display, src.size, store.con
+    with store.transaction():
+        source_id = int(store.scalar("SELECT nextval('source_id_seq')"))  # type: ignore[arg-type]
+        show = options.progress and size >= PROGRESS_MIN_BYTES
+        with progress(display, con.query_progress, show) as shown:
+            ctx = LoadContext(con, src, source_id, options, stage=shown.stage)
+            try:
+                result: LoadResult = fmt.load(ctx)
+            except duckdb.IOException as exc:  # the file went bad under DuckDB's own reader
+                raise _io_problem(str(exc), src) from exc
+            except (OSError, EOFError, zlib.error) as exc:
+                raise _io_problem(str(exc), src) from exc
+        if tail is not None:
+            con.execute("INSERT INTO rejects VALUES (?, ?, ?, NULL)", [source_id, *tail])
+            result.rows_read += 1
+            result.rows_rejected += 1
+        accounted = (
+            result.rows_loaded + result.rows_rejected + result.rows_duplicate + result.rows_skipped
+        )
+        if accounted != result.rows_read:  # a bug in a loader, never the user's fault
+            raise RuntimeError(
+                f"{display}: {result.rows_read} records read but {accounted} accounted for"
+            )
+        if options.strict and result.rows_rejected:
+            line, reason = store.one(
+                "SELECT line, reason FROM rejects WHERE source_id = ? ORDER BY line LIMIT 1",
+                [source_id],
+            )  # type: ignore[misc]
+            more = result.rows_rejected - 1
+            suffix = (
+                f" (and {more} more reject{'s' if more != 1 else ''}; --strict)"
+                if more
+                else (" (--strict)")
+            )
+            raise StrictRejectError(reason + suffix, path=display, line=line)
+        con.execute(
+            """INSERT INTO sources (source_id, path, format, sha256, bytes, ingested_at,
+                   rows_read, rows_loaded, rows_rejected, rows_duplicate, rows_skipped,
+                   skipped_kinds, encoding, options, file_stat)
+               VALUES ($id, $path, $fmt, $sha, $bytes, $at, $read, $loaded, $rejected, $dup,
+                   $skipped, $kinds, $enc, $opts, $stat)""",
+            {
+                "id": source_id,
+                "path": name,
+                "fmt": fmt.NAME,
+                "sha": digest,
+                "bytes": size,
+                "at": datetime.now(UTC).replace(tzinfo=None),
+                "read": result.rows_read,
+                "loaded": result.rows_loaded,
+                "rejected": result.rows_rejected,
+                "dup": result.rows_duplicate,
+                "skipped": result.rows_skipped,
+                "kinds": json.dumps(result.skipped_kinds),
+                "enc": src.head.encoding,
+                "opts": json.dumps({"tz": options.tz, "session_gap_s": options.session_gap_s}),
+                "stat": file_stat,
+            },
+        )
+        cache.bump(store, cache.DATA)
+    return source_id, result
 
 
 def ingest_file(
@@ -204,11 +322,10 @@ def ingest_file(
     )
     if prior is not None:
         return FileReport(display, fmt.NAME, "unchanged", source_id=int(prior[0]), bytes=size)
-    # Whether a file without a byte-order mark is UTF-8 is judged on all of it (in the same
-    # pass as the hash); a compressed one on its first 64 KB.
-    judged = head.compression is None and head.encoding in ("utf-8", "cp1252")
-    tally = Utf8Tally() if judged else None
-    digest = sha256_of(path, tally)
+    # In the same pass as the hash: whether a file without a byte-order mark is UTF-8 (judged
+    # on all of it) and whether compressed data is sound.
+    tally = Utf8Tally() if head.encoding in ("utf-8", "cp1252") else None
+    digest, damage = sha256_of(path, tally, gz=head.compression == "gzip")
     if tally is not None and tally.verdict() != head.encoding:
         head = replace(head, encoding=tally.verdict())
         src.head = head
@@ -226,62 +343,19 @@ def ingest_file(
 
     if not is_utf8(head.encoding):
         warn(f"{display}: not UTF-8; read as {ENCODING_NAMES.get(head.encoding, head.encoding)}")
-    con = store.con
-    with store.transaction():
-        source_id = int(store.scalar("SELECT nextval('source_id_seq')"))  # type: ignore[arg-type]
-        show = options.progress and size >= PROGRESS_MIN_BYTES
-        with progress(display, con.query_progress, show) as shown:
-            ctx = LoadContext(con, src, source_id, options, stage=shown.stage)
-            try:
-                result: LoadResult = fmt.load(ctx)
-            except duckdb.IOException as exc:  # the file went bad under DuckDB's own reader
-                raise InputError(_io_problem(str(exc), path), path=display) from exc
-            except (OSError, EOFError, zlib.error) as exc:
-                raise InputError(_io_problem(str(exc), path), path=display) from exc
-        accounted = (
-            result.rows_loaded + result.rows_rejected + result.rows_duplicate + result.rows_skipped
-        )
-        if accounted != result.rows_read:  # a bug in a loader, never the user's fault
-            raise RuntimeError(
-                f"{display}: {result.rows_read} records read but {accounted} accounted for"
+    try:
+        if damage is not None:
+            raise DamagedGzipError(f"damaged gzip data ({damage})", path=display)
+        source_id, result = _load(store, fmt, src, options, name or display, digest, file_stat)
+    except DamagedGzipError as exc:
+        # A compressed log cut short (its writer was killed): what decompresses is loaded, and
+        # the rest of the file is one reject that says where it ends.
+        with salvage_gzip(src) as (salvaged, lines):
+            warn(f"{display}: {exc.message}; loading the {lines:,} whole lines before it")
+            tail = (lines + 1, f"{exc.message}: the file cannot be read past line {lines:,}")
+            source_id, result = _load(
+                store, fmt, salvaged, options, name or display, digest, file_stat, tail
             )
-        if options.strict and result.rows_rejected:
-            line, reason = store.one(
-                "SELECT line, reason FROM rejects WHERE source_id = ? ORDER BY line LIMIT 1",
-                [source_id],
-            )  # type: ignore[misc]
-            more = result.rows_rejected - 1
-            suffix = (
-                f" (and {more} more reject{'s' if more != 1 else ''}; --strict)"
-                if more
-                else (" (--strict)")
-            )
-            raise StrictRejectError(reason + suffix, path=display, line=line)
-        con.execute(
-            """INSERT INTO sources (source_id, path, format, sha256, bytes, ingested_at,
-                   rows_read, rows_loaded, rows_rejected, rows_duplicate, rows_skipped,
-                   skipped_kinds, encoding, options, file_stat)
-               VALUES ($id, $path, $fmt, $sha, $bytes, $at, $read, $loaded, $rejected, $dup,
-                   $skipped, $kinds, $enc, $opts, $stat)""",
-            {
-                "id": source_id,
-                "path": name or display,
-                "fmt": fmt.NAME,
-                "sha": digest,
-                "bytes": size,
-                "at": datetime.now(UTC).replace(tzinfo=None),
-                "read": result.rows_read,
-                "loaded": result.rows_loaded,
-                "rejected": result.rows_rejected,
-                "dup": result.rows_duplicate,
-                "skipped": result.rows_skipped,
-                "kinds": json.dumps(result.skipped_kinds),
-                "enc": head.encoding,
-                "opts": json.dumps({"tz": options.tz, "session_gap_s": options.session_gap_s}),
-                "stat": file_stat,
-            },
-        )
-        cache.bump(store, cache.DATA)
     return FileReport(
         display,
         fmt.NAME,

@@ -20,7 +20,7 @@ import tempfile
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
@@ -118,15 +118,61 @@ def read_head(path: Path, display: str) -> Head:
     if raw.startswith(GZIP_MAGIC):
         compression = "gzip"
         try:
-            with gzip.open(path, "rb") as gz:
-                raw = gz.read(HEAD_BYTES)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise InputError(f"damaged gzip data: {exc}", path=display) from exc
+            with open(path, "rb") as fh:
+                raw = b"".join(_gunzip(fh, HEAD_BYTES))[:HEAD_BYTES]
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror or exc}", path=display) from exc
+        if not raw:
+            raise InputError("damaged gzip data (nothing decompresses)", path=display)
     if len(raw) == HEAD_BYTES and b"\n" not in raw and raw.lstrip(b"\xef\xbb\xbf \t\r")[:1] == b"{":
         # One JSON object longer than the head (a 50 MB tool result on the first line): the
         # sniffers need to see it whole.
         raw = _first_line(path, compression) or raw
     return Head(data=raw, compression=compression, encoding=guess_encoding(raw))
+
+
+def _gunzip(fh: IO[bytes], limit: int | None = None) -> Iterator[bytes]:
+    """Decompress gzip data (several members, as ``cat a.gz b.gz`` makes, included) for as
+    long as it can be: stops quietly where the data is cut off or corrupt."""
+    dec = zlib.decompressobj(wbits=31)
+    out = 0
+    # Small steps: zlib drops the output of a step that hits damage.
+    while chunk := fh.read(16 * 1024):
+        while chunk:
+            try:
+                data = dec.decompress(chunk)
+            except zlib.error:
+                return
+            if data:
+                yield data
+                out += len(data)
+                if limit is not None and out >= limit:
+                    return
+            if not dec.eof:
+                break
+            chunk = dec.unused_data
+            if not chunk.startswith(GZIP_MAGIC):
+                return  # padding after the last member
+            dec = zlib.decompressobj(wbits=31)
+
+
+@contextmanager
+def salvage_gzip(src: SourceFile) -> Iterator[tuple[SourceFile, int]]:
+    """The whole lines that decompress from a damaged gzip file, as a temporary uncompressed
+    copy, and how many there are (the cut-off line after them is left out)."""
+    with tempfile.TemporaryDirectory(prefix="llm-forensics-") as tmp:
+        copy = Path(tmp) / "salvaged"
+        lines = 0
+        pending = b""
+        with open(src.path, "rb") as fh, open(copy, "wb") as out:
+            for data in _gunzip(fh):
+                data = pending + data
+                cut = data.rfind(b"\n") + 1
+                out.write(data[:cut])
+                lines += data.count(b"\n", 0, cut)
+                pending = data[cut:]
+        head = replace(src.head, compression=None)
+        yield replace(src, path=copy, head=head, size=copy.stat().st_size), lines
 
 
 def _first_line(path: Path, compression: str | None) -> bytes | None:

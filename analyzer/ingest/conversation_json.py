@@ -19,6 +19,7 @@ A JSON document cannot be read a line at a time; files over 512 MB are refused w
 
 from __future__ import annotations
 
+import gzip
 import re
 import zlib
 from pathlib import Path
@@ -349,8 +350,12 @@ def load(ctx: LoadContext) -> LoadResult:
     try:
         with open_binary(src) as fh:
             raw = fh.read(MAX_BYTES + 1)  # a compressed file may unpack to far more
-    except (OSError, EOFError, zlib.error) as exc:
-        raise InputError(f"cannot read: {exc}", src.display) from exc
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise InputError(
+            f"damaged gzip data ({exc}): a cut-off JSON document cannot be read", src.display
+        ) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", src.display) from exc
     if len(raw) > MAX_BYTES:
         raise InputError(
             f"a JSON document of over {MAX_BYTES // 2**20} MB uncompressed is too large to read "

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from analyzer.errors import InputError
+from analyzer.errors import DamagedGzipError
 from analyzer.ingest.base import Head, SourceFile, open_binary, utf8_lines
 from analyzer.ingest.records import Lowering
 
@@ -52,7 +52,9 @@ def json_lines(src: SourceFile, low: Lowering) -> Iterator[tuple[int, dict[str, 
                 try:
                     obj = orjson.loads(raw)
                 except orjson.JSONDecodeError as exc:
-                    if not raw.endswith(b"\n"):
+                    if "UTF-8" in str(exc) and not _is_utf8(raw):
+                        low.reject(lineno, "bytes that are not valid UTF-8 in this line", raw)
+                    elif not raw.endswith(b"\n"):
                         low.reject(
                             lineno, "cut-off last line (is the log still being written?)", raw
                         )
@@ -64,7 +66,15 @@ def json_lines(src: SourceFile, low: Lowering) -> Iterator[tuple[int, dict[str, 
                     continue
                 yield lineno, obj
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise InputError(f"damaged gzip data after line {lineno}: {exc}", src.display) from exc
+        raise DamagedGzipError(f"damaged gzip data ({exc})", src.display) from exc
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def parse_time(value: object, naive_tz: str = "UTC") -> datetime | None:

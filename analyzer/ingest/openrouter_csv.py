@@ -312,7 +312,11 @@ def load(ctx: LoadContext) -> LoadResult:
     con.execute(
         """INSERT INTO rejects
            SELECT $sid, line,
-                  lower(replace(error_type, '_', ' ')) || ': ' || any_value(error_message),
+                  CASE WHEN error_type ILIKE 'invalid%'
+                            AND any_value(error_message) ILIKE '%unicode%'
+                       THEN 'bytes that are not valid UTF-8 in this row (a damaged file?)'
+                       ELSE lower(replace(error_type, '_', ' ')) || ': '
+                            || any_value(error_message) END,
                   left(trim(any_value(csv_line), E'\r\n'), 300)
            FROM lf_or_rej GROUP BY line, error_type""",
         {"sid": ctx.source_id},
