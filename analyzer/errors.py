@@ -38,3 +38,8 @@ class StrictRejectError(InputError):
 
 class DamagedGzipError(InputError):
     """Compressed data that ends early or is corrupt: what came before it can still be read."""
+
+
+class LoaderBug(InputError):
+    """A loader failed on a file in a way it should not (a value of a type it did not expect):
+    a bug of ours, reported like an input error, naming the file, with nothing of it stored."""

@@ -7,21 +7,30 @@ import json
 import os
 import stat
 import zlib
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
+from typing import Protocol
 
 import duckdb
 
 from analyzer import cache
 from analyzer.console import progress, warn
-from analyzer.errors import DamagedGzipError, InputError, StrictRejectError
+from analyzer.errors import (
+    DamagedGzipError,
+    ForensicsError,
+    InputError,
+    LoaderBug,
+    StrictRejectError,
+)
 from analyzer.ingest import claude_code, codex, conversation_json, nexus3_raw, openrouter_csv
 from analyzer.ingest.base import (
     ENCODING_NAMES,
     GZIP_MAGIC,
     IngestOptions,
+    LineEnds,
     LoadContext,
     LoadResult,
     SourceFile,
@@ -131,13 +140,19 @@ def discover(paths: list[str], full_paths: bool = False) -> list[Found]:
     return found
 
 
+class Tally(Protocol):
+    """Something that learns about a file's content from its bytes, fed in chunks."""
+
+    def feed(self, chunk: bytes, final: bool = False) -> None: ...
+
+
 class _GzipCheck:
     """Decompresses gzip data as it streams past, only to learn whether all of it is sound
-    (DuckDB's reader would read some damage as garbage); feeds what it unpacks to a tally."""
+    (DuckDB's reader would read some damage as garbage); feeds what it unpacks to tallies."""
 
-    def __init__(self, tally: Utf8Tally | None) -> None:
+    def __init__(self, tallies: Sequence[Tally]) -> None:
         self.dec = zlib.decompressobj(wbits=31)
-        self.tally = tally
+        self.tallies = tallies
         self.damage: str | None = None
 
     def feed(self, chunk: bytes) -> None:
@@ -147,8 +162,8 @@ class _GzipCheck:
             except zlib.error as exc:
                 self.damage = str(exc)
                 return
-            if self.tally is not None:
-                self.tally.feed(data)
+            for tally in self.tallies:
+                tally.feed(data)
             if not self.dec.eof:
                 return
             chunk = self.dec.unused_data
@@ -159,27 +174,26 @@ class _GzipCheck:
     def finish(self) -> str | None:
         if self.damage is None and not self.dec.eof:
             self.damage = "the compressed data is cut off"
-        if self.tally is not None:
-            self.tally.feed(b"", final=True)
         return self.damage
 
 
 def sha256_of(
-    path: Path, tally: Utf8Tally | None = None, gz: bool = False
+    path: Path, tallies: Sequence[Tally] = (), gz: bool = False
 ) -> tuple[str, str | None]:
     """The file's SHA-256 and, for gzip (``gz``), what is wrong with its compressed data (None
-    when sound). With ``tally``, also counts what in the content is (and is not) UTF-8."""
+    when sound). Each of ``tallies`` is fed the content (decompressed) in the same pass."""
     h = hashlib.sha256()
-    check = _GzipCheck(tally) if gz else None
+    check = _GzipCheck(tallies) if gz else None
     with open(path, "rb") as fh:
         while chunk := fh.read(1 << 20):
             h.update(chunk)
             if check is not None:
                 check.feed(chunk)
-            elif tally is not None:
-                tally.feed(chunk)
+            else:
+                for tally in tallies:
+                    tally.feed(chunk)
     damage = check.finish() if check is not None else None
-    if check is None and tally is not None:
+    for tally in tallies:
         tally.feed(b"", final=True)
     return h.hexdigest(), damage
 
@@ -222,10 +236,24 @@ def _load(
             ctx = LoadContext(con, src, source_id, options, stage=shown.stage)
             try:
                 result: LoadResult = fmt.load(ctx)
+            except ForensicsError:
+                raise
             except duckdb.IOException as exc:  # the file went bad under DuckDB's own reader
                 raise _io_problem(str(exc), src) from exc
             except (OSError, EOFError, zlib.error) as exc:
                 raise _io_problem(str(exc), src) from exc
+            except duckdb.InvalidInputException as exc:  # DuckDB's CSV reader gave up
+                first = str(exc).splitlines()[0].removeprefix("Invalid Input Error: ")
+                raise InputError(f"cannot read: {first}", path=display) from exc
+            except Exception as exc:
+                # Never a traceback for a file: the user learns which file, and that the fault
+                # is ours (--traceback shows where).
+                raise LoaderBug(
+                    f"could not be loaded: unexpected {type(exc).__name__}: "
+                    f"{str(exc).splitlines()[0] if str(exc) else ''} "
+                    "(a bug in llm-forensics; nothing from this file was stored)",
+                    path=display,
+                ) from exc
         if tail is not None:
             con.execute("INSERT INTO rejects VALUES (?, ?, ?, NULL)", [source_id, *tail])
             result.rows_read += 1
@@ -234,8 +262,10 @@ def _load(
             result.rows_loaded + result.rows_rejected + result.rows_duplicate + result.rows_skipped
         )
         if accounted != result.rows_read:  # a bug in a loader, never the user's fault
-            raise RuntimeError(
-                f"{display}: {result.rows_read} records read but {accounted} accounted for"
+            raise LoaderBug(
+                f"{result.rows_read} records read but {accounted} accounted for "
+                "(a bug in llm-forensics; nothing from this file was stored)",
+                path=display,
             )
         if options.strict and result.rows_rejected:
             line, reason = store.one(
@@ -323,12 +353,16 @@ def ingest_file(
     if prior is not None:
         return FileReport(display, fmt.NAME, "unchanged", source_id=int(prior[0]), bytes=size)
     # In the same pass as the hash: whether a file without a byte-order mark is UTF-8 (judged
-    # on all of it) and whether compressed data is sound.
+    # on all of it), whether it mixes line ends, and whether compressed data is sound.
     tally = Utf8Tally() if head.encoding in ("utf-8", "cp1252") else None
-    digest, damage = sha256_of(path, tally, gz=head.compression == "gzip")
+    ends = LineEnds() if head.encoding in ("utf-8", "utf-8-sig", "cp1252") else None
+    digest, damage = sha256_of(
+        path, [t for t in (tally, ends) if t is not None], gz=head.compression == "gzip"
+    )
     if tally is not None and tally.verdict() != head.encoding:
         head = replace(head, encoding=tally.verdict())
         src.head = head
+    src.mixed_line_ends = ends is not None and ends.mixed
     prior = store.one(
         "SELECT source_id, path FROM sources WHERE sha256 = ? ORDER BY source_id LIMIT 1",
         [digest],

@@ -82,6 +82,7 @@ class SourceFile:
     size: int
     head: Head
     explicit: bool  # named on the command line, rather than found in a folder
+    mixed_line_ends: bool = False  # LF, CRLF and CR line ends mixed (see ``LineEnds``)
 
 
 @dataclass
@@ -246,6 +247,34 @@ class Utf8Tally:
         return "cp1252" if self.bad and not self.good else "utf-8"
 
 
+class LineEnds:
+    """Counts, over a byte stream fed in chunks, how its lines end: CRLF, a lone LF, a lone CR.
+
+    A file edited in two editors, or two exports pasted together, mixes them; DuckDB's CSV
+    reader refuses such a file outright (it fixes one line end for the whole file), so it is
+    read through a copy with every line end made LF (``utf8_copy``)."""
+
+    def __init__(self) -> None:
+        self.cr = 0
+        self.lf = 0
+        self.crlf = 0
+        self._ends_in_cr = False
+
+    def feed(self, chunk: bytes, final: bool = False) -> None:
+        if not chunk:
+            return
+        self.cr += chunk.count(b"\r")
+        self.lf += chunk.count(b"\n")
+        self.crlf += chunk.count(b"\r\n") + (self._ends_in_cr and chunk[:1] == b"\n")
+        self._ends_in_cr = chunk[-1:] == b"\r"
+
+    @property
+    def mixed(self) -> bool:
+        """More than one kind of line end (a file of CR line ends only is not mixed)."""
+        lone_cr, lone_lf = self.cr - self.crlf, self.lf - self.crlf
+        return (lone_cr > 0 and self.lf > 0) or (self.crlf > 0 and lone_lf > 0)
+
+
 def guess_encoding(raw: bytes) -> str:
     """The encoding of a file from its first bytes: a byte-order mark, UTF-16's zero bytes, or
     bytes that are not UTF-8 (read as Windows-1252, what spreadsheets on Windows write)."""
@@ -284,18 +313,39 @@ def utf8_lines(fh: IO[bytes], encoding: str) -> Iterator[bytes]:
         yield line.encode()
 
 
+def _lf_line_ends(chunks: Iterator[str]) -> Iterator[str]:
+    """The text with every CRLF and lone CR made LF (a CR at the end of a chunk waits to see
+    whether an LF follows it)."""
+    pending_cr = False
+    for chunk in chunks:
+        if pending_cr:
+            chunk = "\r" + chunk
+        pending_cr = chunk.endswith("\r")
+        if pending_cr:
+            chunk = chunk[:-1]
+        yield chunk.replace("\r\n", "\n").replace("\r", "\n")
+    if pending_cr:
+        yield "\n"
+
+
 @contextmanager
 def utf8_copy(src: SourceFile) -> Iterator[Path]:
-    """A path to the file's content in UTF-8: the file itself when it is UTF-8, else a
-    temporary uncompressed UTF-8 copy (removed afterwards) with the same lines."""
-    if is_utf8(src.head.encoding):
+    """A path to the file's content in UTF-8 with one kind of line end: the file itself when it
+    is UTF-8 and does not mix line ends, else a temporary uncompressed UTF-8 copy (removed
+    afterwards) with every line end made LF. The copy has the same lines, so line numbers still
+    point into the original (a lone CR counts as a line end, as in Python's universal newlines).
+    """
+    if is_utf8(src.head.encoding) and not src.mixed_line_ends:
         yield src.path
         return
+    # UTF-8 bytes are passed through as they are (a bad byte stays bad, for the reader to
+    # reject its record): surrogateescape keeps them.
+    encoding = "utf-8" if is_utf8(src.head.encoding) else src.head.encoding
+    errors = "surrogateescape" if encoding == "utf-8" else decode_errors(encoding)
     with tempfile.TemporaryDirectory(prefix="llm-forensics-") as tmp:
         copy = Path(tmp) / "utf8.txt"
         with open_binary(src) as fh, open(copy, "wb") as out:
-            encoding = src.head.encoding
-            reader = codecs.getreader(encoding)(fh, errors=decode_errors(encoding))
-            while chunk := reader.read(1 << 20):
-                out.write(chunk.encode())
+            reader = codecs.getreader(encoding)(fh, errors=errors)
+            for text in _lf_line_ends(iter(lambda: reader.read(1 << 20), "")):
+                out.write(text.encode("utf-8", errors="surrogateescape"))
         yield copy

@@ -19,7 +19,7 @@ import duckdb
 
 from analyzer.console import warn
 from analyzer.errors import InputError
-from analyzer.ingest.base import Head, LoadContext, LoadResult, is_utf8, utf8_copy
+from analyzer.ingest.base import Head, LoadContext, LoadResult, utf8_copy
 from analyzer.ingest.sessions import (
     interleaved_streams_sql,
     renumber_streams,
@@ -262,17 +262,17 @@ def load(ctx: LoadContext) -> LoadResult:
     for table in _TEMP_TABLES:
         con.execute(f"DROP TABLE IF EXISTS {table}")
     columns = "{" + ", ".join(f"'c{i}': 'VARCHAR'" for i in range(len(names))) + "}"
-    # A file in another encoding is read from a UTF-8 copy (same lines, so same line numbers).
-    compression = (src.head.compression if is_utf8(src.head.encoding) else None) or "none"
-    reader = f"""read_csv($path,
-        columns = {columns}, header = true, auto_detect = false,
-        delim = {_sql_str(delim)}, quote = '"', escape = '"',
-        compression = '{compression}', null_padding = false,
-        store_rejects = true, rejects_table = 'lf_or_rej', rejects_scan = 'lf_or_rej_scan')"""
     ctx.stage("reading")
     # One pass over the file: typed values, and why each row cannot load. The table keeps the
-    # file's record order, so a row's rowid says where it was.
+    # file's record order, so a row's rowid says where it was. A file in another encoding, or
+    # with mixed line ends, is read from an uncompressed UTF-8 copy with the same lines.
     with utf8_copy(src) as path:
+        compression = (src.head.compression if path == src.path else None) or "none"
+        reader = f"""read_csv($path,
+            columns = {columns}, header = true, auto_detect = false,
+            delim = {_sql_str(delim)}, quote = '"', escape = '"',
+            compression = '{compression}', null_padding = false,
+            store_rejects = true, rejects_table = 'lf_or_rej', rejects_scan = 'lf_or_rej_scan')"""
         con.execute(
             "CREATE TEMP TABLE lf_or_typed AS "
             + _typed_select(
@@ -309,16 +309,19 @@ def load(ctx: LoadContext) -> LoadResult:
         result.rows_skipped = int(headers)
         result.skipped_kinds = {"repeated_header": int(headers)}
 
+    # One reject per record, whatever number of faults the reader found in it.
     con.execute(
         """INSERT INTO rejects
-           SELECT $sid, line,
-                  CASE WHEN error_type ILIKE 'invalid%'
-                            AND any_value(error_message) ILIKE '%unicode%'
-                       THEN 'bytes that are not valid UTF-8 in this row (a damaged file?)'
-                       ELSE lower(replace(error_type, '_', ' ')) || ': '
-                            || any_value(error_message) END,
-                  left(trim(any_value(csv_line), E'\r\n'), 300)
-           FROM lf_or_rej GROUP BY line, error_type""",
+           SELECT $sid, line, string_agg(reason, '; ' ORDER BY reason), any_value(excerpt)
+           FROM (SELECT line,
+                        CASE WHEN error_type ILIKE 'invalid%'
+                                  AND any_value(error_message) ILIKE '%unicode%'
+                             THEN 'bytes that are not valid UTF-8 in this row (a damaged file?)'
+                             ELSE lower(replace(error_type, '_', ' ')) || ': '
+                                  || any_value(error_message) END AS reason,
+                        left(trim(any_value(csv_line), E'\r\n'), 300) AS excerpt
+                 FROM lf_or_rej GROUP BY line, error_type)
+           GROUP BY line""",
         {"sid": ctx.source_id},
     )
     if rejected:
