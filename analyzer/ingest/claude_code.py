@@ -27,8 +27,17 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.jsonl import as_int, head_objects, json_lines, parse_time
-from analyzer.ingest.records import Lowering, args_hash, excerpt, text_measure
+from analyzer.ingest.jsonl import (
+    as_dict,
+    as_int,
+    as_str,
+    as_text,
+    head_objects,
+    json_lines,
+    kind_of,
+    parse_time,
+)
+from analyzer.ingest.records import Lowering, args_hash, brief, excerpt, text_measure
 
 NAME = "claude_code"
 TITLE = "Claude Code transcript (JSONL)"
@@ -43,7 +52,7 @@ _API_ERROR = re.compile(r"API Error:?\s*(\d{3})")
 
 def sniff(head: Head) -> bool:
     for obj in head_objects(head):
-        kind = obj.get("type")
+        kind = kind_of(obj)
         if kind in _LINE_TYPES and ("sessionId" in obj or "parentUuid" in obj):
             return True
         if kind == "summary" and "leafUuid" in obj:
@@ -82,7 +91,9 @@ def _result_text(content: object) -> str:
         return content
     if isinstance(content, list):
         return "".join(
-            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+            as_text(b.get("text"))
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text"
         )
     return ""
 
@@ -94,9 +105,8 @@ def load(ctx: LoadContext) -> LoadResult:
     file_session = Path(ctx.source.path).stem
 
     def session_of(obj: dict[str, Any]) -> _Session:
-        sid = str(obj.get("sessionId") or file_session)
-        agent = obj.get("agentId") if obj.get("isSidechain") else None
-        agent = str(agent) if agent else None
+        sid = as_str(obj.get("sessionId")) or file_session
+        agent = as_str(obj.get("agentId")) if obj.get("isSidechain") else None
         key = (sid, agent)
         if key not in sessions:
             if agent:
@@ -106,7 +116,7 @@ def load(ctx: LoadContext) -> LoadResult:
         return sessions[key]
 
     for lineno, obj in json_lines(ctx.source, low):
-        kind = obj.get("type")
+        kind = kind_of(obj)
         if kind == "assistant":
             _assistant(low, obj, lineno, session_of(obj), calls, ctx.options.tz)
         elif kind == "user":
@@ -141,33 +151,32 @@ def _assistant(
     tz: str,
 ) -> None:
     msg = obj.get("message")
-    if not isinstance(msg, dict) or not msg.get("id"):
-        low.reject(lineno, "assistant line without message.id", str(obj)[:300])
+    msg_id = as_str(msg.get("id")) if isinstance(msg, dict) else None
+    if not isinstance(msg, dict) or not msg_id:
+        low.reject(lineno, "assistant line without message.id", brief(obj))
         return
-    request = str(obj.get("requestId") or "")
-    key = (str(msg["id"]), request)
+    request = as_str(obj.get("requestId")) or ""
+    key = (msg_id, request)
     call = calls.get(key)
     if call is None:
-        native = f"{msg['id']}:{request}" if request else str(msg["id"])
+        native = f"{msg_id}:{request}" if request else msg_id
         s.seq += 1
         call = {
             "native_id": native, "line": lineno, "ts": parse_time(obj.get("timestamp"), tz),
             "session_id": s.session_id, "stream_key": s.session_id, "turn_id": s.turn,
             "seq": s.seq, "agent_id": s.agent, "parent_session_id": s.parent,
-            "model": msg.get("model"), "provider": "anthropic", "app": APP,
+            "model": as_str(msg.get("model")), "provider": "anthropic", "app": APP,
             "output_final": False, "content_chars": 0, "visible_chars": 0,
             "reasoning_chars": 0, "tool_call_count": 0, "n_records": 0,
         }  # fmt: skip
         calls[key] = call
     call["n_records"] += 1
-    usage = msg.get("usage") if isinstance(msg.get("usage"), dict) else {}
+    usage = as_dict(msg.get("usage"))
     if usage:
         fresh = as_int(usage.get("input_tokens")) or 0
         write = as_int(usage.get("cache_creation_input_tokens")) or 0
         read = as_int(usage.get("cache_read_input_tokens")) or 0
-        detail = (
-            usage.get("cache_creation") if isinstance(usage.get("cache_creation"), dict) else {}
-        )
+        detail = as_dict(usage.get("cache_creation"))
         write_1h = as_int(detail.get("ephemeral_1h_input_tokens")) or 0
         call["input_tokens"] = max(call.get("input_tokens") or 0, fresh + write + read)
         call["cached_input_tokens"] = max(call.get("cached_input_tokens") or 0, read)
@@ -177,7 +186,7 @@ def _assistant(
         if out is not None:
             call["output_tokens"] = max(call.get("output_tokens") or 0, out)
     if msg.get("stop_reason"):
-        call["finish_reason_raw"] = str(msg["stop_reason"])
+        call["finish_reason_raw"] = as_str(msg["stop_reason"])
     if obj.get("isApiErrorMessage"):
         call["finish_reason_raw"] = "error"
         text = _result_text(msg.get("content"))
@@ -206,7 +215,9 @@ def _assistant(
                 }
             )
         elif btype in ("thinking", "redacted_thinking"):
-            call["reasoning_chars"] += len(block.get("thinking") or block.get("data") or "")
+            call["reasoning_chars"] += len(
+                as_text(block.get("thinking")) or as_text(block.get("data"))
+            )
         elif btype in ("tool_use", "server_tool_use"):
             call["tool_call_count"] += 1
             low.add_message(
@@ -217,7 +228,7 @@ def _assistant(
                     "kind": "tool_call",
                     "ts": ts,
                     "turn_id": s.turn,
-                    "tool_name": block.get("name"),
+                    "tool_name": as_str(block.get("name")),
                     "tool_args_hash": args_hash(block.get("input")),
                     "call_id": low.call_id(call["native_id"]),
                     "n_records": 0,
@@ -243,7 +254,7 @@ def _user(low: Lowering, obj: dict[str, Any], s: _Session, tz: str) -> None:
         low.add_message(row)
 
     if texts and not results and not meta:
-        s.turn = f"{s.session_id}:{obj.get('uuid') or s.idx + 1}"
+        s.turn = f"{s.session_id}:{as_str(obj.get('uuid')) or s.idx + 1}"
     for b in texts:
         chars, visible = text_measure(b.get("text"))
         add(

@@ -24,8 +24,17 @@ from typing import Any
 import orjson
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.jsonl import as_int, head_objects, json_lines, parse_time
-from analyzer.ingest.records import Lowering, args_hash, excerpt, text_measure
+from analyzer.ingest.jsonl import (
+    as_int,
+    as_list,
+    as_str,
+    as_text,
+    head_objects,
+    json_lines,
+    kind_of,
+    parse_time,
+)
+from analyzer.ingest.records import Lowering, args_hash, brief, excerpt, text_measure
 
 NAME = "codex"
 TITLE = "OpenAI Codex CLI rollout (JSONL)"
@@ -41,7 +50,7 @@ _USAGE_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasonin
 def sniff(head: Head) -> bool:
     objs = head_objects(head)
     return bool(objs) and all(
-        o.get("type") in _KINDS and isinstance(o.get("payload"), dict) for o in objs[:3]
+        kind_of(o) in _KINDS and isinstance(o.get("payload"), dict) for o in objs[:3]
     )
 
 
@@ -112,19 +121,19 @@ class _Reader:
         return self.low.finish()
 
     def line(self, lineno: int, obj: dict[str, Any]) -> None:
-        kind, p = obj.get("type"), obj.get("payload")
+        kind, p = kind_of(obj), obj.get("payload")
         ts = parse_time(obj.get("timestamp"), self.ctx.options.tz)
         low = self.low
         if not isinstance(p, dict):
-            low.reject(lineno, f"{kind or 'line'} without a payload object", str(obj)[:300])
+            low.reject(lineno, f"{kind or 'line'} without a payload object", brief(obj))
             return
-        ptype = p.get("type")
+        ptype = kind_of(p)
         if kind == "session_meta":
-            if p.get("id"):
+            if as_str(p.get("id")):
                 self.session = str(p["id"])
             low.skip("session_meta")
         elif kind == "turn_context":
-            if p.get("model"):
+            if as_str(p.get("model")):
                 self.model = str(p["model"])
             self.end_step()
             low.skip("turn_context")
@@ -132,7 +141,7 @@ class _Reader:
             self.token_count(lineno, ts, p)
         elif kind == "event_msg" and ptype == "user_message":
             self.turn = f"{self.session}:{lineno}"
-            chars, visible = text_measure(str(p.get("message") or ""))
+            chars, visible = text_measure(p.get("message"))
             low.add_message(
                 {
                     "session_id": self.session,
@@ -143,14 +152,14 @@ class _Reader:
                     "turn_id": self.turn,
                     "text_chars": chars,
                     "visible_chars": visible,
-                    "excerpt": excerpt(str(p.get("message") or "")),
+                    "excerpt": excerpt(p.get("message")),
                     "n_records": 1,
                 }
             )
         elif kind == "response_item" and ptype == "message" and p.get("role") == "assistant":
             text = "".join(
-                c.get("text", "")
-                for c in p.get("content") or []
+                as_text(c.get("text"))
+                for c in as_list(p.get("content"))
                 if isinstance(c, dict) and c.get("type") in ("output_text", "text")
             )
             chars, visible = text_measure(text)
@@ -171,7 +180,7 @@ class _Reader:
             )
         elif kind == "response_item" and ptype == "reasoning":
             summary = "".join(
-                s.get("text", "") for s in p.get("summary") or [] if isinstance(s, dict)
+                as_text(s.get("text")) for s in as_list(p.get("summary")) if isinstance(s, dict)
             )
             self.attach({"reasoning_chars": len(summary)}, None)
             low.skip("reasoning_item")  # its size is on the call; nothing else is kept
@@ -186,14 +195,14 @@ class _Reader:
                     "kind": "tool_call",
                     "ts": ts,
                     "turn_id": self.turn,
-                    "tool_name": p.get("name") or ptype,
+                    "tool_name": as_str(p.get("name")) or ptype,
                     "tool_args_hash": args_hash(args),
                     "n_records": 1,
                 },
             )
         elif kind == "response_item" and ptype in _RESULT_ITEMS:
             output = p.get("output")
-            text = output if isinstance(output, str) else orjson.dumps(output).decode()
+            text = output if isinstance(output, str) else brief(output, limit=10**9)
             chars, visible = text_measure(text)
             low.add_message(
                 {
@@ -225,7 +234,7 @@ class _Reader:
             return
         if last is None:
             if total is None:
-                self.low.reject(lineno, "token_count without token usage", str(p)[:300])
+                self.low.reject(lineno, "token_count without token usage", brief(p))
                 return
             prev = self.prev_total or dict.fromkeys(_USAGE_KEYS, 0)
             last = {k: max(total[k] - prev[k], 0) for k in _USAGE_KEYS}

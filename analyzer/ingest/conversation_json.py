@@ -36,8 +36,8 @@ from analyzer.ingest.base import (
     is_utf8,
     open_binary,
 )
-from analyzer.ingest.jsonl import as_int, parse_time
-from analyzer.ingest.records import Lowering, args_hash, excerpt, text_measure
+from analyzer.ingest.jsonl import as_dict, as_int, as_list, as_str, as_text, parse_time
+from analyzer.ingest.records import Lowering, args_hash, brief, excerpt, text_measure
 
 NAME = "conversation_json"
 TITLE = "saved conversation (JSON: OpenAI or Anthropic messages, Penguin session)"
@@ -76,9 +76,13 @@ def _text(content: object) -> str:
                 "output_text",
                 "input_text",
             ):
-                parts.append(str(p.get("text", "")))
+                parts.append(as_text(p.get("text")))
         return "".join(parts)
     return ""
+
+
+def _flag(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
 
 
 def _blocks(content: object, kind: str) -> list[dict[str, Any]]:
@@ -94,10 +98,10 @@ def _usage(call: dict[str, Any], usage: object) -> None:
         call["input_tokens"] = as_int(usage.get("prompt_tokens"))
         call["output_tokens"] = as_int(usage.get("completion_tokens"))
         call["reasoning_tokens"] = as_int(
-            (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+            as_dict(usage.get("completion_tokens_details")).get("reasoning_tokens")
         )
         call["cached_input_tokens"] = as_int(
-            (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+            as_dict(usage.get("prompt_tokens_details")).get("cached_tokens")
         )
     else:
         fresh = as_int(usage.get("input_tokens"))
@@ -121,14 +125,13 @@ class _Reader:
             msgs = doc.get("messages")
             self.messages = msgs if isinstance(msgs, list) else []
         self.session = (
-            str(self.doc.get("id") or self.doc.get("session_id") or "")
-            or Path(ctx.source.path).stem
-        )
-        self.model = self.doc.get("model")
+            as_str(self.doc.get("id")) or as_str(self.doc.get("session_id")) or ""
+        ) or Path(ctx.source.path).stem
+        self.model = as_str(self.doc.get("model"))
         self.penguin = "llm_request_lifecycles" in self.doc or any(
             isinstance(m, dict) and "category" in m for m in self.messages[:20]
         )
-        self.app = "penguin" if self.penguin else self.doc.get("app")
+        self.app = "penguin" if self.penguin else as_str(self.doc.get("app"))
         self.turn: str | None = None
         self.idx = 0
         self.seq = 0
@@ -157,7 +160,7 @@ class _Reader:
         for i, m in enumerate(self.messages):
             self.low.read()
             if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-                self.low.reject(i + 1, "message without a role", str(m)[:300])
+                self.low.reject(i + 1, "message without a role", brief(m))
                 continue
             if m["role"] == "assistant":
                 calls.append((self.assistant(m), m))
@@ -194,7 +197,7 @@ class _Reader:
         if not results or text:
             self.message_row(
                 role=role, kind=kind, ts=ts, text_chars=chars, visible_chars=visible,
-                is_error=meta.get("is_error") if kind == "tool_result" else None,
+                is_error=_flag(meta.get("is_error")) if kind == "tool_result" else None,
                 excerpt=excerpt(text), n_records=1,
             )  # fmt: skip
             first = False
@@ -214,14 +217,16 @@ class _Reader:
         meta = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
         text = _text(content)
         placeholder = bool(meta.get("was_empty")) or text.strip() in PLACEHOLDERS
-        native = f"{self.session}:{meta.get('request_id') or m.get('id') or self.seq}"
+        native = (
+            f"{self.session}:{as_str(meta.get('request_id')) or as_str(m.get('id')) or self.seq}"
+        )
         call: dict[str, Any] = {
             "native_id": native,
             "response_id": m.get("id") if isinstance(m.get("id"), str) else None,
             "line": self.seq, "ts": ts, "session_id": self.session, "stream_key": self.session,
-            "turn_id": self.turn, "seq": self.seq, "model": m.get("model") or self.model,
-            "provider": m.get("provider"), "app": self.app, "n_records": 1,
-            "reply_saved": True, "agent_id": m.get("agent_id"),
+            "turn_id": self.turn, "seq": self.seq, "model": as_str(m.get("model")) or self.model,
+            "provider": as_str(m.get("provider")), "app": self.app, "n_records": 1,
+            "reply_saved": True, "agent_id": as_str(m.get("agent_id")),
         }  # fmt: skip
         call_id = self.low.call_id(native)
         if placeholder:
@@ -241,16 +246,16 @@ class _Reader:
                     visible_chars=visible, call_id=call_id, excerpt=excerpt(text),
                 )  # fmt: skip
         reasoning = m.get("reasoning_content") or m.get("reasoning") or meta.get("reasoning")
-        thinking = "".join(str(b.get("thinking", "")) for b in _blocks(content, "thinking"))
+        thinking = "".join(as_text(b.get("thinking")) for b in _blocks(content, "thinking"))
         r_chars = len(reasoning) if isinstance(reasoning, str) else 0
         call["reasoning_chars"] = r_chars + len(thinking)
         tools: list[tuple[object, object]] = []
-        for tc in m.get("tool_calls") or []:
+        for tc in as_list(m.get("tool_calls")):
             fn = tc.get("function") if isinstance(tc, dict) else None
             if isinstance(fn, dict):
-                tools.append((fn.get("name"), fn.get("arguments")))
+                tools.append((as_str(fn.get("name")), fn.get("arguments")))
         for b in _blocks(content, "tool_use"):
-            tools.append((b.get("name"), b.get("input")))
+            tools.append((as_str(b.get("name")), b.get("input")))
         call["tool_call_count"] = len(tools)
         for name, args in tools:
             self.message_row(
@@ -260,7 +265,7 @@ class _Reader:
         _usage(call, m.get("usage"))
         finish = m.get("finish_reason") or m.get("stop_reason")
         if finish:
-            call["finish_reason_raw"] = str(finish)
+            call["finish_reason_raw"] = as_str(finish)
         return call
 
     def match_lifecycles(
@@ -273,15 +278,26 @@ class _Reader:
         for i, lc in enumerate(lifecycles):
             self.low.read()
             if not isinstance(lc, dict):
-                self.low.reject(None, f"llm_request_lifecycles[{i}] is not an object", str(lc))
+                self.low.reject(None, f"llm_request_lifecycles[{i}] is not an object", brief(lc))
                 continue
             ordered.append((i, lc))
-            if lc.get("request_id"):
-                by_id[str(lc["request_id"])] = lc
+            request = as_str(lc.get("request_id"))
+            if request and request not in by_id:  # the first lifecycle of a request id
+                by_id[request] = lc
+        index = {id(lc): i for i, lc in ordered}
         used: set[int] = set()
-        for call, m in calls:
-            meta = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
-            lc = by_id.get(str(meta.get("request_id"))) if meta.get("request_id") else None
+        # First every reply that names its request, then the others by time, so a lifecycle
+        # is never given to two replies.
+        by_request: dict[int, dict[str, Any]] = {}
+        for n, (_call, m) in enumerate(calls):
+            meta = as_dict(m.get("metadata"))
+            request = as_str(meta.get("request_id"))
+            lc = by_id.get(request) if request else None
+            if lc is not None and index[id(lc)] not in used:
+                used.add(index[id(lc)])
+                by_request[n] = lc
+        for n, (call, _m) in enumerate(calls):
+            lc = by_request.get(n)
             if lc is None:  # the unused lifecycle that ended last before the reply was saved
                 saved = call.get("ts")
                 best = None
@@ -298,18 +314,18 @@ class _Reader:
                     lc = best[1]
             if lc is None:
                 continue
-            used.add(next(i for i, c in ordered if c is lc))
+            used.add(index[id(lc)])
             self.apply_lifecycle(call, lc)
             call["n_records"] += 1
         for i, lc in ordered:
             if i in used:
                 continue
             self.seq += 1
-            native = f"{self.session}:{lc.get('request_id') or f'request-{i}'}"
+            native = f"{self.session}:{as_str(lc.get('request_id')) or f'request-{i}'}"
             call = {
                 "native_id": native, "line": None, "ts": parse_time(lc.get("started_at")),
                 "session_id": self.session, "stream_key": self.session, "turn_id": None,
-                "seq": None, "model": lc.get("model") or self.model, "app": self.app,
+                "seq": None, "model": as_str(lc.get("model")) or self.model, "app": self.app,
                 "reply_saved": False, "n_records": 1,
             }  # fmt: skip
             self.apply_lifecycle(call, lc)
@@ -324,19 +340,19 @@ class _Reader:
 
     def apply_lifecycle(self, call: dict[str, Any], lc: dict[str, Any]) -> None:
         if lc.get("finish_reason"):
-            call["finish_reason_raw"] = str(lc["finish_reason"])
+            call["finish_reason_raw"] = as_str(lc["finish_reason"])
         if lc.get("error") and not lc.get("finish_reason"):
             call["finish_reason_raw"] = "error"
-        call["provider"] = call.get("provider") or lc.get("provider")
-        call["model"] = call.get("model") or lc.get("model")
+        call["provider"] = call.get("provider") or as_str(lc.get("provider"))
+        call["model"] = call.get("model") or as_str(lc.get("model"))
         started, ended = parse_time(lc.get("started_at")), parse_time(lc.get("ended_at"))
         if started is not None:
             call["ts"] = started
         if started is not None and ended is not None:
             call["duration_ms"] = (ended - started).total_seconds() * 1000
-        call["streamed"] = lc.get("stream")
+        call["streamed"] = _flag(lc.get("stream"))
         if lc.get("provider_response_id"):
-            call["response_id"] = str(lc["provider_response_id"])
+            call["response_id"] = as_str(lc["provider_response_id"])
 
 
 def load(ctx: LoadContext) -> LoadResult:

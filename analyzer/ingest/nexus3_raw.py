@@ -24,8 +24,19 @@ from typing import Any
 import orjson
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.jsonl import as_int, head_objects, json_lines, parse_time
-from analyzer.ingest.records import Lowering, args_hash, excerpt, text_measure
+from analyzer.ingest.jsonl import (
+    as_dict,
+    as_int,
+    as_list,
+    as_status,
+    as_str,
+    as_text,
+    head_objects,
+    json_lines,
+    kind_of,
+    parse_time,
+)
+from analyzer.ingest.records import Lowering, args_hash, brief, excerpt, text_measure
 
 NAME = "nexus3_raw"
 TITLE = "NEXUS3 raw API log (raw.jsonl)"
@@ -37,7 +48,7 @@ _TYPES = {"request", "response", "stream_chunk", "stream_complete"}
 def sniff(head: Head) -> bool:
     objs = head_objects(head)
     return bool(objs) and all(
-        o.get("type") in _TYPES and isinstance(o.get("timestamp"), int | float) for o in objs[:3]
+        kind_of(o) in _TYPES and isinstance(o.get("timestamp"), int | float) for o in objs[:3]
     )
 
 
@@ -45,9 +56,7 @@ def _content_text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
-            str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p
-        )
+        return "".join(as_text(p.get("text")) for p in content if isinstance(p, dict))
     return ""
 
 
@@ -58,9 +67,9 @@ def _usage_into(call: dict[str, Any], usage: object) -> None:
     if "prompt_tokens" in usage or "completion_tokens" in usage:
         call["input_tokens"] = as_int(usage.get("prompt_tokens"))
         call["output_tokens"] = as_int(usage.get("completion_tokens"))
-        details = usage.get("completion_tokens_details") or {}
+        details = as_dict(usage.get("completion_tokens_details"))
         call["reasoning_tokens"] = as_int(details.get("reasoning_tokens"))
-        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+        cached = as_dict(usage.get("prompt_tokens_details")).get("cached_tokens")
         call["cached_input_tokens"] = as_int(cached)
         call["output_final"] = True
     else:
@@ -118,8 +127,8 @@ class _Reader:
 
     def request(self, lineno: int, ts: object, obj: dict[str, Any]) -> None:
         self.close_call()
-        payload = obj.get("payload") if isinstance(obj.get("payload"), dict) else {}
-        messages = payload.get("messages") if isinstance(payload.get("messages"), list) else []
+        payload = as_dict(obj.get("payload"))
+        messages = as_list(payload.get("messages"))
         new = messages[self.seen_messages :] if len(messages) >= self.seen_messages else messages
         self.seen_messages = len(messages)
         for m in new:
@@ -129,17 +138,18 @@ class _Reader:
             "native_id": f"{self.session}:{lineno}", "line": lineno, "ts": ts,
             "session_id": self.session, "stream_key": self.session, "turn_id": self.turn,
             "seq": self.seq, "agent_id": self.agent, "parent_session_id": self.parent,
-            "model": payload.get("model"), "app": APP, "streamed": bool(payload.get("stream")),
+            "model": as_str(payload.get("model")), "app": APP,
+            "streamed": bool(payload.get("stream")),
             "n_records": 1,
         }  # fmt: skip
 
     def message(self, m: object, ts: object) -> None:
         if not isinstance(m, dict):
             return
-        role = str(m.get("role") or "")
+        role = as_str(m.get("role")) or ""
         text = _content_text(m.get("content"))
         chars, visible = text_measure(text)
-        tool_calls = m.get("tool_calls") if isinstance(m.get("tool_calls"), list) else []
+        tool_calls = as_list(m.get("tool_calls"))
         if role == "user" and isinstance(m.get("content"), str | list) and visible:
             self.turn = f"{self.session}:{self.idx + 1}"
         kind = {"user": "prompt", "assistant": "text", "tool": "tool_result"}.get(role, role)
@@ -158,14 +168,13 @@ class _Reader:
                 }
             )
         for tc in tool_calls:
-            fn = tc.get("function") if isinstance(tc, dict) else None
-            fn = fn if isinstance(fn, dict) else {}
+            fn = as_dict(tc.get("function") if isinstance(tc, dict) else None)
             self.low.add_message(
                 {
                     **base,
                     "idx": self.next_idx(),
                     "kind": "tool_call",
-                    "tool_name": fn.get("name"),
+                    "tool_name": as_str(fn.get("name")),
                     "tool_args_hash": args_hash(fn.get("arguments")),
                     "call_id": self.prev_call_id,
                     "n_records": 0,
@@ -188,46 +197,47 @@ class _Reader:
             return
         call["event_count"] = (call.get("event_count") or 0) + 1
         _usage_into(call, chunk.get("usage"))
-        for choice in chunk.get("choices") or []:
+        for choice in as_list(chunk.get("choices")):
             if not isinstance(choice, dict):
                 continue
-            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+            delta = as_dict(choice.get("delta"))
             if isinstance(delta.get("content"), str):
                 self.text.append(delta["content"])
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
             if isinstance(reasoning, str):
                 call["reasoning_chars"] = (call.get("reasoning_chars") or 0) + len(reasoning)
             if choice.get("finish_reason"):
-                call["finish_reason_raw"] = str(choice["finish_reason"])
+                call["finish_reason_raw"] = as_str(choice["finish_reason"])
         if chunk.get("type") == "message_delta":  # Anthropic streams
             delta = chunk.get("delta") or {}
             if isinstance(delta, dict) and delta.get("stop_reason"):
-                call["finish_reason_raw"] = str(delta["stop_reason"])
+                call["finish_reason_raw"] = as_str(delta["stop_reason"])
 
     def line(self, lineno: int, obj: dict[str, Any]) -> None:
-        kind = obj.get("type")
+        kind = kind_of(obj)
         ts = parse_time(obj.get("timestamp"))
         if kind == "request":
             self.request(lineno, ts, obj)
             return
         call = self.call
         if call is None:
-            self.low.reject(lineno, f"{kind} line before any request", str(obj)[:300])
+            self.low.reject(lineno, f"{kind} line before any request", brief(obj))
             return
         call["n_records"] += 1
         if kind == "stream_chunk":
             self.chunk(obj.get("chunk"))
         elif kind == "stream_complete":
-            status = as_int(obj.get("http_status"))
+            status = as_status(obj.get("http_status"))
             call["http_status"] = status
             call["event_count"] = as_int(obj.get("event_count"))
             call["content_chars"] = as_int(obj.get("content_length"))
             call["tool_call_count"] = as_int(obj.get("tool_call_count"))
             call["received_done"] = bool(obj.get("received_done"))
             if obj.get("finish_reason"):
-                call["finish_reason_raw"] = str(obj["finish_reason"])
-            if isinstance(obj.get("duration_ms"), int | float):
-                call["duration_ms"] = float(obj["duration_ms"])
+                call["finish_reason_raw"] = as_str(obj["finish_reason"])
+            duration = obj.get("duration_ms")
+            if isinstance(duration, int | float) and not isinstance(duration, bool):
+                call["duration_ms"] = float(duration)
             if not self.text and call.get("content_chars") == 0:
                 call["visible_chars"] = 0
         elif kind == "response":
@@ -237,7 +247,7 @@ class _Reader:
             self.low.skip(str(kind or "untyped"))
 
     def response(self, call: dict[str, Any], obj: dict[str, Any]) -> None:
-        status = as_int(obj.get("status"))
+        status = as_status(obj.get("status"))
         call["http_status"] = status
         body = obj.get("body")
         if isinstance(body, str):
@@ -253,9 +263,9 @@ class _Reader:
         if not isinstance(body, dict):
             return
         if body.get("id"):
-            call["response_id"] = str(body["id"])
+            call["response_id"] = as_str(body["id"])
         _usage_into(call, body.get("usage"))
-        for choice in body.get("choices") or []:
+        for choice in as_list(body.get("choices")):
             msg = choice.get("message") if isinstance(choice, dict) else None
             if not isinstance(msg, dict):
                 continue
@@ -266,7 +276,7 @@ class _Reader:
             reasoning = msg.get("reasoning_content") or msg.get("reasoning")
             call["reasoning_chars"] = len(reasoning) if isinstance(reasoning, str) else 0
             if choice.get("finish_reason"):
-                call["finish_reason_raw"] = str(choice["finish_reason"])
+                call["finish_reason_raw"] = as_str(choice["finish_reason"])
 
 
 def load(ctx: LoadContext) -> LoadResult:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 import orjson
@@ -95,22 +95,66 @@ def args_hash(args: object) -> str:
             return hashlib.sha256(args.encode() if isinstance(args, str) else args).hexdigest()
     try:
         canon = orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
-    except TypeError:
-        canon = repr(args).encode()
+    except TypeError:  # nested deeper than orjson writes (repr would recurse as deep)
+        canon = b"<arguments nested too deeply to compare>"
     return hashlib.sha256(canon).hexdigest()
 
 
-def text_measure(text: str | None) -> tuple[int, int]:
-    """(characters, non-blank characters) of a text."""
-    if not text:
+def brief(value: object, limit: int = 300) -> str:
+    """A record as JSON text, cut to ``limit`` characters, for a reject's excerpt. (Not
+    ``str()``: a value nested a thousand deep, which orjson reads, makes repr recurse too far.)
+    """
+    try:
+        return orjson.dumps(value).decode()[:limit]
+    except TypeError:
+        return "(nested too deeply to show)"
+
+
+def text_measure(text: object) -> tuple[int, int]:
+    """(characters, non-blank characters) of a text (anything else from a log measures 0)."""
+    if not text or not isinstance(text, str):
         return 0, 0
     return len(text), sum(map(len, text.split()))  # str.split() drops all whitespace, in C
 
 
-def excerpt(text: str | None) -> str | None:
-    if text is None:
+def excerpt(text: object) -> str | None:
+    if not isinstance(text, str):
         return None
     return text[:EXCERPT_CHARS]
+
+
+_INT_RANGE = {
+    pa.int64(): (-(2**63), 2**63),
+    pa.int32(): (-(2**31), 2**31),
+}
+
+
+def _fits(value: object, t: pa.DataType) -> object:
+    """``value`` if it is of column type ``t`` (and in its range), else None."""
+    if t == pa.string():
+        return value if isinstance(value, str) else None
+    if t == pa.bool_():
+        return value if isinstance(value, bool) else None
+    if t in _INT_RANGE:
+        lo, hi = _INT_RANGE[t]
+        ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value < hi
+        return value if ok else None
+    if t == pa.float64():
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        return float(value) if ok and abs(value) < 1e300 else None  # type: ignore[arg-type]
+    if pa.types.is_timestamp(t):
+        return value if isinstance(value, datetime) else None
+    return value
+
+
+def _column(values: list[object], t: pa.DataType) -> pa.Array:
+    """An Arrow column of type ``t``. The loaders read every log value as what it should be;
+    should one slip through as another type or out of range, that value is stored as NULL
+    rather than failing the file."""
+    try:
+        return pa.array(values, type=t)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+        return pa.array([_fits(v, t) for v in values], type=t)
 
 
 class Lowering:
@@ -158,7 +202,7 @@ class Lowering:
 
     def _table(self, rows: list[dict[str, Any]], columns: dict[str, pa.DataType]) -> pa.Table:
         return pa.table(
-            {name: pa.array([r.get(name) for r in rows], type=t) for name, t in columns.items()}
+            {name: _column([r.get(name) for r in rows], t) for name, t in columns.items()}
         )
 
     def _flush_rejects(self) -> None:
@@ -204,11 +248,24 @@ class Lowering:
         if not self.calls:
             return
         con = self.ctx.con
+        # The same call twice in one file (a conversation that saved a message twice): the
+        # first is the call, the records of the others are duplicates.
+        unique: dict[object, dict[str, Any]] = {}
+        in_file_dup = 0
+        for row in self.calls:
+            if row.get("native_id") in unique:
+                in_file_dup += int(row.get("n_records") or 0)
+            else:
+                unique[row.get("native_id")] = row
+        self.calls = list(unique.values())
+        self.result.rows_duplicate += in_file_dup
         to_price: set[tuple[str, str | None, date | None]] = set()
         for row in self.calls:
             row.setdefault("stream_key", row.get("session_id"))
             row["parts"] = max(row.get("parts") or 0, row.get("n_records") or 0)
-            model = row.get("model")
+            # Priced by name: only a string names a model (see ``_column``).
+            row["model"] = model = _fits(row.get("model"), pa.string())
+            row["provider"] = _fits(row.get("provider"), pa.string())
             if (
                 row.get("cost_usd") is None
                 and model
