@@ -104,6 +104,15 @@ def build(root: Path, big_line_mb: int = 50) -> list[Case]:
     )
     add("csv_crlf", "Windows line endings", "crlf.csv", export_bytes(newline="\r\n"))
     add("jsonl_crlf", "Windows line endings", "crlf.jsonl", b"".join(lines).replace(b"\n", b"\r\n"))
+    rows = export_bytes().split(b"\n")  # the header, ROWS rows, and "" after the last LF
+    ends = [b"\r\n" if i % 2 else b"\n" for i in range(len(rows) - 1)]
+    ends[-2] = b"\r"  # the row before the last ends in a lone CR
+    add(
+        "csv_mixed_line_ends",
+        "LF, CRLF and a lone CR line end in one file (edited in two editors)",
+        "mixed-line-ends.csv",
+        b"".join(row + end for row, end in zip(rows, ends, strict=False)),
+    )
     add(
         "csv_header_only",
         "an export with no rows",
@@ -151,6 +160,11 @@ def build(root: Path, big_line_mb: int = 50) -> list[Case]:
     deep = list(lines)
     deep[3] = b'{"type":"user","sessionId":"s","nested":' + _deep(10_000) + b"}\n"
     add("jsonl_deep_nesting", "a line nested 10,000 deep", "deep.jsonl", b"".join(deep))
+    almost = list(lines)
+    almost[3] = (
+        b'{"type":"assistant","sessionId":"s","message":' + _deep(999) + b"}\n"
+    )  # orjson reads it; Python's repr of it would recurse too deep
+    add("jsonl_nested_999", "a line nested 999 deep", "deep-999.jsonl", b"".join(almost))
     add(
         "json_deep_nesting",
         "a conversation JSON nested 10,000 deep",

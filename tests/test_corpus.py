@@ -174,6 +174,16 @@ def test_crlf(corpus) -> None:
     assert (jsonl["rows_read"], jsonl["rows_rejected"]) == (N_LINES, 0)
 
 
+def test_mixed_line_ends(corpus) -> None:
+    o = outcome(corpus, "csv_mixed_line_ends")
+    f = o.one()
+    assert (f["rows_read"], f["rows_loaded"], f["rows_rejected"]) == (ROWS, ROWS, 0)
+    # Read through an LF copy with the same lines: every row keeps its line number.
+    assert [r[0] for r in o.query("SELECT line FROM calls ORDER BY line")] == list(
+        range(2, ROWS + 2)
+    )
+
+
 def test_header_only(corpus) -> None:
     f = outcome(corpus, "csv_header_only").one()
     assert (f["rows_read"], f["rows_loaded"]) == (0, 0)
@@ -231,6 +241,11 @@ def test_deep_nesting(corpus) -> None:
     [(line, reason)] = o.rejects()
     assert line == 4 and "not valid JSON" in reason
     outcome(corpus, "json_deep_nesting").refused("deep.json:1: not valid JSON")
+    # Just under the JSON reader's depth limit: read, and rejected for what it lacks.
+    o = outcome(corpus, "jsonl_nested_999")
+    f = o.one()
+    assert (f["rows_read"], f["rows_rejected"]) == (N_LINES, 1)
+    assert o.rejects() == [(4, "assistant line without message.id")]
 
 
 @pytest.mark.parametrize("name", ["csv_gz_truncated", "jsonl_gz_truncated"])
