@@ -1,5 +1,5 @@
-"""Reliability beyond the corpus: how files are named, encodings judged on the whole file,
-damaged compressed data, and linking resumed after an interrupted run."""
+"""Reliability beyond the corpus: how files are named, encodings and line ends judged on the
+whole file, damaged compressed data, and linking resumed after an interrupted run."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import duckdb
 from click.testing import CliRunner
 
 from analyzer.cli import cli
-from analyzer.ingest.base import Utf8Tally, guess_encoding
+from analyzer.ingest.base import LineEnds, Utf8Tally, guess_encoding
 from tests.conftest import SAMPLE_DATA, csv_text, or_row
 
 
@@ -72,6 +72,40 @@ def test_encoding_is_judged_on_the_whole_file() -> None:
     assert (split.good, split.bad) == (1, 0)
     assert guess_encoding("a,b\n".encode("utf-16-le")) == "utf-16-le"
     assert guess_encoding("a,b\n".encode("utf-16-be")) == "utf-16-be"
+
+
+def _line_end_kinds(data: bytes) -> set[str]:
+    """The kinds of line end in ``data``, the slow obvious way."""
+    kinds, i = set(), 0
+    while i < len(data):
+        if data[i : i + 2] == b"\r\n":
+            kinds.add("crlf")
+            i += 2
+            continue
+        if data[i : i + 1] in (b"\r", b"\n"):
+            kinds.add(data[i : i + 1].decode())
+        i += 1
+    return kinds
+
+
+def test_line_ends_are_judged_across_chunks() -> None:
+    """Every text of up to 6 bytes of ``a``, CR and LF, fed whole, cut in two at each point,
+    and cut with an empty chunk between (a CRLF split across chunks included): it is mixed
+    exactly when it has more than one kind of line end."""
+    texts = [b""]
+    for _ in range(6):
+        texts += [t + c for t in texts if len(t) == len(texts[-1]) for c in (b"a", b"\r", b"\n")]
+    for text in texts:
+        expected = len(_line_end_kinds(text)) > 1
+        ways = [[text]]
+        ways += [[text[:i], text[i:]] for i in range(len(text) + 1)]
+        ways += [[text[:i], b"", text[i:]] for i in range(len(text) + 1)]
+        for chunks in ways:
+            ends = LineEnds()
+            for chunk in chunks:
+                ends.feed(chunk)
+            ends.feed(b"", final=True)
+            assert ends.mixed == expected, (text, chunks)
 
 
 def test_late_cp1252_export_loads_every_row(runner: CliRunner, tmp_path: Path) -> None:

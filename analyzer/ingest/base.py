@@ -248,31 +248,45 @@ class Utf8Tally:
 
 
 class LineEnds:
-    """Counts, over a byte stream fed in chunks, how its lines end: CRLF, a lone LF, a lone CR.
+    """Learns, over a byte stream fed in chunks, which line ends it has: CRLF, a lone LF, a
+    lone CR.
 
     A file edited in two editors, or two exports pasted together, mixes them; DuckDB's CSV
     reader refuses such a file outright (it fixes one line end for the whole file), so it is
-    read through a copy with every line end made LF (``utf8_copy``)."""
+    read through a copy with every line end made LF (``utf8_copy``). Most files have no CR at
+    all: a chunk without one costs a single scan."""
 
     def __init__(self) -> None:
-        self.cr = 0
-        self.lf = 0
-        self.crlf = 0
+        self.crlf = False
+        self.lone_lf = False
+        self.lone_cr = False
         self._ends_in_cr = False
 
     def feed(self, chunk: bytes, final: bool = False) -> None:
+        if self._ends_in_cr and (chunk or final):  # a CR ended the last chunk: an LF next?
+            if chunk[:1] == b"\n":
+                self.crlf = True
+                chunk = chunk[1:]
+            else:
+                self.lone_cr = True
+            self._ends_in_cr = False
         if not chunk:
             return
-        self.cr += chunk.count(b"\r")
-        self.lf += chunk.count(b"\n")
-        self.crlf += chunk.count(b"\r\n") + (self._ends_in_cr and chunk[:1] == b"\n")
-        self._ends_in_cr = chunk[-1:] == b"\r"
+        if b"\r" not in chunk:
+            self.lone_lf = self.lone_lf or b"\n" in chunk
+            return
+        self._ends_in_cr = chunk.endswith(b"\r")
+        if self._ends_in_cr:
+            chunk = chunk[:-1]
+        crlf, cr, lf = chunk.count(b"\r\n"), chunk.count(b"\r"), chunk.count(b"\n")
+        self.crlf = self.crlf or crlf > 0
+        self.lone_cr = self.lone_cr or cr > crlf
+        self.lone_lf = self.lone_lf or lf > crlf
 
     @property
     def mixed(self) -> bool:
         """More than one kind of line end (a file of CR line ends only is not mixed)."""
-        lone_cr, lone_lf = self.cr - self.crlf, self.lf - self.crlf
-        return (lone_cr > 0 and self.lf > 0) or (self.crlf > 0 and lone_lf > 0)
+        return self.crlf + self.lone_lf + self.lone_cr > 1
 
 
 def guess_encoding(raw: bytes) -> str:
