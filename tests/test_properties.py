@@ -372,45 +372,40 @@ def _json_paths(obj: object, path: tuple[object, ...] = ()) -> list[tuple[object
     return out
 
 
+def _retype(draw: Draw, obj: object) -> object:
+    """``obj`` with one value anywhere in it (itself included) replaced by a value of another
+    type: a number where an object was, an object where a string was, ..."""
+    paths = _json_paths(obj)
+    path = paths[draw(st.integers(0, len(paths) - 1))]
+    value = draw(st.sampled_from(JSON_VALUES))
+    if not path:
+        return value
+    parent = obj
+    for key in path[:-1]:
+        parent = parent[key]  # type: ignore[index]
+    parent[path[-1]] = value  # type: ignore[index]
+    return obj
+
+
 def m_json_retype(draw: Draw, raw: bytes) -> bytes:
-    """One value anywhere in one JSON line (the line itself included) replaced by a value of
-    another type: a number where an object was, an object where a string was, ..."""
+    """One value anywhere in one JSON line retyped (``_retype``)."""
     lines = raw.split(b"\n")
     i = draw(st.integers(0, len(lines) - 1))
     try:
         obj = orjson.loads(lines[i])
     except orjson.JSONDecodeError:
         return raw
-    paths = _json_paths(obj)
-    path = paths[draw(st.integers(0, len(paths) - 1))]
-    value = draw(st.sampled_from(JSON_VALUES))
-    if not path:
-        obj = value
-    else:
-        parent = obj
-        for key in path[:-1]:
-            parent = parent[key]  # type: ignore[index]
-        parent[path[-1]] = value  # type: ignore[index]
-    lines[i] = orjson.dumps(obj)
+    lines[i] = orjson.dumps(_retype(draw, obj))
     return b"\n".join(lines)
 
 
 def m_json_doc_retype(draw: Draw, raw: bytes) -> bytes:
-    """``m_json_retype`` for a whole JSON document (written back indented or compact)."""
+    """One value anywhere in a whole JSON document retyped (written back indented or not)."""
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return raw
-    paths = _json_paths(obj)
-    path = paths[draw(st.integers(0, len(paths) - 1))]
-    value = draw(st.sampled_from(JSON_VALUES))
-    if not path:
-        obj = value
-    else:
-        parent = obj
-        for key in path[:-1]:
-            parent = parent[key]  # type: ignore[index]
-        parent[path[-1]] = value  # type: ignore[index]
+    obj = _retype(draw, obj)
     indent = draw(st.booleans(), label="indented")
     return orjson.dumps(obj, option=orjson.OPT_INDENT_2 if indent else 0)
 
