@@ -11,6 +11,7 @@ import duckdb
 from click.testing import CliRunner
 
 from analyzer.cli import cli
+from analyzer.errors import ForensicsError
 from analyzer.ingest.base import LineEnds, Utf8Tally, guess_encoding
 from tests.conftest import SAMPLE_DATA, csv_text, or_row
 
@@ -171,3 +172,35 @@ def test_linking_resumes_after_an_interrupted_run(runner: CliRunner, tmp_path: P
     assert again.exit_code == 0 and "unchanged" in again.stdout
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute(query).fetchone() == linked
+
+
+def test_a_loader_failure_is_one_line_naming_the_file(
+    runner: CliRunner, tmp_path: Path, monkeypatch
+) -> None:
+    """Should a loader still trip over a file (here made to), the user gets one line naming
+    the file and saying the fault is ours, exit 3, and nothing of the file in the store; the
+    file before it stays loaded, and --traceback shows where it happened."""
+    from analyzer.ingest import claude_code
+
+    def broken(_ctx: object) -> None:
+        raise TypeError("'int' object is not iterable")
+
+    monkeypatch.setattr(claude_code, "load", broken)
+    db = tmp_path / "s.duckdb"
+    export = tmp_path / "a" / "1.csv"
+    export.parent.mkdir()
+    export.write_text(csv_text([or_row(1)]))
+    transcript = tmp_path / "a" / "2.jsonl"
+    transcript.write_bytes(
+        b'{"type":"user","sessionId":"s","message":{"role":"user","content":"hi"}}\n'
+    )
+    result = runner.invoke(cli, ["ingest", "--db", str(db), str(tmp_path / "a")])
+    assert result.exit_code == 3
+    assert result.stderr.strip() == (
+        f"Error: {transcript}: could not be loaded: unexpected TypeError: 'int' object is not "
+        "iterable (a bug in llm-forensics; nothing from this file was stored)"
+    )
+    assert _paths(db) == ["a/1.csv"]
+    traced = runner.invoke(cli, ["--traceback", "ingest", "--db", str(db), str(transcript)])
+    assert isinstance(traced.exception, ForensicsError)
+    assert isinstance(traced.exception.__cause__, TypeError)

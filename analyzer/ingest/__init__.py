@@ -245,6 +245,8 @@ def _load(
             except duckdb.InvalidInputException as exc:  # DuckDB's CSV reader gave up
                 first = str(exc).splitlines()[0].removeprefix("Invalid Input Error: ")
                 raise InputError(f"cannot read: {first}", path=display) from exc
+            except (MemoryError, duckdb.OutOfMemoryException):
+                raise  # the machine's limit, not the file's fault nor a loader's
             except Exception as exc:
                 # Never a traceback for a file: the user learns which file, and that the fault
                 # is ours (--traceback shows where).
