@@ -14,7 +14,16 @@ How tokens are billed (the same as the providers and genai-prices):
   cache-write price - the 1-hour share (``cache_write_1h_tokens``) at the 1-hour price - and
   only the rest at the input price. Cached input is never counted twice.
 * ``output_tokens`` includes reasoning tokens, billed as output.
-* A tier (e.g. prompts over 200k tokens) applies its prices to all tokens of the call.
+* A tier (e.g. prompts over 200k tokens) applies its prices to all tokens of the call, as
+  Anthropic bills long context: once the prompt passes 200k, every token of the call is at the
+  long-context rate (ccusage 20 splits each category at 200k instead, and under-charges).
+* Fast mode (Anthropic's ``usage.speed: "fast"``, stored as ``variant = 'fast'``) multiplies
+  every token price of the model, cache reads and writes included ("fast mode pricing stacks
+  with other pricing modifiers", platform.claude.com fast-mode docs): 6x on Opus 4.6 and 4.7,
+  2x on Opus 4.8 and Opus 5. A fast call of another model is left unpriced and named, never
+  priced at the standard rate.
+* Server-side web searches (``server_tool_use.web_search_requests``) cost $10 per 1,000
+  (Anthropic's pricing page), on top of the tokens: part of the call's estimate.
 
 A model the library does not know gets no cost (NULL, "unpriced"), named once in a warning:
 never a guess.
@@ -22,6 +31,7 @@ never a guess.
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -34,6 +44,26 @@ from analyzer.console import warn
 
 # Probe sizes: small enough to stay under any tier, large enough for exact per-token prices.
 _PROBE = 1_000_000
+
+# USD per server-side web search request (Anthropic: $10 per 1,000 searches, any model).
+WEB_SEARCH_USD = Decimal("0.01")
+
+# Fast mode's multiplier on every token price, by model (Anthropic's fast-mode docs: "priced at
+# 6x standard Opus rates" for Opus 4.6; 4.7 the same; Opus 4.8 and Opus 5 at 2x, as OpenRouter's
+# claude-opus-5-fast at $10/$50 against $5/$25). A model not listed here has no known fast price.
+_FAST = [
+    (re.compile(r"claude-opus-4-[67](?:-\d{8})?$"), Decimal(6)),
+    (re.compile(r"claude-opus-(?:4-8|5)(?:-\d{8})?$"), Decimal(2)),
+]
+
+
+def fast_multiplier(model: str) -> Decimal | None:
+    """How many times the standard rate a fast-mode call of ``model`` costs; None if unknown."""
+    name = model.lower().removeprefix("anthropic/").replace(".", "-")
+    for pattern, factor in _FAST:
+        if pattern.search(name):
+            return factor
+    return None
 
 
 @dataclass(frozen=True)
@@ -124,6 +154,7 @@ PRICE_SCHEMA = pa.schema(
         ("model", pa.string()),
         ("provider", pa.string()),
         ("day", pa.date32()),
+        ("fast", pa.bool_()),
         ("above", pa.int64()),
         ("upto", pa.int64()),
         ("p_in", pa.float64()),
@@ -144,14 +175,27 @@ COST_SQL = """(
     + coalesce(b.output_tokens, 0) * p.p_out
 )"""
 
+# What a call's web searches add (a batch row `b` with a web_search_requests column).
+WEB_SEARCH_SQL = f"(coalesce(b.web_search_requests, 0) * {WEB_SEARCH_USD})"
 
-def price_table(keys: set[tuple[str, str | None, date | None]]) -> pa.Table:
-    """Prices for each (model, provider, day); models with no known price are named once."""
+PriceKey = tuple[str, str | None, date | None, bool]  # model, provider, day, fast mode
+
+
+def unpriced_warning(model: str) -> str:
+    """The one stderr line that names a model whose calls carry no cost (said once a run)."""
+    return f"no price known for model {model!r}: its calls are left unpriced"
+
+
+def price_table(keys: set[PriceKey]) -> pa.Table:
+    """Prices for each (model, provider, day, fast); models with no known price are named once."""
     rows: list[dict[str, object]] = []
-    for model, provider, day in sorted(keys, key=lambda k: (k[0], k[1] or "", k[2] or date.min)):
+    for model, provider, day, fast in sorted(
+        keys, key=lambda k: (k[0], k[1] or "", k[2] or date.min, k[3])
+    ):
         tiers = tier_prices(model, provider, day)
-        if tiers is None:
-            warn(f"no price known for model {model!r}: its calls are left unpriced")
+        factor = fast_multiplier(model) if fast else Decimal(1)
+        if tiers is None or factor is None:
+            warn(unpriced_warning(f"{model} (fast mode)" if fast and tiers else model))
             continue
         for t in tiers:
             rows.append(
@@ -159,13 +203,14 @@ def price_table(keys: set[tuple[str, str | None, date | None]]) -> pa.Table:
                     "model": model,
                     "provider": provider,
                     "day": day,
+                    "fast": fast,
                     "above": t.above,
                     "upto": t.upto,
-                    "p_in": float(t.input),
-                    "p_read": float(t.cache_read),
-                    "p_5m": float(t.cache_write_5m),
-                    "p_1h": float(t.cache_write_1h),
-                    "p_out": float(t.output),
+                    "p_in": float(t.input * factor),
+                    "p_read": float(t.cache_read * factor),
+                    "p_5m": float(t.cache_write_5m * factor),
+                    "p_1h": float(t.cache_write_1h * factor),
+                    "p_out": float(t.output * factor),
                 }
             )
     return pa.Table.from_pylist(rows, schema=PRICE_SCHEMA)

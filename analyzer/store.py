@@ -18,7 +18,7 @@ MEMORY_ENV = "LLM_FORENSICS_MEMORY_LIMIT"
 # DuckDB's own default is 80% of the machine; a forensics run shares the machine with the user's
 # other work, so it holds itself to this and spills the rest to disk.
 DEFAULT_MEMORY_LIMIT = "2GB"
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 
 
 def default_db_path() -> str:

@@ -179,3 +179,235 @@ def test_api_error_lines_are_error_calls_without_a_price(store: Store, tmp_path:
     assert rows(store, "SELECT http_status, response_kind, cost_usd, cost_basis FROM calls") == [
         (529, "error", None, None)
     ]
+
+
+# -- money: what a side-by-side run against ccusage 20 showed on real shapes ----------------
+
+
+def real_usage(fresh: int, read: int, write_5m: int, out: int, **extra: Any) -> dict[str, Any]:
+    """``message.usage`` as Claude Code 2.1 writes it (the real spotter sessions)."""
+    usage: dict[str, Any] = {
+        "input_tokens": fresh,
+        "cache_creation_input_tokens": write_5m,
+        "cache_read_input_tokens": read,
+        "output_tokens": out,
+        "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+        "service_tier": "standard",
+        "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": write_5m},
+        "inference_geo": "",
+        "iterations": [],
+        "speed": "standard",
+    }
+    usage.update(extra)
+    return usage
+
+
+def priced(
+    n: int, msg_id: str, request: str, usage: dict[str, Any], model: str, **extra: Any
+) -> dict[str, Any]:
+    message = {
+        "model": model,
+        "id": msg_id,
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "ok"}],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    return line("assistant", n, message=message, requestId=request, **extra)
+
+
+def costs(store: Store) -> list[tuple]:
+    return rows(
+        store,
+        """SELECT native_id, cost_basis, round(cost_usd, 8)::DOUBLE,
+                  round(cost_estimate_usd, 8)::DOUBLE, round(cost_extra_usd, 8)::DOUBLE
+           FROM calls ORDER BY seq""",
+    )
+
+
+def test_btw_replay_of_a_parent_message_is_billed_once(store: Store, tmp_path: Path) -> None:
+    """A /btw side question replays a parent message into a sidechain: the same message.id,
+    a new requestId (ccusage issue 913, PR 1155). One message.id is one API response."""
+    usage = real_usage(3, 17842, 8165, 209)
+    parent = priced(2, "msg_01P", "req_011", usage, "claude-opus-4-6")
+    replay = priced(5, "msg_01P", "req_0BTW", usage, "claude-opus-4-6", isSidechain=True)
+    answer = priced(
+        6, "msg_01Q", "req_0BTW2", real_usage(3, 26007, 0, 40), "claude-opus-4-6", isSidechain=True
+    )
+    f = write(
+        tmp_path / f"{SESSION}.jsonl", [user(1, "go"), parent, user(4, "/btw why?"), replay, answer]
+    )
+    [r] = ingest(store, f)
+    assert [c[0] for c in costs(store)] == ["msg_01P:req_011", "msg_01Q:req_0BTW2"]
+    assert (r.rows_read, r.rows_loaded, r.rows_duplicate) == (5, 4, 1)
+
+
+def test_btw_replay_in_another_file_is_billed_once(store: Store, tmp_path: Path) -> None:
+    usage = real_usage(3, 17842, 8165, 209)
+    parent = write(
+        tmp_path / f"{SESSION}.jsonl", [priced(2, "msg_01P", "req_011", usage, "claude-opus-4-6")]
+    )
+    side = dict(isSidechain=True, agentId="a1b2c3d")
+    replay = write(
+        tmp_path / SESSION / "subagents" / "agent-a1b2c3d.jsonl",
+        [
+            priced(2, "msg_01P", "req_0BTW", usage, "claude-opus-4-6", **side),
+            {
+                **line("assistant", 3, **side),
+                "message": {
+                    "model": "claude-opus-4-6",
+                    "id": "msg_01P",
+                    "type": "message",
+                    "role": "assistant",
+                    "usage": usage,
+                    "stop_reason": None,
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": "toolu_1",
+                            "name": "Read",
+                            "input": {"file_path": "/w/a.py"},
+                        }
+                    ],
+                },
+                "requestId": "req_0BTW",
+            },
+        ],
+    )
+    _, b = ingest(store, parent, replay)
+    assert rows(store, "SELECT native_id, session_id FROM calls") == [("msg_01P:req_011", SESSION)]
+    assert (b.rows_read, b.rows_loaded, b.rows_duplicate) == (2, 0, 2)
+    # The replayed blocks are not kept as the sidechain's own tool calls.
+    assert rows(store, "SELECT count(*) FROM messages WHERE kind = 'tool_call'") == [(0,)]
+
+
+def test_the_same_message_id_outside_a_sidechain_is_not_a_replay(
+    store: Store, tmp_path: Path
+) -> None:
+    """Hand-written fixtures reuse ids across requests; outside sidechains (message.id,
+    requestId) is the call, as ccusage and the real-world truth count it."""
+    usage = real_usage(3, 100, 0, 5)
+    f = write(
+        tmp_path / f"{SESSION}.jsonl",
+        [
+            priced(1, "msg_004", "req_002", usage, "claude-sonnet-4"),
+            priced(2, "msg_004", "req_004", usage, "claude-sonnet-4"),
+        ],
+    )
+    ingest(store, f)
+    assert rows(store, "SELECT count(*) FROM calls") == [(2,)]
+
+
+def test_fast_mode_is_priced_at_its_rate(store: Store, tmp_path: Path) -> None:
+    """usage.speed "fast" on Opus 4.6: 6x standard rates on every token kind (Anthropic's
+    fast-mode docs; caching multipliers stack on top)."""
+    standard = real_usage(10, 100_000, 0, 1_000)
+    fast = real_usage(10, 100_000, 0, 1_000, speed="fast")
+    f = write(
+        tmp_path / f"{SESSION}.jsonl",
+        [
+            priced(1, "msg_S", "r1", standard, "claude-opus-4-6"),
+            priced(2, "msg_F", "r2", fast, "claude-opus-4-6"),
+        ],
+    )
+    ingest(store, f)
+    # $5/M input, $0.50/M cache read, $25/M output: 10*5e-6 + 100,000*5e-7 + 1,000*2.5e-5
+    assert costs(store) == [
+        ("msg_S:r1", "estimated", 0.07505, 0.07505, None),
+        ("msg_F:r2", "estimated", 0.4503, 0.4503, None),
+    ]
+    assert rows(store, "SELECT variant FROM calls ORDER BY seq") == [(None,), ("fast",)]
+
+
+def test_fast_mode_of_a_model_without_a_known_fast_price_is_unpriced_and_named(
+    tmp_path: Path,
+) -> None:
+    from click.testing import CliRunner
+
+    from analyzer.cli import cli
+
+    f = write(
+        tmp_path / f"{SESSION}.jsonl",
+        [
+            priced(
+                1,
+                "msg_F",
+                "r1",
+                real_usage(10, 0, 0, 50, speed="fast"),
+                "claude-sonnet-4-5-20250929",
+            )
+        ],
+    )
+    result = CliRunner().invoke(cli, ["audit", str(f), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["unpriced_models"] == {"claude-sonnet-4-5-20250929 (fast mode)": 1}
+    assert data["calls_by_cost_basis"] == {"unpriced": 1}
+    said = "no price known for model 'claude-sonnet-4-5-20250929 (fast mode)'"
+    assert result.stderr.count(said) == 1
+
+
+def test_web_searches_are_priced_per_request(store: Store, tmp_path: Path) -> None:
+    usage = real_usage(500, 0, 0, 200)
+    usage["server_tool_use"] = {"web_search_requests": 3, "web_fetch_requests": 0}
+    ingest(
+        store,
+        write(
+            tmp_path / f"{SESSION}.jsonl",
+            [priced(1, "msg_W", "r1", usage, "claude-sonnet-4-5-20250929")],
+        ),
+    )
+    # tokens: 500 * $3/M + 200 * $15/M = $0.0045; searches: 3 * $10/1,000 = $0.03
+    assert costs(store) == [("msg_W:r1", "estimated", 0.0345, 0.0345, 0.03)]
+    assert rows(store, "SELECT web_search_requests FROM calls") == [(3,)]
+
+
+def test_cost_usd_on_the_line_is_kept_as_reported(store: Store, tmp_path: Path) -> None:
+    """Claude Code 1.0 wrote the agent's own figure as ``costUSD`` on each line: it is the
+    call's cost (basis 'reported'), with the list-price estimate kept beside it."""
+    usage = real_usage(500, 0, 0, 200)
+    lines = [
+        priced(1, "msg_R", "r1", usage, "claude-sonnet-4-5-20250929", costUSD=0.0051),
+        priced(2, "msg_R", "r1", usage, "claude-sonnet-4-5-20250929", costUSD=0.0051),
+    ]
+    ingest(store, write(tmp_path / f"{SESSION}.jsonl", lines))
+    assert costs(store) == [("msg_R:r1", "reported", 0.0051, 0.0045, None)]
+
+
+def test_long_context_prices_the_whole_call_at_the_higher_rate(
+    store: Store, tmp_path: Path
+) -> None:
+    """Anthropic's rule: past 200k prompt tokens every token of the call is at the long-context
+    rate (Sonnet 4.5: $6/M input, $22.50/M output). ccusage 20 splits each category at 200k
+    (200k * $3 + 50k * $6 = $0.90 for the input) and under-charges."""
+    ingest(
+        store,
+        write(
+            tmp_path / f"{SESSION}.jsonl",
+            [
+                priced(
+                    1, "msg_L", "r1", real_usage(250_000, 0, 0, 1_000), "claude-sonnet-4-5-20250929"
+                )
+            ],
+        ),
+    )
+    # 250,000 * 6e-6 + 1,000 * 2.25e-5 = 1.5 + 0.0225
+    assert costs(store) == [("msg_L:r1", "estimated", 1.5225, 1.5225, None)]
+
+
+def test_tool_results_are_tied_to_their_calls_and_hashed(store: Store, tmp_path: Path) -> None:
+    ingest(store, write(tmp_path / f"{SESSION}.jsonl", SESSION_LINES))
+    got = rows(
+        store,
+        """SELECT c.tool_use_id, r.is_error, r.tool_result_hash
+           FROM messages c JOIN messages r USING (session_id, tool_use_id)
+           WHERE c.kind = 'tool_call' AND r.kind = 'tool_result' ORDER BY c.idx""",
+    )
+    from analyzer.ingest.records import result_hash
+
+    assert got == [
+        ("t1", False, result_hash("print(1)", False)),
+        ("t2", True, result_hash("boom", True)),
+    ]

@@ -14,7 +14,7 @@ from genai_prices import Usage, calc_price
 
 from analyzer.ingest import ingest_paths
 from analyzer.ingest.base import IngestOptions
-from analyzer.pricing import COST_SQL, price_table
+from analyzer.pricing import COST_SQL, fast_multiplier, price_table
 from analyzer.store import Store
 
 DAY = date(2025, 12, 13)
@@ -50,7 +50,7 @@ def genai(model: str, provider: str | None, fresh: int, read: int, w5: int, w1: 
 def test_sql_cost_matches_genai_prices(case: tuple) -> None:
     model, provider, fresh, read, w5, w1, out = case
     con = duckdb.connect()
-    con.register("lf_price", price_table({(model, provider, DAY)}))
+    con.register("lf_price", price_table({(model, provider, DAY, False)}))
     con.execute(
         "CREATE TABLE b AS SELECT ?::VARCHAR AS model, ?::VARCHAR AS provider, ?::DATE AS day, "
         "?::BIGINT AS input_tokens, ?::BIGINT AS cached_input_tokens, "
@@ -97,3 +97,28 @@ def test_unknown_model_is_unpriced_and_named_once(
     ]
     err = capsys.readouterr().err
     assert err.count("no price known for model 'acme/secret-model-9'") == 1
+
+
+@pytest.mark.parametrize(
+    ("model", "factor"),
+    [
+        ("claude-opus-4-6", 6), ("claude-opus-4-7", 6), ("anthropic/claude-opus-4.6", 6),
+        ("claude-opus-4-8", 2), ("claude-opus-5", 2), ("claude-opus-5-20260723", 2),
+        ("claude-opus-4-5-20251101", None), ("claude-sonnet-4-5", None), ("gpt-5", None),
+    ],
+)  # fmt: skip
+def test_fast_mode_multiplier_is_known_only_where_published(model: str, factor: int | None) -> None:
+    assert fast_multiplier(model) == (None if factor is None else Decimal(factor))
+
+
+def test_fast_prices_multiply_every_token_kind() -> None:
+    day = date(2026, 3, 1)
+    std = price_table({("claude-opus-4-6", "anthropic", day, False)}).to_pylist()
+    fast = price_table({("claude-opus-4-6", "anthropic", day, True)}).to_pylist()
+    assert len(std) == len(fast) >= 1  # each price tier (the long-context one too) stacks
+    for s_row, f_row in zip(std, fast, strict=True):
+        assert (s_row["above"], s_row["upto"]) == (f_row["above"], f_row["upto"])
+        for kind in ("p_in", "p_read", "p_5m", "p_1h", "p_out"):
+            assert f_row[kind] == pytest.approx(6 * s_row[kind], rel=1e-12)
+    # Anthropic's fast-mode table for Opus 4.6: $30 / MTok input, $150 / MTok output.
+    assert fast[0]["p_in"] == pytest.approx(30e-6) and fast[0]["p_out"] == pytest.approx(150e-6)

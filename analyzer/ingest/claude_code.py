@@ -14,6 +14,18 @@ Facts from reference/formats.md §2, all of which shape this loader:
   starts a turn.
 * ``isSidechain``/``agentId`` mark a sub-agent; its lines carry the parent's ``sessionId``. The
   sub-agent gets its own session ``<parent>:agent-<id>``, linked by ``parent_session_id``.
+* One ``message.id`` is one API response, billed once. A ``/btw`` side question replays a
+  parent message into a sidechain with the same ``message.id`` and a new ``requestId``
+  (ccusage issue 913, fixed in its PR 1155): a sidechain call whose ``message.id`` another call
+  already has (earlier in the file, or stored from another file) is a replay, counted as a
+  duplicate. Outside sidechains the pair is the call (hand-written fixtures reuse ids).
+* Money: ``usage.speed: "fast"`` is fast mode (stored as ``variant = 'fast'``, priced at its
+  rate); ``usage.server_tool_use.web_search_requests`` are priced per request; a ``costUSD`` on
+  the line (Claude Code 1.0 wrote one) is the agent's own figure, kept as ``reported`` with the
+  list-price estimate beside it.
+* A ``tool_use`` block's ``id`` ties it to the ``tool_result`` (``tool_use_id``) in a later
+  ``user`` line; the result's content is hashed, so polling (same call, new result) can be told
+  from a loop (same call, same result).
 
 Records: ``assistant`` lines build calls, ``user`` lines build messages; ``progress``,
 ``file-history-snapshot``, ``queue-operation``, ``summary`` and ``system`` lines hold nothing
@@ -37,7 +49,14 @@ from analyzer.ingest.jsonl import (
     kind_of,
     parse_time,
 )
-from analyzer.ingest.records import Lowering, args_hash, brief, excerpt, text_measure
+from analyzer.ingest.records import (
+    Lowering,
+    args_hash,
+    brief,
+    excerpt,
+    result_hash,
+    text_measure,
+)
 
 NAME = "claude_code"
 TITLE = "Claude Code transcript (JSONL)"
@@ -162,17 +181,28 @@ def _assistant(
         native = f"{msg_id}:{request}" if request else msg_id
         s.seq += 1
         call = {
-            "native_id": native, "line": lineno, "ts": parse_time(obj.get("timestamp"), tz),
+            "native_id": native, "response_id": msg_id, "line": lineno,
+            "ts": parse_time(obj.get("timestamp"), tz),
             "session_id": s.session_id, "stream_key": s.session_id, "turn_id": s.turn,
             "seq": s.seq, "agent_id": s.agent, "parent_session_id": s.parent,
             "model": as_str(msg.get("model")), "provider": "anthropic", "app": APP,
             "output_final": False, "content_chars": 0, "visible_chars": 0,
             "reasoning_chars": 0, "tool_call_count": 0, "n_records": 0,
+            "replay": obj.get("isSidechain") is True and bool(request),
         }  # fmt: skip
         calls[key] = call
     call["n_records"] += 1
+    cost = obj.get("costUSD")
+    if isinstance(cost, int | float) and not isinstance(cost, bool) and 0 <= cost < 1e6:
+        call["cost_usd"] = max(call.get("cost_usd") or 0.0, float(cost))
+        call["cost_basis"] = "reported"
     usage = as_dict(msg.get("usage"))
     if usage:
+        if usage.get("speed") == "fast":
+            call["variant"] = "fast"
+        searches = as_int(as_dict(usage.get("server_tool_use")).get("web_search_requests"))
+        if searches is not None:
+            call["web_search_requests"] = max(call.get("web_search_requests") or 0, searches)
         fresh = as_int(usage.get("input_tokens")) or 0
         write = as_int(usage.get("cache_creation_input_tokens")) or 0
         read = as_int(usage.get("cache_read_input_tokens")) or 0
@@ -230,6 +260,7 @@ def _assistant(
                     "turn_id": s.turn,
                     "tool_name": as_str(block.get("name")),
                     "tool_args_hash": args_hash(block.get("input")),
+                    "tool_use_id": as_str(block.get("id")),
                     "call_id": low.call_id(call["native_id"]),
                     "n_records": 0,
                 }
@@ -269,13 +300,16 @@ def _user(low: Lowering, obj: dict[str, Any], s: _Session, tz: str) -> None:
     for b in results:
         text = _result_text(b.get("content"))
         chars, visible = text_measure(text)
+        is_error = bool(b.get("is_error"))
         add(
             {
                 "kind": "tool_result",
                 "turn_id": s.turn,
                 "text_chars": chars,
                 "visible_chars": visible,
-                "is_error": bool(b.get("is_error")),
+                "is_error": is_error,
+                "tool_use_id": as_str(b.get("tool_use_id")),
+                "tool_result_hash": result_hash(b.get("content"), is_error),
                 "excerpt": excerpt(text),
             }
         )

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any
 
 import orjson
 import pyarrow as pa
 
 from analyzer.ingest.base import LoadContext, LoadResult
-from analyzer.pricing import COST_SQL, price_table
+from analyzer.pricing import COST_SQL, WEB_SEARCH_SQL, PriceKey, price_table
 
 # Columns a log ingestor may fill for a call; everything else in `calls` stays NULL. The raw
 # finish reason is normalised and the kind derived in SQL.
@@ -38,6 +38,7 @@ CALL_COLUMNS: dict[str, pa.DataType] = {
     "model": pa.string(),
     "provider": pa.string(),
     "app": pa.string(),
+    "variant": pa.string(),  # 'fast': Anthropic's fast mode, priced at its own rate
     "input_tokens": pa.int64(),
     "cached_input_tokens": pa.int64(),
     "cache_write_tokens": pa.int64(),
@@ -45,8 +46,9 @@ CALL_COLUMNS: dict[str, pa.DataType] = {
     "output_tokens": pa.int64(),
     "reasoning_tokens": pa.int64(),
     "output_final": pa.bool_(),
-    "cost_usd": pa.float64(),
+    "cost_usd": pa.float64(),  # a cost the log states itself (with cost_basis 'reported')
     "cost_basis": pa.string(),
+    "web_search_requests": pa.int64(),
     "finish_reason_raw": pa.string(),
     "content_chars": pa.int64(),
     "visible_chars": pa.int64(),
@@ -62,6 +64,9 @@ CALL_COLUMNS: dict[str, pa.DataType] = {
     "reply_saved": pa.bool_(),
     "n_records": pa.int64(),  # records this call accounts for (loaded or duplicate)
     "parts": pa.int64(),  # records that shaped it, incl. ones accounted for elsewhere
+    # A replay: if a call of this format with the same response_id (one API response) is
+    # stored already, or came earlier in this file, this one is a duplicate of it.
+    "replay": pa.bool_(),
 }
 MESSAGE_COLUMNS: dict[str, pa.DataType] = {
     "session_id": pa.string(),
@@ -74,6 +79,8 @@ MESSAGE_COLUMNS: dict[str, pa.DataType] = {
     "visible_chars": pa.int64(),
     "tool_name": pa.string(),
     "tool_args_hash": pa.string(),
+    "tool_use_id": pa.string(),
+    "tool_result_hash": pa.string(),
     "is_error": pa.bool_(),
     "call_id": pa.string(),
     "excerpt": pa.string(),
@@ -98,6 +105,20 @@ def args_hash(args: object) -> str:
     except TypeError:  # nested deeper than orjson writes (repr would recurse as deep)
         canon = b"<arguments nested too deeply to compare>"
     return hashlib.sha256(canon).hexdigest()
+
+
+def result_hash(content: object, is_error: bool | None = None) -> str:
+    """sha256 of what a tool returned (text as it is; anything else as sorted-key JSON), with
+    whether it was an error: the same call getting the same result back is a loop, the same
+    call getting a new result (a poll of a running command) is not."""
+    if isinstance(content, str):
+        data = content.encode("utf-8", "surrogatepass")
+    else:
+        try:
+            data = orjson.dumps(content, option=orjson.OPT_SORT_KEYS)
+        except TypeError:
+            data = b"<result nested too deeply to compare>"
+    return hashlib.sha256((b"error:" if is_error else b"ok:") + data).hexdigest()
 
 
 def brief(value: object, limit: int = 300) -> str:
@@ -170,6 +191,7 @@ class Lowering:
         self.result = LoadResult()
         self.skipped: Counter[str] = Counter()
         self._read = 0
+        self._flushed_replay_ids: set[str] = set()
 
     # -- what the format module reports ----------------------------------------------------
 
@@ -244,6 +266,51 @@ class Lowering:
         self.result.rows_loaded += total - int(dup)
         self.messages = []
 
+    def _drop_replays(self) -> None:
+        """A replay (a call flagged ``replay`` whose response_id another call of this format
+        has, earlier in this file or in the store) is the same API response written again:
+        its records are duplicates, and the messages it carried are not kept twice."""
+        replays = [r for r in self.calls if r.get("replay") and r.get("response_id")]
+        if not replays:
+            return
+        # The original wins wherever it was written in the file; among replays, the first.
+        seen = {
+            r["response_id"] for r in self.calls if not r.get("replay") and r.get("response_id")
+        }
+        dropped: list[dict[str, Any]] = []
+        for row in replays:
+            if row["response_id"] in seen:
+                dropped.append(row)
+            else:
+                seen.add(row["response_id"])
+        stored = {
+            rid
+            for (rid,) in self.ctx.con.execute(
+                """SELECT DISTINCT response_id FROM calls
+                   WHERE format = $fmt AND response_id IN (SELECT unnest($ids))
+                     AND native_id NOT IN (SELECT unnest($natives))""",
+                {
+                    "fmt": self.fmt,
+                    "ids": sorted({r["response_id"] for r in replays}),
+                    "natives": [r["native_id"] for r in replays],
+                },
+            ).fetchall()
+        }
+        gone = {id(r) for r in dropped}
+        dropped += [r for r in replays if r["response_id"] in stored and id(r) not in gone]
+        if not dropped:
+            return
+        gone = {id(r) for r in dropped}
+        self.calls = [r for r in self.calls if id(r) not in gone]
+        ids = {self.call_id(r["native_id"]) for r in dropped}
+        kept = [m for m in self.messages if m.get("call_id") not in ids]
+        records = sum(int(r.get("n_records") or 0) for r in dropped) + sum(
+            int(m.get("n_records") or 0) for m in self.messages if m.get("call_id") in ids
+        )
+        self.messages = kept
+        self.result.rows_duplicate += records
+        self._flushed_replay_ids |= ids
+
     def _flush_calls(self) -> None:
         if not self.calls:
             return
@@ -259,7 +326,8 @@ class Lowering:
                 unique[row.get("native_id")] = row
         self.calls = list(unique.values())
         self.result.rows_duplicate += in_file_dup
-        to_price: set[tuple[str, str | None, date | None]] = set()
+        self._drop_replays()
+        to_price: set[PriceKey] = set()
         for row in self.calls:
             row.setdefault("stream_key", row.get("session_id"))
             row["parts"] = max(row.get("parts") or 0, row.get("n_records") or 0)
@@ -267,13 +335,15 @@ class Lowering:
             row["model"] = model = _fits(row.get("model"), pa.string())
             row["provider"] = _fits(row.get("provider"), pa.string())
             if (
-                row.get("cost_usd") is None
-                and model
+                model
                 and model not in UNPRICED_MODELS
                 and (row.get("input_tokens") is not None or row.get("output_tokens") is not None)
             ):
+                # Every logged call with tokens gets its list-price estimate, also when the log
+                # states a cost itself (kept beside it).
                 ts = row.get("ts")
-                to_price.add((model, row.get("provider"), ts.date() if ts else None))
+                fast = row.get("variant") == "fast"
+                to_price.add((model, row.get("provider"), ts.date() if ts else None, fast))
         batch = self._table(self.calls, CALL_COLUMNS)
         con.register("lf_call_batch", batch)
         con.register("lf_price", price_table(to_price))
@@ -301,30 +371,39 @@ class Lowering:
                     "UPDATE calls SET superseded_by = NULL WHERE superseded_by IN ?", [grown]
                 )
                 con.execute("DELETE FROM calls WHERE call_id IN ?", [grown])
-            # Logs carry tokens, not dollars: the cost is estimated from list prices.
+            # Logs carry tokens, and some a cost of their own ('reported'); every call with
+            # tokens is also estimated from list prices (cost_estimate_usd), and the estimate
+            # is its cost when the log states none.
             con.execute(
                 f"""INSERT INTO calls BY NAME
-                SELECT b.* EXCLUDE (n_records, parts, cost_usd, cost_basis, fr),
+                SELECT b.* EXCLUDE (n_records, parts, replay, cost_usd, cost_basis, fr, estimate),
                        b.parts AS record_count,
                        $prefix || ':' || b.native_id AS call_id,
                        $sid AS source_id,
                        $fmt AS format,
-                       coalesce(b.cost_usd, {COST_SQL})::DECIMAL(18, 10) AS cost_usd,
+                       coalesce(b.cost_usd, b.estimate)::DECIMAL(18, 10) AS cost_usd,
                        CASE WHEN b.cost_usd IS NOT NULL THEN b.cost_basis
-                            WHEN p.model IS NOT NULL THEN 'estimated' END AS cost_basis,
+                            WHEN b.estimate IS NOT NULL THEN 'estimated' END AS cost_basis,
+                       b.estimate::DECIMAL(18, 10) AS cost_estimate_usd,
+                       CASE WHEN b.cost_usd IS NULL AND b.estimate IS NOT NULL
+                                 AND b.web_search_requests > 0
+                            THEN {WEB_SEARCH_SQL} END::DECIMAL(18, 10) AS cost_extra_usd,
                        b.fr AS finish_reason,
                        lf_response_kind(b.fr, b.http_status, b.output_tokens, b.reasoning_tokens,
                                         b.content_chars, b.visible_chars, b.reasoning_chars,
                                         b.tool_call_count) AS response_kind
-                FROM (SELECT *, lf_finish_reason(finish_reason_raw, cancelled) AS fr
-                      FROM lf_call_batch) b
-                LEFT JOIN lf_price p
-                    ON b.cost_usd IS NULL AND p.model = b.model
-                   AND (b.input_tokens IS NOT NULL OR b.output_tokens IS NOT NULL)
-                   AND p.provider IS NOT DISTINCT FROM b.provider
-                   AND p.day IS NOT DISTINCT FROM b.ts::DATE
-                   AND coalesce(b.input_tokens, 0) > p.above
-                   AND (p.upto IS NULL OR coalesce(b.input_tokens, 0) <= p.upto)
+                FROM (SELECT b.*, lf_finish_reason(b.finish_reason_raw, b.cancelled) AS fr,
+                             CASE WHEN p.model IS NOT NULL
+                                  THEN {COST_SQL} + {WEB_SEARCH_SQL} END AS estimate
+                      FROM lf_call_batch b
+                      LEFT JOIN lf_price p
+                        ON p.model = b.model
+                       AND (b.input_tokens IS NOT NULL OR b.output_tokens IS NOT NULL)
+                       AND p.provider IS NOT DISTINCT FROM b.provider
+                       AND p.day IS NOT DISTINCT FROM b.ts::DATE
+                       AND p.fast = (b.variant IS NOT DISTINCT FROM 'fast')
+                       AND coalesce(b.input_tokens, 0) > p.above
+                       AND (p.upto IS NULL OR coalesce(b.input_tokens, 0) <= p.upto)) b
                 WHERE NOT EXISTS (SELECT 1 FROM calls c
                                   WHERE c.format = $fmt AND c.native_id = b.native_id)""",
                 {"prefix": self.call_prefix, "sid": self.ctx.source_id, "fmt": self.fmt},
@@ -341,6 +420,11 @@ class Lowering:
         """Write what is left and return the file's accounting."""
         self._flush_calls()
         self._flush_messages()
+        if self._flushed_replay_ids:  # a replay's messages written in an earlier batch
+            self.ctx.con.execute(
+                "DELETE FROM messages WHERE source_id = ? AND call_id IN ?",
+                [self.ctx.source_id, sorted(self._flushed_replay_ids)],
+            )
         self._flush_rejects()
         self.result.rows_read = self._read
         self.result.rows_skipped = sum(self.skipped.values())

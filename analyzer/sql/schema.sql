@@ -52,7 +52,8 @@ CREATE TABLE IF NOT EXISTS calls (
     app                 VARCHAR,
     api_key             VARCHAR,            -- the key's name or label, never a secret
     user_id             VARCHAR,
-    variant             VARCHAR,
+    variant             VARCHAR,            -- OpenRouter's variant (free, ...); 'fast' for a
+                                            -- call in Anthropic's fast mode (priced higher)
     input_tokens        BIGINT,             -- whole prompt, cached part included
     cached_input_tokens BIGINT,             -- read from the prompt cache (part of input_tokens)
     cache_write_tokens  BIGINT,             -- written to the cache (part of input_tokens)
@@ -65,6 +66,10 @@ CREATE TABLE IF NOT EXISTS calls (
     cost_basis          VARCHAR,            -- billed | reported | estimated | NULL
     cost_cache_usd      DECIMAL(18, 10),    -- negative = cache discount (already in cost_usd)
     cost_extra_usd      DECIMAL(18, 10),    -- web search + file processing (already in cost_usd)
+    cost_estimate_usd   DECIMAL(18, 10),    -- on a logged call: what list prices say it cost,
+                                            -- kept beside a reported or billed cost_usd
+    web_search_requests BIGINT,             -- server-side web searches the call ran (priced
+                                            -- per request, part of the estimate)
     byok_usd            DECIMAL(18, 10),
     finish_reason       VARCHAR,            -- stop, length, tool_calls, content_filter, error,
                                             -- cancelled, unknown
@@ -105,6 +110,8 @@ CREATE TABLE IF NOT EXISTS messages (
     visible_chars  BIGINT,
     tool_name      VARCHAR,
     tool_args_hash VARCHAR,               -- sha256 of the arguments as JSON with sorted keys
+    tool_use_id    VARCHAR,               -- the id tying a tool call to its result (both rows)
+    tool_result_hash VARCHAR,             -- on a tool result: sha256 of what the tool returned
     is_error       BOOLEAN,
     call_id        VARCHAR,               -- the call that produced it (assistant side)
     excerpt        VARCHAR                -- at most 200 characters, for the report
