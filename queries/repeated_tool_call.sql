@@ -3,17 +3,33 @@
 -- severity: medium
 -- params: min_repeats=3, min_cycles=3
 --
--- An agent that issues the same tool call with the same arguments, again and again, is not
--- making progress; so is one cycling through two or three calls (A-B-A-B). Real agents guard
--- this at 3 (opencode's doom loop, OpenHands' alternation) to 5 (Gemini CLI) identical calls.
--- Found per session in the order the calls were made: min_repeats identical calls (same tool,
--- same arguments as sorted-key JSON) in a row, or a cycle of period 2 or 3 repeated min_cycles
--- times. Waste: the calls that made the repeats after the first (or after the first cycle).
-WITH t AS (
-    SELECT session_id, idx, call_id, ts,
-           tool_name || ':' || coalesce(tool_args_hash, '') AS k, tool_name
+-- An agent that issues the same tool call with the same arguments and gets the same result
+-- back, again and again, is not making progress; so is one cycling through two or three such
+-- calls (A-B-A-B). Real agents guard this at 3 (opencode's doom loop, OpenHands' alternation)
+-- to 5 (Gemini CLI) identical calls. Identical arguments alone are not a loop: Codex polls a
+-- running command with the same write_stdin call, and each poll gets new output until the
+-- command ends. So a call is the same call only with the same tool, the same arguments (as
+-- sorted-key JSON) and the same result (or the same error) - each result tied to its call by
+-- tool_use_id and hashed at ingest. A call whose result is unknown (a bill, a log without
+-- results) is compared on tool and arguments alone, and never with one whose result is known.
+-- Found per session in the order the calls were made: min_repeats identical calls in a row, or
+-- a cycle of period 2 or 3 repeated min_cycles times. Waste: the calls that made the repeats
+-- after the first (or after the first cycle).
+WITH results AS (
+    SELECT session_id, tool_use_id, min(tool_result_hash) AS result_hash
     FROM messages
-    WHERE kind = 'tool_call' AND tool_name IS NOT NULL
+    WHERE kind = 'tool_result' AND tool_use_id IS NOT NULL AND tool_result_hash IS NOT NULL
+    GROUP BY session_id, tool_use_id
+),
+t AS (
+    SELECT m.session_id, m.idx, m.call_id, m.ts,
+           m.tool_name || ':' || coalesce(m.tool_args_hash, '') AS call_key,
+           m.tool_name || ':' || coalesce(m.tool_args_hash, '') || ':'
+               || coalesce(r.result_hash, '?') AS k,
+           r.result_hash, m.tool_name
+    FROM messages m
+    LEFT JOIN results r ON r.session_id = m.session_id AND r.tool_use_id = m.tool_use_id
+    WHERE m.kind = 'tool_call' AND m.tool_name IS NOT NULL
 ),
 w AS (
     SELECT *,
@@ -53,7 +69,7 @@ qualified AS (
 ),
 members AS (
     SELECT q.session_id, q.period, q.first_pos, q.n_tool_calls, w.pos, w.call_id, w.ts,
-           w.tool_name, w.k,
+           w.tool_name, w.k, w.call_key, w.result_hash,
            w.pos >= q.first_pos + q.period AS repeat
     FROM qualified q JOIN w ON w.session_id = q.session_id
                            AND w.pos BETWEEN q.first_pos AND q.last_pos
@@ -88,11 +104,15 @@ SELECT coalesce(any_value(x.stream_key), m.session_id) AS stream_key, m.session_
                  || ' calls in a row'
             ELSE 'a cycle of ' || any_value(m.period) || ' tool calls ('
                  || string_agg(DISTINCT m.tool_name, ', ') || ') repeated '
-                 || (any_value(m.n_tool_calls) // any_value(m.period)) || ' times' END AS summary,
+                 || (any_value(m.n_tool_calls) // any_value(m.period)) || ' times' END
+       || CASE WHEN bool_and(m.result_hash IS NOT NULL)
+               THEN ', the same result back each time' ELSE '' END AS summary,
        json_object(
            'first_call_id', arg_min(m.call_id, m.pos), 'last_call_id', arg_max(m.call_id, m.pos),
            'period', any_value(m.period), 'tool_calls', any_value(m.n_tool_calls),
-           'tools', list(DISTINCT m.tool_name), 'distinct_arguments', count(DISTINCT m.k)
+           'tools', list(DISTINCT m.tool_name), 'distinct_arguments', count(DISTINCT m.call_key),
+           'results', CASE WHEN bool_and(m.result_hash IS NOT NULL) THEN 'the same each time'
+                           ELSE 'unknown' END
        ) AS evidence
 FROM members m
 JOIN waste x ON x.session_id = m.session_id AND x.first_pos = m.first_pos

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from decimal import Decimal
 from pathlib import Path
 
@@ -13,11 +12,11 @@ import pytest
 from analyzer.ingest import FileReport, ingest_paths
 from analyzer.ingest.base import IngestOptions
 from analyzer.store import Store
+from tests.conftest import shared_samples
 
 SID = "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
 OLD_SID = "0188aaaa-bbbb-7ccc-8ddd-ffffffffffff"
-SAMPLES = Path("/work/shared/samples")
-REAL = SAMPLES / (
+REAL_NAME = (
     "jnarowski__agentcmd__rollout-2025-09-25T15-12-14-019982b8-3422-79e0-8b3b-05abaf4f3c3e.jsonl"
 )
 ARGS = '{"command": ["ls"], "workdir": "/w"}'
@@ -295,11 +294,8 @@ def test_grown_copy_adds_only_the_new_calls(store: Store, tmp_path: Path) -> Non
 
 
 def test_real_rollout(store: Store) -> None:
-    if not REAL.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"sample missing: {REAL}")
-        pytest.skip(f"sample missing: {REAL}")
-    [r] = ingest(store, REAL)
+    real = shared_samples() / REAL_NAME
+    [r] = ingest(store, real)
     assert (r.status, r.format, r.rows_rejected) == ("loaded", "codex", 0)
     assert q(store, "SELECT count(*), sum(tool_call_count), min(model), max(model) FROM calls") == [
         (35, 34, "gpt-5-codex", "gpt-5-codex")
@@ -340,3 +336,65 @@ def test_grown_copy_completes_a_cut_off_call(store: Store, tmp_path: Path) -> No
     assert q(store, "SELECT seq, tool_call_count, response_kind FROM calls") == [
         (1, 1, "tool_call")
     ]
+
+
+def test_web_search_items_are_tool_calls(store: Store, tmp_path: Path) -> None:
+    """Codex Desktop 0.104 writes a search the model ran as a ``web_search_call`` item (with
+    no name; the first of a rollout without an ``action``)."""
+    lines = [
+        rec(0, "session_meta", {"id": SID}),
+        rec(1, "turn_context", ctx("gpt-5.3-codex")),
+        rec(2, "event_msg", user("look it up")),
+        rec(3, "response_item", {"type": "web_search_call", "status": "completed"}),
+        rec(4, "response_item", {"type": "web_search_call", "status": "completed",
+                                 "action": {"type": "search", "query": "duckdb asof join"}}),
+        rec(5, "event_msg", tokens(usage(1000, 0, 50, 10), usage(1000, 0, 50, 10))),
+    ]  # fmt: skip
+    [r] = ingest(store, write(tmp_path / f"rollout-{SID}.jsonl", lines))
+    assert r.rows_skipped == 2  # session_meta, turn_context
+    tools = q(
+        store,
+        "SELECT tool_name, tool_args_hash IS NOT NULL FROM messages "
+        "WHERE kind = 'tool_call' ORDER BY idx",
+    )
+    assert tools == [("web_search", True)] * 2
+    assert q(store, "SELECT tool_call_count, response_kind FROM calls") == [(2, "tool_call")]
+    assert_accounted(store)
+
+
+@pytest.mark.parametrize(
+    ("outputs", "incidents"),
+    [
+        (["Process running...", "Process running... 40%", "done"], 0),  # polling
+        (["Process running...", "Process running...", "Process running..."], 1),  # a loop
+    ],
+)
+def test_polls_are_tied_to_their_outputs(
+    store: Store, tmp_path: Path, outputs: list[str], incidents: int
+) -> None:
+    """write_stdin polling a running command: the same arguments, a new output each time.
+    Each output is tied to its call by call_id and hashed, so the detector can tell polling
+    from the same call getting the same output back."""
+    from analyzer.detect import detect, discover
+
+    poll = '{"session_id": 7, "chars": "", "yield_time_ms": 5000}'
+    lines = [rec(0, "session_meta", {"id": SID}), rec(1, "turn_context", ctx("gpt-5.3-codex"))]
+    for i, out in enumerate(outputs):
+        lines += [
+            rec(2 + 3 * i, "response_item", {"type": "function_call", "name": "write_stdin",
+                                             "arguments": poll, "call_id": f"call_{i}"}),
+            rec(3 + 3 * i, "event_msg", tokens(usage(100 + i, 0, 5, 0), None)),
+            rec(4 + 3 * i, "response_item", {"type": "function_call_output",
+                                             "call_id": f"call_{i}", "output": out}),
+        ]  # fmt: skip
+    ingest(store, write(tmp_path / f"rollout-{SID}.jsonl", lines))
+    got = q(
+        store,
+        """SELECT c.tool_use_id, r.tool_result_hash FROM messages c
+           JOIN messages r ON r.tool_use_id = c.tool_use_id AND r.kind = 'tool_result'
+           WHERE c.kind = 'tool_call' ORDER BY c.idx""",
+    )
+    assert [g[0] for g in got] == ["call_0", "call_1", "call_2"]
+    assert len({g[1] for g in got}) == len(set(outputs))
+    found = detect(store, [d for d in discover() if d.name == "repeated_tool_call"])
+    assert len(found) == incidents

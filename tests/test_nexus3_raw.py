@@ -8,6 +8,7 @@ from pathlib import Path
 
 from analyzer.ingest import FileReport, ingest_paths
 from analyzer.ingest.base import IngestOptions
+from analyzer.ingest.records import result_hash
 from analyzer.store import Store
 from tests.conftest import SAMPLE_DATA
 
@@ -209,6 +210,11 @@ def test_new_messages_of_each_request_are_stored(store: Store, tmp_path: Path) -
     ]  # fmt: skip
     expected = hashlib.sha256(b'{"path":"."}').hexdigest()
     assert q(store, "SELECT tool_args_hash FROM messages WHERE idx = 4") == [(expected,)]
+    # The tool message's tool_call_id ties the result to its call; what it returned is hashed.
+    assert q(
+        store,
+        "SELECT idx, tool_use_id, tool_result_hash FROM messages WHERE tool_use_id IS NOT NULL",
+    ) == [(4, "call_1", None), (5, "call_1", result_hash("a.py\nb.py"))]
 
 
 def test_line_before_any_request_is_rejected(store: Store, tmp_path: Path) -> None:

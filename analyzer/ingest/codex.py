@@ -9,8 +9,11 @@ Each line is ``{timestamp, type, payload}`` (reference/formats.md §3).
 * ``input_tokens`` already includes ``cached_input_tokens``; ``output_tokens`` already includes
   ``reasoning_output_tokens``. Token counts here are final.
 * The model is the latest ``turn_context``'s. A user's ``user_message`` event starts a turn.
-* ``function_call`` (and ``custom_tool_call``, ``local_shell_call``) items are tool calls;
-  ``function_call_output`` items their results. The items of a model response sit next to its
+* ``function_call`` (and ``custom_tool_call``, ``local_shell_call``, ``web_search_call`` - a
+  search the model ran, named ``web_search``) items are tool calls; ``function_call_output``
+  items their results, tied to their call by ``call_id`` and hashed, so that Codex polling a
+  running command with ``write_stdin`` (the same call, a new output each time) is not taken
+  for a loop. The items of a model response sit next to its
   ``token_count`` event, between two ``turn_context`` lines: they are given to the call of their
   step, whichever side of the event they were written on.
 """
@@ -34,7 +37,14 @@ from analyzer.ingest.jsonl import (
     kind_of,
     parse_time,
 )
-from analyzer.ingest.records import Lowering, args_hash, brief, excerpt, text_measure
+from analyzer.ingest.records import (
+    Lowering,
+    args_hash,
+    brief,
+    excerpt,
+    result_hash,
+    text_measure,
+)
 
 NAME = "codex"
 TITLE = "OpenAI Codex CLI rollout (JSONL)"
@@ -42,7 +52,8 @@ CALL_PREFIX = "codex"
 APP = "codex"
 _KINDS = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_TOOL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call"}
+_TOOL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "web_search_call"}
+_TOOL_NAMES = {"web_search_call": "web_search"}  # items that carry no name of their own
 _RESULT_ITEMS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
 _USAGE_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
 
@@ -195,8 +206,9 @@ class _Reader:
                     "kind": "tool_call",
                     "ts": ts,
                     "turn_id": self.turn,
-                    "tool_name": as_str(p.get("name")) or ptype,
+                    "tool_name": as_str(p.get("name")) or _TOOL_NAMES.get(ptype, ptype),
                     "tool_args_hash": args_hash(args),
+                    "tool_use_id": as_str(p.get("call_id")),
                     "n_records": 1,
                 },
             )
@@ -204,6 +216,7 @@ class _Reader:
             output = p.get("output")
             text = output if isinstance(output, str) else brief(output, limit=10**9)
             chars, visible = text_measure(text)
+            is_error = _output_is_error(output)
             low.add_message(
                 {
                     "session_id": self.session,
@@ -214,7 +227,9 @@ class _Reader:
                     "turn_id": self.turn,
                     "text_chars": chars,
                     "visible_chars": visible,
-                    "is_error": _output_is_error(output),
+                    "is_error": is_error,
+                    "tool_use_id": as_str(p.get("call_id")),
+                    "tool_result_hash": result_hash(output, is_error),
                     "excerpt": excerpt(text),
                     "n_records": 1,
                 }

@@ -14,6 +14,8 @@ up to the next request, are its outcome:
 The session is the log's folder; ``subagent_<x>`` folders are sub-agents of the folder above.
 Each request carries the whole conversation: the messages new since the previous request are
 stored (so an empty assistant message the client saved shows up, with the call it came from).
+A tool message's ``tool_call_id`` ties it to the assistant's tool call, and its content is
+hashed (the same call with the same result again is a loop; with a new result it is not).
 """
 
 from __future__ import annotations
@@ -36,7 +38,14 @@ from analyzer.ingest.jsonl import (
     kind_of,
     parse_time,
 )
-from analyzer.ingest.records import Lowering, args_hash, brief, excerpt, text_measure
+from analyzer.ingest.records import (
+    Lowering,
+    args_hash,
+    brief,
+    excerpt,
+    result_hash,
+    text_measure,
+)
 
 NAME = "nexus3_raw"
 TITLE = "NEXUS3 raw API log (raw.jsonl)"
@@ -155,9 +164,16 @@ class _Reader:
         kind = {"user": "prompt", "assistant": "text", "tool": "tool_result"}.get(role, role)
         base = {"session_id": self.session, "role": role, "ts": ts, "turn_id": self.turn}
         if role != "assistant" or not tool_calls or chars:
+            result = {}
+            if kind == "tool_result":
+                result = {
+                    "tool_use_id": as_str(m.get("tool_call_id")),
+                    "tool_result_hash": result_hash(m.get("content")),
+                }
             self.low.add_message(
                 {
                     **base,
+                    **result,
                     "idx": self.next_idx(),
                     "kind": kind,
                     "text_chars": chars,
@@ -176,6 +192,7 @@ class _Reader:
                     "kind": "tool_call",
                     "tool_name": as_str(fn.get("name")),
                     "tool_args_hash": args_hash(fn.get("arguments")),
+                    "tool_use_id": as_str(tc.get("id")) if isinstance(tc, dict) else None,
                     "call_id": self.prev_call_id,
                     "n_records": 0,
                 }
