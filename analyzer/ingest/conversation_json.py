@@ -2,17 +2,56 @@
 
 * **OpenAI chat messages** - a list of messages, or an object with ``messages``: ``content``
   (a string or parts), ``tool_calls``, ``reasoning_content`` / ``reasoning``, and ``usage``,
-  ``finish_reason``, ``model``, ``id`` where the agent kept them.
+  ``finish_reason``, ``model``, ``id`` where the agent kept them. A ``tool`` message is a tool
+  result, tied to its call by ``tool_call_id`` (= the ``tool_calls[].id`` it answers).
 * **Anthropic messages** - ``content`` as blocks ``text``, ``thinking``, ``tool_use``,
-  ``tool_result``, with ``stop_reason`` and ``usage`` on assistant messages.
+  ``tool_result``, with ``stop_reason`` and ``usage`` on assistant messages; a ``tool_result``
+  is tied to its ``tool_use`` by ``tool_use_id`` (= the ``tool_use`` block's ``id``).
 * **Penguin sessions** - ``{id, messages, llm_request_lifecycles, ...}``: messages with a
   ``category``, ``metadata.was_empty`` and the placeholder ``[Empty response from model]`` it
-  saves for an empty reply; lifecycles carry the finish reason of every request.
+  saves for an empty reply; lifecycles carry the finish reason of every request. Its tool
+  results carry no id, so they are tied to no call (``tool_use_id`` NULL).
+* **An agent's record under ``extra``** - mini-swe-agent (``trajectory_format``
+  ``mini-swe-agent-1.1``; ``{info, messages, instance_id}``) keeps, beside each OpenAI-style
+  assistant message, what litellm returned: ``extra.response`` (the whole chat completion:
+  ``model``, ``id``, ``created``, ``usage``, ``choices[0].finish_reason``), ``extra.cost`` and
+  ``extra.timestamp``; its ``tool`` messages keep ``extra.returncode``, ``extra.timestamp``,
+  ``extra.raw_output`` and ``extra.exception_info``. Any conversation whose messages carry this
+  ``extra`` is read so, whatever the file is called. A field of the message itself wins over
+  the same field under ``extra``. What is read from there, and how sure its meaning is:
+
+  - ``extra.response.model`` / ``.id`` - the model that answered and the provider's response
+    id (``response_id``). ``usage`` - OpenAI usage: ``prompt_tokens`` is the whole prompt,
+    cached part included (``prompt_tokens_details.cached_tokens``; DeepSeek's
+    ``prompt_cache_hit_tokens`` where that is missing, and ``hit + miss`` when
+    ``prompt_tokens`` is); ``completion_tokens`` includes
+    ``completion_tokens_details.reasoning_tokens`` (null in DeepSeek's chat replies: unknown,
+    not zero).
+  - ``extra.cost`` - the agent's own figure in USD, kept as ``cost_basis = 'reported'`` (the
+    list-price estimate is kept beside it). It is litellm's price-table calculation at run
+    time, not a provider's bill. mini-swe-agent writes exactly ``0.0`` when that calculation
+    failed and ``cost_tracking: ignore_errors`` let the run go on, so a cost of 0 is read as
+    no cost stated (the estimate stands), never as a free call.
+  - ``extra.timestamp`` - epoch seconds, taken by the agent just after the reply arrived (the
+    end of the call, not its start); used as the time of the call, and of a tool message,
+    when the message has no time of its own. ``extra.response.created`` (whole seconds, set by
+    the provider) is the last resort for a call.
+  - ``extra.returncode`` on a tool message - a command's exit status: anything but 0 (-1 is a
+    timeout or an exception in mini-swe-agent) makes the result an error when no
+    ``is_error`` flag says otherwise. A ``user`` message with an ``extra.returncode`` is the
+    same observation in mini-swe-agent's text-based mode (no ``tool_calls``): a tool result
+    tied to no call; one with an ``extra.interrupt_type`` (a format error) is the agent's
+    text, not a prompt.
 
 Each assistant message is one call. A Penguin lifecycle with no saved message is a call whose
 reply was never saved (``reply_saved`` false) - how seed 000's whitespace replies looked. A
 placeholder message is a call whose reply was empty: the placeholder is Penguin's text, not the
 model's. Timestamps without a zone are read in ``--tz``.
+
+Every tool call keeps the id that ties it to its result (``tool_use_id``) and every tool result
+the same id and a hash of what the tool returned (``tool_result_hash``: text as it is, anything
+else as sorted-key JSON, with whether it was an error), so a detector can tell a poll (the same
+call, a new result) from a loop (the same call, the same result).
 
 A JSON document cannot be read a line at a time; files over 512 MB are refused with a message.
 """
@@ -22,6 +61,7 @@ from __future__ import annotations
 import gzip
 import re
 import zlib
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +77,21 @@ from analyzer.ingest.base import (
     open_binary,
 )
 from analyzer.ingest.jsonl import as_dict, as_int, as_list, as_str, as_text, parse_time
-from analyzer.ingest.records import Lowering, args_hash, brief, excerpt, text_measure
+from analyzer.ingest.records import (
+    Lowering,
+    args_hash,
+    brief,
+    excerpt,
+    result_hash,
+    text_measure,
+)
 
 NAME = "conversation_json"
 TITLE = "saved conversation (JSON: OpenAI or Anthropic messages, Penguin session)"
 CALL_PREFIX = "conv"
 MAX_BYTES = 512 * 1024 * 1024
 PLACEHOLDERS = ("[Empty response from model]", "[No response from model]")
+MAX_COST = 1e6  # a stated cost of a million dollars or more for one call is a broken value
 _START = re.compile(rb'^\s*(\[\s*\{\s*"(role|content|id)"|\{)')
 _KEYS = re.compile(rb'"(messages|role|llm_request_lifecycles)"\s*:')
 
@@ -91,28 +139,59 @@ def _blocks(content: object, kind: str) -> list[dict[str, Any]]:
     return []
 
 
-def _usage(call: dict[str, Any], usage: object) -> None:
+def _usage(usage: object) -> dict[str, Any] | None:
+    """The token counts of a ``usage`` object, OpenAI's shape or Anthropic's (None when it is no
+    object; a count it lacks or holds as something else is None)."""
     if not isinstance(usage, dict):
-        return
-    if "prompt_tokens" in usage or "completion_tokens" in usage:
-        call["input_tokens"] = as_int(usage.get("prompt_tokens"))
-        call["output_tokens"] = as_int(usage.get("completion_tokens"))
-        call["reasoning_tokens"] = as_int(
+        return None
+    out: dict[str, Any] = {}
+    if any(k in usage for k in ("prompt_tokens", "completion_tokens", "prompt_cache_hit_tokens")):
+        prompt = as_int(usage.get("prompt_tokens"))
+        # DeepSeek: the prompt is its cache hits and misses (prompt_tokens says so too).
+        hit = as_int(usage.get("prompt_cache_hit_tokens"))
+        miss = as_int(usage.get("prompt_cache_miss_tokens"))
+        if prompt is None and hit is not None and miss is not None:
+            prompt = hit + miss
+        cached = as_int(as_dict(usage.get("prompt_tokens_details")).get("cached_tokens"))
+        out["input_tokens"] = prompt
+        out["cached_input_tokens"] = hit if cached is None else cached
+        out["output_tokens"] = as_int(usage.get("completion_tokens"))
+        out["reasoning_tokens"] = as_int(
             as_dict(usage.get("completion_tokens_details")).get("reasoning_tokens")
-        )
-        call["cached_input_tokens"] = as_int(
-            as_dict(usage.get("prompt_tokens_details")).get("cached_tokens")
         )
     else:
         fresh = as_int(usage.get("input_tokens"))
         write = as_int(usage.get("cache_creation_input_tokens")) or 0
         read = as_int(usage.get("cache_read_input_tokens")) or 0
         if fresh is not None:
-            call["input_tokens"] = fresh + write + read
-            call["cached_input_tokens"] = read
-            call["cache_write_tokens"] = write
-        call["output_tokens"] = as_int(usage.get("output_tokens"))
-    call["output_final"] = call.get("output_tokens") is not None
+            out["input_tokens"] = fresh + write + read
+            out["cached_input_tokens"] = read
+            out["cache_write_tokens"] = write
+        out["output_tokens"] = as_int(usage.get("output_tokens"))
+    return out
+
+
+def _cost(value: object) -> float | None:
+    """A cost in USD the log states: a finite number above 0 (and below ``MAX_COST``), else None.
+    0 is not a price: it is what mini-swe-agent writes when it could not price a call."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 < value < MAX_COST else None  # NaN and infinity fail both tests
+
+
+def _exit_error(extra: dict[str, Any]) -> bool | None:
+    """Whether a command failed, from its exit status (``extra.returncode``): None if unknown."""
+    code = extra.get("returncode")
+    if isinstance(code, float) and code.is_integer():
+        code = int(code)
+    if isinstance(code, bool) or not isinstance(code, int):
+        return None
+    return code != 0
+
+
+def _first_choice(response: dict[str, Any]) -> dict[str, Any]:
+    choices = as_list(response.get("choices"))
+    return as_dict(choices[0]) if choices else {}
 
 
 class _Reader:
@@ -136,11 +215,14 @@ class _Reader:
         self.idx = 0
         self.seq = 0
 
-    def time(self, obj: dict[str, Any]) -> object:
+    def time(self, obj: dict[str, Any]) -> datetime | None:
+        """A message's own time, else the agent's ``extra.timestamp`` (mini-swe-agent's)."""
+        tz = self.ctx.options.tz
         for key in ("timestamp", "created_at", "created", "ts"):
-            if obj.get(key) is not None:
-                return parse_time(obj[key], self.ctx.options.tz)
-        return None
+            ts = parse_time(obj.get(key), tz)
+            if ts is not None:
+                return ts
+        return parse_time(as_dict(obj.get("extra")).get("timestamp"), tz)
 
     def next_idx(self) -> int:
         self.idx += 1
@@ -184,10 +266,21 @@ class _Reader:
         text = _text(content)
         chars, visible = text_measure(text)
         meta = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
-        if role == "user" and not results and visible and m.get("category") in (None, "DIALOG"):
+        extra = as_dict(m.get("extra"))
+        # mini-swe-agent's text-based mode: a command's output, and the agent's own complaint
+        # about a reply it could not parse, are sent as user messages.
+        observation = role == "user" and "returncode" in extra
+        agent_text = role == "user" and extra.get("interrupt_type") is not None
+        if (
+            role == "user"
+            and not results
+            and visible
+            and m.get("category") in (None, "DIALOG")
+            and not (observation or agent_text)
+        ):
             self.turn = f"{self.session}:{self.idx + 1}"
             kind = "prompt"
-        elif role in ("tool", "function") or m.get("category") == "SYSTEM_OUTPUT":
+        elif role in ("tool", "function") or m.get("category") == "SYSTEM_OUTPUT" or observation:
             kind = "tool_result"
         elif role == "user" and not results:
             kind = "system"  # agent-injected user text (Penguin categories other than DIALOG)
@@ -195,24 +288,42 @@ class _Reader:
             kind = "system" if role in ("system", "developer") else role
         first = True
         if not results or text:
+            tool: dict[str, Any] = {}
+            if kind == "tool_result":
+                # An error flag the message carries wins; else a command's exit status.
+                is_error = _flag(m.get("is_error"))
+                if is_error is None:
+                    is_error = _flag(meta.get("is_error"))
+                if is_error is None:
+                    is_error = _exit_error(extra)
+                tool = {
+                    "is_error": is_error,
+                    "tool_use_id": as_str(m.get("tool_call_id")),  # none in Penguin's
+                    "tool_result_hash": result_hash(content, is_error),
+                }
             self.message_row(
                 role=role, kind=kind, ts=ts, text_chars=chars, visible_chars=visible,
-                is_error=_flag(meta.get("is_error")) if kind == "tool_result" else None,
-                excerpt=excerpt(text), n_records=1,
+                excerpt=excerpt(text), n_records=1, **tool,
             )  # fmt: skip
             first = False
         for b in results:
             rtext = _text(b.get("content"))
             rchars, rvisible = text_measure(rtext)
+            is_error = bool(b.get("is_error"))
             self.message_row(
                 role=role, kind="tool_result", ts=ts, text_chars=rchars, visible_chars=rvisible,
-                is_error=bool(b.get("is_error")), excerpt=excerpt(rtext), n_records=int(first),
+                is_error=is_error, tool_use_id=as_str(b.get("tool_use_id")),
+                tool_result_hash=result_hash(b.get("content"), is_error),
+                excerpt=excerpt(rtext), n_records=int(first),
             )  # fmt: skip
             first = False
 
     def assistant(self, m: dict[str, Any]) -> dict[str, Any]:
         self.seq += 1
-        ts = self.time(m)
+        # What the agent kept beside the message (mini-swe-agent): the provider's response.
+        extra = as_dict(m.get("extra"))
+        response = as_dict(extra.get("response"))
+        ts = self.time(m) or parse_time(response.get("created"))
         content = m.get("content")
         meta = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
         text = _text(content)
@@ -220,11 +331,13 @@ class _Reader:
         native = (
             f"{self.session}:{as_str(meta.get('request_id')) or as_str(m.get('id')) or self.seq}"
         )
+        own_id = m.get("id")
         call: dict[str, Any] = {
             "native_id": native,
-            "response_id": m.get("id") if isinstance(m.get("id"), str) else None,
+            "response_id": own_id if isinstance(own_id, str) else as_str(response.get("id")),
             "line": self.seq, "ts": ts, "session_id": self.session, "stream_key": self.session,
-            "turn_id": self.turn, "seq": self.seq, "model": as_str(m.get("model")) or self.model,
+            "turn_id": self.turn, "seq": self.seq,
+            "model": as_str(m.get("model")) or as_str(response.get("model")) or self.model,
             "provider": as_str(m.get("provider")), "app": self.app, "n_records": 1,
             "reply_saved": True, "agent_id": as_str(m.get("agent_id")),
         }  # fmt: skip
@@ -249,23 +362,36 @@ class _Reader:
         thinking = "".join(as_text(b.get("thinking")) for b in _blocks(content, "thinking"))
         r_chars = len(reasoning) if isinstance(reasoning, str) else 0
         call["reasoning_chars"] = r_chars + len(thinking)
-        tools: list[tuple[object, object]] = []
+        tools: list[tuple[str | None, object, str | None]] = []  # (name, arguments, id)
         for tc in as_list(m.get("tool_calls")):
             fn = tc.get("function") if isinstance(tc, dict) else None
             if isinstance(fn, dict):
-                tools.append((as_str(fn.get("name")), fn.get("arguments")))
+                tools.append((as_str(fn.get("name")), fn.get("arguments"), as_str(tc.get("id"))))
         for b in _blocks(content, "tool_use"):
-            tools.append((as_str(b.get("name")), b.get("input")))
+            tools.append((as_str(b.get("name")), b.get("input"), as_str(b.get("id"))))
         call["tool_call_count"] = len(tools)
-        for name, args in tools:
+        for name, args, use_id in tools:
             self.message_row(
                 role="assistant", kind="tool_call", ts=ts, tool_name=name,
-                tool_args_hash=args_hash(args), call_id=call_id,
+                tool_args_hash=args_hash(args), tool_use_id=use_id, call_id=call_id,
             )  # fmt: skip
-        _usage(call, m.get("usage"))
-        finish = m.get("finish_reason") or m.get("stop_reason")
+        # Token counts: the message's own usage, count by count, else the saved response's.
+        own, saved = _usage(m.get("usage")), _usage(response.get("usage"))
+        if own is not None or saved is not None:
+            counts = dict(saved or {})
+            counts.update({k: v for k, v in (own or {}).items() if v is not None})
+            call.update(counts)
+            call["output_final"] = call.get("output_tokens") is not None
+        finish = (
+            as_str(m.get("finish_reason"))
+            or as_str(m.get("stop_reason"))
+            or as_str(_first_choice(response).get("finish_reason"))
+        )
         if finish:
-            call["finish_reason_raw"] = as_str(finish)
+            call["finish_reason_raw"] = finish
+        cost = _cost(extra.get("cost"))
+        if cost is not None:
+            call["cost_usd"], call["cost_basis"] = cost, "reported"
         return call
 
     def match_lifecycles(
