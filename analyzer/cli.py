@@ -25,7 +25,7 @@ from analyzer.errors import ForensicsError
 from analyzer.ingest import FileReport, format_names, ingest_paths
 from analyzer.ingest.base import IngestOptions
 from analyzer.store import DB_ENV, DEFAULT_DB, OFFLINE, open_store
-from analyzer.summary import build_summary, render_incidents, render_text
+from analyzer.summary import build_summary, render_incidents, render_text, warn_unpriced
 
 BIG_STORE = 500_000  # calls from which audit shows the progress of its steps (on a terminal)
 
@@ -416,6 +416,7 @@ def audit(
             shown.stage("detecting")
             _run_detectors(store, only, params, queries, reuse=True)
             summary = build_summary(store, top=top)
+            warn_unpriced(summary)
             from analyzer.backtest import guard_run
 
             shown.stage("replaying guards")

@@ -70,6 +70,8 @@ class Headline:
     calls_by_cost_basis: dict[str, int]
     usd_by_cost_basis: dict[str, float]
     unpriced_calls: int
+    calls_without_time: int = 0
+    unpriced_models: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -387,6 +389,8 @@ def build_report(
         calls_by_cost_basis=summary.calls_by_basis,
         usd_by_cost_basis={k: float(v) for k, v in summary.usd_by_basis.items()},
         unpriced_calls=unpriced,
+        calls_without_time=summary.calls_without_time,
+        unpriced_models=summary.unpriced_models,
     )
     daily = store.con.execute(
         """WITH spend AS (SELECT ts::DATE AS d, sum(cost_usd) AS usd FROM live_calls

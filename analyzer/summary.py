@@ -7,8 +7,10 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from analyzer.console import warn
 from analyzer.correlate import reconciliation
 from analyzer.detect import load_incidents
+from analyzer.pricing import unpriced_warning
 from analyzer.store import Store
 
 
@@ -37,6 +39,9 @@ class Summary:
     wasted_usd: Decimal = Decimal(0)
     calls_by_format: dict[str, int] = field(default_factory=dict)
     reconciliation: dict[str, int] | None = None
+    calls_without_time: int = 0  # calls whose log kept no time (most saved conversations)
+    # Models whose calls carry tokens but no cost: model (" (fast mode)" when so) -> calls.
+    unpriced_models: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         def rows(items: list[SpendRow]) -> list[dict[str, Any]]:
@@ -51,10 +56,12 @@ class Summary:
                 "end": _iso(self.period_end),
             },
             "calls": self.calls,
+            "calls_without_time": self.calls_without_time,
             "total_usd": float(self.total_usd),
             "wasted_usd": float(self.wasted_usd),
             "calls_by_cost_basis": self.calls_by_basis,
             "usd_by_cost_basis": {b: float(u) for b, u in self.usd_by_basis.items()},
+            "unpriced_models": self.unpriced_models,
             "calls_by_format": self.calls_by_format,
             "reconciliation": self.reconciliation,
             "spend_by_model": rows(self.by_model),
@@ -84,8 +91,9 @@ def _spend(store: Store, column: str, total: Decimal, top: int) -> list[SpendRow
 
 def build_summary(store: Store, top: int = 10) -> Summary:
     con = store.con
-    calls, total, start, end = con.execute(
-        "SELECT count(*), coalesce(sum(cost_usd), 0), min(ts), max(ts) FROM live_calls"
+    calls, total, start, end, untimed = con.execute(
+        """SELECT count(*), coalesce(sum(cost_usd), 0), min(ts), max(ts),
+                  count(*) FILTER (WHERE ts IS NULL) FROM live_calls"""
     ).fetchall()[0]
     total = Decimal(total)
     by_basis = con.execute(
@@ -111,6 +119,16 @@ def build_summary(store: Store, top: int = 10) -> Summary:
             "SELECT format, count(*) FROM live_calls GROUP BY 1 ORDER BY 2 DESC, 1"
         ).fetchall()
     }
+    unpriced_models = {
+        str(m): int(n)
+        for m, n in con.execute(
+            """SELECT coalesce(model, '(no model)')
+                      || CASE WHEN variant = 'fast' THEN ' (fast mode)' ELSE '' END, count(*)
+               FROM live_calls
+               WHERE cost_usd IS NULL AND (input_tokens > 0 OR output_tokens > 0)
+               GROUP BY 1 ORDER BY 2 DESC, 1"""
+        ).fetchall()
+    }
     rec = reconciliation(store)
     incidents = load_incidents(store)
     return Summary(
@@ -127,9 +145,21 @@ def build_summary(store: Store, top: int = 10) -> Summary:
         rejects=rejects,
         calls_by_format=by_format,
         reconciliation=rec.to_dict() if rec else None,
+        calls_without_time=int(untimed),
+        unpriced_models=unpriced_models,
         incidents=incidents,
         wasted_usd=sum((Decimal(str(i["wasted_usd"])) for i in incidents), Decimal(0)),
     )
+
+
+def warn_unpriced(s: Summary) -> None:
+    """Name once on stderr each model whose calls have no price (the same line ingest says, so
+    a run that loaded them says it once), so a user knows why dollars are missing."""
+    for model, n in s.unpriced_models.items():
+        if model == "(no model)":
+            warn(f"{n:,} calls name no model: they are left unpriced")
+        else:
+            warn(unpriced_warning(model))
 
 
 def _clean(text: str) -> str:
@@ -161,13 +191,17 @@ def render_incidents(incidents: list[dict[str, Any]], limit: int = 25) -> str:
 def render_text(s: Summary) -> str:
     """The terminal summary (plain text, no colour: it may be piped)."""
     out: list[str] = []
-    if s.period_start is None:
+    if not s.calls:
         return "No calls in the store.\n"
-    days = (s.period_end - s.period_start).total_seconds() / 86400  # type: ignore[operator]
-    out.append(
-        f"Period   {s.period_start:%Y-%m-%d %H:%M} to {s.period_end:%Y-%m-%d %H:%M} UTC"
-        f" ({days:.1f} days)"
-    )
+    if s.period_start is None or s.period_end is None:
+        out.append(f"Period   unknown: none of the {s.calls:,} calls has a time")
+    else:
+        days = (s.period_end - s.period_start).total_seconds() / 86400
+        untimed = f"; {s.calls_without_time:,} calls have no time" if s.calls_without_time else ""
+        out.append(
+            f"Period   {s.period_start:%Y-%m-%d %H:%M} to {s.period_end:%Y-%m-%d %H:%M} UTC"
+            f" ({days:.1f} days{untimed})"
+        )
     basis = ", ".join(f"{n:,} {b}" for b, n in s.calls_by_basis.items())
     out.append(f"Calls    {s.calls:,} ({basis})")
     if len(s.calls_by_format) > 1:
@@ -183,6 +217,9 @@ def render_text(s: Summary) -> str:
     out.append(
         f"Spend    {_money(s.total_usd)}" + (f" ({parts})" if len(s.usd_by_basis) > 1 else "")
     )
+    if s.unpriced_models:
+        named = ", ".join(f"{_clean(m)} ({n:,})" for m, n in s.unpriced_models.items())
+        out.append(f"Unpriced {named}: no known price, counted as $0")
     share = float(s.wasted_usd / s.total_usd) if s.total_usd else 0.0
     out.append(f"Wasted   {_money(s.wasted_usd)} ({share:.1%}) in {len(s.incidents)} incidents")
     if s.rejects:
