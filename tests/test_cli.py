@@ -242,3 +242,40 @@ def test_format_option_overrides_sniffing(runner: CliRunner, tmp_path: Path) -> 
     assert report["format"] == "codex" and report["rows_read"] == 22
     assert report["rows_loaded"] == 0
     assert report["rows_rejected"] + report["rows_skipped"] == 22
+
+
+def test_calls_without_time_are_counted_and_said(runner: CliRunner, tmp_path: Path) -> None:
+    """A saved OpenAI conversation keeps no timestamps: its calls are still calls, counted, and
+    the terminal and the report say they have no time (never "No calls in the store")."""
+    usage = {"prompt_tokens": 1200, "completion_tokens": 30}
+    doc = {"messages": [
+        {"role": "user", "content": "fix the test"},
+        {"role": "assistant", "content": "done", "model": "gpt-5", "usage": usage},
+        {"role": "user", "content": "and the docs"},
+        {"role": "assistant", "content": "done too", "model": "gpt-5", "usage": usage},
+    ]}  # fmt: skip
+    f = tmp_path / "chat.json"
+    f.write_text(json.dumps(doc))
+    text = runner.invoke(cli, ["audit", str(f), "-o", str(tmp_path / "r.md")])
+    assert text.exit_code == 0, text.output
+    assert "Period   unknown: none of the 2 calls has a time" in text.stdout
+    assert "Calls    2 (2 estimated)" in text.stdout
+    assert "No calls" not in text.stdout
+    page = (tmp_path / "r.md").read_text()
+    assert "2 calls, none with a time" in page and "No calls" not in page
+    data = json.loads(runner.invoke(cli, ["audit", str(f), "--json"]).stdout)
+    assert (data["calls"], data["calls_without_time"], data["period"]) == (
+        2, 2, {"start": None, "end": None},
+    )  # fmt: skip
+
+
+def test_unpriced_models_are_named(runner: CliRunner, tmp_path: Path) -> None:
+    usage = {"prompt_tokens": 100, "completion_tokens": 10}
+    doc = [{"role": "assistant", "content": "a", "model": "acme/secret-model-9", "usage": usage}]
+    f = tmp_path / "c.json"
+    f.write_text(json.dumps(doc))
+    result = runner.invoke(cli, ["audit", str(f), "--json"])
+    assert json.loads(result.stdout)["unpriced_models"] == {"acme/secret-model-9": 1}
+    assert result.stderr.count("no price known for model 'acme/secret-model-9'") == 1
+    text = runner.invoke(cli, ["audit", str(f)]).stdout
+    assert "Unpriced acme/secret-model-9 (1): no known price, counted as $0" in text
