@@ -7,11 +7,8 @@ error (one line ``Error: <file>:<line>: <what>``, no traceback unless --tracebac
 from __future__ import annotations
 
 import json
-import re
 import sys
 import tempfile
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +16,24 @@ import click
 import duckdb
 
 from analyzer import __version__
-from analyzer.console import progress
-from analyzer.detect import SEVERITIES, Detector, detect, discover, parse_param_overrides
+from analyzer.cli_options import (
+    db_option,
+    detector_options,
+    ingest_options,
+    json_option,
+    policies_option,
+    queries_option,
+    report_options,
+)
+from analyzer.detect import Selection, discover, load_incidents
 from analyzer.errors import ForensicsError
-from analyzer.ingest import FileReport, format_names, ingest_paths
+from analyzer.formatting import severity_rank
+from analyzer.guards import Policy, all_policies
+from analyzer.incident import Incident
 from analyzer.ingest.base import IngestOptions
-from analyzer.store import DB_ENV, DEFAULT_DB, OFFLINE, open_store
-from analyzer.summary import build_summary, render_incidents, render_text, warn_unpriced
-
-BIG_STORE = 500_000  # calls from which audit shows the progress of its steps (on a terminal)
+from analyzer.pages import format_for
+from analyzer.store import open_store
+from analyzer.summary import file_lines, render_backtest, render_incidents, render_text
 
 
 class ForensicsGroup(click.Group):
@@ -87,225 +93,13 @@ def cli() -> None:
     """
 
 
-# -- shared options -----------------------------------------------------------------------
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr)?\s*$", re.IGNORECASE)
-
-
-def parse_duration(text: str) -> int:
-    """``90s``, ``30m``, ``2h``, or a bare number of minutes, as whole seconds."""
-    m = _DURATION.match(text)
-    if not m:
-        raise click.BadParameter(f"{text!r} is not a duration like 90s, 30m or 2h")
-    value, unit = float(m.group(1)), (m.group(2) or "m").lower()
-    return int(value * {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600}[unit])
-
-
-def _check_tz(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
-    try:
-        duckdb.connect(config=OFFLINE).execute(
-            "SELECT timezone(?, TIMESTAMP '2000-01-01')", [value]
-        )
-    except duckdb.Error:
-        raise click.BadParameter(
-            f"unknown time zone {value!r} (use an IANA name such as UTC or Europe/Berlin)"
-        ) from None
-    return value
-
-
-def db_option(default: str | None = DEFAULT_DB) -> Callable[[Callable[..., Any]], Any]:
-    return click.option(
-        "--db",
-        "db",
-        default=default,
-        envvar=DB_ENV,
-        show_default=default is not None,
-        show_envvar=True,
-        metavar="FILE",
-        help="The DuckDB store.",
-    )
-
-
-def ingest_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    options = [
-        click.option(
-            "--tz",
-            default="UTC",
-            show_default=True,
-            callback=_check_tz,
-            help="Time zone of timestamps written without one (they are stored as UTC).",
-        ),
-        click.option(
-            "--session-gap",
-            default="30m",
-            show_default=True,
-            metavar="DURATION",
-            help="In a billing export, a silence longer than this starts a new session.",
-        ),
-        click.option(
-            "--strict", is_flag=True, help="Any record that cannot be loaded fails its file."
-        ),
-        click.option(
-            "--format",
-            "fmt",
-            type=click.Choice(format_names()),
-            default=None,
-            help="Read every file as this format instead of sniffing it from its content.",
-        ),
-        click.option(
-            "--full-paths",
-            is_flag=True,
-            help="Name files by their absolute path in the store and report (default: as "
-            "given, and by their own name when given as an absolute path).",
-        ),
-    ]
-    for option in reversed(options):
-        f = option(f)
-
-    @wraps(f)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        kwargs["options"] = IngestOptions(
-            tz=kwargs.pop("tz"),
-            session_gap_s=parse_duration(kwargs.pop("session_gap")),
-            strict=kwargs.pop("strict"),
-            format=kwargs.pop("fmt"),
-            full_paths=kwargs.pop("full_paths"),
-        )
-        return f(*args, **kwargs)
-
-    return wrapper
-
-
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout.")
-
-
-def detector_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    options = [
-        click.option(
-            "--only",
-            multiple=True,
-            metavar="NAME",
-            help="Run only this detector (repeatable).",
-        ),
-        click.option(
-            "--param",
-            "params",
-            multiple=True,
-            metavar="NAME.KEY=VALUE",
-            help="Set a detector parameter, e.g. constant_input_low_output.min_run=5.",
-        ),
-        click.option(
-            "--queries",
-            multiple=True,
-            type=click.Path(file_okay=False),
-            metavar="DIR",
-            help="Also run the detectors (*.sql) in this folder.",
-        ),
-        click.option(
-            "--fail-on",
-            type=click.Choice(SEVERITIES),
-            default=None,
-            help="Exit 1 if an incident of this severity or higher is found.",
-        ),
-        click.option(
-            "--fail-on-waste",
-            type=float,
-            default=None,
-            metavar="USD",
-            help="Exit 1 if the incidents waste at least this many dollars.",
-        ),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
-
-
-REPORT_FORMATS = ("html", "md", "json")
-
-
-def report_options(output_required: bool) -> Callable[[Callable[..., Any]], Any]:
-    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
-        options = [
-            click.option(
-                "-o",
-                "--output",
-                type=click.Path(dir_okay=False),
-                default="report.html" if output_required else None,
-                show_default=output_required,
-                help="Write the incident report to this file"
-                + ("." if output_required else " (no report unless given)."),
-            ),
-            click.option(
-                "--format" if output_required else "--report-format",
-                "report_format",
-                type=click.Choice(REPORT_FORMATS),
-                default=None,
-                help="Report format (default: from the file's extension, else html).",
-            ),
-            click.option(
-                "--top-incidents",
-                type=click.IntRange(min=0),
-                default=20,
-                show_default=True,
-                help="Incidents that get a full section; the rest are table rows.",
-            ),
-        ]
-        for option in reversed(options):
-            f = option(f)
-        return f
-
-    return decorate
-
-
-def _report_format(output: str, fmt: str | None) -> str:
-    if fmt:
-        return fmt
-    suffix = Path(output).suffix.lower().lstrip(".")
-    return {"md": "md", "markdown": "md", "json": "json"}.get(suffix, "html")
-
-
-def _select(detectors: list[Detector], only: tuple[str, ...]) -> list[Detector]:
-    if not only:
-        return detectors
-    names = {d.name for d in detectors}
-    unknown = [n for n in only if n not in names]
-    if unknown:
-        raise click.BadParameter(
-            f"no detector named {', '.join(unknown)} (see `llm-forensics detectors`)",
-            param_hint="--only",
-        )
-    return [d for d in detectors if d.name in only]
-
-
-def _run_detectors(
-    store: Any,
-    only: tuple[str, ...],
-    params: tuple[str, ...],
-    queries: tuple[str, ...],
-    reuse: bool = False,
-) -> list[dict[str, Any]]:
-    detectors = _select(discover(list(queries)), only)
-    try:  # a wrong --param is a usage error, caught before anything runs
-        overrides = parse_param_overrides(list(params))
-        by_name = {d.name: d for d in detectors}
-        for name, values in overrides.items():
-            if name not in by_name:
-                raise ForensicsError(f"{name} is not a detector that runs")
-            by_name[name].bind(values)
-    except ForensicsError as exc:
-        raise click.BadParameter(str(exc), param_hint="--param") from None
-    return detect(store, detectors, overrides, reuse=reuse)
-
-
-def _failing(
-    incidents: list[dict[str, Any]], fail_on: str | None, fail_on_waste: float | None
-) -> bool:
+def _failing(incidents: list[Incident], fail_on: str | None, fail_on_waste: float | None) -> bool:
     if fail_on is not None:
-        floor = SEVERITIES.index(fail_on)
-        if any(SEVERITIES.index(i["severity"]) >= floor for i in incidents):
+        floor = severity_rank(fail_on)
+        if any(severity_rank(i.severity) >= floor for i in incidents):
             return True
     if fail_on_waste is not None:
-        return sum(float(i["wasted_usd"]) for i in incidents) >= fail_on_waste
+        return float(sum(i.wasted_usd for i in incidents)) >= fail_on_waste
     return False
 
 
@@ -313,25 +107,21 @@ def _print_json(data: object) -> None:
     click.echo(json.dumps(data, indent=2, default=str))
 
 
-def _file_lines(reports: list[FileReport]) -> list[str]:
-    lines = []
-    for r in reports:
-        if r.status == "loaded":
-            lines.append(
-                f"{r.path}  [{r.format}]  read {r.rows_read:,}  loaded {r.rows_loaded:,}  "
-                f"rejected {r.rows_rejected:,}  duplicate {r.rows_duplicate:,}  "
-                f"skipped {r.rows_skipped:,}"
-            )
-        elif r.status == "unchanged":
-            lines.append(f"{r.path}  [{r.format}]  unchanged (already ingested)")
-        elif r.status == "unreadable":
-            lines.append(f"{r.path}  skipped (cannot be read as a file)")
-        else:
-            lines.append(f"{r.path}  skipped (not a recognised format)")
-    return lines
-
-
 # -- commands -------------------------------------------------------------------------------
+
+
+def _policies(files: tuple[str, ...], only: tuple[str, ...] = ()) -> list[Policy]:
+    found = all_policies(list(files))
+    if only:
+        names = {p.name for p in found}
+        unknown = [n for n in only if n not in names]
+        if unknown:
+            raise click.BadParameter(
+                f"no policy named {', '.join(unknown)} (see `llm-forensics policies`)",
+                param_hint="--only",
+            )
+        found = [p for p in found if p.name in only]
+    return found
 
 
 @cli.command()
@@ -349,12 +139,14 @@ def ingest(paths: tuple[str, ...], db: str, options: IngestOptions, as_json: boo
     Example:
       llm-forensics ingest --db december.duckdb exports/openrouter-2025-12.csv
     """
+    from analyzer.pipeline import ingest_paths
+
     with open_store(db) as store:
         reports = ingest_paths(store, list(paths), options)
     if as_json:
         _print_json([r.to_dict() for r in reports])
     else:
-        for line in _file_lines(reports):
+        for line in file_lines(reports):
             click.echo(line)
 
 
@@ -364,23 +156,14 @@ def ingest(paths: tuple[str, ...], db: str, options: IngestOptions, as_json: boo
 @ingest_options
 @detector_options
 @report_options(output_required=False)
-@click.option(
-    "--policies",
-    "policy_files",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    metavar="FILE",
-    help="Also replay the guard policies of this TOML file.",
-)
+@policies_option
 @json_option
 @click.option("--top", default=10, show_default=True, help="Rows in each spend table.")
 def audit(
     paths: tuple[str, ...],
     db: str | None,
     options: IngestOptions,
-    only: tuple[str, ...],
-    params: tuple[str, ...],
-    queries: tuple[str, ...],
+    selection: Selection,
     fail_on: str | None,
     fail_on_waste: float | None,
     output: str | None,
@@ -400,48 +183,39 @@ def audit(
     Example:
       llm-forensics audit sample_data/ -o report.html
     """
+    from analyzer import pipeline
+
+    policies = _policies(policy_files)
+    fmt = format_for(output, report_format) if output else "html"
+
+    def said(reports: list[Any]) -> None:
+        for line in file_lines(reports):
+            click.echo(line, err=True)
+
     # A throwaway store lives in memory (nothing to write twice), spilling to a temporary
     # folder past the memory limit.
     with (
         tempfile.TemporaryDirectory(prefix="llm-forensics-") as tmp,
         open_store(db or ":memory:", temp_dir=None if db else tmp) as store,
     ):
-        reports = ingest_paths(store, list(paths), options)
-        for line in _file_lines(reports):
-            click.echo(line, err=True)
-        # Unchanged data, detectors and policies: the results kept in the store are reused.
-        # Steps over a large store show their progress on a terminal.
-        big = options.progress and int(store.scalar("SELECT count(*) FROM calls")) >= BIG_STORE
-        with progress("audit", store.con.query_progress, big) as shown:
-            shown.stage("detecting")
-            _run_detectors(store, only, params, queries, reuse=True)
-            summary = build_summary(store, top=top)
-            warn_unpriced(summary)
-            from analyzer.backtest import guard_run
-
-            shown.stage("replaying guards")
-            guards = guard_run(store, _policies(policy_files, ()), reuse=True)
-            if output:
-                from analyzer.report import write_report
-
-                shown.stage("writing the report")
-                fmt = _report_format(output, report_format)
-                write_report(
-                    store, Path(output), fmt, top_incidents, summary, guards, top=top, reuse=True
-                )
-        if output:
-            click.echo(f"wrote {output} ({fmt})", err=True)
+        done = pipeline.audit(
+            store, list(paths), options, selection, policies,
+            output=Path(output) if output else None, report_format=fmt,
+            top_incidents=top_incidents, top=top, on_files=said,
+        )  # fmt: skip
+    if output:
+        click.echo(f"wrote {output} ({fmt})", err=True)
     if as_json:
-        data = summary.to_json()
-        data["backtest"] = [r.to_json() for r in guards.results]
-        data["ingested"] = [r.to_dict() for r in reports]
+        data = done.summary.to_json()
+        data["backtest"] = [r.to_json() for r in done.guards.results]
+        data["ingested"] = [r.to_dict() for r in done.reports]
         _print_json(data)
     else:
-        click.echo(render_text(summary), nl=False)
+        click.echo(render_text(done.summary), nl=False)
         click.echo("")
         click.echo("Guards (replayed at their own thresholds)")
-        click.echo(_render_backtest(guards.results), nl=False)
-    if _failing(summary.incidents, fail_on, fail_on_waste):
+        click.echo(render_backtest(done.guards.results), nl=False)
+    if _failing(done.incidents, fail_on, fail_on_waste):
         sys.exit(1)
 
 
@@ -451,9 +225,7 @@ def audit(
 @json_option
 def detect_command(
     db: str,
-    only: tuple[str, ...],
-    params: tuple[str, ...],
-    queries: tuple[str, ...],
+    selection: Selection,
     fail_on: str | None,
     fail_on_waste: float | None,
     as_json: bool,
@@ -467,16 +239,13 @@ def detect_command(
     Example:
       llm-forensics detect --db december.duckdb --fail-on high
     """
-    from analyzer.detect import load_incidents
+    from analyzer.detect import detect
 
-    if not Path(db).exists():
-        raise ForensicsError("no store here (run `llm-forensics ingest` first)", path=db)
-    with open_store(db) as store:
-        ran = _run_detectors(store, only, params, queries)
-        names = {r["detector"] for r in ran} | set(only)
-        incidents = [i for i in load_incidents(store) if not only or i["detector"] in names]
+    with open_store(db, must_exist=True) as store:
+        detect(store, selection)
+        incidents = load_incidents(store, selection.names)
     if as_json:
-        _print_json(incidents)
+        _print_json([i.to_json() for i in incidents])
     else:
         click.echo(render_incidents(incidents), nl=False)
     if _failing(incidents, fail_on, fail_on_waste):
@@ -484,13 +253,7 @@ def detect_command(
 
 
 @cli.command("detectors")
-@click.option(
-    "--queries",
-    multiple=True,
-    type=click.Path(file_okay=False),
-    metavar="DIR",
-    help="Also list the detectors in this folder.",
-)
+@queries_option
 @json_option
 def detectors_command(queries: tuple[str, ...], as_json: bool) -> None:
     """List the detectors with their severity, title and parameters.
@@ -554,62 +317,9 @@ def sample(out_dir: str, rows: int | None, seed: int) -> None:
         click.echo(str(path))
 
 
-def _policies(files: tuple[str, ...], only: tuple[str, ...]) -> list[Any]:
-    from analyzer.guards import all_policies
-
-    found = all_policies(list(files))
-    if only:
-        names = {p.name for p in found}
-        unknown = [n for n in only if n not in names]
-        if unknown:
-            raise click.BadParameter(
-                f"no policy named {', '.join(unknown)} (see `llm-forensics policies`)",
-                param_hint="--only",
-            )
-        found = [p for p in found if p.name in only]
-    return found
-
-
-def _render_backtest(results: list[Any]) -> str:
-    if not results:
-        return "No policies.\n"
-    head = (
-        f"{'policy':<30} {'stopped':>8} {'prevented':>10} {'saved':>7} {'saved $':>9} "
-        f"{'false':>6} {'false $':>9} {'latency':>8}"
-    )
-    out = [head]
-    for r in results:
-        name = r.policy
-        if len(results) > 1 and any(x.policy == r.policy for x in results if x is not r):
-            name = f"{r.policy} stop={r.params['stop']:g}"
-        latency = "–" if r.median_latency_calls is None else f"{r.median_latency_calls:g}"
-
-        def usd(x: float) -> str:
-            return f"${x:,.2f}"
-
-        out.append(
-            f"{name:<30} {r.incidents_stopped:>3}/{r.incidents_total:<4} "
-            f"{usd(r.waste_prevented_usd):>10} {r.calls_saved:>7,} {usd(r.usd_saved):>9} "
-            f"{r.false_trips:>6,} {usd(r.usd_false_trips):>9} {latency:>8}"
-        )
-    out.append(
-        "stopped: incidents stopped at or before their last call; prevented: their waste after "
-        "the trip; saved: calls (and dollars) after every stop; false: stops where no incident "
-        "was; latency: median calls from an incident's start to the trip."
-    )
-    return "\n".join(out) + "\n"
-
-
 @cli.command("backtest")
 @db_option()
-@click.option(
-    "--policies",
-    "policy_files",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    metavar="FILE",
-    help="A TOML file of your own policies (repeatable); see `llm-forensics policies`.",
-)
+@policies_option
 @click.option("--only", multiple=True, metavar="NAME", help="Replay only this policy.")
 @click.option(
     "--sweep",
@@ -645,8 +355,6 @@ def backtest_command(
     """
     from analyzer.backtest import backtest, parse_sweep
 
-    if not Path(db).exists():
-        raise ForensicsError("no store here (run `llm-forensics ingest` first)", path=db)
     policies = _policies(policy_files, only)
     by_name = {p.name: p for p in policies}
     parsed: dict[str, tuple[str, list[float]]] = {}
@@ -659,25 +367,18 @@ def backtest_command(
         except ForensicsError as exc:
             raise click.BadParameter(str(exc), param_hint="--sweep") from None
         parsed[name] = (param, values)
-    with open_store(db) as store:
+    with open_store(db, must_exist=True) as store:
         if not store.scalar("SELECT count(*) FROM incidents"):
             click.echo("note: no incidents in the store (run `llm-forensics detect`)", err=True)
         results = backtest(store, policies, parsed, Path(labels) if labels else None)
     if as_json:
         _print_json([r.to_json() for r in results])
     else:
-        click.echo(_render_backtest(results), nl=False)
+        click.echo(render_backtest(results), nl=False)
 
 
 @cli.command("policies")
-@click.option(
-    "--policies",
-    "policy_files",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    metavar="FILE",
-    help="Also list the policies of this TOML file.",
-)
+@policies_option
 @json_option
 def policies_command(policy_files: tuple[str, ...], as_json: bool) -> None:
     """List the guard policies (built-in presets and your own) with their parameters.
@@ -686,7 +387,7 @@ def policies_command(policy_files: tuple[str, ...], as_json: bool) -> None:
     Example:
       llm-forensics policies
     """
-    found = _policies(policy_files, ())
+    found = _policies(policy_files)
     if as_json:
         _print_json(
             [{"name": p.name, "description": p.description, "source": p.source,
@@ -702,14 +403,7 @@ def policies_command(policy_files: tuple[str, ...], as_json: bool) -> None:
 @cli.command("report")
 @db_option()
 @report_options(output_required=True)
-@click.option(
-    "--policies",
-    "policy_files",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    metavar="FILE",
-    help="Also replay the guard policies of this TOML file in the Guards section.",
-)
+@policies_option
 def report_command(
     db: str,
     output: str,
@@ -726,18 +420,14 @@ def report_command(
     Example:
       llm-forensics report --db december.duckdb -o december.html
     """
-    from analyzer.report import write_report
+    from analyzer import pipeline
 
-    if not Path(db).exists():
-        raise ForensicsError("no store here (run `llm-forensics ingest` first)", path=db)
-    from analyzer.backtest import guard_run
-
-    fmt = _report_format(output, report_format)
-    with open_store(db) as store:
+    policies = _policies(policy_files)
+    with open_store(db, must_exist=True) as store:
         if not store.scalar("SELECT count(*) FROM incidents"):
             click.echo("note: no incidents in the store (run `llm-forensics detect`)", err=True)
-        guards = guard_run(store, _policies(policy_files, ()), reuse=True)
-        write_report(store, Path(output), fmt, top_incidents, guards=guards, reuse=True)
+        pipeline.report(store, Path(output), format_for(output, report_format), top_incidents,
+                        policies)  # fmt: skip
     click.echo(output)
 
 
@@ -752,4 +442,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -21,10 +21,6 @@ def warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
 
 
-def info(message: str) -> None:
-    click.echo(message, err=True)
-
-
 def reset_warnings() -> None:
     _said.clear()
 

@@ -33,10 +33,11 @@ import duckdb
 
 from analyzer import cache
 from analyzer.errors import ForensicsError
+from analyzer.formatting import SEVERITIES, severity_order_sql
+from analyzer.incident import COLUMNS, Incident
 from analyzer.resources import resource_dir
 from analyzer.store import Store
 
-SEVERITIES = ("info", "low", "medium", "high")
 OUTPUT_COLUMNS = (
     "stream_key", "session_id", "start_ts", "end_ts", "n_calls", "first_call_id",
     "last_call_id", "wasted_usd", "wasted_tokens", "cost_basis", "summary", "evidence",
@@ -173,15 +174,67 @@ def discover(extra_dirs: list[str] | None = None) -> list[Detector]:
     return list(found.values())
 
 
+class ParamError(ForensicsError):
+    """A ``--param`` or ``--only`` that names no detector or parameter: a usage error."""
+
+
 def parse_param_overrides(items: list[str]) -> dict[str, dict[str, str]]:
-    """``NAME.KEY=VALUE`` options, by detector."""
+    """``NAME.KEY=VALUE`` options, by detector.
+
+    >>> parse_param_overrides(["constant_input_low_output.min_run=5"])
+    {'constant_input_low_output': {'min_run': '5'}}
+    """
     out: dict[str, dict[str, str]] = {}
     for item in items:
         m = re.match(r"^([a-z][a-z0-9_]*)\.([A-Za-z_]\w*)=(.*)$", item)
         if not m:
-            raise ForensicsError(f"--param {item!r} is not NAME.KEY=VALUE")
+            raise ParamError(f"--param {item!r} is not NAME.KEY=VALUE")
         out.setdefault(m.group(1), {})[m.group(2)] = m.group(3)
     return out
+
+
+@dataclass
+class Selection:
+    """The detectors that will run, each with the parameters it runs with (checked once,
+    before anything runs)."""
+
+    bound: list[tuple[Detector, dict[str, Any]]]
+
+    @property
+    def names(self) -> list[str]:
+        return [d.name for d, _ in self.bound]
+
+
+def select(
+    only: list[str] | None = None,
+    params: list[str] | None = None,
+    queries: list[str] | None = None,
+) -> Selection:
+    """The built-in detectors and those in ``queries``, limited to ``only``, with ``params``
+    (``NAME.KEY=VALUE``) bound: a name or parameter that does not exist is a ParamError."""
+    detectors = discover(queries)
+    if only:
+        names = {d.name for d in detectors}
+        unknown = [n for n in only if n not in names]
+        if unknown:
+            raise ParamError(
+                f"no detector named {', '.join(unknown)} (see `llm-forensics detectors`)"
+            )
+        detectors = [d for d in detectors if d.name in only]
+    return bind_all(detectors, parse_param_overrides(params or []))
+
+
+def bind_all(detectors: list[Detector], overrides: dict[str, dict[str, str]]) -> Selection:
+    by_name = {d.name: d for d in detectors}
+    unknown = set(overrides) - set(by_name)
+    if unknown:
+        raise ParamError(f"{', '.join(sorted(unknown))} is not a detector that runs")
+    try:
+        return Selection([(d, d.bind(overrides.get(d.name))) for d in detectors])
+    except ParamError:
+        raise
+    except ForensicsError as exc:
+        raise ParamError(exc.message) from exc
 
 
 def run_detector(
@@ -213,27 +266,19 @@ def incident_id(detector: str, rec: dict[str, Any]) -> str:
     return f"{detector}:{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
-def detect(
-    store: Store,
-    detectors: list[Detector],
-    overrides: dict[str, dict[str, str]] | None = None,
-    reuse: bool = False,
-) -> list[dict[str, Any]]:
-    """Run ``detectors``, replacing their incidents in the store; returns the new incidents.
+def detect(store: Store, selection: Selection, reuse: bool = False) -> list[Incident]:
+    """Run the selected detectors, replacing their incidents in the store; returns the new
+    incidents.
 
     With ``reuse``, when these detectors with these parameters already ran over exactly the
     data now in the store, their stored incidents are returned instead of running again."""
-    overrides = overrides or {}
-    unknown = set(overrides) - {d.name for d in detectors}
-    if unknown:
-        raise ForensicsError(f"--param names no detector that runs: {', '.join(sorted(unknown))}")
-    bound = [(d, d.bind(overrides.get(d.name))) for d in detectors]
+    bound = selection.bound
     k = cache.key(
         store, "detect", [(d.name, d.severity, d.sql, p) for d, p in bound], incidents=False
     )
     if reuse and cache.get(store, "detect", k) is not None:
-        return _stored(store, [d.name for d in detectors])
-    results: list[dict[str, Any]] = []
+        return load_incidents(store, selection.names)
+    results: list[Incident] = []
     with store.transaction():
         for det, values in bound:
             rows = run_detector(store.con, det, values)
@@ -261,21 +306,10 @@ def detect(
                 )
                 if row["wasted_usd"] > 0 or rec.get("wasted_calls"):
                     _record_wasted_calls(store, row, rec.get("wasted_calls"))
-                results.append(row)
+                results.append(Incident.from_row(tuple(row[c] for c in COLUMNS)))
         cache.bump(store, cache.INCIDENTS)
         cache.put(store, "detect", k, "")
     return results
-
-
-def _stored(store: Store, names: list[str]) -> list[dict[str, Any]]:
-    """The incidents of ``names`` as ``detect`` returned them when it stored them."""
-    columns = ["incident_id", "detector", "severity", *OUTPUT_COLUMNS]
-    cur = store.con.execute(
-        f"SELECT {', '.join(columns)} FROM incidents WHERE list_contains(?, detector) "
-        "ORDER BY detector, start_ts, incident_id",
-        [names],
-    )
-    return [dict(zip(columns, row, strict=True)) for row in cur.fetchall()]
 
 
 def _record_wasted_calls(store: Store, incident: dict[str, Any], calls: list[str] | None) -> None:
@@ -296,21 +330,12 @@ def _record_wasted_calls(store: Store, incident: dict[str, Any], calls: list[str
     )  # fmt: skip
 
 
-def load_incidents(store: Store) -> list[dict[str, Any]]:
-    """All incidents in the store, most wasted dollars first (JSON-ready)."""
-    cur = store.con.execute(
-        """SELECT * FROM incidents
-           ORDER BY wasted_usd DESC, CASE severity WHEN 'high' THEN 0 WHEN 'medium' THEN 1
-                    WHEN 'low' THEN 2 ELSE 3 END, start_ts, incident_id"""
-    )
-    names = [d[0] for d in cur.description]
-    out = []
-    for row in cur.fetchall():
-        rec = dict(zip(names, row, strict=True))
-        for key in ("start_ts", "end_ts"):
-            if rec[key] is not None:
-                rec[key] = rec[key].isoformat() + "Z"
-        rec["wasted_usd"] = float(rec["wasted_usd"] or 0)
-        rec["evidence"] = json.loads(rec["evidence"]) if rec["evidence"] else None
-        out.append(rec)
-    return out
+def load_incidents(store: Store, detectors: list[str] | None = None) -> list[Incident]:
+    """The incidents in the store (of ``detectors``, or all), most wasted dollars first."""
+    where = "WHERE list_contains($names, detector)" if detectors is not None else ""
+    rows = store.con.execute(
+        f"""SELECT {", ".join(COLUMNS)} FROM incidents {where}
+            ORDER BY wasted_usd DESC, {severity_order_sql()}, start_ts, incident_id""",
+        {"names": detectors} if detectors is not None else {},
+    ).fetchall()
+    return [Incident.from_row(r) for r in rows]

@@ -1,22 +1,17 @@
-"""Guard policies as configuration: the primitives, their TOML form, the built-in presets.
+"""Guard policies as configuration: their TOML form, checking it, the built-in presets.
 
 A guard is what an agent runs online: it sees its calls one at a time and may nudge or stop.
-Each policy here is one primitive (reference/guards.md §4):
-
-* ``counter`` - adds ``weight`` (1, or a column such as ``cost_usd``) for each call matching
-  ``count``; a call matching ``reset`` sets it back to zero;
-* ``budget`` - a counter that never resets, weighted by cost by default;
-* ``run_length`` - how many calls in a row had the same ``key`` (a NULL key is no run);
-* ``period`` - how many times a cycle of ``period`` calls (A-B-A-B...) repeated, by ``key``;
-* ``window`` - how many of the last ``size`` calls (or the calls of the last ``seconds``)
-  matched ``count``.
+Each policy is one primitive (``analyzer.primitives``: counter, budget, run_length, period,
+window; the guard policies of real agents, as sourced in the project's reference notes) with
+its own settings.
 
 Every policy has a ``scope`` (``stream``, ``session`` or ``turn``: the unit it lives in - a run
 of consecutive calls of one stream sharing the session or turn; each new unit starts it afresh,
-a stop ends the unit), an optional ``watch`` predicate (the calls the
-guard sees at all: the others neither count nor reset), a ``stop`` threshold and an optional
-``nudge`` threshold below it (the ladder: nudge at N, stop at M). Predicates, keys and weights
-are SQL expressions over one call of the replay (see ``analyzer.backtest.EVENT_COLUMNS``).
+a stop ends the unit), an optional ``watch`` predicate (the calls the guard sees at all: the
+others neither count nor reset), a ``stop`` threshold and an optional ``nudge`` threshold below
+it (the ladder: nudge at N, stop at M). Predicates, keys and weights are SQL expressions over
+one call of the replay; a policy's expressions are checked against those columns when it is
+loaded, so a typo is named with the file and the policy, not met later as a database error.
 """
 
 from __future__ import annotations
@@ -27,17 +22,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from analyzer.errors import ForensicsError
+import duckdb
 
-TYPES = ("counter", "budget", "run_length", "period", "window")
+from analyzer.errors import ForensicsError
+from analyzer.primitives import EVENT_COLUMNS, PRIMITIVES, Primitive
+
 SCOPES = ("stream", "session", "turn")
 PRESETS = Path(__file__).resolve().parent / "presets.toml"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_FIELDS = {
-    "description", "type", "scope", "watch", "count", "reset", "weight", "key", "period",
-    "size", "seconds", "stop", "nudge",
-}  # fmt: skip
-SWEEPABLE = ("stop", "nudge", "period", "size", "seconds")
+_COMMON = ("description", "type", "scope", "watch", "stop", "nudge")
 
 
 @dataclass(frozen=True)
@@ -48,98 +41,121 @@ class Policy:
     stop: float
     description: str = ""
     watch: str | None = None
-    count: str | None = None
-    reset: str | None = None
-    weight: str = "1"
-    key: str | None = None
-    period: int = 2
-    size: int | None = None
-    seconds: float | None = None
     nudge: float | None = None
+    settings: dict[str, Any] = field(default_factory=dict)  # the primitive's own settings
     source: str = "built-in"
-    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def primitive(self) -> Primitive:
+        return PRIMITIVES[self.type]
+
+    def setting(self, name: str) -> Any:
+        """One of the primitive's settings, or its default."""
+        if name in self.settings:
+            return self.settings[name]
+        return self.primitive.defaults.get(name)
+
+    def __getattr__(self, name: str) -> Any:
+        # A primitive's settings read as attributes (``p.count``, ``p.period``).
+        if name.startswith("_") or name == "settings":
+            raise AttributeError(name)
+        if name in self.primitive.defaults:
+            return self.setting(name)
+        raise AttributeError(name)
 
     def params(self) -> dict[str, Any]:
         """What a user can read and set (``--sweep NAME.PARAM=...``)."""
         out: dict[str, Any] = {"type": self.type, "scope": self.scope}
-        for name in ("watch", "count", "reset", "key"):
-            if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
-        if self.type in ("counter", "budget"):
-            out["weight"] = self.weight
-        if self.type == "period":
-            out["period"] = self.period
-        if self.type == "window":
-            out["size" if self.size is not None else "seconds"] = (
-                self.size if self.size is not None else self.seconds
-            )
+        if self.watch is not None:
+            out["watch"] = self.watch
+        out.update(self.primitive.listed(self))
         if self.nudge is not None:
             out["nudge"] = self.nudge
         out["stop"] = self.stop
         return out
 
     def with_param(self, name: str, value: float) -> Policy:
-        if name not in SWEEPABLE or (name == "period" and self.type != "period"):
+        sweepable = ("stop", "nudge", *self.primitive.sweepable)
+        if name not in sweepable:
             raise ForensicsError(
-                f"{self.name}: {name!r} cannot be swept (thresholds: stop, nudge"
-                + (", period" if self.type == "period" else "")
-                + (", size, seconds" if self.type == "window" else "")
-                + ")"
+                f"{self.name}: {name!r} cannot be swept (thresholds: {', '.join(sweepable)})"
             )
+        if name in ("stop", "nudge"):
+            return replace(self, **{name: value})
         if name in ("period", "size"):
             value = int(value)
-        return replace(self, **{name: value})
+        return replace(self, settings={**self.settings, name: value})
 
 
-def _policy(name: str, raw: dict[str, Any], source: str) -> Policy:
+def parse_policy(name: str, raw: dict[str, Any], source: str) -> Policy:
+    """A policy from its TOML table; anything wrong is one message naming source and policy."""
     where = f"{source}: policy {name}"
     if not _NAME.match(name):
         raise ForensicsError(f"{where}: a name is lower case letters, digits and underscores")
-    unknown = set(raw) - _FIELDS
+    kind = raw.get("type")
+    if kind not in PRIMITIVES:
+        raise ForensicsError(f"{where}: type must be one of {', '.join(PRIMITIVES)}")
+    prim = PRIMITIVES[kind]
+    unknown = set(raw) - set(_COMMON) - set(prim.defaults)
     if unknown:
         raise ForensicsError(f"{where}: unknown settings {', '.join(sorted(unknown))}")
-    kind = raw.get("type")
-    if kind not in TYPES:
-        raise ForensicsError(f"{where}: type must be one of {', '.join(TYPES)}")
     scope = raw.get("scope", "session")
     if scope not in SCOPES:
         raise ForensicsError(f"{where}: scope must be one of {', '.join(SCOPES)}")
-    if "stop" not in raw or not isinstance(raw["stop"], int | float) or raw["stop"] <= 0:
+    stop = raw.get("stop")
+    if not isinstance(stop, int | float) or isinstance(stop, bool) or stop <= 0:
         raise ForensicsError(f"{where}: needs a positive 'stop' threshold")
     nudge = raw.get("nudge")
-    if nudge is not None and (not isinstance(nudge, int | float) or not 0 < nudge < raw["stop"]):
+    if nudge is not None and (not isinstance(nudge, int | float) or not 0 < nudge < stop):
         raise ForensicsError(f"{where}: 'nudge' must be a number below 'stop'")
-    for text_field in ("watch", "count", "reset", "weight", "key", "description"):
+    for text_field in ("watch", "description", *prim.expressions):
         if text_field in raw and not isinstance(raw[text_field], str):
             raise ForensicsError(f"{where}: '{text_field}' must be a string (an SQL expression)")
-    if kind == "counter" and not raw.get("count"):
-        raise ForensicsError(f"{where}: a counter needs 'count' (what it counts)")
-    if kind in ("run_length", "period") and not raw.get("key"):
-        raise ForensicsError(f"{where}: a {kind} needs 'key' (what must repeat)")
-    if kind == "window":
-        if not raw.get("count"):
-            raise ForensicsError(f"{where}: a window needs 'count'")
-        if ("size" in raw) == ("seconds" in raw):
-            raise ForensicsError(f"{where}: a window needs one of 'size' (calls) or 'seconds'")
-    if kind == "period" and (not isinstance(raw.get("period", 2), int) or raw.get("period", 2) < 2):
-        raise ForensicsError(f"{where}: 'period' is a whole number of calls, at least 2")
-    return Policy(
+    prim.check(raw, where)
+    policy = Policy(
         name=name,
         type=kind,
         scope=scope,
-        stop=raw["stop"],
+        stop=stop,
         description=raw.get("description", ""),
         watch=raw.get("watch"),
-        count=raw.get("count", "true" if kind == "budget" else None),
-        reset=raw.get("reset"),
-        weight=raw.get("weight", "cost_usd" if kind == "budget" else "1"),
-        key=raw.get("key"),
-        period=int(raw.get("period", 2)),
-        size=raw.get("size"),
-        seconds=raw.get("seconds"),
         nudge=nudge,
+        settings={k: v for k, v in raw.items() if k in prim.defaults},
         source=source,
     )
+    check_expressions(policy, where)
+    return policy
+
+
+def check_expressions(p: Policy, where: str) -> None:
+    """Bind each of the policy's SQL expressions over an empty replay row: a column that does
+    not exist is named with the columns that do."""
+    con = duckdb.connect(config={"autoinstall_known_extensions": False,
+                                 "autoload_known_extensions": False})  # fmt: skip
+    try:
+        cols = ", ".join(f"{c} {t}" for c, t in EVENT_COLUMNS.items())
+        con.execute(f"CREATE TABLE lf_events ({cols})")
+        for setting in ("watch", *p.primitive.expressions):
+            expr = p.watch if setting == "watch" else p.setting(setting)
+            if not expr:
+                continue
+            try:
+                con.execute(f"SELECT ({expr}) FROM lf_events LIMIT 0")
+            except duckdb.BinderException as exc:
+                m = re.search(r'Referenced column "?([^"\s]+)"? not found', str(exc))
+                if m:
+                    raise ForensicsError(
+                        f'{where}: unknown column "{m.group(1)}" in {setting} '
+                        f"(columns: {', '.join(EVENT_COLUMNS)})"
+                    ) from None
+                raise ForensicsError(f"{where}: {setting}: {str(exc).splitlines()[0]}") from None
+            except duckdb.Error as exc:
+                raise ForensicsError(
+                    f"{where}: {setting} is not an SQL expression over one call: "
+                    f"{str(exc).splitlines()[0]}"
+                ) from None
+    finally:
+        con.close()
 
 
 def load_policies(path: Path, source: str | None = None) -> list[Policy]:
@@ -154,7 +170,7 @@ def load_policies(path: Path, source: str | None = None) -> list[Policy]:
     tables = data.get("policy")
     if not isinstance(tables, dict) or not tables:
         raise ForensicsError("no [policy.<name>] table in the file", path=path)
-    return [_policy(name, raw, source) for name, raw in tables.items()]
+    return [parse_policy(name, raw, source) for name, raw in tables.items()]
 
 
 def all_policies(extra_files: list[str] | None = None) -> list[Policy]:

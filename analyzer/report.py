@@ -12,39 +12,23 @@ The page makes no request: CSS and charts are inline, there are no scripts and n
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime
+from datetime import date
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
-import jinja2
-from markupsafe import Markup
-
-from analyzer import __version__, cache, charts
+from analyzer import __version__, charts
 from analyzer.backtest import GuardRun
-from analyzer.resources import resource_dir
+from analyzer.formatting import SEVERITIES, iso_seconds, mask_keys
+from analyzer.incident import Incident
+from analyzer.link import is_bill
 from analyzer.store import Store
 from analyzer.summary import Summary, build_summary
 
 DEFAULT_TOP_INCIDENTS = 20
 MAX_CALLS_SHOWN = 60  # per incident section: the first and last 30 calls
 MAX_REJECTS_SHOWN = 20
-_KEY = re.compile(r"(?<![\w-])sk-(?:or-|ant-|proj-)?[A-Za-z0-9_\-]{6,}")
-
-
-def mask_keys(text: str) -> str:
-    """Hide what looks like an API key (``sk-…``, ``sk-or-…``, ``sk-ant-…``): keep the prefix."""
-
-    def hide(m: re.Match[str]) -> str:
-        key = m.group(0)
-        prefix = "sk-" + next((p for p in ("or-", "ant-", "proj-") if key[3:].startswith(p)), "")
-        return prefix + "…[masked]"
-
-    return _KEY.sub(hide, text)
 
 
 def _clean(value: Any) -> Any:
@@ -206,10 +190,6 @@ class Report:
         return data
 
 
-def _iso(ts: datetime | None) -> str | None:
-    return None if ts is None else ts.isoformat(timespec="seconds") + "Z"
-
-
 def _f(x: Decimal | float | None) -> float:
     return float(x or 0)
 
@@ -234,7 +214,7 @@ def _breakdown(store: Store, column: str, top: int) -> list[Breakdown]:
     return [Breakdown(_clean(str(n)), int(c), _f(u), _f(w), int(k)) for n, c, u, w, k in rows]
 
 
-def _incidents_calls(store: Store, incs: list[dict[str, Any]]) -> dict[str, list[tuple]]:
+def _incidents_calls(store: Store, incs: list[Incident]) -> dict[str, list[tuple[Any, ...]]]:
     """The calls of each incident: its stream from the first to the last call (both included);
     when they lie in different streams (a parent and its sub-agents), every call of the
     session and its sub-agents in the incident's time span. One query for all incidents."""
@@ -243,7 +223,7 @@ def _incidents_calls(store: Store, incs: list[dict[str, Any]]) -> dict[str, list
     con = store.con
     keys = ("incident_id", "first_call_id", "last_call_id", "session_id", "start_ts", "end_ts")
     rows = con.execute(
-        """WITH i AS (SELECT unnest($incs, recursive := true)),
+        f"""WITH i AS (SELECT unnest($incs, recursive := true)),
            e AS (
                SELECT i.*, f.stream_key AS fs, f.seq AS fq, l.stream_key AS ls, l.seq AS lq
                FROM i LEFT JOIN calls f ON f.call_id = i.first_call_id
@@ -259,13 +239,13 @@ def _incidents_calls(store: Store, incs: list[dict[str, Any]]) -> dict[str, list
                SELECT s.incident_id, c.rowid FROM span s JOIN calls c
                  ON c.parent_session_id = s.session_id AND c.ts BETWEEN s.start_ts AND s.end_ts)
            SELECT h.incident_id, c.ts, c.call_id,
-                  CASE WHEN c.format = 'openrouter_csv' THEN c.native_id END, c.response_id,
+                  CASE WHEN {is_bill("c.format")} THEN c.native_id END, c.response_id,
                   c.input_tokens, c.output_tokens, c.finish_reason, c.response_kind, c.cost_usd,
                   c.billing_call_id
            FROM hits h JOIN calls c ON c.rowid = h.rid
            WHERE c.superseded_by IS NULL
            ORDER BY h.incident_id, c.ts, c.seq, c.call_id""",
-        {"incs": [{k: inc[k] for k in keys} for inc in incs]},
+        {"incs": [{k: getattr(inc, k) for k in keys} for inc in incs]},
     ).fetchall()
     # The provider's id: the linked billing row's generation id, else the call's own.
     linked = sorted({r[10] for r in rows if r[10] is not None})
@@ -277,7 +257,7 @@ def _incidents_calls(store: Store, incs: list[dict[str, Any]]) -> dict[str, list
         if linked
         else []
     )
-    out: dict[str, list[tuple]] = {inc["incident_id"]: [] for inc in incs}
+    out: dict[str, list[tuple[Any, ...]]] = {inc.incident_id: [] for inc in incs}
     for iid, ts, cid, own, resp, pt, ot, fr, rk, cost, bid in rows:
         pid = next((x for x in (billed.get(bid), own, resp) if x is not None), None)
         out[iid].append((ts, cid, pid, pt, ot, fr, rk, cost))
@@ -288,7 +268,7 @@ def _call_rows(rows: list[tuple]) -> tuple[list[CallRow], int]:
     """An incident's calls as shown: all, or the first and last when there are too many."""
     calls = [
         CallRow(
-            _iso(ts),
+            iso_seconds(ts),
             _clean(cid),
             _clean(pid),
             pt,
@@ -305,25 +285,19 @@ def _call_rows(rows: list[tuple]) -> tuple[list[CallRow], int]:
     return calls[:half] + calls[-half:], len(calls) - MAX_CALLS_SHOWN
 
 
-def _evidence(raw: str | None) -> list[tuple[str, str]]:
-    if not raw:
-        return []
-    data = json.loads(raw)
-    out = []
-    for key, value in data.items():
+def _evidence(data: dict[str, Any] | None) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for key, value in (data or {}).items():
         text = value if isinstance(value, str) else json.dumps(value, default=str)
         out.append((_clean(str(key)), _clean(text)))
     return out
 
 
 def _guards(run: GuardRun, incidents: list[IncidentRow]) -> Guards:
-    from analyzer.guards import all_policies
-
-    described = {p.name: p for p in all_policies()}
     rows = [
         GuardRow(
             policy=r.policy,
-            description=_clean(described[r.policy].description if r.policy in described else ""),
+            description=_clean(r.description),
             kind=f"{r.params['type']}, per {r.params['scope']}",
             stop=float(r.params["stop"]),
             incidents_stopped=r.incidents_stopped,
@@ -366,9 +340,9 @@ def build_report(
     """Everything the report shows, from the store."""
     summary = summary or build_summary(store, top=top)
     unpriced = summary.calls_by_basis.get("unpriced", 0)
-    severities = {s: 0 for s in ("high", "medium", "low", "info")}
-    for i in summary.incidents:
-        severities[i["severity"]] = severities.get(i["severity"], 0) + 1
+    severities = {s: 0 for s in reversed(SEVERITIES)}
+    for inc in summary.incidents:
+        severities[inc.severity] = severities.get(inc.severity, 0) + 1
     days = (
         (summary.period_end - summary.period_start).total_seconds() / 86400
         if summary.period_start and summary.period_end
@@ -377,8 +351,8 @@ def build_report(
     total = float(summary.total_usd)
     wasted = float(summary.wasted_usd)
     headline = Headline(
-        period_start=_iso(summary.period_start),
-        period_end=_iso(summary.period_end),
+        period_start=iso_seconds(summary.period_start),
+        period_end=iso_seconds(summary.period_end),
         days=round(days, 1),
         calls=summary.calls,
         total_usd=total,
@@ -411,40 +385,31 @@ def build_report(
     incidents = [
         IncidentRow(
             rank=r,
-            incident_id=_clean(i["incident_id"]),
-            detector=_clean(i["detector"]),
-            severity=i["severity"],
-            start_ts=(i["start_ts"] or "")[:19] + "Z" if i["start_ts"] else None,
-            end_ts=(i["end_ts"] or "")[:19] + "Z" if i["end_ts"] else None,
-            stream_key=_clean(i["stream_key"]),
-            session_id=_clean(i["session_id"]),
-            n_calls=int(i["n_calls"] or 0),
-            wasted_usd=float(i["wasted_usd"]),
-            cost_basis=i["cost_basis"],
-            summary=_clean(i["summary"] or ""),
-            first_call_id=_clean(i["first_call_id"]),
-            last_call_id=_clean(i["last_call_id"]),
+            incident_id=_clean(i.incident_id),
+            detector=_clean(i.detector),
+            severity=i.severity,
+            start_ts=iso_seconds(i.start_ts),
+            end_ts=iso_seconds(i.end_ts),
+            stream_key=_clean(i.stream_key),
+            session_id=_clean(i.session_id),
+            n_calls=i.n_calls,
+            wasted_usd=float(i.wasted_usd),
+            cost_basis=i.cost_basis,
+            summary=_clean(i.summary),
+            first_call_id=_clean(i.first_call_id),
+            last_call_id=_clean(i.last_call_id),
         )
         for r, i in enumerate(summary.incidents, 1)
     ]
-    raw_by_id = {
-        row[0]: dict(zip(("incident_id", "first_call_id", "last_call_id", "session_id",
-                          "start_ts", "end_ts", "evidence"), row, strict=True))
-        for row in store.con.execute(
-            "SELECT incident_id, first_call_id, last_call_id, session_id, start_ts, end_ts, "
-            "evidence FROM incidents"
-        ).fetchall()
-    }  # fmt: skip
     sections = []
-    shown = [raw_by_id[summary.incidents[row.rank - 1]["incident_id"]]
-             for row in incidents[:top_incidents]]  # fmt: skip
+    shown = summary.incidents[:top_incidents]
     calls_of = _incidents_calls(store, shown)
-    for row, raw in zip(incidents[:top_incidents], shown, strict=True):
-        calls, omitted = _call_rows(calls_of[raw["incident_id"]])
+    for row, inc in zip(incidents[:top_incidents], shown, strict=True):
+        calls, omitted = _call_rows(calls_of[inc.incident_id])
         ids = {c.call_id: c.provider_id for c in calls}
         row.first_provider_id = ids.get(row.first_call_id or "")
         row.last_provider_id = ids.get(row.last_call_id or "")
-        sections.append(IncidentSection(row, calls, omitted, _evidence(raw["evidence"])))
+        sections.append(IncidentSection(row, calls, omitted, _evidence(inc.evidence)))
     sources = [
         SourceRow(
             _clean(s["path"]),
@@ -524,108 +489,3 @@ def _draw(store: Store, report: Report) -> None:
             section.chart_svg = charts.incident_tokens(
                 [c.prompt_tokens for c in section.calls], [c.output_tokens for c in section.calls]
             )
-
-
-# -- rendering -----------------------------------------------------------------------------
-
-
-def _money(x: float | None) -> str:
-    return "–" if x is None else f"${x:,.2f}"
-
-
-def _num(x: float | int | None) -> str:
-    return "–" if x is None else f"{x:,}"
-
-
-def _pct(x: float) -> str:
-    return f"{x:.1%}"
-
-
-def html_env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(resource_dir("reports"))),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-    )
-    env.filters.update(money=_money, num=_num, pct=_pct, ts=lambda x: x or "–")
-    return env
-
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~&\"'=$:])")
-
-
-class MdText(str):
-    """Text already fit for Markdown (numbers we formatted, our own markup)."""
-
-
-def md_escape(value: Any) -> str:
-    """Every value printed into the Markdown report: untrusted text has every ASCII punctuation
-    backslash-escaped (CommonMark renders it literally: no raw HTML, links or emphasis) and
-    line breaks flattened; our own formatted values pass."""
-    if isinstance(value, MdText):
-        return value
-    if value is None:
-        return "–"
-    text = str(value).replace("\r", " ").replace("\n", " ")
-    return _MD_SPECIAL.sub(r"\\\1", text)
-
-
-def md_env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(resource_dir("reports"))),
-        autoescape=False,
-        undefined=jinja2.StrictUndefined,
-        finalize=md_escape,
-        keep_trailing_newline=True,
-    )
-    env.filters.update(
-        money=lambda x: MdText(_money(x)),
-        num=lambda x: MdText(_num(x)),
-        pct=lambda x: MdText(_pct(x)),
-        ts=lambda x: MdText(x or "–"),  # our own ISO times
-    )
-    return env
-
-
-def render(report: Report, fmt: str) -> str:
-    if fmt == "json":
-        return json.dumps(report.to_json(), indent=2, default=str) + "\n"
-    if fmt == "md":
-        return md_env().get_template("report.md.j2").render(r=report)
-    css = (resource_dir("reports") / "report.css").read_text(encoding="utf-8")
-    return (
-        html_env()
-        .get_template("report.html.j2")
-        .render(r=report, css=Markup(css), svg=lambda s: Markup(s))
-    )
-
-
-def write_report(
-    store: Store, out: Path, fmt: str = "html", top_incidents: int = DEFAULT_TOP_INCIDENTS,
-    summary: Summary | None = None, guards: GuardRun | None = None, top: int = 10,
-    reuse: bool = False,
-) -> Path:  # fmt: skip
-    """Write the report to ``out`` (atomically). With ``reuse``, a page kept from an earlier
-    run over the same data, incidents, guards and options is written again as it was (the same
-    inputs give the same bytes), and a newly built one is kept."""
-    text = None
-    if reuse:
-        if guards is None or guards.key is not None:
-            digest = guards.key if guards else None
-        else:
-            shown = json.dumps(guards.to_json(), sort_keys=True, default=str)
-            digest = hashlib.sha256(shown.encode()).hexdigest()
-        k = cache.key(store, "report", fmt, top_incidents, top, digest)
-        text = cache.get(store, "report", k)
-    if text is None:
-        report = build_report(store, top_incidents=top_incidents, top=top, summary=summary,
-                              charts_on=fmt == "html", guards=guards)  # fmt: skip
-        text = render(report, fmt)
-        if reuse:
-            cache.put(store, "report", k, text)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".partial")
-    tmp.write_text(text, encoding="utf-8", newline="\n")
-    tmp.replace(out)  # never a half-written report
-    return out

@@ -21,11 +21,6 @@ DEFAULT_MEMORY_LIMIT = "2GB"
 SCHEMA_VERSION = "5"
 
 
-def default_db_path() -> str:
-    """``$LLM_FORENSICS_DB`` if set, else ``forensics.duckdb`` in the current folder."""
-    return os.environ.get(DB_ENV) or DEFAULT_DB
-
-
 class Store:
     """An open store. ``con`` is the DuckDB connection; the tables are in ``sql/schema.sql``."""
 
@@ -106,11 +101,17 @@ def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | No
 OFFLINE = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 
 
-def open_store(path: str | Path, read_only: bool = False, temp_dir: str | None = None) -> Store:
-    """Open (creating if needed) the store at ``path``; ``:memory:`` gives a throwaway one
-    (give it ``temp_dir`` to spill to when it outgrows the memory limit)."""
+def open_store(
+    path: str | Path,
+    read_only: bool = False,
+    temp_dir: str | None = None,
+    must_exist: bool = False,
+) -> Store:
+    """Open (creating if needed, unless ``must_exist``) the store at ``path``; ``:memory:``
+    gives a throwaway one (give it ``temp_dir`` to spill to when it outgrows the memory
+    limit). A store that must exist and does not is "no store here"."""
     path = str(path)
-    if read_only and path != ":memory:" and not Path(path).exists():
+    if (read_only or must_exist) and path != ":memory:" and not Path(path).exists():
         raise ForensicsError("no store here (run `llm-forensics ingest` first)", path=path)
     try:
         con = duckdb.connect(path, read_only=read_only, config=OFFLINE)

@@ -8,9 +8,13 @@ from decimal import Decimal
 from typing import Any
 
 from analyzer.console import warn
-from analyzer.correlate import reconciliation
 from analyzer.detect import load_incidents
+from analyzer.formatting import iso, money
+from analyzer.incident import Incident
+from analyzer.ingest.flow import FileReport
+from analyzer.link import reconciliation
 from analyzer.pricing import unpriced_warning
+from analyzer.replay import Result
 from analyzer.store import Store
 
 
@@ -35,7 +39,7 @@ class Summary:
     by_key: list[SpendRow]
     sources: list[dict[str, Any]]
     rejects: int
-    incidents: list[dict[str, Any]] = field(default_factory=list)
+    incidents: list[Incident] = field(default_factory=list)
     wasted_usd: Decimal = Decimal(0)
     calls_by_format: dict[str, int] = field(default_factory=dict)
     reconciliation: dict[str, int] | None = None
@@ -52,8 +56,8 @@ class Summary:
 
         return {
             "period": {
-                "start": _iso(self.period_start),
-                "end": _iso(self.period_end),
+                "start": iso(self.period_start),
+                "end": iso(self.period_end),
             },
             "calls": self.calls,
             "calls_without_time": self.calls_without_time,
@@ -69,12 +73,8 @@ class Summary:
             "spend_by_api_key": rows(self.by_key),
             "sources": self.sources,
             "rejects": self.rejects,
-            "incidents": self.incidents,
+            "incidents": [i.to_json() for i in self.incidents],
         }
-
-
-def _iso(ts: datetime | None) -> str | None:
-    return None if ts is None else ts.isoformat() + "Z"
 
 
 def _spend(store: Store, column: str, total: Decimal, top: int) -> list[SpendRow]:
@@ -112,7 +112,7 @@ def build_summary(store: Store, top: int = 10) -> Summary:
             f"SELECT {', '.join(cols)} FROM sources ORDER BY source_id"
         ).fetchall()
     ]
-    rejects = int(store.scalar("SELECT count(*) FROM rejects"))  # type: ignore[arg-type]
+    rejects = int(str(store.scalar("SELECT count(*) FROM rejects")))
     by_format = {
         str(f): int(n)
         for f, n in con.execute(
@@ -148,7 +148,7 @@ def build_summary(store: Store, top: int = 10) -> Summary:
         calls_without_time=int(untimed),
         unpriced_models=unpriced_models,
         incidents=incidents,
-        wasted_usd=sum((Decimal(str(i["wasted_usd"])) for i in incidents), Decimal(0)),
+        wasted_usd=sum((i.wasted_usd for i in incidents), Decimal(0)),
     )
 
 
@@ -167,21 +167,17 @@ def _clean(text: str) -> str:
     return "".join(ch if ch.isprintable() else "?" for ch in text)
 
 
-def _money(usd: Decimal | float) -> str:
-    return f"${usd:,.2f}"
-
-
-def render_incidents(incidents: list[dict[str, Any]], limit: int = 25) -> str:
+def render_incidents(incidents: list[Incident], limit: int = 25) -> str:
     """Incidents, most wasted dollars first, one line each."""
     if not incidents:
         return "No incidents.\n"
-    total = sum(i["wasted_usd"] for i in incidents)
-    out = [f"Incidents ({len(incidents)}, {_money(total)} wasted), most wasted first"]
+    total = sum((i.wasted_usd for i in incidents), Decimal(0))
+    out = [f"Incidents ({len(incidents)}, {money(total)} wasted), most wasted first"]
     for i in incidents[:limit]:
-        when = (i["start_ts"] or "")[:16].replace("T", " ")
+        when = f"{i.start_ts:%Y-%m-%d %H:%M}" if i.start_ts else ""
         out.append(
-            f"  {i['severity']:<6} {_money(i['wasted_usd']):>9}  {i['detector']:<26} {when:<16}  "
-            + _clean(str(i["summary"]))
+            f"  {i.severity:<6} {money(i.wasted_usd):>9}  {i.detector:<26} {when:<16}  "
+            + _clean(i.summary)
         )
     if len(incidents) > limit:
         out.append(f"  ... and {len(incidents) - limit} more (--json lists them all)")
@@ -213,15 +209,15 @@ def render_text(s: Summary) -> str:
             f"{r['log_calls_unmatched']:,} logged calls in the billed period, "
             f"{r['billing_rows_unmatched']:,} billing rows near logged sessions"
         )
-    parts = ", ".join(f"{_money(u)} {b}" for b, u in s.usd_by_basis.items())
+    parts = ", ".join(f"{money(u)} {b}" for b, u in s.usd_by_basis.items())
     out.append(
-        f"Spend    {_money(s.total_usd)}" + (f" ({parts})" if len(s.usd_by_basis) > 1 else "")
+        f"Spend    {money(s.total_usd)}" + (f" ({parts})" if len(s.usd_by_basis) > 1 else "")
     )
     if s.unpriced_models:
         named = ", ".join(f"{_clean(m)} ({n:,})" for m, n in s.unpriced_models.items())
         out.append(f"Unpriced {named}: no known price, counted as $0")
     share = float(s.wasted_usd / s.total_usd) if s.total_usd else 0.0
-    out.append(f"Wasted   {_money(s.wasted_usd)} ({share:.1%}) in {len(s.incidents)} incidents")
+    out.append(f"Wasted   {money(s.wasted_usd)} ({share:.1%}) in {len(s.incidents)} incidents")
     if s.rejects:
         out.append(f"Rejects  {s.rejects:,} input records could not be loaded (see `rejects`)")
     if s.incidents:
@@ -240,5 +236,51 @@ def render_text(s: Summary) -> str:
         for r in rows:
             name = _clean(r.name)
             name = name if len(name) <= width else name[: width - 1] + "…"
-            out.append(f"  {name:<{width}}  {r.calls:>9,}  {_money(r.usd):>12}  {r.share:>6.1%}")
+            out.append(f"  {name:<{width}}  {r.calls:>9,}  {money(r.usd):>12}  {r.share:>6.1%}")
     return "\n".join(out) + "\n"
+
+
+def render_backtest(results: list[Result]) -> str:
+    """The guard replay as a table, one policy (or swept value) a line."""
+    if not results:
+        return "No policies.\n"
+    head = (
+        f"{'policy':<30} {'stopped':>8} {'prevented':>10} {'saved':>7} {'saved $':>9} "
+        f"{'false':>6} {'false $':>9} {'latency':>8}"
+    )
+    out = [head]
+    for r in results:
+        name = r.policy
+        if len(results) > 1 and any(x.policy == r.policy for x in results if x is not r):
+            name = f"{r.policy} stop={r.params['stop']:g}"
+        latency = "–" if r.median_latency_calls is None else f"{r.median_latency_calls:g}"
+        out.append(
+            f"{name:<30} {r.incidents_stopped:>3}/{r.incidents_total:<4} "
+            f"{money(r.waste_prevented_usd):>10} {r.calls_saved:>7,} {money(r.usd_saved):>9} "
+            f"{r.false_trips:>6,} {money(r.usd_false_trips):>9} {latency:>8}"
+        )
+    out.append(
+        "stopped: incidents stopped at or before their last call; prevented: their waste after "
+        "the trip; saved: calls (and dollars) after every stop; false: stops where no incident "
+        "was; latency: median calls from an incident's start to the trip."
+    )
+    return "\n".join(out) + "\n"
+
+
+def file_lines(reports: list[FileReport]) -> list[str]:
+    """What ingest did with each file, a line each."""
+    lines = []
+    for r in reports:
+        if r.status == "loaded":
+            lines.append(
+                f"{r.path}  [{r.format}]  read {r.rows_read:,}  loaded {r.rows_loaded:,}  "
+                f"rejected {r.rows_rejected:,}  duplicate {r.rows_duplicate:,}  "
+                f"skipped {r.rows_skipped:,}"
+            )
+        elif r.status == "unchanged":
+            lines.append(f"{r.path}  [{r.format}]  unchanged (already ingested)")
+        elif r.status == "unreadable":
+            lines.append(f"{r.path}  skipped (cannot be read as a file)")
+        else:
+            lines.append(f"{r.path}  skipped (not a recognised format)")
+    return lines

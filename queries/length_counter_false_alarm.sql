@@ -15,7 +15,7 @@
 WITH c AS (
     -- One pass over every call for its neighbours; then only max_tokens finishes go on.
     SELECT call_id, stream_key, session_id, seq, ts, input_tokens, output_tokens,
-           finish_reason, response_kind, cost_usd,
+           finish_reason, response_kind, cost_usd, content_chars, tool_call_count,
            content_chars IS NULL AND tool_call_count IS NULL AS billing_view,
            row_number() OVER s AS pos,
            lead(input_tokens) OVER s AS next_in,
@@ -29,8 +29,9 @@ WITH c AS (
 -- is the last of a line of such calls when it is cut at the same size.
 discarded AS (
     SELECT *,
-           billing_view AND next_in IS NOT NULL AND next_gap <= $max_gap_seconds
-               AND next_in - input_tokens < output_tokens * $kept_ratio AS cut
+           lf_output_discarded(finish_reason, content_chars, tool_call_count, input_tokens,
+                               output_tokens, next_in, next_gap, $max_gap_seconds,
+                               $kept_ratio) AS cut
     FROM c
 ),
 k AS (

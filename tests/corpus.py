@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script
     sys.path.insert(0, str(REPO))
 
-from tests.conftest import HEADER, csv_text, or_row  # noqa: E402
+from tests.helpers import HEADER, csv_text, or_row  # noqa: E402
 
 CC_SAMPLE = (
     REPO
@@ -197,7 +197,7 @@ def main(argv: list[str]) -> int:
     and the first rejects it stored."""
     import duckdb
 
-    from tests.test_corpus import run_ingest
+    from tests.helpers import run_ingest
 
     if len(argv) != 1:
         print("usage: python -m tests.corpus DIR", file=sys.stderr)

@@ -39,9 +39,9 @@ import pytest
 from click.testing import CliRunner
 
 from analyzer.cli import cli
-from analyzer.ingest import PROGRESS_MIN_BYTES
+from analyzer.ingest.flow import PROGRESS_MIN_BYTES
 from analyzer.store import OFFLINE
-from tests.conftest import SAMPLE_DATA, or_row, write_csv
+from tests.helpers import SAMPLE_DATA, or_row, write_csv
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL and a pty")
 

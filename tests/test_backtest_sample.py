@@ -14,7 +14,7 @@ from analyzer.backtest import Result, backtest
 from analyzer.cli import cli
 from analyzer.guards import all_policies
 from analyzer.store import Store, open_store
-from tests.conftest import SAMPLE_DATA
+from tests.helpers import SAMPLE_DATA
 
 
 @pytest.fixture(scope="module")

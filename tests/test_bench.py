@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from analyzer.cli import cli
 from analyzer.sample import CSV_NAME
-from tests.conftest import REPO, SAMPLE_DATA
+from tests.helpers import REPO, SAMPLE_DATA
 
 spec = importlib.util.spec_from_file_location("bench_run", REPO / "bench" / "run.py")
 assert spec is not None and spec.loader is not None

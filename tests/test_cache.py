@@ -14,7 +14,7 @@ from analyzer import cache
 from analyzer.cli import cli
 from analyzer.sample import CSV_NAME
 from analyzer.store import open_store
-from tests.conftest import SAMPLE_DATA, or_row, write_csv
+from tests.helpers import SAMPLE_DATA, or_row, write_csv
 
 
 def _audit(runner: CliRunner, db: Path, out: Path, *paths: Path) -> dict:

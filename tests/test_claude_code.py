@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from analyzer.ingest import ingest_paths
 from analyzer.ingest.base import IngestOptions
-from analyzer.ingest.records import args_hash
+from analyzer.ingest.lowering import args_hash
+from analyzer.pipeline import ingest_paths
 from analyzer.store import Store
 
 SESSION = "11111111-2222-3333-4444-555555555555"
@@ -405,7 +405,7 @@ def test_tool_results_are_tied_to_their_calls_and_hashed(store: Store, tmp_path:
            FROM messages c JOIN messages r USING (session_id, tool_use_id)
            WHERE c.kind = 'tool_call' AND r.kind = 'tool_result' ORDER BY c.idx""",
     )
-    from analyzer.ingest.records import result_hash
+    from analyzer.ingest.lowering import result_hash
 
     assert got == [
         ("t1", False, result_hash("print(1)", False)),

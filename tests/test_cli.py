@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from analyzer.cli import cli
 from analyzer.sample import CSV_NAME
-from tests.conftest import HEADER, SAMPLE_DATA, or_row, write_csv
+from tests.helpers import HEADER, SAMPLE_DATA, or_row, write_csv
 
 
 def csv_total(path: Path) -> Decimal:

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.ingest import FileReport, ingest_paths
 from analyzer.ingest.base import IngestOptions
+from analyzer.ingest.flow import FileReport
+from analyzer.pipeline import ingest_paths
 from analyzer.store import Store
-from tests.conftest import shared_samples
+from tests.helpers import shared_samples
 
 SID = "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
 OLD_SID = "0188aaaa-bbbb-7ccc-8ddd-ffffffffffff"
@@ -375,7 +376,7 @@ def test_polls_are_tied_to_their_outputs(
     """write_stdin polling a running command: the same arguments, a new output each time.
     Each output is tied to its call by call_id and hashed, so the detector can tell polling
     from the same call getting the same output back."""
-    from analyzer.detect import detect, discover
+    from analyzer.detect import detect, select
 
     poll = '{"session_id": 7, "chars": "", "yield_time_ms": 5000}'
     lines = [rec(0, "session_meta", {"id": SID}), rec(1, "turn_context", ctx("gpt-5.3-codex"))]
@@ -396,5 +397,5 @@ def test_polls_are_tied_to_their_outputs(
     )
     assert [g[0] for g in got] == ["call_0", "call_1", "call_2"]
     assert len({g[1] for g in got}) == len(set(outputs))
-    found = detect(store, [d for d in discover() if d.name == "repeated_tool_call"])
+    found = detect(store, select(only=["repeated_tool_call"]))
     assert len(found) == incidents

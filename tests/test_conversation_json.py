@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from analyzer.errors import InputError
-from analyzer.ingest import ingest_paths
 from analyzer.ingest.base import IngestOptions
-from analyzer.ingest.records import result_hash
+from analyzer.ingest.lowering import result_hash
+from analyzer.pipeline import ingest_paths
 from analyzer.store import Store
-from tests.conftest import shared_samples
+from tests.helpers import shared_samples
 
 
 def write(path: Path, doc: object) -> Path:

@@ -4,11 +4,7 @@ line naming the file."""
 
 from __future__ import annotations
 
-import ctypes
 import json
-import os
-import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -16,34 +12,7 @@ import duckdb
 import pytest
 
 from tests.corpus import FANCY, ROWS, Case, build, transcript_lines
-
-PR_CAPBSET_DROP = 24
-CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 1, 2
-
-
-def _as_an_ordinary_user() -> None:
-    """In the child, before exec: give up root's power to read any file, so a file without
-    read permission is unreadable here too (these machines run the tests as root)."""
-    if os.geteuid() != 0:
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    for cap in (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH):
-        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
-
-
-def run_ingest(root: Path, case: Case, as_json: bool = True) -> subprocess.CompletedProcess[str]:
-    """``llm-forensics ingest`` of one case, in its own process, into its own store."""
-    return subprocess.run(
-        [sys.executable, "-m", "analyzer", "ingest", "--db", f"{case.name}.duckdb"]
-        + (["--json"] if as_json else [])
-        + [case.path],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        preexec_fn=_as_an_ordinary_user,
-    )
+from tests.helpers import run_ingest
 
 
 @pytest.fixture(scope="module")

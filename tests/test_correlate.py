@@ -7,12 +7,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from analyzer.correlate import reconciliation
-from analyzer.ingest import ingest_paths
 from analyzer.ingest.base import IngestOptions
+from analyzer.link import reconciliation
+from analyzer.pipeline import ingest_paths
 from analyzer.store import Store
 from analyzer.summary import build_summary
-from tests.conftest import or_row, write_csv
+from tests.helpers import or_row, write_csv
 
 
 def bill(i: int, ts: str, prompt: int, out: int, cost: str, **kw: Any) -> dict[str, object]:

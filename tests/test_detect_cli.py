@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from analyzer.cli import cli
-from tests.conftest import SAMPLE_DATA, shared_samples
+from tests.helpers import SAMPLE_DATA, shared_samples
 
 
 @pytest.fixture(scope="module")

@@ -19,18 +19,18 @@ fields they name (``evidence`` on the keys it names), in ``first_call_id`` order
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from analyzer.detect import Detector, detect, discover
-from analyzer.store import Store, open_store
+from analyzer.detect import Detector, bind_all, detect, discover
+from analyzer.incident import Incident
+from analyzer.store import open_store
+from tests.helpers import fill_calls, fill_messages, insert
 
 CASES = Path(__file__).parent / "detectors"
-T0 = datetime(2025, 12, 13, 6, 0, 0)
 DETECTORS = {d.name: d for d in discover()}
 
 
@@ -42,51 +42,13 @@ def load_case(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def fill_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    seqs: dict[str, int] = {}
-    out = []
-    for i, given in enumerate(calls, 1):
-        row = dict(given)
-        row.setdefault("call_id", f"c{i}")
-        row.setdefault("stream_key", "s")
-        row.setdefault("session_id", row["stream_key"])
-        seqs[row["stream_key"]] = seqs.get(row["stream_key"], 0) + 1
-        row.setdefault("seq", seqs[row["stream_key"]])
-        t = row.pop("t", 10 * (i - 1))
-        row.setdefault("ts", (T0 + timedelta(seconds=t)).isoformat(sep=" "))
-        row.setdefault("format", "test")
-        row.setdefault("source_id", 1)
-        row.setdefault("output_final", True)
-        out.append(row)
-    return out
-
-
-def fill_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for i, given in enumerate(messages, 1):
-        row = dict(given)
-        row.setdefault("source_id", 1)
-        row.setdefault("session_id", "s")
-        row.setdefault("idx", i)
-        out.append(row)
-    return out
-
-
-def insert(store: Store, table: str, rows: list[dict[str, Any]]) -> None:
-    for row in rows:
-        cols = ", ".join(row)
-        marks = ", ".join("?" * len(row))
-        store.con.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", list(row.values()))
-
-
-def run_case(det: Detector, case: dict[str, Any]) -> list[dict[str, Any]]:
+def run_case(det: Detector, case: dict[str, Any]) -> list[Incident]:
     with open_store(":memory:") as store:
         insert(store, "calls", fill_calls(case["given"].get("calls", [])))
         insert(store, "messages", fill_messages(case["given"].get("messages", [])))
-        found = detect(
-            store, [det], {det.name: case.get("params", {})} if case.get("params") else None
-        )
-    return sorted(found, key=lambda r: str(r["first_call_id"]))
+        params = {det.name: case["params"]} if case.get("params") else {}
+        found = detect(store, bind_all([det], params))
+    return sorted(found, key=lambda r: str(r.first_call_id))
 
 
 def same(expected: Any, got: Any) -> bool:
@@ -124,10 +86,11 @@ def test_golden_case(path: Path) -> None:
     for want, have in zip(expected, got, strict=True):
         for key, value in want.items():
             if key == "evidence":
-                evidence = json.loads(have["evidence"])
+                evidence = have.evidence or {}
                 for ek, ev in value.items():
                     assert same(ev, evidence.get(ek)), f"evidence.{ek}: {evidence.get(ek)}"
             elif key == "summary_contains":
-                assert value in have["summary"], have["summary"]
+                assert value in have.summary, have.summary
             else:
-                assert same(value, have[key]), f"{key}: {have[key]!r}, expected {value!r}"
+                got = getattr(have, key)
+                assert same(value, got), f"{key}: {got!r}, expected {value!r}"

@@ -12,17 +12,18 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analyzer.backtest import backtest, prepare_events, prepare_truth, run_policy
+from analyzer.backtest import backtest
 from analyzer.cli import cli
 from analyzer.errors import ForensicsError
-from analyzer.guards import Policy, _policy, all_policies, load_policies
+from analyzer.guards import Policy, all_policies, load_policies, parse_policy
+from analyzer.replay import Replay
 from analyzer.store import Store, open_store
-from tests.test_detectors import fill_calls, fill_messages, insert
+from tests.helpers import fill_calls, fill_messages, insert
 
 
 def policy(**raw: Any) -> Policy:
     raw.setdefault("scope", "stream")
-    return _policy(raw.pop("name", "p"), raw, "test")
+    return parse_policy(raw.pop("name", "p"), raw, "test")
 
 
 def make_store(calls: list[dict[str, Any]]) -> Store:
@@ -256,12 +257,11 @@ def test_sweep_equals_separate_replays(calls: list[dict[str, Any]], raw: dict[st
     thresholds = [1.0, 2.0, 3.0, 4.0] if raw["type"] != "budget" else [0.5, 1.5, 3.0, 4.5]
     p = policy(**raw, stop=thresholds[-1])
     with make_store(calls) as store:
-        prepare_events(store)
-        total = prepare_truth(store)
-        swept = run_policy(store, p, total, ("stop", thresholds))
+        replay = Replay(store)
+        swept = replay.run(p, ("stop", thresholds))
         events = _events(store)
         for t, result in zip(thresholds, swept, strict=True):
-            single = run_policy(store, p.with_param("stop", t), total)[0]
+            single = replay.run(p.with_param("stop", t))[0]
             assert [x.call_id for x in result.trips] == [x.call_id for x in single.trips]
             assert (result.calls_saved, result.usd_saved) == (single.calls_saved, single.usd_saved)
             ref_stops, _ = reference(events, p.with_param("stop", t))
@@ -312,7 +312,7 @@ stop = 2
 
 
 def test_a_users_toml_policy_end_to_end(tmp_path: Path) -> None:
-    from tests.conftest import SAMPLE_DATA
+    from tests.helpers import SAMPLE_DATA
 
     f = tmp_path / "mine.toml"
     f.write_text(MY_POLICY)

@@ -6,11 +6,12 @@ import hashlib
 import json
 from pathlib import Path
 
-from analyzer.ingest import FileReport, ingest_paths
 from analyzer.ingest.base import IngestOptions
-from analyzer.ingest.records import result_hash
+from analyzer.ingest.flow import FileReport
+from analyzer.ingest.lowering import result_hash
+from analyzer.pipeline import ingest_paths
 from analyzer.store import Store
-from tests.conftest import SAMPLE_DATA
+from tests.helpers import SAMPLE_DATA
 
 SESSION = "2025-12-11_100000_beef"
 T0 = 1765447200.0  # 2025-12-11 10:00:00 UTC

@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 
 from analyzer.store import open_store
-from tests.conftest import SAMPLE_DATA
+from tests.helpers import SAMPLE_DATA
 
 TIMEOUT = 300  # seconds for one audit run (about 10 s on a quiet machine)
 GUARD_LOG_ENV = "OFFLINE_GUARD_LOG"

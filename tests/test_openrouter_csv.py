@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from analyzer.errors import InputError, StrictRejectError
-from analyzer.ingest import ingest_paths
 from analyzer.ingest.base import IngestOptions
+from analyzer.pipeline import ingest_paths
 from analyzer.store import Store
-from tests.conftest import HEADER, or_row, write_csv
+from tests.helpers import HEADER, or_row, write_csv
 
 OPTS = IngestOptions()
 

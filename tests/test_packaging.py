@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, SAMPLE_DATA
-from tests.test_cli import csv_total
+from tests.helpers import REPO, SAMPLE_DATA, csv_total
 
 
 @pytest.fixture(scope="module")

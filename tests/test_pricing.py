@@ -12,8 +12,8 @@ import duckdb
 import pytest
 from genai_prices import Usage, calc_price
 
-from analyzer.ingest import ingest_paths
 from analyzer.ingest.base import IngestOptions
+from analyzer.pipeline import ingest_paths
 from analyzer.pricing import COST_SQL, fast_multiplier, price_table
 from analyzer.store import Store
 

@@ -37,10 +37,11 @@ from hypothesis import HealthCheck, Phase, currently_in_test_context, event, giv
 from hypothesis import strategies as st
 
 from analyzer.errors import ForensicsError, LoaderBug
-from analyzer.ingest import FileReport, ingest_file, ingest_paths
 from analyzer.ingest.base import IngestOptions
+from analyzer.ingest.flow import FileReport, ingest_file
+from analyzer.pipeline import ingest_paths
 from analyzer.store import Store, open_store
-from tests.conftest import HEADER, SAMPLE_DATA, csv_text, or_row
+from tests.helpers import HEADER, SAMPLE_DATA, csv_text, or_row
 
 # --- Valid inputs to start from -------------------------------------------------------------
 

@@ -17,10 +17,10 @@ import pytest
 from click.testing import CliRunner
 
 from analyzer.cli import cli
-from analyzer.ingest import ingest_paths
 from analyzer.ingest.base import IngestOptions
+from analyzer.pipeline import ingest_paths
 from analyzer.store import Store, open_store
-from tests.conftest import shared_samples
+from tests.helpers import shared_samples
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from analyzer.cli import cli
 from analyzer.errors import ForensicsError
-from analyzer.ingest.base import LineEnds, Utf8Tally, guess_encoding
-from tests.conftest import SAMPLE_DATA, csv_text, or_row
+from analyzer.ingest.encodings import LineEnds, Utf8Tally, guess_encoding
+from tests.helpers import SAMPLE_DATA, csv_text, or_row
 
 
 def _paths(db: Path) -> list[str]:

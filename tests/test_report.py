@@ -16,9 +16,11 @@ from click.testing import CliRunner
 
 from analyzer import charts
 from analyzer.cli import cli
-from analyzer.report import build_report, mask_keys, md_escape, render, write_report
+from analyzer.formatting import mask_keys
+from analyzer.pages import md_escape, render, write_report
+from analyzer.report import build_report
 from analyzer.store import open_store
-from tests.conftest import SAMPLE_DATA, or_row, write_csv
+from tests.helpers import SAMPLE_DATA, or_row, write_csv
 
 CHROMIUM = "/usr/bin/chromium"
 HOSTILE = ["<script>alert(1)</script>", '"><img src=x onerror=alert(2)>', "{{7*7}}"]

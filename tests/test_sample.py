@@ -16,7 +16,7 @@ import pytest
 
 from analyzer.sample import CSV_NAME, DEFAULT_ROWS, write_sample
 from analyzer.sample.prices import PRICES
-from tests.conftest import SAMPLE_DATA
+from tests.helpers import SAMPLE_DATA
 
 CSV = SAMPLE_DATA / CSV_NAME
 

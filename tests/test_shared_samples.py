@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.ingest import ingest_paths
 from analyzer.ingest.base import IngestOptions
+from analyzer.pipeline import ingest_paths
 from analyzer.store import Store
-from tests.conftest import shared_samples
+from tests.helpers import shared_samples
 
 EXPECTED = {  # file: (format, calls)
     "marot__spotter__agent-afc096d.jsonl": ("claude_code", 18),  # 199 lines

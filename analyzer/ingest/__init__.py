@@ -1,432 +1,69 @@
-"""Ingestion: find files, sniff their format from content, load each in one transaction."""
+"""Ingestion: the input formats this tool reads, one module each, sniffed from content.
+
+The per-file load (``flow``), finding files (``discovery``), hashing and checking their bytes
+(``checks``, ``reading``, ``encodings``), and lowering log records to the canonical tables
+(``lowering``, ``values``, ``usage``) live in their own modules; this one is the registry.
+"""
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import stat
-import zlib
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
-from datetime import UTC, datetime
-from pathlib import Path
-from types import ModuleType
 from typing import Protocol
 
-import duckdb
-
-from analyzer import cache
-from analyzer.console import progress, warn
-from analyzer.errors import (
-    DamagedGzipError,
-    ForensicsError,
-    InputError,
-    LoaderBug,
-    StrictRejectError,
-)
+from analyzer.errors import InputError
 from analyzer.ingest import claude_code, codex, conversation_json, nexus3_raw, openrouter_csv
-from analyzer.ingest.base import (
-    ENCODING_NAMES,
-    GZIP_MAGIC,
-    IngestOptions,
-    LineEnds,
-    LoadContext,
-    LoadResult,
-    SourceFile,
-    Utf8Tally,
-    is_utf8,
-    read_head,
-    salvage_gzip,
-)
-from analyzer.store import Store
+from analyzer.ingest.base import Head, LoadContext, LoadResult
+
+
+class Format(Protocol):
+    """What a format module provides (each is a module of this package)."""
+
+    NAME: str  # the format's id, stored in sources.format and calls.format
+    TITLE: str  # a human name, for messages that list what a file could be
+    CALL_PREFIX: str  # call_id = CALL_PREFIX + the call's native id
+    # "bill": its rows are what a provider or gateway charged, one per call (logged calls are
+    # linked to them, and they are superseded by the logged call); "log": an agent's own record.
+    KIND: str
+
+    def sniff(self, head: Head) -> bool:
+        """Does this content look like the format? (content, never the name)"""
+        ...
+
+    def load(self, ctx: LoadContext) -> LoadResult:
+        """Lower the file into the canonical tables, inside the transaction the caller holds,
+        and account for every record."""
+        ...
+
 
 # Every supported input format, in sniffing order.
-FORMATS: tuple[ModuleType, ...] = (
+FORMATS: tuple[Format, ...] = (
     openrouter_csv,
     claude_code,
     codex,
     nexus3_raw,
     conversation_json,
 )
-PROGRESS_MIN_BYTES = 50 * 1024 * 1024
 
 
 def format_names() -> list[str]:
     return [f.NAME for f in FORMATS]
 
 
-def format_by_name(name: str) -> ModuleType:
+KINDS = ("bill", "log")
+assert all(f.KIND in KINDS for f in FORMATS)
+
+
+def billing_formats() -> list[str]:
+    """The formats that are bills (``KIND = "bill"``)."""
+    return [f.NAME for f in FORMATS if f.KIND == "bill"]
+
+
+def format_by_name(name: str) -> Format:
     for fmt in FORMATS:
         if name == fmt.NAME:
             return fmt
     raise InputError(f"unknown format {name!r} (known: {', '.join(format_names())})")
 
 
-def _expected() -> str:
+def expected_formats() -> str:
+    """The formats a file could have been, for a message."""
     return "; ".join(f"{f.TITLE} [{f.NAME}]" for f in FORMATS)
-
-
-@dataclass
-class FileReport:
-    """What happened to one file; ``status`` is loaded, unchanged or unrecognised."""
-
-    path: str
-    format: str | None
-    status: str
-    source_id: int | None = None
-    bytes: int = 0
-    rows_read: int = 0
-    rows_loaded: int = 0
-    rows_rejected: int = 0
-    rows_duplicate: int = 0
-    rows_skipped: int = 0
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-
-def _named(arg: str, full_paths: bool) -> Path:
-    """How the store and report name what the user pointed at: as typed when relative (it is
-    relative to where they are), by its own name when absolute (no home folders in a report),
-    or by its full path when asked."""
-    p = Path(arg)
-    if full_paths:
-        return p.absolute()
-    if p.is_absolute() and p.name:
-        return Path(p.name)
-    return p
-
-
-@dataclass(frozen=True)
-class Found:
-    path: Path  # where to read it
-    display: str  # how messages name it (as the user would find it: the path they typed)
-    name: str  # how the store and the report name it (see ``_named``)
-    explicit: bool  # named on the command line, rather than found in a folder
-
-
-def discover(paths: list[str], full_paths: bool = False) -> list[Found]:
-    """Expand the user's paths into the files to read.
-
-    Folders are walked in sorted order without following symlinked folders (no loops);
-    hidden files and folders are left out; a folder that cannot be read is an error, not a
-    silent gap.
-    """
-    found: list[Found] = []
-    for arg in paths:
-        p = Path(arg)
-        named = _named(arg, full_paths)
-        if p.is_dir():
-
-            def unreadable(exc: OSError, top: Path = p) -> None:
-                where = exc.filename if exc.filename else top
-                raise InputError(f"cannot read this folder: {exc.strerror or exc}", path=where)
-
-            for root, dirs, files in os.walk(p, onerror=unreadable, followlinks=False):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                within = Path(root).relative_to(p)
-                for fname in sorted(files):
-                    if fname.startswith("."):
-                        continue
-                    f = Path(root) / fname
-                    found.append(Found(f, str(f), str(named / within / fname), False))
-        elif p.exists():
-            found.append(Found(p, arg, str(named), True))
-        elif p.is_symlink():
-            raise InputError("a symbolic link to nothing (broken, or a loop)", path=arg)
-        else:
-            raise InputError("no such file or folder", path=arg)
-    return found
-
-
-class Tally(Protocol):
-    """Something that learns about a file's content from its bytes, fed in chunks."""
-
-    def feed(self, chunk: bytes, final: bool = False) -> None: ...
-
-
-class _GzipCheck:
-    """Decompresses gzip data as it streams past, only to learn whether all of it is sound
-    (DuckDB's reader would read some damage as garbage); feeds what it unpacks to tallies."""
-
-    def __init__(self, tallies: Sequence[Tally]) -> None:
-        self.dec = zlib.decompressobj(wbits=31)
-        self.tallies = tallies
-        self.damage: str | None = None
-
-    def feed(self, chunk: bytes) -> None:
-        while chunk and self.damage is None:
-            try:
-                data = self.dec.decompress(chunk)
-            except zlib.error as exc:
-                self.damage = str(exc)
-                return
-            for tally in self.tallies:
-                tally.feed(data)
-            if not self.dec.eof:
-                return
-            chunk = self.dec.unused_data
-            if not chunk.startswith(GZIP_MAGIC):
-                return  # another member follows only if it starts like one
-            self.dec = zlib.decompressobj(wbits=31)
-
-    def finish(self) -> str | None:
-        if self.damage is None and not self.dec.eof:
-            self.damage = "the compressed data is cut off"
-        return self.damage
-
-
-def sha256_of(
-    path: Path, tallies: Sequence[Tally] = (), gz: bool = False
-) -> tuple[str, str | None]:
-    """The file's SHA-256 and, for gzip (``gz``), what is wrong with its compressed data (None
-    when sound). Each of ``tallies`` is fed the content (decompressed) in the same pass."""
-    h = hashlib.sha256()
-    check = _GzipCheck(tallies) if gz else None
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-            if check is not None:
-                check.feed(chunk)
-            else:
-                for tally in tallies:
-                    tally.feed(chunk)
-    damage = check.finish() if check is not None else None
-    for tally in tallies:
-        tally.feed(b"", final=True)
-    return h.hexdigest(), damage
-
-
-def _sniff(src: SourceFile, options: IngestOptions) -> ModuleType | None:
-    if options.format:
-        return format_by_name(options.format)
-    for fmt in FORMATS:
-        if fmt.sniff(src.head):
-            return fmt
-    return None
-
-
-def _io_problem(text: str, src: SourceFile) -> InputError:
-    first = text.splitlines()[0] if text else "read error"
-    path = str(src.path)
-    first = first.removeprefix("IO Error: ").replace(f": {path}", "").replace(path, "file")
-    if src.head.compression and ("gzip" in first.lower() or "compressed" in first.lower()):
-        return DamagedGzipError(f"damaged gzip data ({first})", path=src.display)
-    return InputError(f"cannot read: {first}", path=src.display)
-
-
-def _load(
-    store: Store,
-    fmt: ModuleType,
-    src: SourceFile,
-    options: IngestOptions,
-    name: str,
-    digest: str,
-    file_stat: str,
-    tail: tuple[int, str] | None = None,
-) -> tuple[int, LoadResult]:
-    """The file's one transaction: its records, its rejects and its ``sources`` row, or
-    nothing. ``tail`` is a reject for the unreadable end of a damaged file."""
-    display, size, con = src.display, src.size, store.con
-    with store.transaction():
-        source_id = int(store.scalar("SELECT nextval('source_id_seq')"))  # type: ignore[arg-type]
-        show = options.progress and size >= PROGRESS_MIN_BYTES
-        with progress(display, con.query_progress, show) as shown:
-            ctx = LoadContext(con, src, source_id, options, stage=shown.stage)
-            try:
-                result: LoadResult = fmt.load(ctx)
-            except ForensicsError:
-                raise
-            except duckdb.IOException as exc:  # the file went bad under DuckDB's own reader
-                raise _io_problem(str(exc), src) from exc
-            except (OSError, EOFError, zlib.error) as exc:
-                raise _io_problem(str(exc), src) from exc
-            except duckdb.InvalidInputException as exc:  # DuckDB's CSV reader gave up
-                first = str(exc).splitlines()[0].removeprefix("Invalid Input Error: ")
-                raise InputError(f"cannot read: {first}", path=display) from exc
-            except (MemoryError, duckdb.OutOfMemoryException):
-                raise  # the machine's limit, not the file's fault nor a loader's
-            except Exception as exc:
-                # Never a traceback for a file: the user learns which file, and that the fault
-                # is ours (--traceback shows where).
-                raise LoaderBug(
-                    f"could not be loaded: unexpected {type(exc).__name__}: "
-                    f"{str(exc).splitlines()[0] if str(exc) else ''} "
-                    "(a bug in llm-forensics; nothing from this file was stored)",
-                    path=display,
-                ) from exc
-        if tail is not None:
-            con.execute("INSERT INTO rejects VALUES (?, ?, ?, NULL)", [source_id, *tail])
-            result.rows_read += 1
-            result.rows_rejected += 1
-        accounted = (
-            result.rows_loaded + result.rows_rejected + result.rows_duplicate + result.rows_skipped
-        )
-        if accounted != result.rows_read:  # a bug in a loader, never the user's fault
-            raise LoaderBug(
-                f"{result.rows_read} records read but {accounted} accounted for "
-                "(a bug in llm-forensics; nothing from this file was stored)",
-                path=display,
-            )
-        if options.strict and result.rows_rejected:
-            line, reason = store.one(
-                "SELECT line, reason FROM rejects WHERE source_id = ? ORDER BY line LIMIT 1",
-                [source_id],
-            )  # type: ignore[misc]
-            more = result.rows_rejected - 1
-            suffix = (
-                f" (and {more} more reject{'s' if more != 1 else ''}; --strict)"
-                if more
-                else (" (--strict)")
-            )
-            raise StrictRejectError(reason + suffix, path=display, line=line)
-        con.execute(
-            """INSERT INTO sources (source_id, path, format, sha256, bytes, ingested_at,
-                   rows_read, rows_loaded, rows_rejected, rows_duplicate, rows_skipped,
-                   skipped_kinds, encoding, options, file_stat)
-               VALUES ($id, $path, $fmt, $sha, $bytes, $at, $read, $loaded, $rejected, $dup,
-                   $skipped, $kinds, $enc, $opts, $stat)""",
-            {
-                "id": source_id,
-                "path": name,
-                "fmt": fmt.NAME,
-                "sha": digest,
-                "bytes": size,
-                "at": datetime.now(UTC).replace(tzinfo=None),
-                "read": result.rows_read,
-                "loaded": result.rows_loaded,
-                "rejected": result.rows_rejected,
-                "dup": result.rows_duplicate,
-                "skipped": result.rows_skipped,
-                "kinds": json.dumps(result.skipped_kinds),
-                "enc": src.head.encoding,
-                "opts": json.dumps({"tz": options.tz, "session_gap_s": options.session_gap_s}),
-                "stat": file_stat,
-            },
-        )
-        cache.bump(store, cache.DATA)
-    return source_id, result
-
-
-def ingest_file(
-    store: Store,
-    path: Path,
-    display: str,
-    explicit: bool,
-    options: IngestOptions,
-    name: str | None = None,
-) -> FileReport:
-    """Load one file in one transaction. ``display`` names it in messages, ``name`` (default:
-    ``display``) in the store and the report."""
-    try:
-        st = path.stat()
-    except OSError as exc:  # a link to nothing, or a loop of links
-        why = "a symbolic link to nothing (broken, or a loop)" if path.is_symlink() else None
-        if explicit:
-            raise InputError(why or f"cannot read: {exc.strerror or exc}", path=display) from exc
-        warn(f"{display}: skipped: {why or exc.strerror or exc}")
-        return FileReport(display, None, "unreadable")
-    if not stat.S_ISREG(st.st_mode):  # a FIFO or device found in a folder: never block on it
-        if explicit:
-            raise InputError("not a regular file", path=display)
-        warn(f"{display}: skipped: not a regular file")
-        return FileReport(display, None, "unreadable")
-    size = st.st_size
-    if size == 0:
-        if explicit:
-            raise InputError(f"empty file (expected: {_expected()})", path=display)
-        return FileReport(display, None, "unrecognised")
-    head = read_head(path, display)
-    src = SourceFile(path=path, display=display, size=size, head=head, explicit=explicit)
-    fmt = _sniff(src, options)
-    if fmt is None:
-        if explicit:
-            raise InputError(f"not a recognised input format (expected: {_expected()})", display)
-        return FileReport(display, None, "unrecognised", bytes=size)
-
-    # The same file, untouched since it was loaded (path, size and modification time, as
-    # make and rsync judge it), is not read again; anything else is compared by content.
-    file_stat = f"{path.resolve()}|{size}|{st.st_mtime_ns}"
-    prior = store.one(
-        "SELECT source_id FROM sources WHERE file_stat = ? ORDER BY source_id LIMIT 1",
-        [file_stat],
-    )
-    if prior is not None:
-        return FileReport(display, fmt.NAME, "unchanged", source_id=int(prior[0]), bytes=size)
-    # In the same pass as the hash: whether a file without a byte-order mark is UTF-8 (judged
-    # on all of it), whether it mixes line ends, and whether compressed data is sound.
-    tally = Utf8Tally() if head.encoding in ("utf-8", "cp1252") else None
-    ends = LineEnds() if head.encoding in ("utf-8", "utf-8-sig", "cp1252") else None
-    digest, damage = sha256_of(
-        path, [t for t in (tally, ends) if t is not None], gz=head.compression == "gzip"
-    )
-    if tally is not None and tally.verdict() != head.encoding:
-        head = replace(head, encoding=tally.verdict())
-        src.head = head
-    src.mixed_line_ends = ends is not None and ends.mixed
-    prior = store.one(
-        "SELECT source_id, path FROM sources WHERE sha256 = ? ORDER BY source_id LIMIT 1",
-        [digest],
-    )
-    if prior is not None:
-        # Loaded before (from a store that did not note the file's stat, or touched since).
-        store.con.execute(
-            "UPDATE sources SET file_stat = ? WHERE source_id = ? AND file_stat IS NULL",
-            [file_stat, prior[0]],
-        )
-        return FileReport(display, fmt.NAME, "unchanged", source_id=int(prior[0]), bytes=size)
-
-    if not is_utf8(head.encoding):
-        warn(f"{display}: not UTF-8; read as {ENCODING_NAMES.get(head.encoding, head.encoding)}")
-    try:
-        if damage is not None:
-            raise DamagedGzipError(f"damaged gzip data ({damage})", path=display)
-        source_id, result = _load(store, fmt, src, options, name or display, digest, file_stat)
-    except DamagedGzipError as exc:
-        # A compressed log cut short (its writer was killed): what decompresses is loaded, and
-        # the rest of the file is one reject that says where it ends.
-        with salvage_gzip(src) as (salvaged, lines):
-            warn(f"{display}: {exc.message}; loading the {lines:,} whole lines before it")
-            tail = (lines + 1, f"{exc.message}: the file cannot be read past line {lines:,}")
-            source_id, result = _load(
-                store, fmt, salvaged, options, name or display, digest, file_stat, tail
-            )
-    return FileReport(
-        display,
-        fmt.NAME,
-        "loaded",
-        source_id=source_id,
-        bytes=size,
-        rows_read=result.rows_read,
-        rows_loaded=result.rows_loaded,
-        rows_rejected=result.rows_rejected,
-        rows_duplicate=result.rows_duplicate,
-        rows_skipped=result.rows_skipped,
-    )
-
-
-def ingest_paths(store: Store, paths: list[str], options: IngestOptions) -> list[FileReport]:
-    """Load every file under ``paths``. Each file is all-or-nothing; the first error stops.
-
-    Then link logged calls to the billing rows of the same calls (``analyzer.correlate``).
-    """
-    reports = [
-        ingest_file(store, f.path, f.display, f.explicit, options, name=f.name)
-        for f in discover(paths, options.full_paths)
-    ]
-    # Linking runs whenever files were loaded, and also when a run was stopped between loading
-    # its files and linking them (the store notes which data version was last linked).
-    linked = store.scalar("SELECT value FROM meta WHERE key = 'linked_version'")
-    if any(r.status == "loaded" for r in reports) or linked != cache.version(store, cache.DATA):
-        from analyzer.correlate import correlate
-
-        with store.transaction():
-            correlate(store)
-            cache.bump(store, cache.DATA)
-            store.con.execute(
-                "INSERT INTO meta VALUES ('linked_version', ?) ON CONFLICT (key) DO UPDATE "
-                "SET value = excluded.value",
-                [cache.version(store, cache.DATA)],
-            )
-    return reports

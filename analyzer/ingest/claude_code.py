@@ -39,17 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.jsonl import (
-    as_dict,
-    as_int,
-    as_str,
-    as_text,
-    head_objects,
-    json_lines,
-    kind_of,
-    parse_time,
-)
-from analyzer.ingest.records import (
+from analyzer.ingest.jsonl import head_objects, json_lines
+from analyzer.ingest.lowering import (
     Lowering,
     args_hash,
     brief,
@@ -57,10 +48,13 @@ from analyzer.ingest.records import (
     result_hash,
     text_measure,
 )
+from analyzer.ingest.usage import token_counts
+from analyzer.ingest.values import as_str, as_text, kind_of, parse_time
 
 NAME = "claude_code"
 TITLE = "Claude Code transcript (JSONL)"
 CALL_PREFIX = "cc"
+KIND = "log"
 APP = "claude-code"
 _LINE_TYPES = {
     "user", "assistant", "system", "summary", "progress", "file-history-snapshot",
@@ -196,25 +190,9 @@ def _assistant(
     if isinstance(cost, int | float) and not isinstance(cost, bool) and 0 <= cost < 1e6:
         call["cost_usd"] = max(call.get("cost_usd") or 0.0, float(cost))
         call["cost_basis"] = "reported"
-    usage = as_dict(msg.get("usage"))
-    if usage:
-        if usage.get("speed") == "fast":
-            call["variant"] = "fast"
-        searches = as_int(as_dict(usage.get("server_tool_use")).get("web_search_requests"))
-        if searches is not None:
-            call["web_search_requests"] = max(call.get("web_search_requests") or 0, searches)
-        fresh = as_int(usage.get("input_tokens")) or 0
-        write = as_int(usage.get("cache_creation_input_tokens")) or 0
-        read = as_int(usage.get("cache_read_input_tokens")) or 0
-        detail = as_dict(usage.get("cache_creation"))
-        write_1h = as_int(detail.get("ephemeral_1h_input_tokens")) or 0
-        call["input_tokens"] = max(call.get("input_tokens") or 0, fresh + write + read)
-        call["cached_input_tokens"] = max(call.get("cached_input_tokens") or 0, read)
-        call["cache_write_tokens"] = max(call.get("cache_write_tokens") or 0, write)
-        call["cache_write_1h_tokens"] = max(call.get("cache_write_1h_tokens") or 0, write_1h)
-        out = as_int(usage.get("output_tokens"))
-        if out is not None:
-            call["output_tokens"] = max(call.get("output_tokens") or 0, out)
+    # output_tokens is a streaming snapshot: the largest of the call's lines is kept.
+    for column, value in token_counts(msg.get("usage")).items():
+        call[column] = value if column == "variant" else max(call.get(column) or 0, value)
     if msg.get("stop_reason"):
         call["finish_reason_raw"] = as_str(msg["stop_reason"])
     if obj.get("isApiErrorMessage"):

@@ -27,17 +27,8 @@ from typing import Any
 import orjson
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.jsonl import (
-    as_int,
-    as_list,
-    as_str,
-    as_text,
-    head_objects,
-    json_lines,
-    kind_of,
-    parse_time,
-)
-from analyzer.ingest.records import (
+from analyzer.ingest.jsonl import head_objects, json_lines
+from analyzer.ingest.lowering import (
     Lowering,
     args_hash,
     brief,
@@ -45,10 +36,13 @@ from analyzer.ingest.records import (
     result_hash,
     text_measure,
 )
+from analyzer.ingest.usage import token_counts
+from analyzer.ingest.values import as_int, as_list, as_str, as_text, kind_of, parse_time
 
 NAME = "codex"
 TITLE = "OpenAI Codex CLI rollout (JSONL)"
 CALL_PREFIX = "codex"
+KIND = "log"
 APP = "codex"
 _KINDS = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -260,10 +254,7 @@ class _Reader:
             "native_id": f"{self.session}:{self.n_calls}", "line": lineno, "ts": ts,
             "session_id": self.session, "stream_key": self.session, "turn_id": self.turn,
             "seq": self.n_calls, "model": self.model, "provider": "openai", "app": APP,
-            "input_tokens": last["input_tokens"],
-            "cached_input_tokens": last["cached_input_tokens"],
-            "output_tokens": last["output_tokens"],
-            "reasoning_tokens": last["reasoning_output_tokens"], "output_final": True,
+            **token_counts(last), "output_final": True,
             "content_chars": 0, "visible_chars": 0, "reasoning_chars": 0, "tool_call_count": 0,
             "n_records": 1,
         }  # fmt: skip

@@ -68,16 +68,9 @@ from typing import Any
 import orjson
 
 from analyzer.errors import InputError
-from analyzer.ingest.base import (
-    Head,
-    LoadContext,
-    LoadResult,
-    decode_errors,
-    is_utf8,
-    open_binary,
-)
-from analyzer.ingest.jsonl import as_dict, as_int, as_list, as_str, as_text, parse_time
-from analyzer.ingest.records import (
+from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.encodings import decode_errors, is_utf8
+from analyzer.ingest.lowering import (
     Lowering,
     args_hash,
     brief,
@@ -85,10 +78,14 @@ from analyzer.ingest.records import (
     result_hash,
     text_measure,
 )
+from analyzer.ingest.reading import open_binary
+from analyzer.ingest.usage import token_counts
+from analyzer.ingest.values import as_dict, as_list, as_str, as_text, parse_time
 
 NAME = "conversation_json"
 TITLE = "saved conversation (JSON: OpenAI or Anthropic messages, Penguin session)"
 CALL_PREFIX = "conv"
+KIND = "log"
 MAX_BYTES = 512 * 1024 * 1024
 PLACEHOLDERS = ("[Empty response from model]", "[No response from model]")
 MAX_COST = 1e6  # a stated cost of a million dollars or more for one call is a broken value
@@ -137,38 +134,6 @@ def _blocks(content: object, kind: str) -> list[dict[str, Any]]:
     if isinstance(content, list):
         return [b for b in content if isinstance(b, dict) and b.get("type") == kind]
     return []
-
-
-def _usage(usage: object) -> dict[str, Any] | None:
-    """The token counts of a ``usage`` object, OpenAI's shape or Anthropic's (None when it is no
-    object; a count it lacks or holds as something else is None)."""
-    if not isinstance(usage, dict):
-        return None
-    out: dict[str, Any] = {}
-    if any(k in usage for k in ("prompt_tokens", "completion_tokens", "prompt_cache_hit_tokens")):
-        prompt = as_int(usage.get("prompt_tokens"))
-        # DeepSeek: the prompt is its cache hits and misses (prompt_tokens says so too).
-        hit = as_int(usage.get("prompt_cache_hit_tokens"))
-        miss = as_int(usage.get("prompt_cache_miss_tokens"))
-        if prompt is None and hit is not None and miss is not None:
-            prompt = hit + miss
-        cached = as_int(as_dict(usage.get("prompt_tokens_details")).get("cached_tokens"))
-        out["input_tokens"] = prompt
-        out["cached_input_tokens"] = hit if cached is None else cached
-        out["output_tokens"] = as_int(usage.get("completion_tokens"))
-        out["reasoning_tokens"] = as_int(
-            as_dict(usage.get("completion_tokens_details")).get("reasoning_tokens")
-        )
-    else:
-        fresh = as_int(usage.get("input_tokens"))
-        write = as_int(usage.get("cache_creation_input_tokens")) or 0
-        read = as_int(usage.get("cache_read_input_tokens")) or 0
-        if fresh is not None:
-            out["input_tokens"] = fresh + write + read
-            out["cached_input_tokens"] = read
-            out["cache_write_tokens"] = write
-        out["output_tokens"] = as_int(usage.get("output_tokens"))
-    return out
 
 
 def _cost(value: object) -> float | None:
@@ -376,11 +341,9 @@ class _Reader:
                 tool_args_hash=args_hash(args), tool_use_id=use_id, call_id=call_id,
             )  # fmt: skip
         # Token counts: the message's own usage, count by count, else the saved response's.
-        own, saved = _usage(m.get("usage")), _usage(response.get("usage"))
-        if own is not None or saved is not None:
-            counts = dict(saved or {})
-            counts.update({k: v for k, v in (own or {}).items() if v is not None})
-            call.update(counts)
+        own, saved = m.get("usage"), response.get("usage")
+        if isinstance(own, dict) or isinstance(saved, dict):
+            call.update({**token_counts(saved), **token_counts(own)})
             call["output_final"] = call.get("output_tokens") is not None
         finish = (
             as_str(m.get("finish_reason"))

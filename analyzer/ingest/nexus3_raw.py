@@ -26,19 +26,8 @@ from typing import Any
 import orjson
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.jsonl import (
-    as_dict,
-    as_int,
-    as_list,
-    as_status,
-    as_str,
-    as_text,
-    head_objects,
-    json_lines,
-    kind_of,
-    parse_time,
-)
-from analyzer.ingest.records import (
+from analyzer.ingest.jsonl import head_objects, json_lines
+from analyzer.ingest.lowering import (
     Lowering,
     args_hash,
     brief,
@@ -46,10 +35,22 @@ from analyzer.ingest.records import (
     result_hash,
     text_measure,
 )
+from analyzer.ingest.usage import token_counts
+from analyzer.ingest.values import (
+    as_dict,
+    as_int,
+    as_list,
+    as_status,
+    as_str,
+    as_text,
+    kind_of,
+    parse_time,
+)
 
 NAME = "nexus3_raw"
 TITLE = "NEXUS3 raw API log (raw.jsonl)"
 CALL_PREFIX = "nexus3"
+KIND = "log"
 APP = "nexus3"
 _TYPES = {"request", "response", "stream_chunk", "stream_complete"}
 
@@ -70,29 +71,11 @@ def _content_text(content: object) -> str:
 
 
 def _usage_into(call: dict[str, Any], usage: object) -> None:
-    """OpenAI (prompt/completion) or Anthropic (input/output) usage, whichever is there."""
-    if not isinstance(usage, dict):
-        return
-    if "prompt_tokens" in usage or "completion_tokens" in usage:
-        call["input_tokens"] = as_int(usage.get("prompt_tokens"))
-        call["output_tokens"] = as_int(usage.get("completion_tokens"))
-        details = as_dict(usage.get("completion_tokens_details"))
-        call["reasoning_tokens"] = as_int(details.get("reasoning_tokens"))
-        cached = as_dict(usage.get("prompt_tokens_details")).get("cached_tokens")
-        call["cached_input_tokens"] = as_int(cached)
+    """The tokens a chunk's or a response's usage states (OpenAI's or Anthropic's shape)."""
+    counts = token_counts(usage)
+    call.update(counts)
+    if "output_tokens" in counts:
         call["output_final"] = True
-    else:
-        fresh = as_int(usage.get("input_tokens"))
-        write = as_int(usage.get("cache_creation_input_tokens")) or 0
-        read = as_int(usage.get("cache_read_input_tokens")) or 0
-        if fresh is not None:
-            call["input_tokens"] = fresh + write + read
-            call["cached_input_tokens"] = read
-            call["cache_write_tokens"] = write
-        out = as_int(usage.get("output_tokens"))
-        if out is not None:
-            call["output_tokens"] = out
-            call["output_final"] = True
 
 
 class _Reader:

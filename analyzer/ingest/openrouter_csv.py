@@ -19,7 +19,8 @@ import duckdb
 
 from analyzer.console import warn
 from analyzer.errors import InputError
-from analyzer.ingest.base import Head, LoadContext, LoadResult, utf8_copy
+from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.reading import utf8_copy
 from analyzer.ingest.sessions import (
     interleaved_streams_sql,
     renumber_streams,
@@ -29,6 +30,7 @@ from analyzer.ingest.sessions import (
 NAME = "openrouter_csv"
 TITLE = "OpenRouter activity export (CSV)"
 CALL_PREFIX = "or:"
+KIND = "bill"
 
 KNOWN_COLUMNS = (
     "generation_id", "created_at", "cost_total", "cost_web_search", "cost_cache",

@@ -86,3 +86,19 @@ CREATE OR REPLACE TEMP MACRO lf_model_key(model) AS (
             '([-@]\d{8}|-latest)$', ''),
         '.', '-')
 );
+
+-- lf_output_discarded(finish_reason, content_chars, tool_call_count, input_tokens,
+--                     output_tokens, next_in, next_gap, max_gap_s, kept_ratio) -> boolean
+-- A billing row only shows a 'length' finish, not whether a tool call was cut off; the cut is
+-- inferred from what came next: the call is a billing view (no content nor tool calls known),
+-- the next call of its stream (prompt next_in tokens, next_gap seconds later) followed within
+-- max_gap_s, and its prompt grew by less than kept_ratio of this call's output - the output
+-- was thrown away, not kept in the conversation (a long answer that was delivered is kept).
+-- Used by the truncated_tool_call_streak and length_counter_false_alarm detectors and by the
+-- guard replay's `truncated` column: one rule.
+CREATE OR REPLACE TEMP MACRO lf_output_discarded(finish_reason, content_chars, tool_call_count,
+        input_tokens, output_tokens, next_in, next_gap, max_gap_s, kept_ratio) AS (
+    finish_reason = 'length' AND content_chars IS NULL AND tool_call_count IS NULL
+    AND next_in IS NOT NULL AND next_gap <= max_gap_s
+    AND next_in - input_tokens < output_tokens * kept_ratio
+);

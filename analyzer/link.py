@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from analyzer.ingest.openrouter_csv import NAME as BILLING
+from analyzer import cache
+from analyzer.ingest import billing_formats
 from analyzer.store import Store
 
 WINDOW_S = 2
@@ -40,7 +41,29 @@ class Reconciliation:
         return asdict(self)
 
 
-def correlate(store: Store, max_rounds: int = 20) -> int:
+def is_bill(column: str = "format") -> str:
+    """SQL: whether a call's format is a bill (a format that declares ``KIND = "bill"``)."""
+    names = ", ".join("'" + n.replace("'", "''") + "'" for n in billing_formats())
+    return f"{column} IN ({names})" if names else "false"
+
+
+def link_if_needed(store: Store, loaded: bool) -> None:
+    """Link after files were ``loaded`` - or when a run was stopped between loading its files
+    and linking them (the store notes which data version was last linked)."""
+    linked = store.scalar("SELECT value FROM meta WHERE key = 'linked_version'")
+    if not loaded and linked == cache.version(store, cache.DATA):
+        return
+    with store.transaction():
+        link(store)
+        cache.bump(store, cache.DATA)
+        store.con.execute(
+            "INSERT INTO meta VALUES ('linked_version', ?) ON CONFLICT (key) DO UPDATE "
+            "SET value = excluded.value",
+            [cache.version(store, cache.DATA)],
+        )
+
+
+def link(store: Store, max_rounds: int = 20) -> int:
     """Link what can be linked now; returns the number of new links.
 
     Each round links the pairs that are each other's nearest candidate; a call that lost its
@@ -63,11 +86,11 @@ def _link_round(store: Store) -> int:
             SELECT call_id, ts, lf_model_key(model) AS mk, input_tokens, output_tokens,
                    output_final, response_id
             FROM calls
-            WHERE format <> '{BILLING}' AND billing_call_id IS NULL AND ts IS NOT NULL
+            WHERE NOT {is_bill()} AND billing_call_id IS NULL AND ts IS NOT NULL
         ),
         bills AS (
             SELECT call_id, ts, lf_model_key(model) AS mk, input_tokens, output_tokens, native_id
-            FROM calls WHERE format = '{BILLING}' AND superseded_by IS NULL
+            FROM calls WHERE {is_bill()} AND superseded_by IS NULL
         ),
         by_id AS (
             SELECT l.call_id AS log_id, b.call_id AS bill_id, -1.0 AS dt
@@ -129,11 +152,11 @@ def _link_round(store: Store) -> int:
 def reconciliation(store: Store) -> Reconciliation | None:
     """Matched and unmatched on each side; None unless both a bill and logs are loaded."""
     row = store.one(
-        f"""SELECT count(*) FILTER (WHERE format = '{BILLING}'),
-                   count(*) FILTER (WHERE format <> '{BILLING}'),
+        f"""SELECT count(*) FILTER (WHERE {is_bill()}),
+                   count(*) FILTER (WHERE NOT {is_bill()}),
                    count(*) FILTER (WHERE billing_call_id IS NOT NULL),
-                   min(ts) FILTER (WHERE format = '{BILLING}'),
-                   max(ts) FILTER (WHERE format = '{BILLING}')
+                   min(ts) FILTER (WHERE {is_bill()}),
+                   max(ts) FILTER (WHERE {is_bill()})
             FROM calls"""
     )
     assert row is not None
@@ -141,7 +164,7 @@ def reconciliation(store: Store) -> Reconciliation | None:
     if not bills or not logs:
         return None
     log_unmatched = store.scalar(
-        f"""SELECT count(*) FROM calls WHERE format <> '{BILLING}' AND billing_call_id IS NULL
+        f"""SELECT count(*) FROM calls WHERE NOT {is_bill()} AND billing_call_id IS NULL
             AND ts BETWEEN ? AND ?""",
         [lo, hi],
     )
@@ -150,9 +173,9 @@ def reconciliation(store: Store) -> Reconciliation | None:
                 SELECT session_id, lf_model_key(model) AS mk,
                        min(ts) - INTERVAL {NEAR_LOGS_S} SECOND AS lo,
                        max(ts) + INTERVAL {NEAR_LOGS_S} SECOND AS hi
-                FROM calls WHERE format <> '{BILLING}' AND ts IS NOT NULL GROUP BY ALL)
+                FROM calls WHERE NOT {is_bill()} AND ts IS NOT NULL GROUP BY ALL)
             SELECT count(*) FROM calls b
-            WHERE b.format = '{BILLING}' AND b.superseded_by IS NULL
+            WHERE {is_bill("b.format")} AND b.superseded_by IS NULL
               AND EXISTS (SELECT 1 FROM spans s
                           WHERE s.mk = lf_model_key(b.model) AND b.ts BETWEEN s.lo AND s.hi)"""
     )

@@ -1,0 +1,62 @@
+"""How values are written for people and for JSON, defined once: times, dollars, severities."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from decimal import Decimal
+
+# Least to most severe.
+SEVERITIES = ("info", "low", "medium", "high")
+
+
+def severity_rank(severity: str) -> int:
+    """0 for info up to 3 for high (an unknown severity ranks below info)."""
+    return SEVERITIES.index(severity) if severity in SEVERITIES else -1
+
+
+def severity_order_sql(column: str = "severity") -> str:
+    """SQL that sorts the most severe first."""
+    cases = " ".join(f"WHEN '{s}' THEN {i}" for i, s in enumerate(reversed(SEVERITIES)))
+    return f"CASE {column} {cases} ELSE {len(SEVERITIES)} END"
+
+
+def iso(ts: datetime | None) -> str | None:
+    """A stored (naive UTC) time as ISO 8601 with its zone: ``2025-12-13T06:12:58.123000Z``.
+
+    >>> iso(datetime(2025, 12, 13, 6, 12, 58))
+    '2025-12-13T06:12:58Z'
+    """
+    return None if ts is None else ts.isoformat() + "Z"
+
+
+def iso_seconds(ts: datetime | None) -> str | None:
+    """The same to the second, for a page: ``2025-12-13T06:12:58Z``.
+
+    >>> iso_seconds(datetime(2025, 12, 13, 6, 12, 58, 123000))
+    '2025-12-13T06:12:58Z'
+    """
+    return None if ts is None else ts.isoformat(timespec="seconds") + "Z"
+
+
+def money(usd: Decimal | float | None) -> str:
+    """Dollars to the cent, with thousands separators (``–`` when there is no figure).
+
+    >>> money(Decimal("1234.5")), money(None)
+    ('$1,234.50', '–')
+    """
+    return "–" if usd is None else f"${usd:,.2f}"
+
+
+_KEY = re.compile(r"(?<![\w-])sk-(?:or-|ant-|proj-)?[A-Za-z0-9_\-]{6,}")
+
+
+def mask_keys(text: str) -> str:
+    """Hide what looks like an API key (``sk-…``, ``sk-or-…``, ``sk-ant-…``): keep the prefix."""
+
+    def hide(m: re.Match[str]) -> str:
+        key = m.group(0)
+        prefix = "sk-" + next((p for p in ("or-", "ant-", "proj-") if key[3:].startswith(p)), "")
+        return prefix + "…[masked]"
+
+    return _KEY.sub(hide, text)

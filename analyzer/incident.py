@@ -1,0 +1,73 @@
+"""An incident: what a detector found, typed, from the detector to the page and the CLI."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from analyzer.formatting import iso
+
+# The columns of the incidents table, in its order (sql/schema.sql).
+COLUMNS = (
+    "incident_id", "detector", "severity", "stream_key", "session_id", "start_ts", "end_ts",
+    "n_calls", "first_call_id", "last_call_id", "wasted_usd", "wasted_tokens", "cost_basis",
+    "summary", "evidence",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Incident:
+    incident_id: str
+    detector: str
+    severity: str
+    stream_key: str | None
+    session_id: str | None
+    start_ts: datetime | None  # UTC
+    end_ts: datetime | None
+    n_calls: int
+    first_call_id: str | None
+    last_call_id: str | None
+    wasted_usd: Decimal  # exact
+    wasted_tokens: int | None
+    cost_basis: str | None
+    summary: str
+    evidence: dict[str, Any] | None = None  # what a person needs to believe it
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> Incident:
+        """An incident from a row of the incidents table (its columns in ``COLUMNS`` order)."""
+        rec = dict(zip(COLUMNS, row, strict=True))
+        evidence = rec["evidence"]
+        if isinstance(evidence, str):
+            evidence = json.loads(evidence) if evidence else None
+        rec.update(
+            n_calls=int(rec["n_calls"] or 0),
+            wasted_usd=Decimal(rec["wasted_usd"] or 0),
+            wasted_tokens=None if rec["wasted_tokens"] is None else int(rec["wasted_tokens"]),
+            summary=rec["summary"] or "",
+            evidence=evidence if isinstance(evidence, dict | None) else {"value": evidence},
+        )
+        return cls(**rec)
+
+    def to_json(self) -> dict[str, Any]:
+        """As ``audit --json`` and ``detect --json`` print it (ISO times, dollars as a number)."""
+        return {
+            "incident_id": self.incident_id,
+            "detector": self.detector,
+            "severity": self.severity,
+            "stream_key": self.stream_key,
+            "session_id": self.session_id,
+            "start_ts": iso(self.start_ts),
+            "end_ts": iso(self.end_ts),
+            "n_calls": self.n_calls,
+            "first_call_id": self.first_call_id,
+            "last_call_id": self.last_call_id,
+            "wasted_usd": float(self.wasted_usd),
+            "wasted_tokens": self.wasted_tokens,
+            "cost_basis": self.cost_basis,
+            "summary": self.summary,
+            "evidence": self.evidence,
+        }

@@ -1,0 +1,162 @@
+"""Reading a file's bytes: its head for sniffing, gzip (and what a damaged one still holds),
+its lines in UTF-8, and a UTF-8 copy with one kind of line end for DuckDB's reader."""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import io
+import tempfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import IO
+
+from analyzer.errors import InputError
+from analyzer.ingest.base import Head, SourceFile
+from analyzer.ingest.encodings import decode_errors, guess_encoding, is_utf8
+
+HEAD_BYTES = 64 * 1024
+FIRST_LINE_MAX = 256 * 1024 * 1024  # how far sniffing reads to see a first line whole
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def read_head(path: Path, display: str) -> Head:
+    """Read the start of ``path`` (decompressing gzip, found by its magic bytes)."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(HEAD_BYTES)
+    except PermissionError as exc:
+        raise InputError("permission denied", path=display) from exc
+    except IsADirectoryError as exc:
+        raise InputError("is a folder, not a file", path=display) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=display) from exc
+    compression = None
+    if raw.startswith(GZIP_MAGIC):
+        compression = "gzip"
+        try:
+            with open(path, "rb") as fh:
+                raw = b"".join(_gunzip(fh, HEAD_BYTES))[:HEAD_BYTES]
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror or exc}", path=display) from exc
+        if not raw:
+            raise InputError("damaged gzip data (nothing decompresses)", path=display)
+    if len(raw) == HEAD_BYTES and b"\n" not in raw and raw.lstrip(b"\xef\xbb\xbf \t\r")[:1] == b"{":
+        # One JSON object longer than the head (a 50 MB tool result on the first line): the
+        # sniffers need to see it whole.
+        raw = _first_line(path, compression) or raw
+    return Head(data=raw, compression=compression, encoding=guess_encoding(raw))
+
+
+def _gunzip(fh: IO[bytes], limit: int | None = None) -> Iterator[bytes]:
+    """Decompress gzip data (several members, as ``cat a.gz b.gz`` makes, included) for as
+    long as it can be: stops quietly where the data is cut off or corrupt."""
+    dec = zlib.decompressobj(wbits=31)
+    out = 0
+    # Small steps: zlib drops the output of a step that hits damage.
+    while chunk := fh.read(16 * 1024):
+        while chunk:
+            try:
+                data = dec.decompress(chunk)
+            except zlib.error:
+                return
+            if data:
+                yield data
+                out += len(data)
+                if limit is not None and out >= limit:
+                    return
+            if not dec.eof:
+                break
+            chunk = dec.unused_data
+            if not chunk.startswith(GZIP_MAGIC):
+                return  # padding after the last member
+            dec = zlib.decompressobj(wbits=31)
+
+
+@contextmanager
+def salvage_gzip(src: SourceFile) -> Iterator[tuple[SourceFile, int]]:
+    """The whole lines that decompress from a damaged gzip file, as a temporary uncompressed
+    copy, and how many there are (the cut-off line after them is left out)."""
+    with tempfile.TemporaryDirectory(prefix="llm-forensics-") as tmp:
+        copy = Path(tmp) / "salvaged"
+        lines = 0
+        pending = b""
+        with open(src.path, "rb") as fh, open(copy, "wb") as out:
+            for data in _gunzip(fh):
+                data = pending + data
+                cut = data.rfind(b"\n") + 1
+                out.write(data[:cut])
+                lines += data.count(b"\n", 0, cut)
+                pending = data[cut:]
+        head = replace(src.head, compression=None)
+        yield replace(src, path=copy, head=head, size=copy.stat().st_size), lines
+
+
+def _first_line(path: Path, compression: str | None) -> bytes | None:
+    """The file's first line (decompressed), if it ends within ``FIRST_LINE_MAX`` bytes."""
+    opener = gzip.open if compression == "gzip" else open
+    try:
+        with opener(path, "rb") as fh:
+            line = fh.readline(FIRST_LINE_MAX)
+    except (OSError, EOFError, zlib.error):
+        return None
+    return line if len(line) < FIRST_LINE_MAX or line.endswith(b"\n") else None
+
+
+def open_binary(src: SourceFile) -> IO[bytes]:
+    """The file's content (decompressed), as bytes in the file's own encoding."""
+    if src.head.compression == "gzip":
+        return gzip.open(src.path, "rb")  # type: ignore[return-value]
+    return open(src.path, "rb")
+
+
+def utf8_lines(fh: IO[bytes], encoding: str) -> Iterator[bytes]:
+    """The lines of ``fh`` (ending at ``\n``, which they keep) as UTF-8 bytes. A UTF-8 file is
+    passed through untouched (a bad byte stays bad, for the reader to reject its record)."""
+    if is_utf8(encoding):
+        yield from fh
+        return
+    text = io.TextIOWrapper(fh, encoding=encoding, errors=decode_errors(encoding), newline="\n")
+    for line in text:
+        yield line.encode()
+
+
+def _lf_line_ends(chunks: Iterator[str]) -> Iterator[str]:
+    """The text with every CRLF and lone CR made LF (a CR at the end of a chunk waits to see
+    whether an LF follows it)."""
+    pending_cr = False
+    for chunk in chunks:
+        if pending_cr:
+            chunk = "\r" + chunk
+        pending_cr = chunk.endswith("\r")
+        if pending_cr:
+            chunk = chunk[:-1]
+        yield chunk.replace("\r\n", "\n").replace("\r", "\n")
+    if pending_cr:
+        yield "\n"
+
+
+@contextmanager
+def utf8_copy(src: SourceFile) -> Iterator[Path]:
+    """A path to the file's content in UTF-8 with one kind of line end: the file itself when it
+    is UTF-8 and does not mix line ends, else a temporary uncompressed UTF-8 copy (removed
+    afterwards) with every line end made LF. The copy has the same lines, so line numbers still
+    point into the original (a lone CR counts as a line end, as in Python's universal newlines).
+    """
+    if is_utf8(src.head.encoding) and not src.mixed_line_ends:
+        yield src.path
+        return
+    # UTF-8 bytes are passed through as they are (a bad byte stays bad, for the reader to
+    # reject its record): surrogateescape keeps them.
+    encoding = "utf-8" if is_utf8(src.head.encoding) else src.head.encoding
+    errors = "surrogateescape" if encoding == "utf-8" else decode_errors(encoding)
+    with tempfile.TemporaryDirectory(prefix="llm-forensics-") as tmp:
+        copy = Path(tmp) / "utf8.txt"
+        with open_binary(src) as fh, open(copy, "wb") as out:
+            reader = codecs.getreader(encoding)(fh, errors=errors)
+            for text in _lf_line_ends(iter(lambda: reader.read(1 << 20), "")):
+                out.write(text.encode("utf-8", errors="surrogateescape"))
+        yield copy

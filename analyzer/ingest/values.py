@@ -1,0 +1,95 @@
+"""Reading a value of a log as what it should be.
+
+Logs are untrusted: any value may be of another JSON type than the format says (a number where
+a string was, a list where an object was, a 1e30 token count). These read a value as what it
+should be, or give None (or an empty container); they never raise. Every format reads its
+records through them, JSON Lines or whole documents alike.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+
+def parse_time(value: object, naive_tz: str = "UTC") -> datetime | None:
+    """An ISO-8601 string or epoch seconds (or milliseconds) as a naive UTC datetime.
+
+    A string without a zone is read in ``naive_tz``.
+    """
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        seconds = value / 1000 if value > 1e11 else value
+        try:
+            return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        dt = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if dt.tzinfo is None:
+        if naive_tz.upper() == "UTC":
+            return dt
+        from zoneinfo import ZoneInfo
+
+        try:
+            dt = dt.replace(tzinfo=ZoneInfo(naive_tz))
+        except Exception:  # an unknown zone was refused at the command line already
+            return dt
+    try:
+        return dt.astimezone(UTC).replace(tzinfo=None)
+    except (OverflowError, ValueError):  # at the edge of the calendar (year 1 or 9999)
+        return None
+
+
+MAX_COUNT = 10**12  # a token or character count beyond this is a broken value, not a count
+
+
+def as_int(value: object, limit: int = MAX_COUNT) -> int | None:
+    """A count from a log: a non-negative whole number below ``limit``, else None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, float):
+        if not value.is_integer():
+            return None
+        value = int(value)
+    if isinstance(value, int):
+        return value if 0 <= value < limit else None
+    return None
+
+
+def as_status(value: object) -> int | None:
+    """An HTTP status (a whole number below 1000), else None."""
+    return as_int(value, limit=1000)
+
+
+def as_str(value: object) -> str | None:
+    """A name or id: a string as it is, a number as its digits; anything else is None."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def as_text(value: object) -> str:
+    """Text to measure: a string, else empty."""
+    return value if isinstance(value, str) else ""
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def kind_of(obj: dict[str, Any], key: str = "type") -> str | None:
+    """A record's kind (its ``type``), only if it is a string."""
+    value = obj.get(key)
+    return value if isinstance(value, str) else None

@@ -1,0 +1,272 @@
+"""The guard primitives: each one's settings, their validation, and its trace, in one place.
+
+A guard sees the calls of a unit (a stream, a session or a turn) one at a time, and keeps one
+value; a threshold on that value nudges or stops. A primitive says what the value is: its
+*trace* is one set-based query giving the value after every call where it can reach a new
+high (the replay reads every threshold off it, see ``analyzer.backtest``).
+
+Adding a primitive is adding a class here (its settings, how to check them, its trace SQL) and
+registering it in ``PRIMITIVES``; policies name it by ``type``.
+
+Predicates, keys and weights are SQL expressions over one replayed call: the columns of
+``EVENT_COLUMNS`` (one row of the replay, ``lf_events``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from analyzer.errors import ForensicsError
+
+# One call of the replay: what a policy's expressions may use, with its type.
+EVENT_COLUMNS: dict[str, str] = {
+    "call_id": "VARCHAR", "stream_key": "VARCHAR", "session_id": "VARCHAR",
+    "turn_id": "VARCHAR", "pos": "BIGINT", "ts": "TIMESTAMP", "model": "VARCHAR",
+    "app": "VARCHAR", "api_key": "VARCHAR", "response_kind": "VARCHAR",
+    "finish_reason": "VARCHAR", "input_tokens": "BIGINT", "output_tokens": "BIGINT",
+    "reasoning_tokens": "BIGINT", "cost_usd": "DECIMAL(18,10)", "visible_chars": "BIGINT",
+    "content_chars": "BIGINT", "reply_saved": "BOOLEAN", "http_status": "INTEGER",
+    "output_final": "BOOLEAN", "tool_key": "VARCHAR", "prompt_delta": "BIGINT",
+    "stalled": "BOOLEAN", "tool_call": "BOOLEAN", "truncated": "BOOLEAN",
+}  # fmt: skip
+# The unit a policy's scope lives in: a whole number per stream, session or turn.
+UNIT = {"stream": "u_stream", "session": "u_session", "turn": "u_turn"}
+
+
+class Settings(Protocol):
+    """What a primitive reads of a policy: its settings by name (``analyzer.guards.Policy``)."""
+
+    name: str
+    scope: str
+    watch: str | None
+
+    def setting(self, name: str) -> Any: ...
+
+
+def _b(expr: str | None, default: str) -> str:
+    return f"coalesce(({expr}), false)" if expr else default
+
+
+def seen_sql(p: Settings) -> str:
+    """The CTE ``seen``: the calls the guard sees at all (its ``watch``), with its unit."""
+    return f"""seen AS (
+        SELECT {UNIT[p.scope]} AS unit, stream_key, pos, ts, call_id, e.*
+               EXCLUDE (call_id, stream_key, pos, ts)
+        FROM lf_events e WHERE {_b(p.watch, "true")})"""
+
+
+@dataclass(frozen=True)
+class Primitive:
+    """A primitive: its own settings (with defaults), what can be swept, and its trace."""
+
+    name: ClassVar[str]
+    # Its settings and their defaults, in the order a policy's parameters are listed.
+    defaults: ClassVar[dict[str, Any]]
+    # Settings listed even when empty (the others only when set).
+    always_listed: ClassVar[tuple[str, ...]] = ()
+    sweepable: ClassVar[tuple[str, ...]] = ()
+    expressions: ClassVar[tuple[str, ...]] = ()  # settings that are SQL over one call
+
+    def check(self, raw: dict[str, Any], where: str) -> None:
+        """Raise a ForensicsError naming ``where`` if ``raw`` (a policy's TOML) is wrong."""
+
+    def listed(self, p: Settings) -> dict[str, Any]:
+        out = {}
+        for name in self.defaults:
+            value = p.setting(name)
+            if value is not None or name in self.always_listed:
+                out[name] = value
+        return out
+
+    def trace(self, p: Settings, before: bool) -> str:
+        """SELECT unit, stream_key, pos, call_id, value (and ``before``: the value before the
+        call) for the calls where the value can reach a new threshold."""
+        raise NotImplementedError
+
+    def unit_steps(self, p: Settings) -> bool:
+        """Whether the value only ever rises one at a time (it first reaches a threshold T
+        where it equals T rounded up)."""
+        return False
+
+
+def _with_before(body: str, before: bool) -> str:
+    if not before:
+        return body
+    return f"""SELECT *, lag(value, 1, 0) OVER (PARTITION BY unit ORDER BY pos) AS before
+               FROM ({body})"""
+
+
+@dataclass(frozen=True)
+class Counter(Primitive):
+    """Adds ``weight`` for each call matching ``count``; a call matching ``reset`` sets it to 0
+    (and does not count itself)."""
+
+    name: ClassVar[str] = "counter"
+    defaults: ClassVar[dict[str, Any]] = {"count": None, "reset": None, "weight": "1"}
+    always_listed: ClassVar[tuple[str, ...]] = ("weight",)
+    expressions: ClassVar[tuple[str, ...]] = ("count", "reset", "weight")
+
+    def check(self, raw: dict[str, Any], where: str) -> None:
+        if not raw.get("count"):
+            raise ForensicsError(f"{where}: a {self.name} needs 'count' (what it counts)")
+
+    def trace(self, p: Settings, before: bool) -> str:
+        # A counter's value only rises at the calls that count, so only those are traced: each
+        # counts from the unit's last reset before it.
+        reset = p.setting("reset")
+        segment = (
+            """max(CASE WHEN rst THEN pos END)
+                      OVER (PARTITION BY unit ORDER BY pos ROWS UNBOUNDED PRECEDING)"""
+            if reset
+            else "NULL::BIGINT"
+        )
+        return f"""WITH {seen_sql(p)},
+        v AS (
+            SELECT unit, stream_key, pos, call_id, {_b(p.setting("count"), "true")} AS hit,
+                   {_b(reset, "false")} AS rst,
+                   coalesce(CAST(({p.setting("weight")}) AS DOUBLE), 0) AS w
+            FROM seen),
+        g AS (
+            SELECT *, {segment} AS seg
+            FROM v WHERE hit OR rst),
+        t AS (
+            SELECT unit, stream_key, pos, call_id, w,
+                   sum(w) OVER (PARTITION BY unit, seg ORDER BY pos
+                                ROWS UNBOUNDED PRECEDING) AS value
+            FROM g WHERE hit AND NOT rst)
+        SELECT unit, stream_key, pos, call_id, value{", value - w AS before" if before else ""}
+        FROM t"""
+
+    def unit_steps(self, p: Settings) -> bool:
+        return str(p.setting("weight")).strip() == "1"
+
+
+@dataclass(frozen=True)
+class Budget(Counter):
+    """A counter that never resets, weighted by cost unless told otherwise."""
+
+    name: ClassVar[str] = "budget"
+    defaults: ClassVar[dict[str, Any]] = {"count": "true", "reset": None, "weight": "cost_usd"}
+
+    def check(self, raw: dict[str, Any], where: str) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class RunLength(Primitive):
+    """How many calls in a row had the same ``key`` (a NULL key is no run)."""
+
+    name: ClassVar[str] = "run_length"
+    defaults: ClassVar[dict[str, Any]] = {"key": None}
+    expressions: ClassVar[tuple[str, ...]] = ("key",)
+
+    def check(self, raw: dict[str, Any], where: str) -> None:
+        if not raw.get("key"):
+            raise ForensicsError(f"{where}: a {self.name} needs 'key' (what must repeat)")
+
+    def trace(self, p: Settings, before: bool) -> str:
+        # A run is counted from its first call: the latest call so far that did not continue
+        # one. Both windows share one ordering.
+        return _with_before(
+            f"""WITH {seen_sql(p)},
+        v AS (SELECT unit, stream_key, pos, call_id, ({p.setting("key")}) AS k FROM seen),
+        m AS (
+            SELECT *, row_number() OVER w AS idx,
+                   coalesce(k = lag(k) OVER w, false) AS same
+            FROM v WINDOW w AS (PARTITION BY unit ORDER BY pos))
+        SELECT unit, stream_key, pos, call_id,
+               CASE WHEN k IS NULL THEN 0
+                    ELSE idx + 1 - max(CASE WHEN NOT same THEN idx END)
+                                   OVER (PARTITION BY unit ORDER BY pos
+                                         ROWS UNBOUNDED PRECEDING)
+               END AS value
+        FROM m""",
+            before,
+        )
+
+    def unit_steps(self, p: Settings) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class Period(RunLength):
+    """How many times a cycle of ``period`` calls (A-B-A-B...) repeated, by ``key``."""
+
+    name: ClassVar[str] = "period"
+    defaults: ClassVar[dict[str, Any]] = {"key": None, "period": 2}
+    always_listed: ClassVar[tuple[str, ...]] = ("period",)
+    sweepable: ClassVar[tuple[str, ...]] = ("period",)
+
+    def check(self, raw: dict[str, Any], where: str) -> None:
+        super().check(raw, where)
+        period = raw.get("period", 2)
+        if not isinstance(period, int) or isinstance(period, bool) or period < 2:
+            raise ForensicsError(f"{where}: 'period' is a whole number of calls, at least 2")
+
+    def trace(self, p: Settings, before: bool) -> str:
+        period = int(p.setting("period"))
+        return _with_before(
+            f"""WITH {seen_sql(p)},
+        v AS (SELECT unit, stream_key, pos, call_id, ({p.setting("key")}) AS k FROM seen),
+        m AS (
+            SELECT *, row_number() OVER w AS idx,
+                   coalesce(k = lag(k, {period}) OVER w, false) AS hit
+            FROM v WINDOW w AS (PARTITION BY unit ORDER BY pos))
+        SELECT unit, stream_key, pos, call_id,
+               CASE WHEN hit
+                    THEN (idx - max(CASE WHEN NOT hit THEN idx END)
+                                OVER (PARTITION BY unit ORDER BY pos
+                                      ROWS UNBOUNDED PRECEDING)
+                          + {period}) // {period}
+                    ELSE 0 END AS value
+        FROM m""",
+            before,
+        )
+
+
+@dataclass(frozen=True)
+class Window(Primitive):
+    """How many of the last ``size`` calls (or the calls of the last ``seconds``) matched
+    ``count``."""
+
+    name: ClassVar[str] = "window"
+    defaults: ClassVar[dict[str, Any]] = {"count": None, "size": None, "seconds": None}
+    sweepable: ClassVar[tuple[str, ...]] = ("size", "seconds")
+    expressions: ClassVar[tuple[str, ...]] = ("count",)
+
+    def check(self, raw: dict[str, Any], where: str) -> None:
+        if not raw.get("count"):
+            raise ForensicsError(f"{where}: a window needs 'count'")
+        if ("size" in raw) == ("seconds" in raw):
+            raise ForensicsError(f"{where}: a window needs one of 'size' (calls) or 'seconds'")
+
+    def trace(self, p: Settings, before: bool) -> str:
+        size = p.setting("size")
+        if size is not None:
+            frame = f"ORDER BY pos ROWS BETWEEN {int(size) - 1} PRECEDING AND CURRENT ROW"
+            where = ""
+        else:
+            seconds = float(p.setting("seconds") or 0)
+            frame = (
+                f"ORDER BY ts RANGE BETWEEN INTERVAL ({seconds}) SECOND PRECEDING AND CURRENT ROW"
+            )
+            where = "WHERE ts IS NOT NULL"
+        return _with_before(
+            f"""WITH {seen_sql(p)},
+        v AS (SELECT unit, stream_key, pos, ts, call_id, {_b(p.setting("count"), "true")} AS hit
+              FROM seen {where})
+        SELECT unit, stream_key, pos, call_id,
+               sum(CASE WHEN hit THEN 1 ELSE 0 END)
+                   OVER (PARTITION BY unit {frame}) AS value
+        FROM v""",
+            before,
+        )
+
+    def unit_steps(self, p: Settings) -> bool:
+        return True
+
+
+PRIMITIVES: dict[str, Primitive] = {
+    prim.name: prim for prim in (Counter(), Budget(), RunLength(), Period(), Window())
+}

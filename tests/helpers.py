@@ -1,0 +1,182 @@
+"""Helpers the tests share: sample files written exactly as a test needs them, rows for the
+canonical tables, and a command run in its own process. (Fixtures are in ``conftest.py``.)"""
+
+from __future__ import annotations
+
+import csv
+import ctypes
+import gzip
+import io
+import os
+import subprocess
+import sys
+from datetime import datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from analyzer.ingest.openrouter_csv import KNOWN_COLUMNS
+from analyzer.store import Store
+
+if TYPE_CHECKING:
+    from tests.corpus import Case
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_DATA = REPO / "sample_data"
+SHARED_SAMPLES = REPO.parent / "shared" / "samples"
+
+
+def shared_samples() -> Path:
+    """../shared/samples, the real public transcripts. Under CI their absence is a failure,
+    not a skip: the tests that read them must run there."""
+    if not SHARED_SAMPLES.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(
+                f"{SHARED_SAMPLES} is missing: CI must run with ../shared beside the checkout"
+            )
+        pytest.skip("../shared/samples is not beside this checkout")
+    return SHARED_SAMPLES
+
+
+HEADER = list(KNOWN_COLUMNS)
+T0 = datetime(2025, 12, 13, 6, 0, 0)
+
+
+def or_row(i: int, **overrides: object) -> dict[str, object]:
+    """A valid export row; ``i`` makes its id and time unique (one call every 10 s)."""
+    row: dict[str, object] = {
+        "generation_id": f"gen-{1765605600 + i}-row{i:05d}",
+        "created_at": (T0 + timedelta(seconds=10 * i)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
+        "cost_total": "0.0123",
+        "cost_web_search": "0",
+        "cost_cache": "0",
+        "cost_file_processing": "0",
+        "byok_usage_inference": "0",
+        "tokens_prompt": str(1000 + 10 * i),
+        "tokens_completion": "120",
+        "tokens_reasoning": "0",
+        "tokens_cached": "0",
+        "model_permaslug": "anthropic/claude-sonnet-4.5",
+        "provider_name": "Anthropic",
+        "variant": "standard",
+        "cancelled": "false",
+        "streamed": "true",
+        "user": "u1",
+        "finish_reason_raw": "end_turn",
+        "finish_reason_normalized": "stop",
+        "generation_time_ms": "2100",
+        "time_to_first_token_ms": "800",
+        "api_key_disabled": "false",
+        "api_key_name": "key-a",
+        "app_name": "App A",
+    }
+    row.update(overrides)
+    return row
+
+
+def csv_text(
+    rows: list[dict[str, object]], columns: list[str] | None = None, newline: str = "\n"
+) -> str:
+    columns = columns or HEADER
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator=newline)
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([row.get(c, "") for c in columns])
+    return buf.getvalue()
+
+
+def write_csv(
+    path: Path,
+    rows: list[dict[str, object]],
+    columns: list[str] | None = None,
+    newline: str = "\n",
+    bom: bool = False,
+    gz: bool = False,
+) -> Path:
+    data = csv_text(rows, columns, newline).encode("utf-8")
+    if bom:
+        data = b"\xef\xbb\xbf" + data
+    if gz:
+        data = gzip.compress(data, mtime=0)
+    path.write_bytes(data)
+    return path
+
+
+def csv_total(path: Path) -> Decimal:
+    """The sum of an export's cost_total column, exactly."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return sum((Decimal(r["cost_total"]) for r in csv.DictReader(fh)), Decimal(0))
+
+
+# -- rows of the canonical tables (the golden cases' "given") --------------------------------
+
+
+def fill_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seqs: dict[str, int] = {}
+    out = []
+    for i, given in enumerate(calls, 1):
+        row = dict(given)
+        row.setdefault("call_id", f"c{i}")
+        row.setdefault("stream_key", "s")
+        row.setdefault("session_id", row["stream_key"])
+        seqs[row["stream_key"]] = seqs.get(row["stream_key"], 0) + 1
+        row.setdefault("seq", seqs[row["stream_key"]])
+        t = row.pop("t", 10 * (i - 1))
+        row.setdefault("ts", (T0 + timedelta(seconds=t)).isoformat(sep=" "))
+        row.setdefault("format", "test")
+        row.setdefault("source_id", 1)
+        row.setdefault("output_final", True)
+        out.append(row)
+    return out
+
+
+def fill_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for i, given in enumerate(messages, 1):
+        row = dict(given)
+        row.setdefault("source_id", 1)
+        row.setdefault("session_id", "s")
+        row.setdefault("idx", i)
+        out.append(row)
+    return out
+
+
+def insert(store: Store, table: str, rows: list[dict[str, Any]]) -> None:
+    for row in rows:
+        cols = ", ".join(row)
+        marks = ", ".join("?" * len(row))
+        store.con.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", list(row.values()))
+
+
+# -- a command in its own process --------------------------------------------------------------
+
+PR_CAPBSET_DROP = 24
+CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 1, 2
+
+
+def _as_an_ordinary_user() -> None:
+    """In the child, before exec: give up root's power to read any file, so a file without
+    read permission is unreadable here too (these machines run the tests as root)."""
+    if os.geteuid() != 0:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def run_ingest(root: Path, case: Case, as_json: bool = True) -> subprocess.CompletedProcess[str]:
+    """``llm-forensics ingest`` of one case, in its own process, into its own store."""
+    return subprocess.run(
+        [sys.executable, "-m", "analyzer", "ingest", "--db", f"{case.name}.duckdb"]
+        + (["--json"] if as_json else [])
+        + [case.path],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_as_an_ordinary_user,
+    )
