@@ -12,6 +12,7 @@ import io
 import re
 from collections.abc import Sequence
 from datetime import date
+from typing import Any
 
 _STYLE = {
     "svg.hashsalt": "llm-forensics",
@@ -32,7 +33,7 @@ _TAG = re.compile(r"<[^>]*>")
 _ACTIVE = re.compile(r"^<\s*(script|foreignObject)|\son[a-z]+\s*=|javascript:", re.IGNORECASE)
 
 
-def _plt():  # type: ignore[no-untyped-def]
+def _plt() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -41,7 +42,7 @@ def _plt():  # type: ignore[no-untyped-def]
     return plt
 
 
-def _svg(fig) -> str:  # type: ignore[no-untyped-def]
+def _svg(fig: Any) -> str:
     plt = _plt()
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")

@@ -150,7 +150,7 @@ def policies_option(f: Callable[..., Any]) -> Callable[..., Any]:
 def detector_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """--only, --param, --queries (given to the command as ``selection``), --fail-on and
     --fail-on-waste."""
-    options = [
+    options: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         click.option(
             "--only",
             multiple=True,

@@ -26,6 +26,7 @@ import duckdb
 
 from analyzer.errors import ForensicsError
 from analyzer.primitives import EVENT_COLUMNS, PRIMITIVES, Primitive
+from analyzer.store import OFFLINE
 
 SCOPES = ("stream", "session", "turn")
 PRESETS = Path(__file__).resolve().parent / "presets.toml"
@@ -80,8 +81,10 @@ class Policy:
             raise ForensicsError(
                 f"{self.name}: {name!r} cannot be swept (thresholds: {', '.join(sweepable)})"
             )
-        if name in ("stop", "nudge"):
-            return replace(self, **{name: value})
+        if name == "stop":
+            return replace(self, stop=value)
+        if name == "nudge":
+            return replace(self, nudge=value)
         if name in ("period", "size"):
             value = int(value)
         return replace(self, settings={**self.settings, name: value})
@@ -130,8 +133,7 @@ def parse_policy(name: str, raw: dict[str, Any], source: str) -> Policy:
 def check_expressions(p: Policy, where: str) -> None:
     """Bind each of the policy's SQL expressions over an empty replay row: a column that does
     not exist is named with the columns that do."""
-    con = duckdb.connect(config={"autoinstall_known_extensions": False,
-                                 "autoload_known_extensions": False})  # fmt: skip
+    con = duckdb.connect(config=OFFLINE)
     try:
         cols = ", ".join(f"{c} {t}" for c, t in EVENT_COLUMNS.items())
         con.execute(f"CREATE TABLE lf_events ({cols})")

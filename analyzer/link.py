@@ -115,7 +115,7 @@ def _link_round(store: Store) -> int:
         )
         SELECT log_id, bill_id FROM ranked WHERE r_log = 1 AND r_bill = 1"""
     )
-    n = int(store.scalar("SELECT count(*) FROM lf_links"))  # type: ignore[arg-type]
+    n = int(store.scalar("SELECT count(*) FROM lf_links"))
     if n:
         con.execute(
             """UPDATE calls SET
@@ -183,6 +183,6 @@ def reconciliation(store: Store) -> Reconciliation | None:
         billing_rows=int(bills),
         log_calls=int(logs),
         matched=int(matched),
-        log_calls_unmatched=int(log_unmatched),  # type: ignore[arg-type]
-        billing_rows_unmatched=int(bill_unmatched),  # type: ignore[arg-type]
+        log_calls_unmatched=int(log_unmatched),
+        billing_rows_unmatched=int(bill_unmatched),
     )

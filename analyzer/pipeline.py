@@ -62,7 +62,7 @@ def audit(
     reports = ingest_paths(store, paths, options)
     if on_files is not None:
         on_files(reports)
-    big = options.progress and int(str(store.scalar("SELECT count(*) FROM calls"))) >= BIG_STORE
+    big = options.progress and int(store.scalar("SELECT count(*) FROM calls")) >= BIG_STORE
     with progress("audit", store.con.query_progress, big) as shown:
         shown.stage("detecting")
         detect(store, selection, reuse=True)

@@ -37,9 +37,14 @@ UNIT = {"stream": "u_stream", "session": "u_session", "turn": "u_turn"}
 class Settings(Protocol):
     """What a primitive reads of a policy: its settings by name (``analyzer.guards.Policy``)."""
 
-    name: str
-    scope: str
-    watch: str | None
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def scope(self) -> str: ...
+
+    @property
+    def watch(self) -> str | None: ...
 
     def setting(self, name: str) -> Any: ...
 

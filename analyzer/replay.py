@@ -92,7 +92,7 @@ def _prepare_events(store: Store) -> int:
                    AS truncated
         FROM j"""
     )
-    return int(str(store.scalar("SELECT count(*) FROM lf_events")))
+    return int(store.scalar("SELECT count(*) FROM lf_events"))
 
 
 @dataclass
@@ -160,7 +160,7 @@ def _prepare_truth(store: Store, labels: Path | None = None) -> int:
            UNION
            SELECT incident_id, * EXCLUDE (incident_id) FROM lf_truth_calls"""
     )
-    return int(str(store.scalar("SELECT count(*) FROM lf_truth")))
+    return int(store.scalar("SELECT count(*) FROM lf_truth"))
 
 
 def _apply_labels(store: Store, path: Path) -> None:

@@ -264,7 +264,7 @@ def _incidents_calls(store: Store, incs: list[Incident]) -> dict[str, list[tuple
     return out
 
 
-def _call_rows(rows: list[tuple]) -> tuple[list[CallRow], int]:
+def _call_rows(rows: list[tuple[Any, ...]]) -> tuple[list[CallRow], int]:
     """An incident's calls as shown: all, or the first and last when there are too many."""
     calls = [
         CallRow(

@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -48,13 +49,13 @@ class Store:
             raise
         self.con.execute("COMMIT")
 
-    def one(self, sql: str, params: list[object] | None = None) -> tuple | None:
+    def one(self, sql: str, params: list[object] | None = None) -> tuple[Any, ...] | None:
         """The first row, or None. (Fetches the whole result: DuckDB 2.0 refuses other work on
         a connection while a result is only partly read.)"""
         rows = self.con.execute(sql, params or []).fetchall()
         return rows[0] if rows else None
 
-    def scalar(self, sql: str, params: list[object] | None = None) -> object:
+    def scalar(self, sql: str, params: list[object] | None = None) -> Any:
         row = self.one(sql, params)
         return None if row is None else row[0]
 
@@ -98,7 +99,10 @@ def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | No
 
 # Fully offline: DuckDB never downloads or loads an extension on its own (what we use, json and
 # icu, is built into the wheel).
-OFFLINE = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+OFFLINE: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
 
 
 def open_store(

@@ -112,7 +112,7 @@ def build_summary(store: Store, top: int = 10) -> Summary:
             f"SELECT {', '.join(cols)} FROM sources ORDER BY source_id"
         ).fetchall()
     ]
-    rejects = int(str(store.scalar("SELECT count(*) FROM rejects")))
+    rejects = int(store.scalar("SELECT count(*) FROM rejects"))
     by_format = {
         str(f): int(n)
         for f, n in con.execute(
@@ -203,11 +203,11 @@ def render_text(s: Summary) -> str:
     if len(s.calls_by_format) > 1:
         out.append("         " + ", ".join(f"{n:,} {f}" for f, n in s.calls_by_format.items()))
     if s.reconciliation:
-        r = s.reconciliation
+        rec = s.reconciliation
         out.append(
-            f"Matched  {r['matched']:,} logged calls to their billing rows; unmatched: "
-            f"{r['log_calls_unmatched']:,} logged calls in the billed period, "
-            f"{r['billing_rows_unmatched']:,} billing rows near logged sessions"
+            f"Matched  {rec['matched']:,} logged calls to their billing rows; unmatched: "
+            f"{rec['log_calls_unmatched']:,} logged calls in the billed period, "
+            f"{rec['billing_rows_unmatched']:,} billing rows near logged sessions"
         )
     parts = ", ".join(f"{money(u)} {b}" for b, u in s.usd_by_basis.items())
     out.append(
@@ -223,11 +223,12 @@ def render_text(s: Summary) -> str:
     if s.incidents:
         out.append("")
         out.append(render_incidents(s.incidents).rstrip("\n"))
-    for title, rows in (
+    spend: tuple[tuple[str, list[SpendRow]], ...] = (
         ("model", s.by_model),
         ("app", s.by_app),
         ("API key", s.by_key),
-    ):
+    )
+    for title, rows in spend:
         out.append("")
         out.append(f"Spend by {title} (top {len(rows)})")
         width = max([len(_clean(r.name)) for r in rows] + [len(title)])

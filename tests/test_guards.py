@@ -330,6 +330,13 @@ def test_a_users_toml_policy_end_to_end(tmp_path: Path) -> None:
     assert r["policy"] == "two_stalls_per_turn"
     stopped = {s["incident_id"].split(":")[0] for s in r["stopped"]}
     assert "alternating_tool_thinking" in stopped
+    # The result carries its policy's description: the report shows a user's policy with its
+    # own words (it used to look descriptions up among the built-in presets only).
+    assert r["description"] == "Stop a turn at its second thinking-only or empty reply."
+    page = tmp_path / "r.html"
+    written = runner.invoke(cli, ["report", "--db", str(db), "--policies", str(f), "-o", str(page)])
+    assert written.exit_code == 0, written.output
+    assert "Stop a turn at its second thinking-only or empty reply." in page.read_text()
 
 
 @pytest.mark.parametrize(
@@ -343,6 +350,14 @@ def test_a_users_toml_policy_end_to_end(tmp_path: Path) -> None:
         ("[policy.X-1]\ntype = 'budget'\nstop = 5\n", "lower case"),
         ("[policy.x]\ntype = 'window'\ncount = 'stalled'\nstop = 3\n", "one of 'size'"),
         ("not toml [", "not valid TOML"),
+        (
+            "[policy.my_guard]\ntype = 'counter'\ncount = 'stalld'\nstop = 3\n",
+            'bad.toml: policy my_guard: unknown column "stalld" in count (columns: call_id, ',
+        ),
+        (
+            "[policy.x]\ntype = 'run_length'\nkey = 'tool_key +'\nstop = 3\n",
+            "key is not an SQL expression over one call",
+        ),
         ("[other]\n", "no [policy.<name>] table"),
     ],
 )
@@ -364,3 +379,14 @@ def test_labels_override_the_ground_truth(tmp_path: Path) -> None:
     assert r.incidents_total == 1
     assert r.stopped == [{"incident_id": "label:s", "latency_calls": 0,
                           "waste_prevented_usd": 0.0}]  # fmt: skip
+
+
+def test_the_replay_has_exactly_the_columns_a_policy_may_use() -> None:
+    """The columns policies are checked against are the replay's own (one definition)."""
+    from analyzer.primitives import EVENT_COLUMNS
+
+    with make_store(kinds(S, X)) as store:
+        Replay(store)
+        got = {r[0]: r[1] for r in store.con.execute("DESCRIBE lf_events").fetchall()}
+    assert {c: got[c] for c in EVENT_COLUMNS} == EVENT_COLUMNS
+    assert set(got) - set(EVENT_COLUMNS) == {"u_stream", "u_session", "u_turn"}

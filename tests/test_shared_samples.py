@@ -1,5 +1,5 @@
 """The real public transcripts in ../shared/samples: every one loads, with no rejects, and with
-the number of calls it really holds (formats.md §6). They contain no loop."""
+the number of calls it really holds. They contain no loop."""
 
 from __future__ import annotations
 

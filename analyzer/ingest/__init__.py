@@ -7,10 +7,11 @@ The per-file load (``flow``), finding files (``discovery``), hashing and checkin
 
 from __future__ import annotations
 
-from typing import Protocol
+import importlib
+import pkgutil
+from typing import Protocol, cast
 
 from analyzer.errors import InputError
-from analyzer.ingest import claude_code, codex, conversation_json, nexus3_raw, openrouter_csv
 from analyzer.ingest.base import Head, LoadContext, LoadResult
 
 
@@ -18,6 +19,7 @@ class Format(Protocol):
     """What a format module provides (each is a module of this package)."""
 
     NAME: str  # the format's id, stored in sources.format and calls.format
+    SNIFF_ORDER: int  # formats are tried lowest first (the loosest sniffer last)
     TITLE: str  # a human name, for messages that list what a file could be
     CALL_PREFIX: str  # call_id = CALL_PREFIX + the call's native id
     # "bill": its rows are what a provider or gateway charged, one per call (logged calls are
@@ -34,14 +36,22 @@ class Format(Protocol):
         ...
 
 
+_FORMAT_MEMBERS = ("NAME", "TITLE", "CALL_PREFIX", "KIND", "SNIFF_ORDER", "sniff", "load")
+
+
+def _discover() -> tuple[Format, ...]:
+    """Every module of this package that is a format (it has all of ``Format``'s members), in
+    sniffing order: adding a format is adding its module."""
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        if all(hasattr(module, member) for member in _FORMAT_MEMBERS):
+            found.append(cast(Format, module))
+    return tuple(sorted(found, key=lambda f: (f.SNIFF_ORDER, f.NAME)))
+
+
 # Every supported input format, in sniffing order.
-FORMATS: tuple[Format, ...] = (
-    openrouter_csv,
-    claude_code,
-    codex,
-    nexus3_raw,
-    conversation_json,
-)
+FORMATS: tuple[Format, ...] = _discover()
 
 
 def format_names() -> list[str]:

@@ -1,6 +1,6 @@
 """Claude Code transcripts: ``~/.claude/projects/<slug>/<session>.jsonl`` and sub-agent files.
 
-Facts from reference/formats.md §2, all of which shape this loader:
+Facts from real transcripts (the public ones the tests read), all of which shape this loader:
 
 * One API call is written as several ``assistant`` lines, one per content block, sharing
   ``message.id`` and ``requestId``: lines are grouped into a call by that pair (by
@@ -55,6 +55,7 @@ NAME = "claude_code"
 TITLE = "Claude Code transcript (JSONL)"
 CALL_PREFIX = "cc"
 KIND = "log"
+SNIFF_ORDER = 20
 APP = "claude-code"
 _LINE_TYPES = {
     "user", "assistant", "system", "summary", "progress", "file-history-snapshot",

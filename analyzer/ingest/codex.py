@@ -1,6 +1,6 @@
 """OpenAI Codex CLI rollouts: ``~/.codex/sessions/YYYY/MM/DD/rollout-<ts>-<uuid>.jsonl``.
 
-Each line is ``{timestamp, type, payload}`` (reference/formats.md §3).
+Each line is ``{timestamp, type, payload}`` (as in the real rollouts the tests read).
 
 * A call is an ``event_msg`` ``token_count`` whose ``info`` carries usage: per-call usage is
   ``info.last_token_usage``; older files have only cumulative ``total_token_usage``, and the
@@ -43,6 +43,7 @@ NAME = "codex"
 TITLE = "OpenAI Codex CLI rollout (JSONL)"
 CALL_PREFIX = "codex"
 KIND = "log"
+SNIFF_ORDER = 30
 APP = "codex"
 _KINDS = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -74,8 +75,9 @@ def _output_is_error(output: object) -> bool | None:
             return None
     if isinstance(output, dict):
         meta = output.get("metadata")
-        if isinstance(meta, dict) and isinstance(meta.get("exit_code"), int):
-            return meta["exit_code"] != 0
+        code = meta.get("exit_code") if isinstance(meta, dict) else None
+        if isinstance(code, int):
+            return code != 0
     return None
 
 

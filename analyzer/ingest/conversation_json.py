@@ -86,6 +86,7 @@ NAME = "conversation_json"
 TITLE = "saved conversation (JSON: OpenAI or Anthropic messages, Penguin session)"
 CALL_PREFIX = "conv"
 KIND = "log"
+SNIFF_ORDER = 90
 MAX_BYTES = 512 * 1024 * 1024
 PLACEHOLDERS = ("[Empty response from model]", "[No response from model]")
 MAX_COST = 1e6  # a stated cost of a million dollars or more for one call is a broken value
@@ -230,7 +231,7 @@ class _Reader:
         results = _blocks(content, "tool_result")
         text = _text(content)
         chars, visible = text_measure(text)
-        meta = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
+        meta = as_dict(m.get("metadata"))
         extra = as_dict(m.get("extra"))
         # mini-swe-agent's text-based mode: a command's output, and the agent's own complaint
         # about a reply it could not parse, are sent as user messages.
@@ -290,7 +291,7 @@ class _Reader:
         response = as_dict(extra.get("response"))
         ts = self.time(m) or parse_time(response.get("created"))
         content = m.get("content")
-        meta = m.get("metadata") if isinstance(m.get("metadata"), dict) else {}
+        meta = as_dict(m.get("metadata"))
         text = _text(content)
         placeholder = bool(meta.get("was_empty")) or text.strip() in PLACEHOLDERS
         native = (

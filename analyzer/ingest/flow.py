@@ -12,6 +12,7 @@ from pathlib import Path
 
 import duckdb
 
+import analyzer.ingest as registry  # read at call time: the registry imports this module
 from analyzer import cache
 from analyzer.console import progress, warn
 from analyzer.errors import (
@@ -21,7 +22,6 @@ from analyzer.errors import (
     LoaderBug,
     StrictRejectError,
 )
-from analyzer.ingest import FORMATS, Format, expected_formats, format_by_name
 from analyzer.ingest.base import IngestOptions, LoadContext, LoadResult, SourceFile
 from analyzer.ingest.checks import sha256_of
 from analyzer.ingest.discovery import discover
@@ -51,10 +51,10 @@ class FileReport:
         return asdict(self)
 
 
-def _sniff(src: SourceFile, options: IngestOptions) -> Format | None:
+def _sniff(src: SourceFile, options: IngestOptions) -> registry.Format | None:
     if options.format:
-        return format_by_name(options.format)
-    for fmt in FORMATS:
+        return registry.format_by_name(options.format)
+    for fmt in registry.FORMATS:
         if fmt.sniff(src.head):
             return fmt
     return None
@@ -71,7 +71,7 @@ def _io_problem(text: str, src: SourceFile) -> InputError:
 
 def _load(
     store: Store,
-    fmt: Format,
+    fmt: registry.Format,
     src: SourceFile,
     options: IngestOptions,
     name: str,
@@ -83,7 +83,7 @@ def _load(
     nothing. ``tail`` is a reject for the unreadable end of a damaged file."""
     display, size, con = src.display, src.size, store.con
     with store.transaction():
-        source_id = int(store.scalar("SELECT nextval('source_id_seq')"))  # type: ignore[arg-type]
+        source_id = int(store.scalar("SELECT nextval('source_id_seq')"))
         show = options.progress and size >= PROGRESS_MIN_BYTES
         with progress(display, con.query_progress, show) as shown:
             ctx = LoadContext(con, src, source_id, options, stage=shown.stage)
@@ -123,10 +123,12 @@ def _load(
                 path=display,
             )
         if options.strict and result.rows_rejected:
-            line, reason = store.one(
+            earliest = store.one(
                 "SELECT line, reason FROM rejects WHERE source_id = ? ORDER BY line LIMIT 1",
                 [source_id],
-            )  # type: ignore[misc]
+            )
+            assert earliest is not None  # there are rejects
+            line, reason = earliest
             more = result.rows_rejected - 1
             suffix = (
                 f" (and {more} more reject{'s' if more != 1 else ''}; --strict)"
@@ -188,7 +190,7 @@ def ingest_file(
     size = st.st_size
     if size == 0:
         if explicit:
-            raise InputError(f"empty file (expected: {expected_formats()})", path=display)
+            raise InputError(f"empty file (expected: {registry.expected_formats()})", path=display)
         return FileReport(display, None, "unrecognised")
     head = read_head(path, display)
     src = SourceFile(path=path, display=display, size=size, head=head, explicit=explicit)
@@ -196,7 +198,7 @@ def ingest_file(
     if fmt is None:
         if explicit:
             raise InputError(
-                f"not a recognised input format (expected: {expected_formats()})", display
+                f"not a recognised input format (expected: {registry.expected_formats()})", display
             )
         return FileReport(display, None, "unrecognised", bytes=size)
 

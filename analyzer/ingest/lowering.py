@@ -96,10 +96,11 @@ def args_hash(args: object) -> str:
     """sha256 of tool arguments as canonical JSON (sorted keys); a JSON string is parsed first
     (OpenAI and Codex send arguments as a string), so the same call hashes the same everywhere."""
     if isinstance(args, str | bytes):
+        text = args
         try:
-            args = orjson.loads(args)
+            args = orjson.loads(text)
         except orjson.JSONDecodeError:
-            return hashlib.sha256(args.encode() if isinstance(args, str) else args).hexdigest()
+            return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
     try:
         canon = orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # nested deeper than orjson writes (repr would recurse as deep)
@@ -161,8 +162,9 @@ def _fits(value: object, t: pa.DataType) -> object:
         ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value < hi
         return value if ok else None
     if t == pa.float64():
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        return float(value) if ok and abs(value) < 1e300 else None  # type: ignore[arg-type]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value) if abs(value) < 1e300 else None
     if pa.types.is_timestamp(t):
         return value if isinstance(value, datetime) else None
     return value
@@ -343,7 +345,9 @@ class Lowering:
                 # states a cost itself (kept beside it).
                 ts = row.get("ts")
                 fast = row.get("variant") == "fast"
-                to_price.add((model, row.get("provider"), ts.date() if ts else None, fast))
+                provider = row["provider"] if isinstance(row["provider"], str) else None
+                day = ts.date() if isinstance(ts, datetime) else None
+                to_price.add((str(model), provider, day, fast))
         batch = self._table(self.calls, CALL_COLUMNS)
         con.register("lf_call_batch", batch)
         con.register("lf_price", price_table(to_price))

@@ -1,7 +1,7 @@
 """NEXUS3 raw API logs: ``.nexus3/logs/<session>/raw.jsonl`` (written with ``--raw-log``).
 
 Lines are ``request``, ``response``, ``stream_chunk`` and ``stream_complete`` objects with a
-Unix ``timestamp`` (reference/formats.md §4.1). One call per ``request``; the lines after it,
+Unix ``timestamp``. One call per ``request``; the lines after it,
 up to the next request, are its outcome:
 
 * ``stream_complete`` summarises a stream: ``http_status, event_count, content_length,
@@ -51,6 +51,7 @@ NAME = "nexus3_raw"
 TITLE = "NEXUS3 raw API log (raw.jsonl)"
 CALL_PREFIX = "nexus3"
 KIND = "log"
+SNIFF_ORDER = 40
 APP = "nexus3"
 _TYPES = {"request", "response", "stream_chunk", "stream_complete"}
 

@@ -1,6 +1,6 @@
 """OpenRouter activity export (openrouter.ai/activity -> export), CSV or CSV.gz.
 
-The real header has 24 columns (reference/formats.md §1.1). Columns may come in any order;
+The real header has 24 columns (the README lists them). Columns may come in any order;
 unknown extra columns are ignored (and named once on stderr); only ``generation_id``,
 ``created_at``, ``tokens_prompt``, ``tokens_completion`` and ``model_permaslug`` are required.
 
@@ -31,6 +31,7 @@ NAME = "openrouter_csv"
 TITLE = "OpenRouter activity export (CSV)"
 CALL_PREFIX = "or:"
 KIND = "bill"
+SNIFF_ORDER = 10
 
 KNOWN_COLUMNS = (
     "generation_id", "created_at", "cost_total", "cost_web_search", "cost_cache",

@@ -156,7 +156,7 @@ def utf8_copy(src: SourceFile) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="llm-forensics-") as tmp:
         copy = Path(tmp) / "utf8.txt"
         with open_binary(src) as fh, open(copy, "wb") as out:
-            reader = codecs.getreader(encoding)(fh, errors=errors)
+            reader = codecs.getreader(encoding)(fh, errors)
             for text in _lf_line_ends(iter(lambda: reader.read(1 << 20), "")):
                 out.write(text.encode("utf-8", errors="surrogateescape"))
         yield copy

@@ -9,6 +9,7 @@ Same seed and rows, same bytes, on any machine.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import duckdb
@@ -86,7 +87,7 @@ ORDER BY ts_ms, id_suffix
 """
 
 
-def _largest_remainder(total: int, weights: list[float]) -> list[int]:
+def _largest_remainder(total: int, weights: Sequence[float]) -> list[int]:
     """Split ``total`` into integers in proportion to ``weights`` (exact sum)."""
     if total <= 0 or not weights:
         return [0] * len(weights)
@@ -99,7 +100,7 @@ def _largest_remainder(total: int, weights: list[float]) -> list[int]:
     return [int(x) for x in base]
 
 
-def _table(columns: dict[str, object]) -> pa.Table:
+def _table(columns: Mapping[str, object]) -> pa.Table:
     return pa.table({name: pa.array(columns[name], type=t) for name, t in COLUMNS}, schema=SCHEMA)
 
 

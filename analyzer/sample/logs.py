@@ -185,8 +185,8 @@ def _netclaw(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "reasoning_content": reasoning,
         }  # fmt: skip
         if c["tag"] == "n09:tool":
-            name, args = NETCLAW_TOOLS[n_tool % len(NETCLAW_TOOLS)]
-            args = {**args, "attempt": n_tool + 1}
+            name, tool_args = NETCLAW_TOOLS[n_tool % len(NETCLAW_TOOLS)]
+            args: dict[str, Any] = {**tool_args, "attempt": n_tool + 1}
             call_id = f"call_{_hex('nc', i, n=10)}"
             messages.append(
                 {
@@ -247,7 +247,9 @@ def _nexus3() -> list[dict[str, Any]]:
 
     def stream(t: float, deltas: list[dict[str, Any]], finish: str, usage: dict[str, int],
                duration: int) -> None:  # fmt: skip
-        chunks = [{"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+        chunks: list[dict[str, Any]] = [
+            {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas
+        ]
         chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         chunks.append({"choices": [], "usage": usage})
         for i, ch in enumerate(chunks):
@@ -263,7 +265,7 @@ def _nexus3() -> list[dict[str, Any]]:
              "received_done": True, "finish_reason": finish, "duration_ms": duration}
         )  # fmt: skip
 
-    convo = [system, ask]
+    convo: list[dict[str, Any]] = [system, ask]
     request(t0, convo)
     stream(t0, [{"role": "assistant", "content": "Running the unit tests."},
                 {"tool_calls": [tool_call]}],
@@ -347,7 +349,8 @@ class _Transcript:
         msg_id = f"msg_01{_hex('msg', self.session, self.agent, self.n, n=22)}"
         req = f"req_011C{_hex('req', self.session, self.agent, self.n, n=20)}"
         # A bare stop (no text, no tool call) is one line with no content blocks.
-        for i, block in enumerate(blocks or [None]):
+        shown: list[dict[str, Any] | None] = list(blocks) or [None]
+        for i, block in enumerate(shown):
             line = self._base("assistant", ms + i * 40)
             line["message"] = {
                 "model": model, "id": msg_id, "type": "message", "role": "assistant",

@@ -123,7 +123,8 @@ def _cumsum_in_session(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     cs = np.cumsum(values)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     before = cs[starts] - values[starts]
-    return cs - np.repeat(before, lengths)
+    out: np.ndarray = cs - np.repeat(before, lengths)
+    return out
 
 
 def generate_block(

@@ -1,4 +1,4 @@
--- The canonical store (design.md, "The canonical store"). Every ingestor lowers its format to
+-- The canonical store (docs/architecture.md, "The tables"). Every ingestor lowers its format to
 -- these tables; detectors, the backtest and the report read only these. Columns may grow, their
 -- meanings stay. Times are TIMESTAMP values in UTC. Money is DECIMAL so sums are exact.
 

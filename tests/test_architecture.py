@@ -1,0 +1,160 @@
+"""The layers are a contract: checked here over every import in analyzer/.
+
+cli -> pipeline -> report / summary -> backtest / detect / link -> ingest -> store -> the
+foundation (sql, pricing, errors, formatting). A module may import modules of its own layer
+or any layer below, never one above; and no module imports itself round a circle. Plus the
+size limit: no module over 500 lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import importlib
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO
+
+PACKAGE = REPO / "analyzer"
+
+# Top to bottom. A module not listed is an error (a new module gets a layer on purpose).
+LAYERS: list[tuple[str, set[str]]] = [
+    ("cli", {"analyzer.cli", "analyzer.cli_options", "analyzer.__main__"}),
+    ("pipeline", {"analyzer.pipeline", "analyzer.sample"}),
+    ("report", {"analyzer.pages", "analyzer.report", "analyzer.summary", "analyzer.charts"}),
+    (
+        "analysis",
+        {
+            "analyzer.backtest",
+            "analyzer.replay",
+            "analyzer.guards",
+            "analyzer.primitives",
+            "analyzer.detect",
+            "analyzer.incident",
+            "analyzer.link",
+        },
+    ),
+    ("ingest", {"analyzer.ingest"}),
+    ("store", {"analyzer.store", "analyzer.cache"}),
+    (
+        "foundation",
+        {
+            "analyzer",
+            "analyzer.pricing",
+            "analyzer.errors",
+            "analyzer.formatting",
+            "analyzer.console",
+            "analyzer.resources",
+        },
+    ),
+]
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(REPO).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def layer_of(module: str) -> int:
+    """The index of the layer holding ``module`` (a package holds its submodules)."""
+    best: tuple[int, int] | None = None  # (prefix length, layer)
+    for i, (_, members) in enumerate(LAYERS):
+        for m in members:
+            inside = module == m or (m != "analyzer" and module.startswith(m + "."))
+            if inside and (best is None or len(m) > best[0]):
+                best = (len(m), i)
+    if best is None and module == "analyzer":
+        return len(LAYERS) - 1
+    assert best is not None, f"{module} is in no layer: add it to LAYERS"
+    return best[1]
+
+
+def imports(path: Path) -> set[str]:
+    """The analyzer modules a file imports (at any depth of the file: a function-level import
+    is an import too)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("analyzer")}
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and node.module.startswith("analyzer")
+        ):
+            # `from analyzer import cache` imports the module analyzer.cache
+            for a in node.names:
+                sub = f"{node.module}.{a.name}"
+                is_module = (REPO / Path(*sub.split(".")).with_suffix(".py")).exists() or (
+                    REPO / Path(*sub.split(".")) / "__init__.py"
+                ).exists()
+                found.add(sub if is_module else node.module)
+    return found
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+GRAPH = {m: imports(p) - {m} for m, p in MODULES.items()}
+
+
+def test_every_module_has_a_layer() -> None:
+    for m in MODULES:
+        layer_of(m)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_nothing_imports_upward(module: str) -> None:
+    mine = layer_of(module)
+    upward = sorted(
+        f"{dep} ({LAYERS[layer_of(dep)][0]})" for dep in GRAPH[module] if layer_of(dep) < mine
+    )
+    assert upward == [], f"{module} ({LAYERS[mine][0]}) imports upward: {', '.join(upward)}"
+
+
+def test_no_import_circle() -> None:
+    """Between modules (a package's __init__ importing its own submodules is not a circle)."""
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        path.append(m)
+        for dep in sorted(GRAPH.get(m, ())):
+            if dep not in MODULES or m.startswith(dep + "."):
+                continue  # a submodule importing its own package's registry
+            if state.get(dep) == 1:
+                raise AssertionError("import circle: " + " -> ".join([*path, dep]))
+            if state.get(dep) is None:
+                visit(dep)
+        path.pop()
+        state[m] = 2
+
+    for m in sorted(MODULES):
+        if m not in state:
+            visit(m)
+
+
+def test_the_ingest_layer_never_reaches_up() -> None:
+    """Spelled out, as the issue states it: ingest never imports link, report or pipeline."""
+    for m in MODULES:
+        if m.startswith("analyzer.ingest"):
+            assert not {d for d in GRAPH[m] if d.split(".")[1:2] in (["link"], ["report"],
+                                                                      ["pipeline"])}, m  # fmt: skip
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_over_500_lines(module: str) -> None:
+    lines = MODULES[module].read_text(encoding="utf-8").count("\n")
+    assert lines <= 500, f"{module}: {lines} lines"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m != "analyzer.__main__"))
+def test_doctests(module: str) -> None:
+    """The pure helpers' examples (parse_duration, parse_sweep, the formatting helpers...)."""
+    failed, _ = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert failed == 0
