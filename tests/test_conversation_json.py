@@ -161,16 +161,20 @@ def test_penguin_session_saved_unsaved_and_placeholder(store: Store, tmp_path: P
     )
     sid = PENGUIN["id"]
     assert got == [
-        (f"{sid}:r1", 1, _t("05:50:05"), True, "stop", "text", 25, 4500.0, "penguin", f"{sid}:1"),
+        # A CodeAct tag is Penguin's tool call.
+        (f"{sid}:r1", 1, _t("05:50:05"), True, "stop", "tool_call", 25, 4500.0, "penguin",
+         f"{sid}:1"),
         (f"{sid}:r2", 2, _t("05:50:20"), False, "stop", None, None, 1500.0, "penguin", f"{sid}:1"),
         (f"{sid}:r3", 3, _t("05:50:25"), False, "stop", None, None, 1000.0, "penguin", f"{sid}:1"),
         (f"{sid}:2", 4, _t("05:50:37"), True, "stop", "empty", 0, 2000.0, "penguin", f"{sid}:1"),
     ]  # fmt: skip
     assert rows(
-        store, "SELECT kind, excerpt FROM messages WHERE role = 'assistant' ORDER BY idx"
+        store,
+        "SELECT kind, excerpt, tool_name FROM messages WHERE role = 'assistant' ORDER BY idx",
     ) == [
-        ("text", "<execute>pytest</execute>"),
-        ("placeholder", "[Empty response from model]"),
+        ("text", "<execute>pytest</execute>", None),
+        ("tool_call", None, "execute"),
+        ("placeholder", "[Empty response from model]", None),
     ]
     # Penguin's tool results carry no id: hashed, tied to no call.
     assert rows(

@@ -9,8 +9,10 @@
   is tied to its ``tool_use`` by ``tool_use_id`` (= the ``tool_use`` block's ``id``).
 * **Penguin sessions** - ``{id, messages, llm_request_lifecycles, ...}``: messages with a
   ``category``, ``metadata.was_empty`` and the placeholder ``[Empty response from model]`` it
-  saves for an empty reply; lifecycles carry the finish reason of every request. Its tool
-  results carry no id, so they are tied to no call (``tool_use_id`` NULL).
+  saves for an empty reply; lifecycles carry the finish reason of every request. Penguin acts
+  through CodeAct tags in its replies (``<execute>pytest</execute>``): each tag is a tool call
+  (named by the tag, its body the arguments). Its tool results carry no id, so they are tied to
+  no call (``tool_use_id`` NULL).
 * **An agent's record under ``extra``** - mini-swe-agent (``trajectory_format``
   ``mini-swe-agent-1.1``; ``{info, messages, instance_id}``) keeps, beside each OpenAI-style
   assistant message, what litellm returned: ``extra.response`` (the whole chat completion:
@@ -90,6 +92,7 @@ SNIFF_ORDER = 90
 MAX_BYTES = 512 * 1024 * 1024
 PLACEHOLDERS = ("[Empty response from model]", "[No response from model]")
 MAX_COST = 1e6  # a stated cost of a million dollars or more for one call is a broken value
+_ACTION = re.compile(r"<(\w+)>(.*?)</\1>", re.DOTALL)  # a CodeAct action tag with its body
 _START = re.compile(rb'^\s*(\[\s*\{\s*"(role|content|id)"|\{)')
 _KEYS = re.compile(rb'"(messages|role|llm_request_lifecycles)"\s*:')
 
@@ -335,6 +338,10 @@ class _Reader:
                 tools.append((as_str(fn.get("name")), fn.get("arguments"), as_str(tc.get("id"))))
         for b in _blocks(content, "tool_use"):
             tools.append((as_str(b.get("name")), b.get("input"), as_str(b.get("id"))))
+        if self.penguin and not placeholder:
+            # Penguin acts through CodeAct tags in its text (``<execute>...</execute>``): each is
+            # a tool call, found as Penguin's own engine finds them (seed 000, fix #6).
+            tools += [(tag, body.strip(), None) for tag, body in _ACTION.findall(text)]
         call["tool_call_count"] = len(tools)
         for name, args, use_id in tools:
             self.message_row(
