@@ -28,7 +28,8 @@ import orjson
 from analyzer import cache
 from analyzer.errors import ForensicsError
 from analyzer.guards import Policy
-from analyzer.replay import Replay, Result, Trip
+from analyzer.replay import Replay
+from analyzer.scoring import Result, Trip
 from analyzer.store import Store
 
 

@@ -115,9 +115,9 @@ def incident_tokens(prompt: Sequence[float | None], output: Sequence[float | Non
 
 
 def guard_sweep(series: Sequence[tuple[str, list[float], list[float], int | None]]) -> str:
-    """Waste prevented against legitimate work killed (false trips), as each policy's stop
-    threshold moves: the picture a team uses to pick its threshold. Each series is (policy,
-    false-trip dollars, waste-prevented dollars, index of the policy's own threshold)."""
+    """Waste prevented against the harm done (legitimate work killed, outputs lost), as each
+    policy's stop threshold moves: the picture a team uses to pick its threshold. Each series
+    is (policy, harm dollars, waste-prevented dollars, index of the policy's own threshold)."""
     plt = _plt()
     with plt.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(7.2, 3.2))
@@ -127,7 +127,7 @@ def guard_sweep(series: Sequence[tuple[str, list[float], list[float], int | None
             if own is not None:
                 ax.plot([xs[own]], [ys[own]], marker="*", markersize=10,
                         color=line.get_color())  # fmt: skip
-        ax.set_xlabel("legitimate work killed by false trips (USD)")
+        ax.set_xlabel("harm: legitimate work killed, outputs lost (USD)")
         ax.set_ylabel("waste prevented (USD)")
         ax.set_title("Guards as their threshold moves (star: the policy's own)", loc="left")
         ax.legend(frameon=False, fontsize=7, loc="lower left", bbox_to_anchor=(1.0, 0))

@@ -363,6 +363,10 @@ def backtest_command(
             name, param, values = parse_sweep(text)
             if name not in by_name:
                 raise ForensicsError(f"{name} is not a policy that runs")
+            if name in parsed:
+                raise ForensicsError(
+                    f"{name} is swept twice: sweep one of its thresholds at a time"
+                )
             by_name[name].with_param(param, values[0])
         except ForensicsError as exc:
             raise click.BadParameter(str(exc), param_hint="--sweep") from None

@@ -42,10 +42,13 @@ def iso_seconds(ts: datetime | None) -> str | None:
 def money(usd: Decimal | float | None) -> str:
     """Dollars to the cent, with thousands separators (``–`` when there is no figure).
 
-    >>> money(Decimal("1234.5")), money(None)
-    ('$1,234.50', '–')
+    >>> money(Decimal("1234.5")), money(None), money(-0.014)
+    ('$1,234.50', '–', '-$0.01')
     """
-    return "–" if usd is None else f"${usd:,.2f}"
+    if usd is None:
+        return "–"
+    text = f"${abs(usd):,.2f}"
+    return "-" + text if usd < 0 and text != "$0.00" else text
 
 
 _KEY = re.compile(r"(?<![\w-])sk-(?:or-|ant-|proj-)?[A-Za-z0-9_\-]{6,}")

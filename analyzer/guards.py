@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,12 @@ from analyzer.store import OFFLINE
 SCOPES = ("stream", "session", "turn")
 PRESETS = Path(__file__).resolve().parent / "presets.toml"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_COMMON = ("description", "type", "scope", "watch", "stop", "nudge")
+_COMMON = (
+    "description", "type", "scope", "reach", "watch", "stop", "nudge", "final_attempt",
+    "on_trip", "targets", "compare",
+)  # fmt: skip
+COMPARE = (">=", ">")
+ON_TRIP = ("end", "fail")
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,32 @@ class Policy:
     nudge: float | None = None
     settings: dict[str, Any] = field(default_factory=dict)  # the primitive's own settings
     source: str = "built-in"
+    # What a stop ends (turn, session, stream); by default the counter's own scope.
+    reach: str | None = None
+    # "fail": the tripping call's own output is lost (the user sees an error); "end": the loop
+    # ends after it, its output delivered.
+    on_trip: str = "end"
+    # One last attempt before failing (a nudge one below the stop, kept there when swept).
+    final_attempt: bool = False
+    # The detectors whose incidents this guard is meant to stop (None: every detector).
+    targets: tuple[str, ...] | None = None
+    # A trip where the value reaches the threshold (">=") or passes it (">": `count > Max`).
+    compare: str = ">="
+
+    @property
+    def reaches(self) -> str:
+        return self.reach or self.scope
+
+    @property
+    def nudge_level(self) -> float | None:
+        """Where the guard nudges: its ``nudge``, or for a final attempt, one below the stop."""
+        if self.final_attempt:
+            return self.stop - 1 if self.stop > 1 else None
+        return self.nudge
+
+    def crosses(self, value: str, level: float) -> str:
+        """SQL: whether ``value`` has reached ``level`` (or passed it, with ``compare = ">"``)."""
+        return f"{value} {self.compare} {level!r}"
 
     @property
     def primitive(self) -> Primitive:
@@ -67,12 +99,20 @@ class Policy:
     def params(self) -> dict[str, Any]:
         """What a user can read and set (``--sweep NAME.PARAM=...``)."""
         out: dict[str, Any] = {"type": self.type, "scope": self.scope}
+        if self.reach is not None and self.reach != self.scope:
+            out["reach"] = self.reach
         if self.watch is not None:
             out["watch"] = self.watch
         out.update(self.primitive.listed(self))
-        if self.nudge is not None:
-            out["nudge"] = self.nudge
+        if self.nudge_level is not None:
+            out["nudge"] = self.nudge_level
         out["stop"] = self.stop
+        if self.final_attempt:
+            out["final_attempt"] = True
+        if self.compare != ">=":
+            out["compare"] = self.compare
+        if self.on_trip != "end":
+            out["on_trip"] = self.on_trip
         return out
 
     def with_param(self, name: str, value: float) -> Policy:
@@ -111,6 +151,25 @@ def parse_policy(name: str, raw: dict[str, Any], source: str) -> Policy:
     nudge = raw.get("nudge")
     if nudge is not None and (not isinstance(nudge, int | float) or not 0 < nudge < stop):
         raise ForensicsError(f"{where}: 'nudge' must be a number below 'stop'")
+    reach = raw.get("reach")
+    if reach is not None and reach not in SCOPES:
+        raise ForensicsError(f"{where}: reach must be one of {', '.join(SCOPES)}")
+    on_trip = raw.get("on_trip", "end")
+    if on_trip not in ON_TRIP:
+        raise ForensicsError(f"{where}: on_trip must be one of {', '.join(ON_TRIP)}")
+    final_attempt = raw.get("final_attempt", False)
+    if not isinstance(final_attempt, bool) or (final_attempt and nudge is not None):
+        raise ForensicsError(
+            f"{where}: 'final_attempt' is true or false, and takes the place of 'nudge'"
+        )
+    compare = raw.get("compare", ">=")
+    if compare not in COMPARE:
+        raise ForensicsError(f"{where}: compare must be one of {', '.join(COMPARE)}")
+    targets = raw.get("targets")
+    if targets is not None and (
+        not isinstance(targets, list) or not all(isinstance(t, str) for t in targets)
+    ):
+        raise ForensicsError(f"{where}: 'targets' is a list of detector names")
     for text_field in ("watch", "description", *prim.expressions):
         if text_field in raw and not isinstance(raw[text_field], str):
             raise ForensicsError(f"{where}: '{text_field}' must be a string (an SQL expression)")
@@ -125,39 +184,48 @@ def parse_policy(name: str, raw: dict[str, Any], source: str) -> Policy:
         nudge=nudge,
         settings={k: v for k, v in raw.items() if k in prim.defaults},
         source=source,
+        reach=reach,
+        on_trip=on_trip,
+        final_attempt=final_attempt,
+        targets=tuple(targets) if targets is not None else None,
+        compare=compare,
     )
     check_expressions(policy, where)
     return policy
 
 
+@cache
+def _binder() -> duckdb.DuckDBPyConnection:
+    """A connection holding an empty replay table, to bind policy expressions against."""
+    con = duckdb.connect(config=OFFLINE)
+    cols = ", ".join(f"{c} {t}" for c, t in EVENT_COLUMNS.items())
+    con.execute(f"CREATE TABLE lf_events ({cols})")
+    return con
+
+
 def check_expressions(p: Policy, where: str) -> None:
     """Bind each of the policy's SQL expressions over an empty replay row: a column that does
     not exist is named with the columns that do."""
-    con = duckdb.connect(config=OFFLINE)
-    try:
-        cols = ", ".join(f"{c} {t}" for c, t in EVENT_COLUMNS.items())
-        con.execute(f"CREATE TABLE lf_events ({cols})")
-        for setting in ("watch", *p.primitive.expressions):
-            expr = p.watch if setting == "watch" else p.setting(setting)
-            if not expr:
-                continue
-            try:
-                con.execute(f"SELECT ({expr}) FROM lf_events LIMIT 0")
-            except duckdb.BinderException as exc:
-                m = re.search(r'Referenced column "?([^"\s]+)"? not found', str(exc))
-                if m:
-                    raise ForensicsError(
-                        f'{where}: unknown column "{m.group(1)}" in {setting} '
-                        f"(columns: {', '.join(EVENT_COLUMNS)})"
-                    ) from None
-                raise ForensicsError(f"{where}: {setting}: {str(exc).splitlines()[0]}") from None
-            except duckdb.Error as exc:
+    con = _binder()
+    for setting in ("watch", *p.primitive.expressions):
+        expr = p.watch if setting == "watch" else p.setting(setting)
+        if not expr:
+            continue
+        try:
+            con.execute(f"SELECT ({expr}) FROM lf_events LIMIT 0")
+        except duckdb.BinderException as exc:
+            m = re.search(r'Referenced column "?([^"\s]+)"? not found', str(exc))
+            if m:
                 raise ForensicsError(
-                    f"{where}: {setting} is not an SQL expression over one call: "
-                    f"{str(exc).splitlines()[0]}"
+                    f'{where}: unknown column "{m.group(1)}" in {setting} '
+                    f"(columns: {', '.join(EVENT_COLUMNS)})"
                 ) from None
-    finally:
-        con.close()
+            raise ForensicsError(f"{where}: {setting}: {str(exc).splitlines()[0]}") from None
+        except duckdb.Error as exc:
+            raise ForensicsError(
+                f"{where}: {setting} is not an SQL expression over one call: "
+                f"{str(exc).splitlines()[0]}"
+            ) from None
 
 
 def load_policies(path: Path, source: str | None = None) -> list[Policy]:

@@ -137,12 +137,13 @@ class GuardRow:
     incidents_stopped: int
     incidents_total: int
     waste_prevented_usd: float
-    calls_saved: int
-    usd_saved: float
+    waste_missed_usd: float
     false_trips: int
-    usd_false_trips: float
-    median_latency_calls: float | None
+    harm_usd: float
+    net_usd: float
+    median_latency_events: float | None
     nudges: int
+    blind: str  # "blind on N of M calls", or ""
 
 
 @dataclass
@@ -157,7 +158,7 @@ class IncidentGuards:
 class Guards:
     rows: list[GuardRow]
     incidents: list[IncidentGuards]
-    sweep: dict[str, list[tuple[float, float, int, float]]]  # stop, prevented, false, false $
+    sweep: dict[str, list[tuple[float, float, int, float]]]  # stop, prevented, false, harm $
 
 
 @dataclass
@@ -303,19 +304,20 @@ def _guards(run: GuardRun, incidents: list[IncidentRow]) -> Guards:
             incidents_stopped=r.incidents_stopped,
             incidents_total=r.incidents_total,
             waste_prevented_usd=r.waste_prevented_usd,
-            calls_saved=r.calls_saved,
-            usd_saved=r.usd_saved,
+            waste_missed_usd=r.waste_missed_usd,
             false_trips=r.false_trips,
-            usd_false_trips=r.usd_false_trips,
-            median_latency_calls=r.median_latency_calls,
+            harm_usd=r.harm_usd,
+            net_usd=r.net_usd,
+            median_latency_events=r.median_latency_events,
             nudges=len(r.nudges),
+            blind=f"blind on {r.blind_calls:,} of {r.calls_total:,} calls" if r.blind_calls else "",
         )
         for r in run.results
     ]
     per_incident = []
     for inc in incidents:
         hits = [
-            (r.policy, s["latency_calls"], s["waste_prevented_usd"])
+            (r.policy, s["latency_events"], s["waste_prevented_usd"])
             for r in run.results
             for s in r.stopped
             if s["incident_id"] == inc.incident_id
@@ -326,7 +328,7 @@ def _guards(run: GuardRun, incidents: list[IncidentRow]) -> Guards:
                                sorted(hits, key=lambda h: (-h[2], h[1], h[0])))
             )  # fmt: skip
     sweep = {
-        name: [(float(r.params["stop"]), r.waste_prevented_usd, r.false_trips, r.usd_false_trips)
+        name: [(float(r.params["stop"]), r.waste_prevented_usd, r.false_trips, r.harm_usd)
                for r in results]
         for name, results in run.sweeps.items()
     }  # fmt: skip

@@ -14,7 +14,7 @@ from analyzer.incident import Incident
 from analyzer.ingest.flow import FileReport
 from analyzer.link import reconciliation
 from analyzer.pricing import unpriced_warning
-from analyzer.replay import Result
+from analyzer.scoring import Result
 from analyzer.store import Store
 
 
@@ -242,28 +242,53 @@ def render_text(s: Summary) -> str:
 
 
 def render_backtest(results: list[Result]) -> str:
-    """The guard replay as a table, one policy (or swept value) a line."""
+    """The guard replay as a table, one policy (or swept value) a line, with what a team needs
+    to pick a threshold: what it stopped of its targets, what it prevented and missed, the harm
+    it did, the net, and how close healthy work came to tripping it (headroom)."""
     if not results:
         return "No policies.\n"
+    sweep = len({r.policy for r in results}) < len(results)
     head = (
-        f"{'policy':<30} {'stopped':>8} {'prevented':>10} {'saved':>7} {'saved $':>9} "
-        f"{'false':>6} {'false $':>9} {'latency':>8}"
+        f"{'policy':<30} {'stopped':>8} {'prevented':>10} {'missed':>9} {'false':>6} "
+        f"{'harm':>9} {'net':>9} {'headroom':>8} {'nudges':>6} {'latency':>7}"
     )
     out = [head]
+    single = len({r.policy for r in results}) == 1
+    if sweep and single:
+        out.insert(0, f"{results[0].policy}, its stop threshold swept")
     for r in results:
         name = r.policy
-        if len(results) > 1 and any(x.policy == r.policy for x in results if x is not r):
-            name = f"{r.policy} stop={r.params['stop']:g}"
-        latency = "–" if r.median_latency_calls is None else f"{r.median_latency_calls:g}"
+        if sweep and any(x.policy == r.policy for x in results if x is not r):
+            suffix = f"stop={r.params['stop']:g}"
+            name = suffix if single else f"{r.policy[: 29 - len(suffix)]} {suffix}"
+        name = name if len(name) <= 30 else name[:29] + "…"
+        latency = "–" if r.median_latency_events is None else f"{r.median_latency_events:g}"
+        headroom = "–" if r.headroom is None else f"{r.headroom:g}"
         out.append(
             f"{name:<30} {r.incidents_stopped:>3}/{r.incidents_total:<4} "
-            f"{money(r.waste_prevented_usd):>10} {r.calls_saved:>7,} {money(r.usd_saved):>9} "
-            f"{r.false_trips:>6,} {money(r.usd_false_trips):>9} {latency:>8}"
+            f"{money(r.waste_prevented_usd):>10} {money(r.waste_missed_usd):>9} "
+            f"{r.false_trips:>6,} {money(r.harm_usd):>9} {money(r.net_usd):>9} "
+            f"{headroom:>8} {len(r.nudges):>6,} {latency:>7}"
         )
+    blind: dict[tuple[int, int], list[str]] = {}
+    for r in {x.policy: x for x in results}.values():
+        if r.blind_calls:
+            blind.setdefault((r.blind_calls, r.calls_total), []).append(r.policy)
+    for (n, total), names in blind.items():
+        out.append(
+            f"blind on {n:,} of {total:,} calls (billing rows carry no tool or thinking signal, "
+            f"and no turns; left out): {', '.join(names)}"
+        )
+    judged = max((r.incidents_total for r in results), default=0)
+    if sweep and judged < 5:
+        out.append(f"judged on {judged} target incident(s): too few to read as proof")
     out.append(
-        "stopped: incidents stopped at or before their last call; prevented: their waste after "
-        "the trip; saved: calls (and dollars) after every stop; false: stops where no incident "
-        "was; latency: median calls from an incident's start to the trip."
+        "stopped: target incidents (events: incidents sharing wasted calls count once; medium "
+        "and high only) stopped / judged on; prevented, missed: their waste after the stop / "
+        "left; false: stops that prevented nothing; harm: what the stops killed that was not "
+        "waste, and outputs a failing stop threw away; net = prevented - harm; headroom: the "
+        "highest value the guard reached on healthy work; latency: median of the guard's own "
+        "events from an incident's start to the trip."
     )
     return "\n".join(out) + "\n"
 

@@ -151,6 +151,51 @@ def insert(store: Store, table: str, rows: list[dict[str, Any]]) -> None:
         store.con.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", list(row.values()))
 
 
+# -- guard cases: calls by pattern, incidents by their waste -----------------------------------
+
+KINDS = {"T": "tool_call", "S": "thinking_only", "E": "empty", "W": "whitespace", "X": "text"}
+
+
+def expand_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for c in calls:
+        if "pattern" not in c:
+            out.append(c)
+            continue
+        extra = {k: v for k, v in c.items() if k not in ("pattern", "times")}
+        for _ in range(int(c.get("times", 1))):
+            for letter in c["pattern"].split():
+                out.append({"response_kind": KINDS[letter], **extra})
+    return out
+
+
+def load_guard_case(store: Store, given: dict[str, Any]) -> list[dict[str, Any]]:
+    """Calls (patterns expanded) and incidents of a guard case (tests/test_guard_cases.py)."""
+    rows = fill_calls(expand_calls(given["calls"]))
+    insert(store, "calls", rows)
+    order = [r["call_id"] for r in rows]
+    for inc in given.get("incidents", []):
+        waste = inc["waste"]
+        span = order[order.index(inc["first_call_id"]) : order.index(inc["last_call_id"]) + 1]
+        if isinstance(waste, str):
+            kinds = {r["call_id"]: r.get("response_kind") for r in rows}
+            waste = [c for c in span if kinds[c] == waste]
+        cost = sum(float(r.get("cost_usd") or 0) for r in rows if r["call_id"] in waste)
+        first = next(r for r in rows if r["call_id"] == inc["first_call_id"])
+        store.con.execute(
+            """INSERT INTO incidents (incident_id, detector, severity, stream_key, session_id,
+                   first_call_id, last_call_id, wasted_usd, n_calls)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            [inc["incident_id"], inc["detector"], inc.get("severity", "high"),
+             first["stream_key"], first["session_id"], inc["first_call_id"],
+             inc["last_call_id"], cost, len(span)],
+        )  # fmt: skip
+        store.con.executemany(
+            "INSERT INTO incident_calls VALUES (?, ?)", [[inc["incident_id"], c] for c in waste]
+        )
+    return rows
+
+
 # -- a command in its own process --------------------------------------------------------------
 
 PR_CAPBSET_DROP = 24

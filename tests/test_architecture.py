@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         {
             "analyzer.backtest",
             "analyzer.replay",
+            "analyzer.scoring",
             "analyzer.guards",
             "analyzer.primitives",
             "analyzer.detect",

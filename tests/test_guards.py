@@ -154,10 +154,16 @@ def test_incident_scoring_latency_and_prevention() -> None:
             )
         }
     two, six, seven = results[2], results[6], results[7]
-    assert two.stopped == [{"incident_id": "i1", "latency_calls": 2, "waste_prevented_usd": 2.0}]
-    assert (two.false_trips, two.waste_prevented_usd, two.median_latency_calls) == (0, 2.0, 2)
-    assert six.stopped[0]["waste_prevented_usd"] == 0.0  # stopped at its last call: nothing left
-    assert six.incidents_stopped == 1
+    # c2 (t=10 s) and c3 (t=20 s) are the guard's two events; c4-c7 are prevented.
+    assert two.stopped == [
+        {"incident_id": "i1", "event_id": "i1", "latency_events": 2, "latency_seconds": 10.0,
+         "latency_usd": 1.0, "waste_prevented_usd": 2.0}
+    ]  # fmt: skip
+    assert (two.false_trips, two.waste_prevented_usd, two.median_latency_events) == (0, 2.0, 2)
+    assert (two.waste_total_usd, two.waste_missed_usd, two.net_usd) == (3.0, 1.0, 2.0)
+    # Tripping at its last call prevents nothing: not stopped (and not a false trip either).
+    assert six.incidents_stopped == 0 and six.stopped == [] and len(six.trips) == 1
+    assert (six.false_trips, six.harm_usd) == (0, 0.0)
     assert seven.incidents_stopped == 0 and seven.trips == []
 
 
@@ -293,11 +299,12 @@ def test_ladder_nudges_match_the_reference(calls: list[dict[str, Any]]) -> None:
 def test_the_presets_are_the_public_names() -> None:
     names = [p.name for p in all_policies()]
     assert names == [
-        "penguin_consecutive_trivial", "penguin_token_trivial", "penguin_stale_context",
-        "session_cost_cap", "netclaw_reset_on_tool", "netclaw_cumulative_per_turn",
-        "netclaw_max_tool_iterations", "nexus3_consecutive_empty", "maxtokens_session",
-        "maxtokens_truncated_tools", "gemini_repeat_tool", "openhands_alternation",
-        "opencode_doom_loop",
+        "penguin_consecutive_trivial", "penguin_consecutive_trivial_placeholder",
+        "penguin_token_trivial", "penguin_stale_context", "penguin_no_action_completion",
+        "session_cost_cap", "netclaw_reset_on_tool", "netclaw_pre_tool_empty",
+        "netclaw_cumulative_per_turn", "netclaw_max_tool_iterations",
+        "nexus3_consecutive_empty", "maxtokens_session", "maxtokens_truncated_tools",
+        "gemini_repeat_tool", "openhands_alternation", "opencode_doom_loop",
     ]  # fmt: skip
 
 
@@ -370,15 +377,19 @@ def test_bad_policy_files_say_what_is_wrong(tmp_path: Path, toml: str, message: 
 
 
 def test_labels_override_the_ground_truth(tmp_path: Path) -> None:
-    calls = kinds(S, S, S, X, X, X)
+    calls = kinds(S, S, S, X, X, X, cost_usd=1.0)
     labels = tmp_path / "labels.csv"
     labels.write_text("id,label\nc5,runaway\nc6,runaway\n")
     with make_store(calls) as store:
         [r] = backtest(store, [policy(type="counter", count="stalled", stop=2)], labels=labels)
-    # The stop at c2 lands before the labelled runaway calls: it prevents them.
+    # The stop at c2 lands before the labelled runaway calls: it prevents them ($1 each), before
+    # they started (latency 0); c3 and c4 were legitimate work it killed.
     assert r.incidents_total == 1
-    assert r.stopped == [{"incident_id": "label:s", "latency_calls": 0,
-                          "waste_prevented_usd": 0.0}]  # fmt: skip
+    assert r.stopped == [
+        {"incident_id": "label:s", "event_id": "label:s", "latency_events": 0,
+         "latency_seconds": 0.0, "latency_usd": 0.0, "waste_prevented_usd": 2.0}
+    ]  # fmt: skip
+    assert (r.usd_work_killed, r.harm_usd, r.net_usd) == (2.0, 2.0, 0.0)
 
 
 def test_the_replay_has_exactly_the_columns_a_policy_may_use() -> None:
@@ -389,4 +400,4 @@ def test_the_replay_has_exactly_the_columns_a_policy_may_use() -> None:
         Replay(store)
         got = {r[0]: r[1] for r in store.con.execute("DESCRIBE lf_events").fetchall()}
     assert {c: got[c] for c in EVENT_COLUMNS} == EVENT_COLUMNS
-    assert set(got) - set(EVENT_COLUMNS) == {"u_stream", "u_session", "u_turn"}
+    assert set(got) - set(EVENT_COLUMNS) == {"u_stream", "u_session", "u_turn", "parent_session_id"}

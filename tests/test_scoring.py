@@ -1,0 +1,193 @@
+"""The backtest's scores, each checked against a hand calculation on a few calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from analyzer.backtest import backtest
+from analyzer.guards import parse_policy
+from analyzer.scoring import Result
+from analyzer.store import open_store
+from tests.helpers import insert, load_guard_case
+
+
+def run(policy: dict[str, Any], given: dict[str, Any]) -> Result:
+    raw = dict(policy)
+    p = parse_policy(raw.pop("name", "p"), raw, "test")
+    with open_store(":memory:") as store:
+        load_guard_case(store, given)
+        [r] = backtest(store, [p])
+    return r
+
+
+STALLS = {"type": "counter", "count": "stalled", "stop": 2}
+
+
+def two_turns() -> dict[str, Any]:
+    """Turn a: two stalls then three text replies; turn b (same session): a loop of four
+    stalls, the incident. $1 a call."""
+    return {
+        "calls": [
+            {"pattern": "S S X X X", "cost_usd": 1.0, "turn_id": "a"},
+            {"pattern": "S S S S", "cost_usd": 1.0, "turn_id": "b"},
+        ],
+        "incidents": [{"incident_id": "loop", "detector": "d", "first_call_id": "c6",
+                       "last_call_id": "c9", "waste": "thinking_only"}],
+    }  # fmt: skip
+
+
+def test_reach_is_its_own_setting() -> None:
+    """A session-long counter trips at c2 in turn a. Reaching only the turn, the stop ends
+    turn a (killing c3-c5, $3 of legitimate work) and turn b runs: the counter, not reset,
+    stops it at its first stall (c6), preventing c7-c9 ($3). Reaching the session, the same
+    stop at c2 ends everything: c6-c9 ($4) prevented, c3-c5 killed."""
+    turn = run({**STALLS, "scope": "session", "reach": "turn"}, two_turns())
+    assert [t.call_id for t in turn.trips] == ["c2", "c6"]
+    assert (turn.waste_prevented_usd, turn.false_trips, turn.usd_false_trips) == (3.0, 1, 3.0)
+    assert (turn.harm_usd, turn.net_usd) == (3.0, 0.0)
+    session = run({**STALLS, "scope": "session", "reach": "session"}, two_turns())
+    assert [t.call_id for t in session.trips] == ["c2"]
+    assert (session.waste_prevented_usd, session.false_trips) == (4.0, 0)
+    # The stop prevented waste, so it is no false trip: what it killed in turn a is work killed.
+    assert (session.usd_work_killed, session.harm_usd, session.net_usd) == (3.0, 3.0, 1.0)
+    assert session.stopped[0]["latency_events"] == 0  # stopped before the incident began
+
+
+def test_prevented_only_inside_what_the_stop_ends() -> None:
+    """A turn-scoped counter in turn a at c2 ends turn a only: the loop in turn b is not
+    prevented by it (and turn b's own count stops it at c7)."""
+    r = run({**STALLS, "scope": "turn"}, two_turns())
+    assert [t.call_id for t in r.trips] == ["c2", "c7"]
+    assert r.waste_prevented_usd == 2.0  # c8, c9: after the stop at c7, in turn b
+
+
+def test_false_trip_cost_includes_the_lost_output() -> None:
+    """No incident; a failing guard (on_trip = fail) trips at c2: it kills c3 ($2) and throws
+    away c2's own output ($3). Ending instead of failing, only c3 is harm."""
+    given = {"calls": [{"response_kind": "thinking_only", "cost_usd": 1.0},
+                       {"response_kind": "thinking_only", "cost_usd": 3.0},
+                       {"response_kind": "text", "cost_usd": 2.0}]}  # fmt: skip
+    failing = run({**STALLS, "scope": "stream", "on_trip": "fail"}, given)
+    assert (failing.false_trips, failing.usd_false_trips, failing.usd_lost_output) == (1, 5.0, 3.0)
+    ending = run({**STALLS, "scope": "stream"}, given)
+    assert (ending.usd_false_trips, ending.usd_lost_output, ending.harm_usd) == (2.0, 0.0, 2.0)
+
+
+def test_productive_calls_killed_beside_an_incident_are_harm() -> None:
+    """A stop at c2 inside a unit that holds an incident (c2-c3) also kills the text answers
+    c4, c5 ($2): work killed, reported, and taken from the net."""
+    given = {
+        "calls": [{"pattern": "S S S X X", "cost_usd": 1.0}],
+        "incidents": [{"incident_id": "i", "detector": "d", "first_call_id": "c2",
+                       "last_call_id": "c3", "waste": ["c2", "c3"]}],
+    }  # fmt: skip
+    r = run({**STALLS, "scope": "stream"}, given)
+    assert (r.waste_prevented_usd, r.usd_work_killed, r.false_trips, r.net_usd) == (
+        1.0, 2.0, 0, -1.0,
+    )  # fmt: skip
+
+
+def test_blind_units_are_said_and_left_out() -> None:
+    """On billing rows a turn is the whole session and there is no thinking signal: a
+    turn-scoped stall counter is blind there. Its trip on the bill is not scored (no false
+    trip), and the blind calls are counted."""
+    bill = {"format": "openrouter_csv", "stream_key": "k|app|u|m", "response_kind": "empty",
+            "output_tokens": 0, "cost_usd": 1.0}  # fmt: skip
+    log = {"stream_key": "log", "turn_id": "t", "cost_usd": 1.0}
+    given = {"calls": [bill, bill, bill, {**log, "response_kind": "text"}]}
+    r = run({**STALLS, "scope": "turn"}, given)
+    assert (r.blind_calls, r.calls_total, r.trips_blind, r.false_trips, r.trips) == (
+        3, 4, 1, 0, [],
+    )  # fmt: skip
+    assert r.healthy_units == 1  # the log's one turn: the bill's units are left out
+    # A policy on what a bill does show (a finish reason) is not blind there.
+    seen = run({"type": "counter", "count": "output_tokens = 0", "stop": 2, "scope": "session"},
+               given)  # fmt: skip
+    assert (seen.blind_calls, seen.false_trips) == (0, 1)
+
+
+def test_incidents_of_one_event_count_once() -> None:
+    """Two detectors found the same empty stream (they share c2): one event, its waste once."""
+    given = {
+        "calls": [{"pattern": "T E E E E", "cost_usd": 1.0}],
+        "incidents": [
+            {"incident_id": "a", "detector": "d1", "first_call_id": "c2", "last_call_id": "c5",
+             "waste": ["c2", "c3", "c4", "c5"]},
+            {"incident_id": "b", "detector": "d2", "first_call_id": "c2", "last_call_id": "c3",
+             "waste": ["c2", "c3"]},
+        ],
+    }  # fmt: skip
+    r = run({"type": "counter", "count": "response_kind = 'empty'", "stop": 2,
+             "scope": "stream"}, given)  # fmt: skip
+    assert (r.incidents_total, r.incidents_stopped, r.waste_total_usd) == (1, 1, 4.0)
+    assert r.waste_prevented_usd == 2.0  # c4, c5: counted once, though both incidents hold them
+
+
+def test_latency_is_counted_in_the_guards_own_events_seconds_and_dollars() -> None:
+    """Stalls alternate with tool calls (T S T S ...). A counter of stalls trips at its 3rd
+    stall (c6): 3 of its own events into the incident - not the 6 calls - 50 s after the
+    incident's first call (calls are 10 s apart), with $3 of its waste spent."""
+    given = {
+        "calls": [{"pattern": "T S", "times": 5, "cost_usd": 1.0, "turn_id": "t"}],
+        "incidents": [{"incident_id": "i", "detector": "d", "first_call_id": "c1",
+                       "last_call_id": "c10", "waste": "thinking_only"}],
+    }  # fmt: skip
+    r = run({"type": "counter", "count": "stalled", "stop": 3, "scope": "turn"}, given)
+    [s] = r.stopped
+    assert (s["latency_events"], s["latency_seconds"], s["latency_usd"]) == (3, 50.0, 3.0)
+    assert s["waste_prevented_usd"] == 2.0  # the stalls at c8 and c10
+
+
+def test_a_stop_in_the_parent_prevents_the_sub_agent_runs_it_never_starts() -> None:
+    """The parent session trips at c2 (t = 10 s); its sub-agent ran later (t = 30-40 s) and
+    looped: with the session ended, that run never starts - its waste is prevented (at
+    latency 0) and its calls saved."""
+    given = {
+        "calls": [
+            {"pattern": "S S X", "cost_usd": 1.0, "session_id": "p", "stream_key": "p"},
+            {"response_kind": "empty", "cost_usd": 2.0, "session_id": "p:agent-1",
+             "stream_key": "p:agent-1", "parent_session_id": "p", "t": 30},
+            {"response_kind": "empty", "cost_usd": 2.0, "session_id": "p:agent-1",
+             "stream_key": "p:agent-1", "parent_session_id": "p", "t": 40},
+        ],
+        "incidents": [{"incident_id": "i", "detector": "d", "first_call_id": "c4",
+                       "last_call_id": "c5", "waste": ["c4", "c5"]}],
+    }  # fmt: skip
+    r = run({**STALLS, "scope": "session"}, given)
+    assert [t.call_id for t in r.trips] == ["c2"]
+    assert (r.waste_prevented_usd, r.calls_saved, r.usd_saved) == (4.0, 3, 5.0)
+    assert r.stopped[0]["latency_events"] == 0
+
+
+def test_headroom_is_the_highest_value_on_healthy_work() -> None:
+    """Two healthy turns reach 1 and 2 stalls; the guard at 3 never trips: headroom 2."""
+    given = {"calls": [{"pattern": "S X", "turn_id": "a"}, {"pattern": "S S X", "turn_id": "b"}]}
+    r = run({"type": "counter", "count": "stalled", "stop": 3, "scope": "turn"}, given)
+    assert (r.headroom, r.trips, r.false_trips) == (2.0, [], 0)
+
+
+def test_a_second_sweep_of_one_policy_is_refused(tmp_path: Any) -> None:
+    from click.testing import CliRunner
+
+    from analyzer.cli import cli
+
+    db = tmp_path / "s.duckdb"
+    with open_store(db) as store:
+        insert(store, "meta", [])
+    result = CliRunner().invoke(cli, [
+        "backtest", "--db", str(db), "--sweep", "session_cost_cap.stop=1..3",
+        "--sweep", "session_cost_cap.stop=4..6",
+    ])  # fmt: skip
+    assert result.exit_code == 2
+    assert "session_cost_cap is swept twice" in result.output
+
+
+@pytest.mark.parametrize(
+    ("compare", "stop_at"), [(">=", "c5"), (">", "c6")], ids=["reaches", "passes"]
+)
+def test_compare_reaches_or_passes(compare: str, stop_at: str) -> None:
+    given = {"calls": [{"pattern": "X", "times": 8, "cost_usd": 1.0}]}
+    r = run({"type": "budget", "stop": 5.0, "compare": compare, "scope": "stream"}, given)
+    assert [t.call_id for t in r.trips] == [stop_at]
