@@ -191,3 +191,17 @@ def test_compare_reaches_or_passes(compare: str, stop_at: str) -> None:
     given = {"calls": [{"pattern": "X", "times": 8, "cost_usd": 1.0}]}
     r = run({"type": "budget", "stop": 5.0, "compare": compare, "scope": "stream"}, given)
     assert [t.call_id for t in r.trips] == [stop_at]
+
+
+def test_an_unjudgeable_last_call_neither_counts_nor_resets() -> None:
+    """Bills show a `length` finish, not the cut tool call: it is inferred from the next call's
+    prompt (it did not grow: the output was thrown away). c4's next call comes 10 minutes later,
+    too late to judge by: unknown, so it must not reset the fixed breaker's count - which
+    reaches 5 at c6 (c1-c3, then c5, c6)."""
+    row = {"format": "openrouter_csv", "finish_reason": "length", "response_kind": "text",
+           "input_tokens": 20_000, "output_tokens": 4096, "cost_usd": 0.1}  # fmt: skip
+    calls = [dict(row, t=t) for t in (0, 20, 40, 60, 660, 680, 700, 720)]
+    r = run({"type": "counter", "count": "truncated",
+             "reset": "truncated = false AND NOT (finish_reason = 'length' AND tool_call)",
+             "stop": 5, "scope": "session"}, {"calls": calls})  # fmt: skip
+    assert [t.call_id for t in r.trips] == ["c6"]
