@@ -80,11 +80,12 @@ SELECT s.stream_key, s.session_id, s.start_ts, s.end_ts, s.n_stalled AS n_calls,
        CASE WHEN s.priced = 0 THEN NULL
             WHEN s.priced < s.n_stalled THEN 'partial:' || s.bases ELSE s.bases END
            AS cost_basis,
-       s.n_stalled || ' thinking-only or empty replies between ' || s.n_tool
+       format('{:,}', s.n_stalled) || ' thinking-only or empty replies between '
+           || format('{:,}', s.n_tool)
            || ' tool calls in one ' || s.scope_kind || ', never more than ' || l.max_in_row
            || ' in a row'
-           || CASE WHEN s.priced > 0 THEN ' ($' || round(s.wasted_usd, 2) || ' of $'
-                   || round(s.turn_usd, 2) || ' for the ' || s.scope_kind || ')' ELSE '' END
+           || CASE WHEN s.priced > 0 THEN ' ($' || format('{:,.2f}', s.wasted_usd) || ' of $'
+                   || format('{:,.2f}', s.turn_usd) || ' for the ' || s.scope_kind || ')' ELSE '' END
            AS summary,
        json_object(
            'first_call_id', s.first_call_id, 'last_call_id', s.last_call_id,

@@ -63,14 +63,15 @@ SELECT stream_key, session_id, start_ts, end_ts, n_calls, first_call_id, last_ca
        wasted_usd, wasted_tokens, wasted_calls,
        CASE WHEN priced = 0 THEN NULL
             WHEN priced < n_calls THEN 'partial:' || bases ELSE bases END AS cost_basis,
-       n_calls || ' calls re-sent the same ' || max_in || '-token prompt and got '
-           || CASE WHEN min_out = max_out THEN max_out::VARCHAR
-                   ELSE min_out || '-' || max_out END
+       format('{:,}', n_calls) || ' calls re-sent the same ' || format('{:,}', max_in)
+           || '-token prompt and got '
+           || CASE WHEN min_out = max_out THEN format('{:,}', max_out)
+                   ELSE format('{:,}', min_out) || '-' || format('{:,}', max_out) END
            || ' tokens back'
            || CASE WHEN start_ts IS NOT NULL
-                   THEN ' in ' || round(epoch(end_ts) - epoch(start_ts))::BIGINT || ' s'
+                   THEN ' in ' || format('{:,}', round(epoch(end_ts) - epoch(start_ts))::BIGINT) || ' s'
                    ELSE '' END
-           || CASE WHEN priced > 0 THEN ' ($' || round(wasted_usd, 2) || ')' ELSE '' END
+           || CASE WHEN priced > 0 THEN ' ($' || format('{:,.2f}', wasted_usd) || ')' ELSE '' END
            AS summary,
        json_object(
            'first_call_id', first_call_id, 'last_call_id', last_call_id,

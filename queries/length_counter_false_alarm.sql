@@ -63,6 +63,7 @@ grouped AS (
            arg_min(call_id, seq) FILTER (WHERE is_length) AS first_call_id,
            arg_max(call_id, seq) FILTER (WHERE is_length) AS last_call_id,
            list(call_id ORDER BY seq) FILTER (WHERE is_length) AS ids,
+           list(ts ORDER BY seq) FILTER (WHERE is_length) AS times,
            coalesce(sum(cost_usd) FILTER (WHERE is_length), 0) AS usd
     FROM runs GROUP BY stream_key, session_id, run_no
 )
@@ -70,8 +71,10 @@ SELECT stream_key, session_id, start_ts, end_ts, n_length AS n_calls, first_call
        last_call_id, 0 AS wasted_usd, 0 AS wasted_tokens, NULL AS cost_basis,
        n_length || ' max_tokens finishes in a row in one session, ' || n_delivered
            || ' of them delivered answers: a breaker counting every max_tokens finish at '
-           || $breaker_threshold || ' would have stopped the session at the answer '
-           || ids[$breaker_threshold] AS summary,
+           || $breaker_threshold || ' would have stopped the session at answer '
+           || $breaker_threshold
+           || coalesce(' (' || strftime(times[$breaker_threshold], '%Y-%m-%d %H:%M:%S')
+                       || ' UTC)', '') AS summary,
        json_object(
            'first_call_id', first_call_id, 'last_call_id', last_call_id,
            'length_finishes', n_length, 'delivered_answers', n_delivered,

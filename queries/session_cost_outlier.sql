@@ -25,7 +25,7 @@ g AS (
 )
 SELECT stream_key, session_id, start_ts, end_ts, n_calls, first_call_id, last_call_id,
        0 AS wasted_usd, 0 AS wasted_tokens, bases AS cost_basis,
-       'session cost $' || round(usd, 2) || ', ' || round(usd / median_usd, 1)
+       'session cost $' || format('{:,.2f}', usd) || ', ' || round(usd / median_usd, 1)
            || 'x the median of ' || peers || ' sessions of ' || peer_group AS summary,
        json_object(
            'first_call_id', first_call_id, 'last_call_id', last_call_id,

@@ -75,7 +75,7 @@ SELECT stream_key, session_id, start_ts, end_ts, n_calls, first_call_id, last_ca
             WHEN priced < n_calls THEN 'partial:' || bases ELSE bases END AS cost_basis,
        n_calls || ' responses in a row hit the output limit in the middle of a tool call'
            || CASE WHEN seen_in_log = 0 THEN ' (inferred: each output was discarded)' ELSE '' END
-           || CASE WHEN priced > 0 THEN ' ($' || round(wasted_usd, 2) || ')' ELSE '' END
+           || CASE WHEN priced > 0 THEN ' ($' || format('{:,.2f}', wasted_usd) || ')' ELSE '' END
            AS summary,
        json_object(
            'first_call_id', first_call_id, 'last_call_id', last_call_id, 'calls', n_calls,
