@@ -58,7 +58,7 @@ def key(store: Store, *parts: Any, incidents: bool = True) -> str:
     ``incidents`` is false) and ``parts``."""
     seen = version(store, INCIDENTS) if incidents else None
     blob = json.dumps(
-        [code_fingerprint(), version(store, DATA), seen, *parts],
+        [code_fingerprint(), version(store, DATA), seen, store.window, *parts],
         sort_keys=True,
         default=str,
     )
@@ -71,7 +71,10 @@ def get(store: Store, name: str, k: str) -> str | None:
 
 
 def put(store: Store, name: str, k: str, payload: str) -> None:
-    """Keep ``payload`` as the one cached ``name`` (replacing the previous one)."""
+    """Keep ``payload`` as the one cached ``name`` (replacing the previous one); a store
+    opened read-only keeps nothing."""
+    if store.read_only:
+        return
     store.con.execute(
         "INSERT INTO cache VALUES (?, ?, ?) ON CONFLICT (name) "
         "DO UPDATE SET key = excluded.key, payload = excluded.payload",

@@ -278,7 +278,6 @@ def detect(store: Store, selection: Selection, reuse: bool = False) -> list[Inci
     )
     if reuse and cache.get(store, "detect", k) is not None:
         return load_incidents(store, selection.names)
-    results: list[Incident] = []
     with store.transaction():
         for det, values in bound:
             rows = run_detector(store.con, det, values)
@@ -306,10 +305,23 @@ def detect(store: Store, selection: Selection, reuse: bool = False) -> list[Inci
                 )
                 if row["wasted_usd"] > 0 or rec.get("wasted_calls"):
                     _record_wasted_calls(store, row, rec.get("wasted_calls"))
-                results.append(Incident.from_row(tuple(row[c] for c in COLUMNS)))
+        _number(store)
         cache.bump(store, cache.INCIDENTS)
         cache.put(store, "detect", k, "")
-    return results
+    return load_incidents(store, selection.names)
+
+
+def _number(store: Store) -> None:
+    """Give each incident found for the first time the next number (in order of time), so an
+    incident found again keeps its number: the short id ``show N`` takes."""
+    store.con.execute(
+        """INSERT INTO incident_numbers
+           SELECT incident_id,
+                  (SELECT coalesce(max(number), 0) FROM incident_numbers)
+                      + row_number() OVER (ORDER BY start_ts NULLS LAST, detector, incident_id)
+           FROM incidents
+           WHERE incident_id NOT IN (SELECT incident_id FROM incident_numbers)"""
+    )
 
 
 def _record_wasted_calls(store: Store, incident: dict[str, Any], calls: list[str] | None) -> None:
@@ -332,10 +344,12 @@ def _record_wasted_calls(store: Store, incident: dict[str, Any], calls: list[str
 
 def load_incidents(store: Store, detectors: list[str] | None = None) -> list[Incident]:
     """The incidents in the store (of ``detectors``, or all), most wasted dollars first."""
-    where = "WHERE list_contains($names, detector)" if detectors is not None else ""
+    where = "WHERE list_contains($names, i.detector)" if detectors is not None else ""
     rows = store.con.execute(
-        f"""SELECT {", ".join(COLUMNS)} FROM incidents {where}
-            ORDER BY wasted_usd DESC, {severity_order_sql()}, start_ts, incident_id""",
+        f"""SELECT {", ".join("i." + c for c in COLUMNS)}, n.number
+            FROM incidents i LEFT JOIN incident_numbers n USING (incident_id) {where}
+            ORDER BY i.wasted_usd DESC, {severity_order_sql("i.severity")}, i.start_ts,
+                     i.incident_id""",
         {"names": detectors} if detectors is not None else {},
     ).fetchall()
     return [Incident.from_row(r) for r in rows]

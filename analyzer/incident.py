@@ -35,11 +35,14 @@ class Incident:
     cost_basis: str | None
     summary: str
     evidence: dict[str, Any] | None = None  # what a person needs to believe it
+    number: int | None = None  # its short id (``show N``), kept while it is found again
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> Incident:
-        """An incident from a row of the incidents table (its columns in ``COLUMNS`` order)."""
-        rec = dict(zip(COLUMNS, row, strict=True))
+        """An incident from a row of the incidents table (its columns in ``COLUMNS`` order,
+        then optionally its number)."""
+        rec = dict(zip(COLUMNS, row[: len(COLUMNS)], strict=True))
+        rec["number"] = int(row[len(COLUMNS)]) if len(row) > len(COLUMNS) and row[-1] else None
         evidence = rec["evidence"]
         if isinstance(evidence, str):
             evidence = json.loads(evidence) if evidence else None
@@ -55,6 +58,7 @@ class Incident:
     def to_json(self) -> dict[str, Any]:
         """As ``audit --json`` and ``detect --json`` print it (ISO times, dollars as a number)."""
         return {
+            "number": self.number,
             "incident_id": self.incident_id,
             "detector": self.detector,
             "severity": self.severity,

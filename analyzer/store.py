@@ -19,15 +19,41 @@ MEMORY_ENV = "LLM_FORENSICS_MEMORY_LIMIT"
 # DuckDB's own default is 80% of the machine; a forensics run shares the machine with the user's
 # other work, so it holds itself to this and spills the rest to disk.
 DEFAULT_MEMORY_LIMIT = "2GB"
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 
 
 class Store:
     """An open store. ``con`` is the DuckDB connection; the tables are in ``sql/schema.sql``."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: str) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: str, read_only: bool = False) -> None:
         self.con = con
         self.path = path
+        self.read_only = read_only
+        self.window = ""  # the time window every reader sees (see ``restrict``), for cache keys
+
+    def restrict(self, condition: str, key: str, incidents: str | None = None) -> None:
+        """Let every reader of this connection see only the calls (and messages) whose time
+        meets ``condition`` (an SQL predicate over ``ts``), and with ``incidents`` (a predicate
+        over the incidents table) only those incidents: temporary tables and views of the same
+        names shadow the stored ones (tables, so that readers joining on ``rowid`` still can).
+        Done after loading and linking: what is written after goes to the stored tables
+        (incidents) or nowhere (a store opened read-only)."""
+        db = str(self.scalar("SELECT current_database()")).replace('"', '""')
+        for table in ("calls", "messages"):
+            self.con.execute(
+                f"""CREATE OR REPLACE TEMP TABLE {table} AS
+                    SELECT * FROM "{db}".main.{table} WHERE {condition}"""
+            )
+        self.con.execute(
+            "CREATE OR REPLACE TEMP VIEW live_calls AS "
+            "SELECT * FROM temp.main.calls WHERE superseded_by IS NULL"
+        )
+        if incidents is not None:
+            self.con.execute(
+                f"""CREATE OR REPLACE TEMP VIEW incidents AS
+                    SELECT * FROM "{db}".main.incidents WHERE {incidents}"""
+            )
+        self.window = key
 
     def close(self) -> None:
         self.con.close()
@@ -141,4 +167,27 @@ def open_store(
     except BaseException:
         con.close()
         raise
-    return Store(con, path)
+    return Store(con, path, read_only=read_only)
+
+
+@contextmanager
+def open_new_or_existing(path: str | Path, temp_dir: str | None = None) -> Iterator[Store]:
+    """Open the store at ``path`` for writing. If the file is new and the work fails (an
+    error, nothing found, Ctrl-C) before any file was stored, the new file is removed: a failed
+    first ``ingest`` leaves no empty store behind."""
+    path = str(path)
+    new = path != ":memory:" and not Path(path).exists()
+    store = open_store(path, temp_dir=temp_dir)
+    try:
+        yield store
+    except BaseException:
+        try:
+            empty = new and not store.scalar("SELECT count(*) FROM main.sources")
+        except duckdb.Error:
+            empty = False
+        store.close()
+        if empty:
+            for leftover in (Path(path), Path(path + ".wal")):
+                leftover.unlink(missing_ok=True)
+        raise
+    store.close()

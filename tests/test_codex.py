@@ -202,9 +202,10 @@ def test_messages_tool_calls_and_results(store: Store, main_file: FileReport) ->
     )
     assert rows == [
         (1, "user", "prompt", f"{SID}:2", None, None, None, 11, "Fix the bug"),
-        (2, "assistant", "tool_call", f"{SID}:2", "shell", None, f"codex:{SID}:1", None, None),
+        (2, "assistant", "tool_call", f"{SID}:2", "shell", None, f"codex:{SID}:1", None, ARGS),
         (3, "tool", "tool_result", f"{SID}:2", None, True, None, len(FAILED), FAILED),
-        (4, "assistant", "tool_call", f"{SID}:2", "shell", None, f"codex:{SID}:2", None, None),
+        (4, "assistant", "tool_call", f"{SID}:2", "shell", None, f"codex:{SID}:2", None,
+         ARGS_REORDERED),
         (5, "tool", "tool_result", f"{SID}:2", None, False, None, len(PASSED), PASSED),
         (6, "user", "prompt", f"{SID}:15", None, None, None, 11, "Now explain"),
         (7, "assistant", "text", f"{SID}:15", None, None, f"codex:{SID}:3", 13, "It works now."),

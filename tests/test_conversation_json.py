@@ -173,7 +173,7 @@ def test_penguin_session_saved_unsaved_and_placeholder(store: Store, tmp_path: P
         "SELECT kind, excerpt, tool_name FROM messages WHERE role = 'assistant' ORDER BY idx",
     ) == [
         ("text", "<execute>pytest</execute>", None),
-        ("tool_call", None, "execute"),
+        ("tool_call", "pytest", "execute"),  # the tag's body: what it ran
         ("placeholder", "[Empty response from model]", None),
     ]
     # Penguin's tool results carry no id: hashed, tied to no call.

@@ -203,7 +203,7 @@ def test_new_messages_of_each_request_are_stored(store: Store, tmp_path: Path) -
         (1, "system", "system", None, 15, None, None, "You are NEXUS3."),
         (2, "user", "prompt", t1, 15, None, None, "List the files."),
         (3, "assistant", "text", t1, 14, None, c1, "Listing files."),
-        (4, "assistant", "tool_call", t1, None, "ls", c1, None),
+        (4, "assistant", "tool_call", t1, None, "ls", c1, '{"path": "."}'),
         (5, "tool", "tool_result", t1, 9, None, None, "a.py\nb.py"),
         # The empty assistant message saved from the empty stream, tied to that call.
         (6, "assistant", "text", t1, 0, None, c2, ""),

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Protocol, cast
 
 from analyzer.errors import InputError
@@ -72,6 +74,24 @@ def format_by_name(name: str) -> Format:
         if name == fmt.NAME:
             return fmt
     raise InputError(f"unknown format {name!r} (known: {', '.join(format_names())})")
+
+
+def agent_folders() -> frozenset[str]:
+    """The hidden folders that are an agent's own (``.claude``, ``.codex``...): a walk of a
+    home folder enters them."""
+    return frozenset(d for f in FORMATS for d in getattr(f, "AGENT_FOLDERS", ()))
+
+
+def default_homes(env: Mapping[str, str], home: Path) -> list[tuple[str, Path]]:
+    """Where each agent format keeps its logs by default (``homes(env, home)`` of the format
+    modules that have one), whether they exist or not: ``audit`` with no path reads those that
+    do."""
+    found: list[tuple[str, Path]] = []
+    for f in FORMATS:
+        homes = getattr(f, "homes", None)
+        if homes is not None:
+            found += [(f.NAME, p) for p in homes(env, home)]
+    return found
 
 
 def expected_formats() -> str:

@@ -35,6 +35,7 @@ the store keeps and are counted as skipped, by kind.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import (
     Lowering,
+    args_excerpt,
     args_hash,
     brief,
     excerpt,
@@ -62,6 +64,17 @@ _LINE_TYPES = {
     "queue-operation", "turn_end",
 }  # fmt: skip
 _API_ERROR = re.compile(r"API Error:?\s*(\d{3})")
+AGENT_FOLDERS = (".claude",)  # a hidden folder a walk of a home folder enters
+
+
+def homes(env: Mapping[str, str], home: Path) -> list[Path]:
+    """Where Claude Code keeps its transcripts: each folder of ``$CLAUDE_CONFIG_DIR``
+    (comma-separated, as Claude Code allows), else ``~/.config/claude`` and ``~/.claude``."""
+    dirs = [Path(d.strip()).expanduser() for d in env.get("CLAUDE_CONFIG_DIR", "").split(",")]
+    dirs = [d for d in dirs if str(d) not in ("", ".")]
+    if not dirs:
+        dirs = [home / ".config" / "claude", home / ".claude"]
+    return [d / "projects" for d in dirs]
 
 
 def sniff(head: Head) -> bool:
@@ -117,6 +130,8 @@ def load(ctx: LoadContext) -> LoadResult:
     sessions: dict[tuple[str, str | None], _Session] = {}
     calls: dict[tuple[str, str], dict[str, Any]] = {}
     file_session = Path(ctx.source.path).stem
+    folder = _project_folder(Path(ctx.source.path))
+    parent_name = Path(ctx.source.path).parent.name or None
 
     def session_of(obj: dict[str, Any]) -> _Session:
         sid = as_str(obj.get("sessionId")) or file_session
@@ -132,7 +147,9 @@ def load(ctx: LoadContext) -> LoadResult:
     for lineno, obj in json_lines(ctx.source, low):
         kind = kind_of(obj)
         if kind == "assistant":
-            _assistant(low, obj, lineno, session_of(obj), calls, ctx.options.tz)
+            call = _assistant(low, obj, lineno, session_of(obj), calls, ctx.options.tz)
+            if call is not None and not call.get("project"):
+                call["project"] = folder or as_str(obj.get("cwd")) or parent_name
         elif kind == "user":
             _user(low, obj, session_of(obj), ctx.options.tz)
         elif kind == "system" and obj.get("subtype") == "compact_boundary":
@@ -156,6 +173,17 @@ def load(ctx: LoadContext) -> LoadResult:
     return low.finish()
 
 
+def _project_folder(path: Path) -> str | None:
+    """The project folder a transcript lies in: the folder under ``projects/`` (Claude Code's
+    own layout, as ccusage names projects), or None outside that layout."""
+    parts = path.absolute().parts
+    if "projects" in parts[:-1]:
+        i = len(parts) - 1 - parts[::-1].index("projects")
+        if i + 1 < len(parts) - 1:
+            return parts[i + 1]
+    return None
+
+
 def _assistant(
     low: Lowering,
     obj: dict[str, Any],
@@ -163,12 +191,12 @@ def _assistant(
     s: _Session,
     calls: dict[tuple[str, str], dict[str, Any]],
     tz: str,
-) -> None:
+) -> dict[str, Any] | None:
     msg = obj.get("message")
     msg_id = as_str(msg.get("id")) if isinstance(msg, dict) else None
     if not isinstance(msg, dict) or not msg_id:
         low.reject(lineno, "assistant line without message.id", brief(obj))
-        return
+        return None
     request = as_str(obj.get("requestId")) or ""
     key = (msg_id, request)
     call = calls.get(key)
@@ -239,11 +267,13 @@ def _assistant(
                     "turn_id": s.turn,
                     "tool_name": as_str(block.get("name")),
                     "tool_args_hash": args_hash(block.get("input")),
+                    "excerpt": args_excerpt(block.get("input")),
                     "tool_use_id": as_str(block.get("id")),
                     "call_id": low.call_id(call["native_id"]),
                     "n_records": 0,
                 }
             )
+    return call
 
 
 def _user(low: Lowering, obj: dict[str, Any], s: _Session, tz: str) -> None:

@@ -21,6 +21,7 @@ Each line is ``{timestamp, type, payload}`` (as in the real rollouts the tests r
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import (
     Lowering,
+    args_excerpt,
     args_hash,
     brief,
     excerpt,
@@ -50,6 +52,15 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 _TOOL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "web_search_call"}
 _TOOL_NAMES = {"web_search_call": "web_search"}  # items that carry no name of their own
 _RESULT_ITEMS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
+AGENT_FOLDERS = (".codex",)  # a hidden folder a walk of a home folder enters
+
+
+def homes(env: Mapping[str, str], home: Path) -> list[Path]:
+    """Where Codex keeps its rollouts: ``$CODEX_HOME/sessions``, else ``~/.codex/sessions``."""
+    base = Path(env["CODEX_HOME"]).expanduser() if env.get("CODEX_HOME") else home / ".codex"
+    return [base / "sessions"]
+
+
 _USAGE_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
 
 
@@ -88,6 +99,7 @@ class _Reader:
         m = _UUID.search(Path(ctx.source.path).name)
         self.session = m.group(0) if m else Path(ctx.source.path).stem
         self.model: str | None = None
+        self.cwd: str | None = None
         self.turn: str | None = None
         self.prev_total: dict[str, int] | None = None
         self.idx = 0
@@ -138,10 +150,12 @@ class _Reader:
         if kind == "session_meta":
             if as_str(p.get("id")):
                 self.session = str(p["id"])
+            self.cwd = as_str(p.get("cwd")) or self.cwd
             low.skip("session_meta")
         elif kind == "turn_context":
             if as_str(p.get("model")):
                 self.model = str(p["model"])
+            self.cwd = as_str(p.get("cwd")) or self.cwd
             self.end_step()
             low.skip("turn_context")
         elif kind == "event_msg" and ptype == "token_count":
@@ -204,6 +218,7 @@ class _Reader:
                     "turn_id": self.turn,
                     "tool_name": as_str(p.get("name")) or _TOOL_NAMES.get(ptype, ptype),
                     "tool_args_hash": args_hash(args),
+                    "excerpt": args_excerpt(args),
                     "tool_use_id": as_str(p.get("call_id")),
                     "n_records": 1,
                 },
@@ -256,6 +271,7 @@ class _Reader:
             "native_id": f"{self.session}:{self.n_calls}", "line": lineno, "ts": ts,
             "session_id": self.session, "stream_key": self.session, "turn_id": self.turn,
             "seq": self.n_calls, "model": self.model, "provider": "openai", "app": APP,
+            "project": self.cwd,
             **token_counts(last), "output_final": True,
             "content_chars": 0, "visible_chars": 0, "reasoning_chars": 0, "tool_call_count": 0,
             "n_records": 1,

@@ -74,6 +74,7 @@ from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.encodings import decode_errors, is_utf8
 from analyzer.ingest.lowering import (
     Lowering,
+    args_excerpt,
     args_hash,
     brief,
     excerpt,
@@ -347,6 +348,7 @@ class _Reader:
             self.message_row(
                 role="assistant", kind="tool_call", ts=ts, tool_name=name,
                 tool_args_hash=args_hash(args), tool_use_id=use_id, call_id=call_id,
+                excerpt=args_excerpt(args),
             )  # fmt: skip
         # Token counts: the message's own usage, count by count, else the saved response's.
         own, saved = m.get("usage"), response.get("usage")

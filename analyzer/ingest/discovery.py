@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from analyzer.errors import InputError
@@ -27,19 +27,39 @@ class Found:
     display: str  # how messages name it (as the user would find it: the path they typed)
     name: str  # how the store and the report name it (see ``_named``)
     explicit: bool  # named on the command line, rather than found in a folder
+    top: str = ""  # the path given that it was found under
 
 
-def discover(paths: list[str], full_paths: bool = False) -> list[Found]:
+@dataclass
+class Walk:
+    """The files found under the user's paths, and the hidden folders passed over."""
+
+    files: list[Found] = field(default_factory=list)
+    hidden_skipped: list[str] = field(default_factory=list)
+
+
+def discover(
+    paths: list[str],
+    full_paths: bool = False,
+    enter: frozenset[str] = frozenset(),
+    labels: dict[str, str] | None = None,
+) -> Walk:
     """Expand the user's paths into the files to read.
 
     Folders are walked in sorted order without following symlinked folders (no loops);
-    hidden files and folders are left out; a folder that cannot be read is an error, not a
-    silent gap.
+    hidden files and folders are left out - except the agents' own folders named in ``enter``
+    (``.claude``, ``.codex``...), so that pointing at a home folder finds its logs - and the
+    hidden folders passed over are noted; a folder that cannot be read is an error, not a
+    silent gap. A path with a label in ``labels`` (a default place such as
+    ``~/.claude/projects``) is named by it, in messages and in the store.
     """
-    found: list[Found] = []
+    walk = Walk()
+    found = walk.files
+    labels = labels or {}
     for arg in paths:
         p = Path(arg)
-        named = _named(arg, full_paths)
+        label = labels.get(arg)
+        named = Path(label) if label and not full_paths else _named(arg, full_paths)
         if p.is_dir():
 
             def unreadable(exc: OSError, top: Path = p) -> None:
@@ -47,17 +67,23 @@ def discover(paths: list[str], full_paths: bool = False) -> list[Found]:
                 raise InputError(f"cannot read this folder: {exc.strerror or exc}", path=where)
 
             for root, dirs, files in os.walk(p, onerror=unreadable, followlinks=False):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                walk.hidden_skipped += [
+                    str(Path(root) / d)
+                    for d in sorted(dirs)
+                    if d.startswith(".") and d not in enter
+                ]
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d in enter)
                 within = Path(root).relative_to(p)
                 for fname in sorted(files):
                     if fname.startswith("."):
                         continue
                     f = Path(root) / fname
-                    found.append(Found(f, str(f), str(named / within / fname), False))
+                    shown = str(Path(label) / within / fname) if label else str(f)
+                    found.append(Found(f, shown, str(named / within / fname), False, arg))
         elif p.exists():
-            found.append(Found(p, arg, str(named), True))
+            found.append(Found(p, label or arg, str(named), True, arg))
         elif p.is_symlink():
             raise InputError("a symbolic link to nothing (broken, or a loop)", path=arg)
         else:
             raise InputError("no such file or folder", path=arg)
-    return found
+    return walk

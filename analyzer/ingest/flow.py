@@ -14,17 +14,18 @@ import duckdb
 
 import analyzer.ingest as registry  # read at call time: the registry imports this module
 from analyzer import cache
-from analyzer.console import progress, warn
+from analyzer.console import Counter, progress, warn
 from analyzer.errors import (
     DamagedGzipError,
     ForensicsError,
     InputError,
+    Interrupted,
     LoaderBug,
     StrictRejectError,
 )
 from analyzer.ingest.base import IngestOptions, LoadContext, LoadResult, SourceFile
 from analyzer.ingest.checks import sha256_of
-from analyzer.ingest.discovery import discover
+from analyzer.ingest.discovery import Found, Walk, discover
 from analyzer.ingest.encodings import ENCODING_NAMES, LineEnds, Utf8Tally, is_utf8
 from analyzer.ingest.reading import read_head, salvage_gzip
 from analyzer.store import Store
@@ -100,6 +101,16 @@ def _load(
                 raise InputError(f"cannot read: {first}", path=display) from exc
             except (MemoryError, duckdb.OutOfMemoryException):
                 raise  # the machine's limit, not the file's fault nor a loader's
+            except duckdb.InterruptException:  # Ctrl-C inside a query of DuckDB's
+                raise KeyboardInterrupt from None
+            except RuntimeError as exc:
+                if "interrupted" in str(exc).lower():  # Ctrl-C inside DuckDB's Python client
+                    raise KeyboardInterrupt from None
+                raise LoaderBug(
+                    f"could not be loaded: unexpected RuntimeError: {str(exc).splitlines()[0]} "
+                    "(a bug in llm-forensics; nothing from this file was stored)",
+                    path=display,
+                ) from exc
             except Exception as exc:
                 # Never a traceback for a file: the user learns which file, and that the fault
                 # is ours (--traceback shows where).
@@ -263,10 +274,41 @@ def ingest_file(
     )
 
 
-def load_paths(store: Store, paths: list[str], options: IngestOptions) -> list[FileReport]:
+class Loaded(list[FileReport]):
+    """What ingest did with each file, and the hidden folders the walk passed over."""
+
+    def __init__(self, reports: list[FileReport], hidden_skipped: list[str]) -> None:
+        super().__init__(reports)
+        self.hidden_skipped = hidden_skipped
+
+
+def find_files(
+    paths: list[str], options: IngestOptions, labels: dict[str, str] | None = None
+) -> Walk:
+    """The files under ``paths``, walking into the agents' own hidden folders."""
+    return discover(paths, options.full_paths, enter=registry.agent_folders(), labels=labels)
+
+
+def load_paths(store: Store, paths: list[str], options: IngestOptions) -> Loaded:
     """Load every file under ``paths``. Each file is all-or-nothing; the first error stops.
     (Linking logged calls to their bills is the next step of the pipeline, not this one.)"""
-    return [
-        ingest_file(store, f.path, f.display, f.explicit, options, name=f.name)
-        for f in discover(paths, options.full_paths)
-    ]
+    walk = find_files(paths, options)
+    return Loaded(load_files(store, walk.files, options), walk.hidden_skipped)
+
+
+def load_files(store: Store, files: list[Found], options: IngestOptions) -> list[FileReport]:
+    """Load ``files`` in order, counting them on a terminal. Ctrl-C stops between two records
+    of a file, and nothing of that file is stored (its transaction is rolled back)."""
+    counter = Counter("reading files", len(files), minimum=20 if options.progress else 10**12)
+    reports = []
+    try:
+        for i, f in enumerate(files):
+            counter.step(i, f.display[-50:])
+            try:
+                reports.append(ingest_file(store, f.path, f.display, f.explicit, options, f.name))
+            except KeyboardInterrupt:
+                counter.done()
+                raise Interrupted(f"interrupted: nothing from {f.display} was stored") from None
+    finally:
+        counter.done()
+    return reports

@@ -38,6 +38,7 @@ CALL_COLUMNS: dict[str, pa.DataType] = {
     "model": pa.string(),
     "provider": pa.string(),
     "app": pa.string(),
+    "project": pa.string(),
     "variant": pa.string(),  # 'fast': Anthropic's fast mode, priced at its own rate
     "input_tokens": pa.int64(),
     "cached_input_tokens": pa.int64(),
@@ -106,6 +107,25 @@ def args_hash(args: object) -> str:
     except TypeError:  # nested deeper than orjson writes (repr would recurse as deep)
         canon = b"<arguments nested too deeply to compare>"
     return hashlib.sha256(canon).hexdigest()
+
+
+def args_excerpt(args: object) -> str | None:
+    """Tool arguments as a short text for a person (``show``): a string as it is, anything
+    else as compact JSON; at most ``EXCERPT_CHARS`` characters.
+
+    >>> args_excerpt({"path": "."}), args_excerpt('{"cmd": "ls"}'), args_excerpt(None)
+    ('{"path":"."}', '{"cmd": "ls"}', None)
+    """
+    if args is None:
+        return None
+    if isinstance(args, bytes):
+        args = args.decode("utf-8", "replace")
+    if isinstance(args, str):
+        return args[:EXCERPT_CHARS]
+    try:
+        return orjson.dumps(args).decode()[:EXCERPT_CHARS]
+    except TypeError:
+        return None
 
 
 def result_hash(content: object, is_error: bool | None = None) -> str:

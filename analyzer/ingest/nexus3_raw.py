@@ -20,6 +20,7 @@ hashed (the same call with the same result again is a loop; with a new result it
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import (
     Lowering,
+    args_excerpt,
     args_hash,
     brief,
     excerpt,
@@ -54,6 +56,12 @@ KIND = "log"
 SNIFF_ORDER = 40
 APP = "nexus3"
 _TYPES = {"request", "response", "stream_chunk", "stream_complete"}
+AGENT_FOLDERS = (".nexus3",)  # a hidden folder a walk of a home folder enters
+
+
+def homes(env: Mapping[str, str], home: Path) -> list[Path]:
+    """Where NEXUS3 writes its raw logs (with ``--raw-log``): ``~/.nexus3/logs``."""
+    return [home / ".nexus3" / "logs"]
 
 
 def sniff(head: Head) -> bool:
@@ -176,6 +184,7 @@ class _Reader:
                     "kind": "tool_call",
                     "tool_name": as_str(fn.get("name")),
                     "tool_args_hash": args_hash(fn.get("arguments")),
+                    "excerpt": args_excerpt(fn.get("arguments")),
                     "tool_use_id": as_str(tc.get("id")) if isinstance(tc, dict) else None,
                     "call_id": self.prev_call_id,
                     "n_records": 0,

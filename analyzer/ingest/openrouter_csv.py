@@ -243,7 +243,15 @@ def load(ctx: LoadContext) -> LoadResult:
     con, src = ctx.con, ctx.source
     header = _header(src.head)
     if header is None:
-        raise InputError("no CSV header found", path=src.display, line=1)
+        first = src.head.first_record(",") or []
+        shown = ", ".join(_normalise(c) for c in first[:8]) + (", ..." if len(first) > 8 else "")
+        raise InputError(
+            f"missing required columns {', '.join(REQUIRED_COLUMNS)}: the first line "
+            + (f"({shown}) " if shown else "")
+            + f"has none of the columns of an {TITLE}",
+            path=src.display,
+            line=1,
+        )
     names, delim = header
     seen: set[str] = set()
     for name in names:
@@ -378,7 +386,7 @@ def load(ctx: LoadContext) -> LoadResult:
             $sid AS source_id,
             $fmt AS format,
             native_id, line, ts, stream_key, seq, session_id,
-            model, provider, app, api_key, user_id, variant,
+            model, provider, app, app AS project, api_key, user_id, variant,
             tokens_prompt_d::BIGINT AS input_tokens,
             tokens_cached_d::BIGINT AS cached_input_tokens,
             tokens_completion_d::BIGINT AS output_tokens,

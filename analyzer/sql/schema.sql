@@ -50,6 +50,8 @@ CREATE TABLE IF NOT EXISTS calls (
     model               VARCHAR,
     provider            VARCHAR,
     app                 VARCHAR,
+    project             VARCHAR,            -- the work it belongs to: a Claude Code project
+                                            -- folder or Codex cwd; a bill's app
     api_key             VARCHAR,            -- the key's name or label, never a secret
     user_id             VARCHAR,
     variant             VARCHAR,            -- OpenRouter's variant (free, ...); 'fast' for a
@@ -142,6 +144,13 @@ CREATE TABLE IF NOT EXISTS incidents (
     cost_basis    VARCHAR,
     summary       VARCHAR,
     evidence      JSON
+);
+
+-- A short number for each incident, given when it is first found and kept while it is found
+-- again (the id `show N` takes and the report's anchors use).
+CREATE TABLE IF NOT EXISTS incident_numbers (
+    incident_id VARCHAR PRIMARY KEY,
+    number      BIGINT NOT NULL
 );
 
 -- The calls an incident's waste is made of (what a guard that stopped earlier would have saved).
