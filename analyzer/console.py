@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 import threading
 import time
@@ -11,6 +13,64 @@ from contextlib import contextmanager
 import click
 
 _said: set[str] = set()
+_quiet = False
+_verbose = False
+
+
+def set_quiet(quiet: bool) -> None:
+    """``--quiet``: no progress and no notes on stderr (warnings and errors still)."""
+    global _quiet
+    _quiet = quiet
+
+
+def set_verbose(verbose: bool) -> None:
+    """``--verbose``: a line for every file read."""
+    global _verbose
+    _verbose = verbose
+
+
+def verbose() -> bool:
+    return _verbose and not _quiet
+
+
+def note(message: str) -> None:
+    """An informational line on stderr (what is being read, what was done), unless quiet."""
+    if not _quiet:
+        click.echo(message, err=True)
+
+
+def width() -> int:
+    """The columns lines must fit: the terminal's (or ``$COLUMNS``), else 120 when piped."""
+    return max(60, shutil.get_terminal_size((120, 24)).columns)
+
+
+def colour() -> bool | None:
+    """Whether to colour stdout: never with ``$NO_COLOR`` set; else click decides (a terminal
+    yes, a pipe or file no)."""
+    return False if os.environ.get("NO_COLOR") else None
+
+
+def out(text: str = "", nl: bool = True) -> None:
+    """A line of a command's output on stdout (styles dropped when not a terminal)."""
+    click.echo(text, nl=nl, color=colour())
+
+
+_SEVERITY_STYLE = {
+    "high": {"fg": "red", "bold": True},
+    "medium": {"fg": "yellow"},
+    "low": {"fg": "cyan"},
+    "info": {"dim": True},
+}
+
+
+def severity(text: str, level: str) -> str:
+    """``text`` in the colour of severity ``level``."""
+    return click.style(text, **_SEVERITY_STYLE.get(level, {}))  # type: ignore[arg-type]
+
+
+def strong(text: str) -> str:
+    """A figure to notice (the wasted dollars)."""
+    return click.style(text, bold=True)
 
 
 def warn(message: str) -> None:
@@ -22,14 +82,47 @@ def warn(message: str) -> None:
 
 
 def reset_warnings() -> None:
+    """Forget what was said, and the --quiet / --verbose of the last command (one CLI run in
+    a process, or tests running many)."""
+    global _quiet, _verbose
+    _quiet = _verbose = False
+    _reset_said()
+
+
+def _reset_said() -> None:
     _said.clear()
 
 
 def stderr_is_terminal() -> bool:
     try:
-        return sys.stderr.isatty()
+        return sys.stderr.isatty() and not _quiet
     except (AttributeError, ValueError):
         return False
+
+
+class Counter:
+    """A one-line count of a long run of items (``reading 35/200 files``), redrawn in place on
+    a terminal and gone when done; nothing when piped or quiet."""
+
+    def __init__(self, label: str, total: int, minimum: int = 2) -> None:
+        self.label = label
+        self.total = total
+        self.shown = stderr_is_terminal() and total >= minimum
+        self.width = 0
+
+    def step(self, done: int, what: str = "") -> None:
+        if not self.shown:
+            return
+        text = f"{self.label} {done:,}/{self.total:,}" + (f"  {what}" if what else "")
+        text = text[:79]
+        sys.stderr.write("\r" + text.ljust(self.width))
+        sys.stderr.flush()
+        self.width = len(text)
+
+    def done(self) -> None:
+        if self.shown and self.width:
+            sys.stderr.write("\r" + " " * self.width + "\r")
+            sys.stderr.flush()
 
 
 class Progress:

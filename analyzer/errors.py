@@ -43,3 +43,13 @@ class DamagedGzipError(InputError):
 class LoaderBug(InputError):
     """A loader failed on a file in a way it should not (a value of a type it did not expect):
     a bug of ours, reported like an input error, naming the file, with nothing of it stored."""
+
+
+class Interrupted(ForensicsError):
+    """Ctrl-C: said in one line (what was not stored), exit 130 as shells expect."""
+
+    exit_code = 130
+
+
+class NothingFound(InputError):
+    """A run found no recognised input: never a silent success (exit 3)."""

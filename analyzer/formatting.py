@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import textwrap
 from datetime import datetime
 from decimal import Decimal
 
@@ -63,3 +64,46 @@ def mask_keys(text: str) -> str:
         return prefix + "…[masked]"
 
     return _KEY.sub(hide, text)
+
+
+def printable(text: object) -> str:
+    """Text from untrusted logs, safe on a terminal: control characters become ``?``.
+
+    >>> printable("ok\x1b[31m")
+    'ok?[31m'
+    """
+    return "".join(ch if ch.isprintable() else "?" for ch in str(text))
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters (cut with ``…``).
+
+    >>> cut("constant_input_low_output", 12), cut("short", 12)
+    ('constant_in…', 'short')
+    """
+    if width <= 0:
+        return ""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def wrap(text: str, width: int, indent: str = "") -> list[str]:
+    """``text`` as lines of at most ``width`` characters, each starting with ``indent``.
+
+    >>> wrap("a guard counting every max_tokens finish", 20, "  ")
+    ['  a guard counting', '  every max_tokens', '  finish']
+    """
+    return textwrap.wrap(
+        text, width=max(width, len(indent) + 10), initial_indent=indent,
+        subsequent_indent=indent, break_on_hyphens=False,
+    ) or [indent.rstrip()]  # fmt: skip
+
+
+def tokens(n: int | None) -> str:
+    """A token count for a table: ``56,065``; ``1.2M`` past ten million.
+
+    >>> tokens(56065), tokens(123_456_789), tokens(None)
+    ('56,065', '123.5M', '–')
+    """
+    if n is None:
+        return "–"
+    return f"{n / 1e6:,.1f}M" if abs(n) >= 10_000_000 else f"{n:,}"
