@@ -13,30 +13,49 @@ import re
 from pathlib import Path
 from typing import Any
 
+import click
 import jinja2
 from markupsafe import Markup
 
 from analyzer import cache
 from analyzer.backtest import GuardRun
+from analyzer.errors import ForensicsError
+from analyzer.export import incident_csv, write_incident_parquet
 from analyzer.formatting import money
 from analyzer.report import DEFAULT_TOP_INCIDENTS, Report, build_report
 from analyzer.resources import resource_dir
 from analyzer.store import Store
 from analyzer.summary import Summary
 
-REPORT_FORMATS = ("html", "md", "json")
+REPORT_FORMATS = ("html", "md", "json", "csv", "parquet")
+_EXTENSIONS = {"html": "html", "htm": "html", "md": "md", "markdown": "md", "json": "json",
+               "csv": "csv", "parquet": "parquet"}  # fmt: skip
+STDOUT = "-"
 
 
 def format_for(output: str | Path, fmt: str | None = None) -> str:
-    """The report format: as asked, else from the file's extension, else HTML.
+    """The report format: as asked, else from the file's extension (a file without one is
+    HTML; ``-``, standard output, is Markdown). An extension it does not know is an error
+    naming those it does: csv and parquet write the incident table, the others the report.
 
-    >>> format_for("x.md"), format_for("x.json"), format_for("x.txt"), format_for("x", "md")
+    >>> format_for("x.md"), format_for("x.json"), format_for("x"), format_for("x.txt", "md")
     ('md', 'json', 'html', 'md')
+    >>> format_for("x.txt")
+    Traceback (most recent call last):
+    ValueError: x.txt: unknown extension .txt (known: .html, .htm, .md, .markdown, .json, .csv, \
+.parquet; or give --format)
     """
     if fmt:
         return fmt
-    suffix = Path(output).suffix.lower().lstrip(".")
-    return {"md": "md", "markdown": "md", "json": "json"}.get(suffix, "html")
+    if str(output) == STDOUT:
+        return "md"
+    suffix = Path(output).suffix.lower()
+    if not suffix:
+        return "html"
+    if suffix.lstrip(".") not in _EXTENSIONS:
+        known = ", ".join("." + e for e in _EXTENSIONS)
+        raise ValueError(f"{output}: unknown extension {suffix} (known: {known}; or give --format)")
+    return _EXTENSIONS[suffix.lstrip(".")]
 
 
 def _num(x: float | int | None) -> str:
@@ -112,11 +131,17 @@ def write_report(
     summary: Summary | None = None, guards: GuardRun | None = None, top: int = 10,
     reuse: bool = False,
 ) -> Path:  # fmt: skip
-    """Write the report to ``out`` (atomically). With ``reuse``, a page kept from an earlier
+    """Write the report to ``out`` (atomically; ``-`` is standard output): the page, or for
+    ``csv`` and ``parquet`` the incident table. With ``reuse``, a page kept from an earlier
     run over the same data, incidents, guards and options is written again as it was (the same
     inputs give the same bytes), and a newly built one is kept."""
-    text = None
-    if reuse:
+    if fmt == "parquet":
+        if str(out) == STDOUT:
+            raise ForensicsError("a Parquet file cannot be written to standard output")
+        return write_incident_parquet(store, out)
+    text = incident_csv(store) if fmt == "csv" else None
+    k = ""
+    if reuse and text is None:
         if guards is None or guards.key is not None:
             digest = guards.key if guards else None
         else:
@@ -130,6 +155,9 @@ def write_report(
         text = render(report, fmt)
         if reuse:
             cache.put(store, "report", k, text)
+    if str(out) == STDOUT:
+        click.echo(text, nl=False)
+        return out
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".partial")
     tmp.write_text(text, encoding="utf-8", newline="\n")

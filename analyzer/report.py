@@ -215,7 +215,7 @@ def _breakdown(store: Store, column: str, top: int) -> list[Breakdown]:
     return [Breakdown(_clean(str(n)), int(c), _f(u), _f(w), int(k)) for n, c, u, w, k in rows]
 
 
-def _incidents_calls(store: Store, incs: list[Incident]) -> dict[str, list[tuple[Any, ...]]]:
+def incidents_calls(store: Store, incs: list[Incident]) -> dict[str, list[tuple[Any, ...]]]:
     """The calls of each incident: its stream from the first to the last call (both included);
     when they lie in different streams (a parent and its sub-agents), every call of the
     session and its sub-agents in the incident's time span. One query for all incidents."""
@@ -386,7 +386,7 @@ def build_report(
     ]
     incidents = [
         IncidentRow(
-            rank=r,
+            rank=i.number if i.number is not None else r,  # its id: `show N` takes it
             incident_id=_clean(i.incident_id),
             detector=_clean(i.detector),
             severity=i.severity,
@@ -405,7 +405,7 @@ def build_report(
     ]
     sections = []
     shown = summary.incidents[:top_incidents]
-    calls_of = _incidents_calls(store, shown)
+    calls_of = incidents_calls(store, shown)
     for row, inc in zip(incidents[:top_incidents], shown, strict=True):
         calls, omitted = _call_rows(calls_of[inc.incident_id])
         ids = {c.call_id: c.provider_id for c in calls}

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from analyzer.console import warn
+from analyzer.console import strong, warn
 from analyzer.detect import load_incidents
-from analyzer.formatting import iso, money
+from analyzer.formatting import cut, iso, money, printable, wrap
 from analyzer.incident import Incident
 from analyzer.ingest.flow import FileReport
 from analyzer.link import reconciliation
 from analyzer.pricing import unpriced_warning
 from analyzer.scoring import Result
 from analyzer.store import Store
+from analyzer.timewindow import local
+from analyzer.views import Where, render_incident_list
 
 
 @dataclass
@@ -162,30 +166,10 @@ def warn_unpriced(s: Summary) -> None:
             warn(unpriced_warning(model))
 
 
-def _clean(text: str) -> str:
-    """Names come from untrusted exports: keep control characters off the user's terminal."""
-    return "".join(ch if ch.isprintable() else "?" for ch in text)
-
-
-def render_incidents(incidents: list[Incident], limit: int = 25) -> str:
-    """Incidents, most wasted dollars first, one line each."""
-    if not incidents:
-        return "No incidents.\n"
-    total = sum((i.wasted_usd for i in incidents), Decimal(0))
-    out = [f"Incidents ({len(incidents)}, {money(total)} wasted), most wasted first"]
-    for i in incidents[:limit]:
-        when = f"{i.start_ts:%Y-%m-%d %H:%M}" if i.start_ts else ""
-        out.append(
-            f"  {i.severity:<6} {money(i.wasted_usd):>9}  {i.detector:<26} {when:<16}  "
-            + _clean(i.summary)
-        )
-    if len(incidents) > limit:
-        out.append(f"  ... and {len(incidents) - limit} more (--json lists them all)")
-    return "\n".join(out) + "\n"
-
-
-def render_text(s: Summary) -> str:
-    """The terminal summary (plain text, no colour: it may be piped)."""
+def render_text(
+    s: Summary, places: dict[str, Where] | None = None, tz: str = "UTC", width: int = 100
+) -> str:
+    """The terminal summary, fitted to ``width`` (colour is dropped when piped)."""
     out: list[str] = []
     if not s.calls:
         return "No calls in the store.\n"
@@ -194,35 +178,47 @@ def render_text(s: Summary) -> str:
     else:
         days = (s.period_end - s.period_start).total_seconds() / 86400
         untimed = f"; {s.calls_without_time:,} calls have no time" if s.calls_without_time else ""
+        start, end = local(s.period_start, tz), local(s.period_end, tz)
         out.append(
-            f"Period   {s.period_start:%Y-%m-%d %H:%M} to {s.period_end:%Y-%m-%d %H:%M} UTC"
+            f"Period   {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} {tz}"
             f" ({days:.1f} days{untimed})"
         )
+    pad = " " * 9
+
+    def field(label: str, text: str) -> None:
+        lines = wrap(text, width - 9)
+        out.append(f"{label:<9}{lines[0]}")
+        out.extend(pad + line for line in lines[1:])
+
     basis = ", ".join(f"{n:,} {b}" for b, n in s.calls_by_basis.items())
-    out.append(f"Calls    {s.calls:,} ({basis})")
+    field("Calls", f"{s.calls:,} ({basis})")
     if len(s.calls_by_format) > 1:
-        out.append("         " + ", ".join(f"{n:,} {f}" for f, n in s.calls_by_format.items()))
+        field("", ", ".join(f"{n:,} {f}" for f, n in s.calls_by_format.items()))
     if s.reconciliation:
         rec = s.reconciliation
-        out.append(
-            f"Matched  {rec['matched']:,} logged calls to their billing rows; unmatched: "
+        field(
+            "Matched",
+            f"{rec['matched']:,} logged calls to their billing rows; unmatched: "
             f"{rec['log_calls_unmatched']:,} logged calls in the billed period, "
-            f"{rec['billing_rows_unmatched']:,} billing rows near logged sessions"
+            f"{rec['billing_rows_unmatched']:,} billing rows near logged sessions",
         )
     parts = ", ".join(f"{money(u)} {b}" for b, u in s.usd_by_basis.items())
-    out.append(
-        f"Spend    {money(s.total_usd)}" + (f" ({parts})" if len(s.usd_by_basis) > 1 else "")
-    )
+    field("Spend", money(s.total_usd) + (f" ({parts})" if len(s.usd_by_basis) > 1 else ""))
     if s.unpriced_models:
-        named = ", ".join(f"{_clean(m)} ({n:,})" for m, n in s.unpriced_models.items())
-        out.append(f"Unpriced {named}: no known price, counted as $0")
+        named = ", ".join(f"{printable(m)} ({n:,})" for m, n in s.unpriced_models.items())
+        field("Unpriced", f"{named}: no known price, counted as $0")
     share = float(s.wasted_usd / s.total_usd) if s.total_usd else 0.0
-    out.append(f"Wasted   {money(s.wasted_usd)} ({share:.1%}) in {len(s.incidents)} incidents")
+    out.append(
+        f"Wasted   {strong(money(s.wasted_usd))} ({share:.1%}) in {len(s.incidents)} incidents"
+    )
     if s.rejects:
-        out.append(f"Rejects  {s.rejects:,} input records could not be loaded (see `rejects`)")
+        field("Rejects", f"{s.rejects:,} input records could not be loaded "
+                         "(`llm-forensics rejects` lists them)")  # fmt: skip
     if s.incidents:
         out.append("")
-        out.append(render_incidents(s.incidents).rstrip("\n"))
+        out.append(
+            render_incident_list(s.incidents, places or {}, tz, width, limit=10).rstrip("\n")
+        )
     spend: tuple[tuple[str, list[SpendRow]], ...] = (
         ("model", s.by_model),
         ("app", s.by_app),
@@ -231,66 +227,137 @@ def render_text(s: Summary) -> str:
     for title, rows in spend:
         out.append("")
         out.append(f"Spend by {title} (top {len(rows)})")
-        width = max([len(_clean(r.name)) for r in rows] + [len(title)])
-        width = min(width, 48)
-        out.append(f"  {title:<{width}}  {'calls':>9}  {'spend':>12}  {'share':>6}")
+        name_w = max([len(printable(r.name)) for r in rows] + [len(title)])
+        name_w = max(8, min(name_w, width - 37))
+        out.append(f"  {title:<{name_w}}  {'calls':>9}  {'spend':>12}  {'share':>6}")
         for r in rows:
-            name = _clean(r.name)
-            name = name if len(name) <= width else name[: width - 1] + "…"
-            out.append(f"  {name:<{width}}  {r.calls:>9,}  {money(r.usd):>12}  {r.share:>6.1%}")
+            name = cut(printable(r.name), name_w)
+            out.append(f"  {name:<{name_w}}  {r.calls:>9,}  {money(r.usd):>12}  {r.share:>6.1%}")
     return "\n".join(out) + "\n"
 
 
-def render_backtest(results: list[Result]) -> str:
+def _g(x: float | None) -> str:
+    """A guard's value for a table: ``–``, ``3``, ``3.29``, ``1,250``."""
+    if x is None:
+        return "–"
+    if float(x).is_integer():
+        return f"{int(x):,}"
+    return f"{x:,.2f}" if abs(x) < 1000 else f"{x:,.0f}"
+
+
+def render_backtest(results: list[Result], width: int = 100) -> str:
     """The guard replay as a table, one policy (or swept value) a line, with what a team needs
-    to pick a threshold: what it stopped of its targets, what it prevented and missed, the harm
-    it did, the net, and how close healthy work came to tripping it (headroom)."""
+    to pick a threshold: what it stopped of its targets, the waste it prevented and missed,
+    and apart from that the harm it did (never summed into one "saved" figure), the net, and
+    how close healthy work came to tripping it (headroom). Fitted to ``width``."""
     if not results:
         return "No policies.\n"
     sweep = len({r.policy for r in results}) < len(results)
-    head = (
-        f"{'policy':<30} {'stopped':>8} {'prevented':>10} {'missed':>9} {'false':>6} "
-        f"{'harm':>9} {'net':>9} {'headroom':>8} {'nudges':>6} {'latency':>7}"
-    )
-    out = [head]
+    if not sweep and not any(r.incidents_total for r in results):
+        return _no_targets(results, width)
     single = len({r.policy for r in results}) == 1
-    if sweep and single:
-        out.insert(0, f"{results[0].policy}, its stop threshold swept")
+    names = []
     for r in results:
         name = r.policy
         if sweep and any(x.policy == r.policy for x in results if x is not r):
             suffix = f"stop={r.params['stop']:g}"
-            name = suffix if single else f"{r.policy[: 29 - len(suffix)]} {suffix}"
-        name = name if len(name) <= 30 else name[:29] + "…"
-        latency = "–" if r.median_latency_events is None else f"{r.median_latency_events:g}"
-        headroom = "–" if r.headroom is None else f"{r.headroom:g}"
+            name = suffix if single else f"{r.policy} {suffix}"
+        names.append(name)
+    # The columns after the name, and the order they give way in on a narrow terminal.
+    columns: list[tuple[str, int, Callable[[Result], str]]] = [
+        ("stopped", 7, lambda r: f"{r.incidents_stopped}/{r.incidents_total}"),
+        ("prevented", 10, lambda r: money(r.waste_prevented_usd)),
+        ("missed", 9, lambda r: money(r.waste_missed_usd)),
+        ("false", 6, lambda r: f"{r.false_trips:,}"),
+        ("false $", 9, lambda r: money(r.usd_false_trips)),
+        ("harm", 9, lambda r: money(r.harm_usd)),
+        ("net", 9, lambda r: money(r.net_usd)),
+        ("headroom", 8, lambda r: _g(r.headroom)),
+        ("latency", 7, lambda r: _g(r.median_latency_events)),
+    ]
+    natural = max(max(len(n) for n in names), len("policy"))
+    left_out: list[str] = []
+    for give_way in ("latency", "headroom", "missed"):
+        if natural + sum(w + 1 for _, w, _ in columns) <= width:
+            break
+        columns = [c for c in columns if c[0] != give_way]
+        left_out.append(give_way)
+    name_w = max(12, min(natural, width - sum(w + 1 for _, w, _ in columns)))
+    out = [f"{results[0].policy}, its stop threshold swept"] if sweep and single else []
+    out.append(f"{'policy':<{name_w}}" + "".join(f" {h:>{w}}" for h, w, _ in columns))
+    for name, r in zip(names, results, strict=True):
         out.append(
-            f"{name:<30} {r.incidents_stopped:>3}/{r.incidents_total:<4} "
-            f"{money(r.waste_prevented_usd):>10} {money(r.waste_missed_usd):>9} "
-            f"{r.false_trips:>6,} {money(r.harm_usd):>9} {money(r.net_usd):>9} "
-            f"{headroom:>8} {len(r.nudges):>6,} {latency:>7}"
+            f"{cut(name, name_w):<{name_w}}" + "".join(f" {get(r):>{w}}" for _, w, get in columns)
         )
+    if left_out:
+        out += wrap(f"left out to fit {width} columns: {', '.join(left_out)} (a wider "
+                    "terminal, or --json, shows them)", width)  # fmt: skip
+    nudging = [r.policy for r in {x.policy: x for x in results}.values() if r.nudges]
+    if nudging:
+        out += wrap(f"nudges (listed apart, never assumed to work): {', '.join(nudging)}", width)
     blind: dict[tuple[int, int], list[str]] = {}
     for r in {x.policy: x for x in results}.values():
         if r.blind_calls:
             blind.setdefault((r.blind_calls, r.calls_total), []).append(r.policy)
-    for (n, total), names in blind.items():
-        out.append(
-            f"blind on {n:,} of {total:,} calls (billing rows carry no tool or thinking signal, "
-            f"and no turns; left out): {', '.join(names)}"
+    for (n, total), policies in blind.items():
+        out += wrap(
+            f"blind on {n:,} of {total:,} calls (billing rows carry no tool or thinking signal "
+            f"and no turns; left out of their figures): {', '.join(policies)}",
+            width,
         )
     judged = max((r.incidents_total for r in results), default=0)
     if sweep and judged < 5:
         out.append(f"judged on {judged} target incident(s): too few to read as proof")
-    out.append(
-        "stopped: target incidents (events: incidents sharing wasted calls count once; medium "
-        "and high only) stopped / judged on; prevented, missed: their waste after the stop / "
-        "left; false: stops that prevented nothing; harm: what the stops killed that was not "
-        "waste, and outputs a failing stop threw away; net = prevented - harm; headroom: the "
-        "highest value the guard reached on healthy work; latency: median of the guard's own "
-        "events from an incident's start to the trip."
+    out += wrap(
+        "stopped: of the policy's target incidents with wasted calls (medium and high "
+        "severity; info pointers are not counted; incidents sharing wasted calls count once), "
+        "how many a stop cut short. prevented / missed: their waste after the stop / left. "
+        "false: stops that prevented nothing; false $: the work they killed. harm: false $ "
+        "plus productive work that true stops killed and outputs a failing stop threw away. "
+        "net = prevented - harm. headroom: the highest value the guard reached on healthy "
+        "work. latency: median of the guard's own events from an incident's start to the trip.",
+        width,
     )
     return "\n".join(out) + "\n"
+
+
+def _no_targets(results: list[Result], width: int) -> str:
+    """The guards where there is no incident to stop: one line of what they would still have
+    done (stopped healthy work), not a table of zeros."""
+    false = [(r.policy, r.false_trips) for r in results if r.false_trips]
+    text = f"No incident with waste for the {len(results)} guards to stop"
+    if false:
+        named = ", ".join(f"{p} ({n:,})" for p, n in false)
+        text += f"; these would have stopped healthy work (false trips): {named}"
+    else:
+        text += ", and none would have stopped healthy work"
+    return "\n".join(wrap(text + ".", width)) + "\n"
+
+
+def files_summary(reports: list[FileReport]) -> str:
+    """What ingest did, in one line: files read, loaded, unchanged and passed over (named)."""
+    counts = Counter(r.status for r in reports)
+    records = sum(r.rows_read for r in reports)
+    parts = [f"{counts['loaded']:,} loaded ({records:,} records"]
+    rejected = sum(r.rows_rejected for r in reports)
+    dup = sum(r.rows_duplicate for r in reports)
+    parts[0] += (
+        (f", {rejected:,} rejected" if rejected else "")
+        + (f", {dup:,} duplicate" if dup else "")
+        + ")"
+    )
+    if counts["unchanged"]:
+        parts.append(f"{counts['unchanged']:,} unchanged")
+    passed = [r.path for r in reports if r.status in ("unrecognised", "unreadable")]
+    if passed:
+        more = f" and {len(passed) - 3:,} more" if len(passed) > 3 else ""
+        shown = ", ".join(passed[:3]) + more
+        parts.append(f"{len(passed):,} not an agent log or bill ({shown})")
+    return (
+        f"read {len(reports):,} {'file' if len(reports) == 1 else 'files'}: "
+        + "; ".join(parts)
+        + ("" if not passed or len(passed) <= 3 else " (--verbose lists every file)")
+    )
 
 
 def file_lines(reports: list[FileReport]) -> list[str]:

@@ -1,0 +1,272 @@
+"""Terminal views of the store: usage tables, the incident list and the rejects, each fitted to
+the terminal's width (cut or wrapped, never wider), numbers with thousands separators, names
+from logs made printable. Colour is added with click's styles and dropped off a terminal."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from analyzer.console import severity, strong
+from analyzer.formatting import cut, money, printable, wrap
+from analyzer.incident import Incident
+from analyzer.store import Store
+from analyzer.timewindow import local
+from analyzer.usage import BASES, TOKENS, Usage, UsageRow
+
+_UUID = re.compile(r"\b([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+
+# -- usage ----------------------------------------------------------------------------------
+
+_HEADS = {
+    "daily": "date",
+    "weekly": "week of",
+    "monthly": "month",
+    "session": "session",
+    "project": "project",
+    "model": "model",
+}
+
+
+def render_usage(u: Usage, width: int = 100) -> str:
+    """A usage view as a table with a totals row; with a breakdown, each row's models below
+    it. On a narrow terminal the least needed columns give way (never calls or dollars), then
+    the key column is cut."""
+    bases = u.bases()
+    # (heading, width, value, priority: the lowest gives way first)
+    cols: list[tuple[str, int, Callable[[UsageRow], str], int]] = [
+        ("calls", 7, lambda r: f"{r.calls:,}", 9),
+        ("input", 11, lambda r: f"{r.input:,}", 6),
+        ("cache write", 11, lambda r: f"{r.cache_write:,}", 4),
+        ("cache read", 13, lambda r: f"{r.cache_read:,}", 5),
+        ("output", 11, lambda r: f"{r.output:,}", 7),
+        ("reasoning", 11, lambda r: f"{r.reasoning:,}", 2),
+        ("total", 13, lambda r: f"{r.total_tokens:,}", 3),
+        ("$", 10, lambda r: money(r.total_usd), 9),
+    ]
+    if not u.total.reasoning:  # no output was reasoning (or none was logged as such)
+        cols = [c for c in cols if c[0] != "reasoning"]
+    if len(bases) > 1:
+        cols += [(f"$ {b}", 11, _basis(b), 1) for b in bases]
+    if u.total.unpriced_calls:
+        cols.append(("unpriced", 8, lambda r: f"{r.unpriced_calls:,}", 8))
+
+    rows: list[tuple[str, UsageRow]] = []
+    for r in u.rows:
+        key = printable(r.key)
+        if u.view == "session":
+            key = _UUID.sub(lambda m: m.group(1) + "…", key)
+            if r.project:
+                key = f"{key}  {cut(printable(Path(r.project).name or r.project), 24)}"
+        rows.append((key, r))
+        rows += [("  └ " + printable(part.key), part) for part in u.breakdown.get(r.key, [])]
+    natural = max([len(k) for k, _ in rows] + [len(_HEADS[u.view]), 5])
+    dropped: list[str] = []
+    while min(natural, 30) + sum(c[1] + 1 for c in cols) > width:
+        weakest = min((c for c in cols if c[3] < 9), key=lambda c: c[3], default=None)
+        if weakest is None:
+            break
+        cols.remove(weakest)
+        dropped.append(weakest[0])
+    key_w = max(8, min(natural, width - sum(c[1] + 1 for c in cols)))
+
+    def line(key: str, r: UsageRow) -> str:
+        return cut(key, key_w).ljust(key_w) + "".join(f" {get(r):>{w}}" for _, w, get, _ in cols)
+
+    lines = [_HEADS[u.view].ljust(key_w) + "".join(f" {h:>{w}}" for h, w, _, _ in cols)]
+    lines += [line(key, r) for key, r in rows]
+    lines.append("-" * len(lines[0]))
+    lines.append(strong(line("Total", u.total)))
+    notes = [f"days in {u.tz}" if u.view in ("daily", "weekly", "monthly") else ""]
+    if dropped:
+        notes.append(f"left out to fit {width} columns: {', '.join(dropped)} (--json or --csv "
+                     "has every column)")  # fmt: skip
+    if u.total.unpriced_calls:
+        notes.append("unpriced: calls with tokens and no known price, counted as $0")
+    if u.view == "session":
+        notes.append("session ids shortened (--json or --csv has them whole), then the project")
+    notes.append("input: fresh prompt tokens (cache reads and writes apart); output includes "
+                 "reasoning")  # fmt: skip
+    for n in filter(None, notes):
+        lines += wrap(n, width)
+    return "\n".join(lines) + "\n"
+
+
+def _basis(b: str) -> Callable[[UsageRow], str]:
+    return lambda r: money(r.usd[b]) if b in r.usd else "–"
+
+
+def usage_csv(u: Usage) -> str:
+    """A usage view as CSV: one row per key (and per key and model with a breakdown), then
+    the totals row; every cost basis in its own column."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    head = [u.view, "model", "calls", *TOKENS, "usd", *(f"usd_{b}" for b in BASES),
+            "unpriced_calls", "first", "last"]  # fmt: skip
+    w.writerow(head)
+
+    def row(key: str, model: str, r: UsageRow) -> list[Any]:
+        return [
+            key, model, r.calls, *(getattr(r, t) for t in TOKENS), _dec(r.total_usd),
+            *(_dec(r.usd.get(b, Decimal(0))) for b in BASES), r.unpriced_calls,
+            _iso(r.first_ts), _iso(r.last_ts),
+        ]  # fmt: skip
+
+    for r in u.rows:
+        w.writerow(row(r.key, "", r))
+        for part in u.breakdown.get(r.key, []):
+            w.writerow(row(r.key, part.key, part))
+    w.writerow(row("Total", "", u.total))
+    return buf.getvalue()
+
+
+def _dec(d: Decimal) -> str:
+    return f"{d:.10f}".rstrip("0").rstrip(".") if d else "0"
+
+
+def _iso(ts: datetime | None) -> str:
+    return "" if ts is None else ts.isoformat() + "Z"
+
+
+# -- incidents ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Where:
+    """Whose calls an incident is made of: the app, API key, model and project most of them
+    carry."""
+
+    app: str | None
+    api_key: str | None
+    model: str | None
+    project: str | None
+
+    def label(self) -> str:
+        parts = [self.app or self.project, self.api_key, self.model]
+        return " · ".join(printable(p) for p in parts if p) or "(no app, key or model)"
+
+
+def where(store: Store, incidents: list[Incident]) -> dict[str, Where]:
+    """Each incident's app, key, model and project (the most common among its wasted calls,
+    else its first call)."""
+    if not incidents:
+        return {}
+    rows = store.con.execute(
+        """WITH i AS (SELECT unnest($ids) AS incident_id),
+           ic AS (SELECT incident_id, call_id FROM incident_calls
+                  WHERE incident_id IN (SELECT incident_id FROM i)
+                  UNION
+                  SELECT incident_id, first_call_id FROM incidents
+                  WHERE incident_id IN (SELECT incident_id FROM i))
+           SELECT ic.incident_id, mode(c.app), mode(c.api_key), mode(c.model),
+                  mode(c.project)
+           FROM ic JOIN calls c USING (call_id) GROUP BY 1""",
+        {"ids": [i.incident_id for i in incidents]},
+    ).fetchall()
+    return {str(r[0]): Where(*(None if v is None else str(v) for v in r[1:])) for r in rows}
+
+
+def incident_head(i: Incident, tz: str) -> str:
+    """The first line of an incident in a list: number, severity, waste, time, detector."""
+    when = f"{local(i.start_ts, tz):%Y-%m-%d %H:%M}" if i.start_ts else "(no time)".ljust(16)
+    number = f"#{i.number}" if i.number is not None else "#?"
+    return (
+        f"{number:>4} {severity(f'{i.severity:<6}', i.severity)} "
+        f"{strong(f'{money(i.wasted_usd):>9}')}  {when}  {i.detector}"
+    )
+
+
+def render_incident_list(
+    incidents: list[Incident],
+    places: dict[str, Where],
+    tz: str = "UTC",
+    width: int = 100,
+    limit: int | None = 25,
+) -> str:
+    """Incidents, most wasted dollars first: a line of who/when/what, then the summary
+    wrapped below it."""
+    if not incidents:
+        return "No incidents.\n"
+    total = sum((i.wasted_usd for i in incidents), Decimal(0))
+    out = [f"Incidents ({len(incidents)}, {strong(money(total))} wasted), most wasted first "
+           f"(times in {tz}; `llm-forensics show N` for one)"]  # fmt: skip
+    shown = incidents if limit is None else incidents[:limit]
+    for i in shown:
+        out.append(incident_head(i, tz))
+        w = places.get(i.incident_id)
+        label = f"[{w.label()}] " if w is not None else ""
+        out += wrap(label + printable(i.summary), width, " " * 5)
+    if len(incidents) > len(shown):
+        out.append(f"  ... and {len(incidents) - len(shown)} more (`llm-forensics incidents` "
+                   "lists them all)")  # fmt: skip
+    return "\n".join(out) + "\n"
+
+
+def incidents_csv(incidents: list[Incident], places: dict[str, Where]) -> str:
+    """The incident table as CSV (what ``-o incidents.csv`` writes)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    rows = incident_table(incidents, places)
+    if rows:
+        w.writerow(rows[0].keys())
+    for r in rows:
+        w.writerow(["" if v is None else v for v in r.values()])
+    return buf.getvalue()
+
+
+def incident_table(incidents: list[Incident], places: dict[str, Where]) -> list[dict[str, Any]]:
+    """One flat record per incident (CSV and Parquet columns)."""
+    out = []
+    for i in incidents:
+        w = places.get(i.incident_id)
+        out.append(
+            {
+                "number": i.number, "incident_id": i.incident_id, "detector": i.detector,
+                "severity": i.severity, "wasted_usd": _dec(i.wasted_usd),
+                "wasted_tokens": i.wasted_tokens, "n_calls": i.n_calls,
+                "start_ts": _iso(i.start_ts), "end_ts": _iso(i.end_ts),
+                "app": w.app if w else None, "api_key": w.api_key if w else None,
+                "model": w.model if w else None, "project": w.project if w else None,
+                "session_id": i.session_id, "stream_key": i.stream_key,
+                "cost_basis": i.cost_basis, "summary": i.summary,
+            }
+        )  # fmt: skip
+    return out
+
+
+# -- rejects --------------------------------------------------------------------------------
+
+
+def render_rejects(rows: list[tuple[str, int | None, str, str | None]], width: int = 100) -> str:
+    """``file:line: reason`` and the excerpt indented below, a reject each."""
+    if not rows:
+        return "No rejected records.\n"
+    out = []
+    for path, line, reason, excerpt in rows:
+        where_ = f"{printable(path)}:{line}" if line is not None else printable(path)
+        out += wrap(f"{where_}: {printable(reason)}", width)
+        if excerpt:
+            out.append("    " + cut(printable(excerpt).replace("\n", " "), width - 4))
+    return "\n".join(out) + "\n"
+
+
+def rejects(store: Store, file: str | None = None) -> list[tuple[str, int | None, str, str | None]]:
+    """The rejected records (of the files whose path contains ``file``), in file and line
+    order."""
+    where_ = "WHERE s.path LIKE '%' || $f || '%'" if file else ""
+    return [
+        (str(p), None if line is None else int(line), str(reason), excerpt)
+        for p, line, reason, excerpt in store.con.execute(
+            f"""SELECT s.path, r.line, r.reason, r.excerpt
+                FROM rejects r JOIN sources s USING (source_id) {where_}
+                ORDER BY s.source_id, r.line NULLS LAST""",
+            {"f": file} if file else {},
+        ).fetchall()
+    ]

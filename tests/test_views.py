@@ -1,0 +1,313 @@
+"""The views of a store: usage tables (held to SQL over ``calls`` to the cent, and to ccusage's
+own figures on the real Claude Code samples), the time filters, the incident list, ``show``,
+``rejects`` and ``export``."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from analyzer.cli import cli
+from analyzer.store import OFFLINE
+from tests.helpers import SAMPLE_DATA, or_row, shared_samples, write_csv
+
+# The five Claude Code transcripts among ../shared/samples, and what ccusage 20.0.24 prints for
+# them (`ccusage daily --json -z UTC` and `ccusage session --json`, with the files as the only
+# project of a fake home): input, cache creation, cache read and output tokens.
+CC_FILES = {
+    "jnarowski__agentcmd__full-session-four.jsonl": "2d984148-cddb-4605-aac1-13e720fe613c",
+    "marot__spotter__agent-acompact-e1f845.jsonl":
+        "4d5611e5-241a-462a-8d15-5122611a9569:agent-acompact-e1f845",
+    "marot__spotter__agent-afc096d.jsonl": "6c2214d7-b87e-4432-8e41-22ba294ea584:agent-afc096d",
+    "oneryalcin__fasthooks__sample_main_transcript.jsonl": "c45af7b1-cb7c-4e51-93db-8cbb250a877a",
+    "pypi-data__pypi-mirror-400__fasthooks-0.1.4__sample_agent_sidechain.jsonl":
+        "c45af7b1-cb7c-4e51-93db-8cbb250a877a:agent-af1ff21",
+}  # fmt: skip
+CCUSAGE_DAILY = {
+    "2025-10-26": (48, 64499, 1178761, 228),
+    "2026-01-02": (860, 8467, 223265, 1632),
+    "2026-02-10": (219, 39438, 457858, 28),
+    "2026-02-12": (3, 8681, 164830, 8),
+}
+CCUSAGE_SESSIONS = {  # ccusage names a session by its file
+    "jnarowski__agentcmd__full-session-four.jsonl": (48, 64499, 1178761, 228),
+    "marot__spotter__agent-acompact-e1f845.jsonl": (3, 8681, 164830, 8),
+    "marot__spotter__agent-afc096d.jsonl": (219, 39438, 457858, 28),
+    "oneryalcin__fasthooks__sample_main_transcript.jsonl": (132, 8467, 223265, 1480),
+    "pypi-data__pypi-mirror-400__fasthooks-0.1.4__sample_agent_sidechain.jsonl": (728, 0, 0, 152),
+}
+TOKENS = ("input", "cache_write", "cache_read", "output")
+
+
+@pytest.fixture(scope="module")
+def cc_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("cc")
+    for name in CC_FILES:
+        shutil.copy(shared_samples() / name, folder / name)
+    db = folder / "cc.duckdb"
+    result = CliRunner().invoke(cli, ["ingest", "--db", str(db), str(folder)])
+    assert result.exit_code == 0, result.output
+    return db
+
+
+@pytest.fixture(scope="module")
+def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("views") / "sample.duckdb"
+    result = CliRunner().invoke(cli, ["audit", "--db", str(db), str(SAMPLE_DATA), "-q"])
+    assert result.exit_code == 0, result.output
+    return db
+
+
+def usage_json(db: Path, *args: str) -> dict:  # type: ignore[type-arg]
+    result = CliRunner().invoke(cli, ["usage", *args, "--db", str(db), "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def test_daily_tokens_agree_with_ccusage(cc_db: Path) -> None:
+    data = usage_json(cc_db, "daily")
+    assert {r["key"]: tuple(r[t] for t in TOKENS) for r in data["rows"]} == CCUSAGE_DAILY
+
+
+def test_session_tokens_agree_with_ccusage(cc_db: Path) -> None:
+    data = usage_json(cc_db, "session")
+    ours = {r["key"]: tuple(r[t] for t in TOKENS) for r in data["rows"]}
+    assert ours == {CC_FILES[f]: figures for f, figures in CCUSAGE_SESSIONS.items()}
+
+
+def test_weekly_starts_on_monday_and_monthly_adds_up(cc_db: Path) -> None:
+    weekly = usage_json(cc_db, "weekly")
+    assert [r["key"] for r in weekly["rows"]] == ["2025-10-20", "2025-12-29", "2026-02-09"]
+    monthly = usage_json(cc_db, "monthly")
+    assert [r["key"] for r in monthly["rows"]] == ["2025-10", "2026-01", "2026-02"]
+    assert monthly["rows"][2]["input"] == 219 + 3  # both February days
+    # A zone moves calls across days: 2025-10-26 is one UTC day; in Tokyo some fall on the 27th.
+    tokyo = usage_json(cc_db, "daily", "--tz", "Asia/Tokyo")
+    assert sum(r["calls"] for r in tokyo["rows"]) == sum(
+        r["calls"] for r in usage_json(cc_db, "daily")["rows"]
+    )
+
+
+@pytest.mark.parametrize("view", ["daily", "weekly", "monthly", "session", "project", "model"])
+def test_every_view_agrees_with_sql_over_calls_to_the_cent(sample_db: Path, view: str) -> None:
+    data = usage_json(sample_db, view, "--breakdown")
+    con = duckdb.connect(str(sample_db), read_only=True, config=OFFLINE)
+    try:
+        calls, inp, cw, cr, out, reasoning, billed, estimated = con.execute(
+            """SELECT count(*),
+                      sum(input_tokens - coalesce(cached_input_tokens, 0)
+                          - coalesce(cache_write_tokens, 0)),
+                      sum(cache_write_tokens), sum(cached_input_tokens), sum(output_tokens),
+                      sum(reasoning_tokens),
+                      sum(cost_usd) FILTER (WHERE cost_basis = 'billed'),
+                      sum(cost_usd) FILTER (WHERE cost_basis = 'estimated')
+               FROM calls WHERE superseded_by IS NULL"""
+        ).fetchone()  # type: ignore[misc]
+    finally:
+        con.close()
+    total = data["totals"]
+    keys = ("calls", "input", "cache_write", "cache_read", "output", "reasoning")
+    assert tuple(total[k] for k in keys) == (calls, inp, cw, cr, out, reasoning)
+    assert round(Decimal(str(total["usd_billed"])), 2) == round(billed, 2)
+    assert round(Decimal(str(total["usd_estimated"])), 2) == round(estimated, 2)
+    # The rows add up to the totals, and each row's models add up to the row.
+    assert sum(r["calls"] for r in data["rows"]) == calls
+    assert sum(r["usd"] for r in data["rows"]) == pytest.approx(total["usd"], abs=0.005)
+    for row in data["rows"]:
+        assert sum(b["calls"] for b in row["breakdown"]) == row["calls"]
+        assert sum(b["output"] for b in row["breakdown"]) == row["output"]
+
+
+def test_project_view_names_projects_apps_and_cwds(sample_db: Path) -> None:
+    keys = {r["key"] for r in usage_json(sample_db, "project")["rows"]}
+    # The Claude Code project folder, the OpenRouter apps, the NEXUS3 app (no project).
+    assert {"-home-dev-koda", "CodeSmith", "Penguin", "nexus3"} <= keys
+
+
+def test_usage_table_fits_the_terminal_with_a_totals_row(cc_db: Path) -> None:
+    for columns in (80, 120, 200):
+        result = CliRunner().invoke(
+            cli, ["usage", "daily", "--db", str(cc_db)], env={"COLUMNS": str(columns)}
+        )
+        lines = result.stdout.splitlines()
+        assert max(len(line) for line in lines) <= columns
+        assert any((line.startswith("Total ") and "2,148,825" in line) or "$0.90" in line
+                   for line in lines)  # fmt: skip
+    csv_text = CliRunner().invoke(cli, ["usage", "daily", "--db", str(cc_db), "--csv"]).stdout
+    assert csv_text.splitlines()[0].startswith("daily,model,calls,input,cache_write,cache_read")
+    assert csv_text.splitlines()[-1].startswith("Total,,62,1130,121085,2024714,1896,")
+
+
+def test_since_and_until_filter_every_reader(sample_db: Path) -> None:
+    day = usage_json(sample_db, "daily", "--since", "2025-12-13", "--until", "2025-12-13")
+    assert [r["key"] for r in day["rows"]] == ["2025-12-13"]
+    runner = CliRunner()
+    found = runner.invoke(cli, ["incidents", "--db", str(sample_db), "--json",
+                                "--since", "2025-12-13", "--until", "2025-12-15"])  # fmt: skip
+    dates = sorted(i["start_ts"][:10] for i in json.loads(found.stdout))
+    assert dates == ["2025-12-13", "2025-12-13", "2025-12-15"]
+    # In Berlin the day starts an hour earlier (UTC+1 in December).
+    evening = usage_json(sample_db, "daily", "--since", "2025-12-13 07:00",
+                         "--until", "2025-12-13 08:00", "--tz", "Europe/Berlin")  # fmt: skip
+    con = duckdb.connect(str(sample_db), read_only=True, config=OFFLINE)
+    try:
+        expected = con.execute(
+            """SELECT count(*) FROM calls WHERE superseded_by IS NULL
+               AND ts >= '2025-12-13 06:00' AND ts < '2025-12-13 07:00'"""
+        ).fetchone()[0]  # type: ignore[index]
+    finally:
+        con.close()
+    assert evening["totals"]["calls"] == expected > 0
+    # A span back from now: the sample is from 2025, so the last 7 days hold none of it.
+    recent = runner.invoke(cli, ["incidents", "--db", str(sample_db), "--since", "7d"])
+    assert recent.stdout.strip() == "No incidents."
+    audit = runner.invoke(cli, ["audit", str(SAMPLE_DATA), "--since", "2025-12-13",
+                                "--until", "2025-12-13", "--json", "-q"])  # fmt: skip
+    data = json.loads(audit.stdout)
+    assert {i["detector"] for i in data["incidents"]} == {"constant_input_low_output"}
+    assert data["period"]["start"].startswith("2025-12-13")
+    assert data["window"] == "from 2025-12-13 00:00 to 2025-12-14 00:00 UTC"
+
+
+def test_incident_filters(sample_db: Path) -> None:
+    def listed(*args: str) -> list[dict]:  # type: ignore[type-arg]
+        result = CliRunner().invoke(cli, ["incidents", "--db", str(sample_db), "--json", *args])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+    everything = listed()
+    assert len(everything) == 10 and sorted(i["number"] for i in everything) == list(range(1, 11))
+    assert {i["detector"] for i in listed("--detector", "repeated_tool_call")} == {
+        "repeated_tool_call"
+    }
+    high = listed("--severity", "high")
+    assert len(high) == 6 and {i["severity"] for i in high} == {"high"}
+    assert len(listed("--severity", "medium")) == 9  # medium and higher: all but the info one
+    penguin = listed("--app", "Penguin")
+    assert len(penguin) == 3 and all(i["app"] == "Penguin" for i in penguin)
+
+
+def test_incident_numbers_are_stable_across_reruns(sample_db: Path, tmp_path: Path) -> None:
+    again = tmp_path / "again.duckdb"
+    assert (
+        CliRunner().invoke(cli, ["audit", "--db", str(again), str(SAMPLE_DATA), "-q"]).exit_code
+        == 0
+    )
+    assert CliRunner().invoke(cli, ["detect", "--db", str(again)]).exit_code == 0
+
+    def numbers(db: Path) -> dict[str, int]:
+        out = CliRunner().invoke(cli, ["incidents", "--db", str(db), "--json"]).stdout
+        return {i["incident_id"]: i["number"] for i in json.loads(out)}
+
+    assert numbers(again) == numbers(sample_db)
+
+
+def _number_of(db: Path, detector: str) -> int:
+    out = CliRunner().invoke(cli, ["incidents", "--db", str(db), "--json",
+                                   "--detector", detector]).stdout  # fmt: skip
+    return int(json.loads(out)[0]["number"])
+
+
+def test_show_tells_one_incident_within_the_terminal(sample_db: Path) -> None:
+    n = _number_of(sample_db, "constant_input_low_output")
+    result = CliRunner().invoke(cli, ["show", str(n), "--db", str(sample_db)],
+                                env={"COLUMNS": "100"})  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert lines[0] == f"Incident #{n}  high  constant_input_low_output  $6.16 wasted (billed)"
+    assert "22 calls re-sent the same 56,065-token prompt and got 3 tokens back" in text
+    for part in ("What happened", "app      Penguin", "API key  penguin-personal",
+                 "model    anthropic/claude-opus-4.5", "Calls (22; * = counted as waste)",
+                 "Evidence", "prompt_tokens: 56,065", "Guards that would have stopped it",
+                 "penguin_stale_context: after 3 of its events"):  # fmt: skip
+        assert part in text, part
+    calls = [line for line in lines if line.startswith("* ")]
+    assert len(calls) == 22 and all("56,065" in line and " 3 " in line for line in calls)
+    assert not re.search(r"\b(or|cc|conv|codex|nexus3):\S", text.split("Evidence")[0])
+
+
+def test_show_gives_tool_calls_and_their_results(sample_db: Path) -> None:
+    n = _number_of(sample_db, "repeated_tool_call")
+    text = CliRunner().invoke(cli, ["show", str(n), "--db", str(sample_db)],
+                              env={"COLUMNS": "160"}).stdout  # fmt: skip
+    assert 'Task {"description":"Explore the codebase"' in text
+    assert "-> (no output)" in text
+
+
+def test_show_by_id_and_unknown_ids(sample_db: Path) -> None:
+    runner = CliRunner()
+    listed = json.loads(runner.invoke(cli, ["incidents", "--db", str(sample_db), "--json"]).stdout)
+    first = listed[0]
+    by_id = runner.invoke(cli, ["show", first["incident_id"], "--db", str(sample_db), "--json"])
+    assert json.loads(by_id.stdout)["number"] == first["number"]
+    missing = runner.invoke(cli, ["show", "99", "--db", str(sample_db)])
+    assert missing.exit_code == 3
+    assert missing.stderr.strip() == (
+        "Error: no incident '99' (numbers 1 to 10): `llm-forensics incidents` lists them"
+    )
+
+
+def test_rejects_lists_file_line_reason_and_excerpt(runner: CliRunner, tmp_path: Path) -> None:
+    rows = [or_row(i) for i in range(5)]
+    rows[2]["tokens_prompt"] = "lots"
+    bad = write_csv(tmp_path / "bad.csv", rows)
+    good = write_csv(tmp_path / "good.csv", [or_row(i) for i in range(10, 12)])
+    db = tmp_path / "r.duckdb"
+    assert runner.invoke(cli, ["ingest", "--db", str(db), str(bad), str(good)]).exit_code == 0
+    result = runner.invoke(cli, ["rejects", "--db", str(db)])
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("bad.csv:4: ") and "tokens_prompt" in lines[0]
+    assert lines[1].startswith("    ") and "lots" in lines[1]
+    assert runner.invoke(cli, ["rejects", "--db", str(db), "--file", "good"]).stdout == (
+        "No rejected records.\n"
+    )
+    data = json.loads(runner.invoke(cli, ["rejects", "--db", str(db), "--json"]).stdout)
+    assert [(r["file"], r["line"]) for r in data] == [("bad.csv", 4)]
+
+
+def test_export_writes_every_canonical_table(sample_db: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["export", "--db", str(sample_db), "--parquet",
+                                      str(tmp_path / "t")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
+    con = duckdb.connect(str(sample_db), read_only=True, config=OFFLINE)
+    try:
+        for table, entry in manifest["tables"].items():
+            rows = pq.read_table(tmp_path / "t" / entry["file"]).num_rows
+            assert (
+                rows == entry["rows"] == con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            ), table  # type: ignore[index]
+    finally:
+        con.close()
+    assert manifest["tables"]["calls"]["rows"] == 6018 + 175  # billed rows kept beside logs
+
+
+def test_one_summary_line_for_many_files_and_every_file_with_verbose(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    (tmp_path / "in").mkdir()
+    for i in range(30):
+        write_csv(tmp_path / "in" / f"{i:02d}.csv", [or_row(100 * i + k) for k in range(2)])
+    (tmp_path / "in" / "notes.txt").write_text("hi\n")
+    result = runner.invoke(
+        cli, ["ingest", "--db", str(tmp_path / "a.duckdb"), str(tmp_path / "in")]
+    )
+    assert result.stdout.strip() == (
+        f"read 31 files: 30 loaded (60 records); 1 not an agent log or bill "
+        f"({tmp_path / 'in' / 'notes.txt'})"
+    )
+    verbose = runner.invoke(
+        cli, ["ingest", "--db", str(tmp_path / "b.duckdb"), str(tmp_path / "in"), "--verbose"]
+    )
+    assert len(verbose.stdout.splitlines()) == 31
