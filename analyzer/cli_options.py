@@ -3,20 +3,27 @@ bundle hands the command what it means (``IngestOptions``, a checked detector ``
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import wraps
 from typing import Any
 
 import click
 import duckdb
 
+from analyzer.console import set_quiet, set_verbose
 from analyzer.detect import ParamError, Selection, select
-from analyzer.formatting import SEVERITIES
+from analyzer.errors import ForensicsError
+from analyzer.formatting import SEVERITIES, money, severity_rank
+from analyzer.guards import Policy, all_policies
+from analyzer.incident import Incident
 from analyzer.ingest import format_names
 from analyzer.ingest.base import IngestOptions
-from analyzer.pages import REPORT_FORMATS
+from analyzer.pages import REPORT_FORMATS, format_for
 from analyzer.store import DB_ENV, DEFAULT_DB, OFFLINE
+from analyzer.timewindow import Window, parse_when
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr)?\s*$", re.IGNORECASE)
 
@@ -62,11 +69,13 @@ def db_option(default: str | None = DEFAULT_DB) -> Callable[[Callable[..., Any]]
 def ingest_options(f: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option(
-            "--tz",
+            "--input-tz",
+            "input_tz",
             default="UTC",
             show_default=True,
             callback=_check_tz,
-            help="Time zone of timestamps written without one (they are stored as UTC).",
+            metavar="ZONE",
+            help="Time zone of input timestamps written without one (they are stored as UTC).",
         ),
         click.option(
             "--session-gap",
@@ -98,7 +107,7 @@ def ingest_options(f: Callable[..., Any]) -> Callable[..., Any]:
     @wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         kwargs["options"] = IngestOptions(
-            tz=kwargs.pop("tz"),
+            tz=kwargs.pop("input_tz"),
             session_gap_s=parse_duration(kwargs.pop("session_gap")),
             strict=kwargs.pop("strict"),
             format=kwargs.pop("fmt"),
@@ -198,10 +207,11 @@ def report_options(output_required: bool) -> Callable[[Callable[..., Any]], Any]
             click.option(
                 "-o",
                 "--output",
-                type=click.Path(dir_okay=False),
+                type=click.Path(dir_okay=False, allow_dash=True),
                 default="report.html" if output_required else None,
                 show_default=output_required,
-                help="Write the incident report to this file"
+                help="Write the report to this file: .html, .md, .json, or the incident table "
+                "as .csv or .parquet; - for stdout"
                 + ("." if output_required else " (no report unless given)."),
             ),
             click.option(
@@ -224,3 +234,139 @@ def report_options(output_required: bool) -> Callable[[Callable[..., Any]], Any]
         return f
 
     return decorate
+
+
+@dataclass(frozen=True)
+class View:
+    """How a command shows the store: the time window it looks at and the zone of its times."""
+
+    window: Window
+    tz: str
+
+
+def view_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--since, --until and --tz (given to the command as ``view``)."""
+    options = [
+        click.option(
+            "--since",
+            metavar="WHEN",
+            default=None,
+            help="Only calls from this time on: a date (2025-12-01), a date-time "
+            "(2025-12-01 06:00), or a span back from now (7d, 24h, 2w).",
+        ),
+        click.option(
+            "--until",
+            metavar="WHEN",
+            default=None,
+            help="Only calls before this time (a date includes its whole day).",
+        ),
+        click.option(
+            "--tz",
+            "tz",
+            default="UTC",
+            show_default=True,
+            callback=_check_tz,
+            metavar="ZONE",
+            help="Time zone times are shown in (and days counted in, and --since/--until "
+            "read in), e.g. Europe/Berlin.",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+
+    @wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        since, until, tz = kwargs.pop("since"), kwargs.pop("until"), kwargs.pop("tz")
+        try:
+            window = Window(
+                parse_when(since, tz) if since else None,
+                parse_when(until, tz, end=True) if until else None,
+            )
+        except ForensicsError as exc:
+            raise click.BadParameter(exc.message, param_hint="--since/--until") from None
+        if window.since and window.until and window.since >= window.until:
+            raise click.BadParameter(
+                f"--since ({since}) is not before --until ({until})", param_hint="--since"
+            )
+        kwargs["view"] = View(window, tz)
+        return f(*args, **kwargs)
+
+    return wrapper
+
+
+def _set_quiet(_ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    if value:
+        set_quiet(True)
+    return value
+
+
+def _set_verbose(_ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    if value:
+        set_verbose(True)
+    return value
+
+
+def chatter_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--quiet and --verbose: how much the command says on stderr."""
+    f = click.option(
+        "-v",
+        "--verbose",
+        is_flag=True,
+        expose_value=False,
+        callback=_set_verbose,
+        help="Say what happened to every file read (by default: one summary line).",
+    )(f)
+    return click.option(
+        "-q",
+        "--quiet",
+        is_flag=True,
+        expose_value=False,
+        callback=_set_quiet,
+        help="No progress and no notes on stderr (warnings and errors still).",
+    )(f)
+
+
+def policies_named(files: tuple[str, ...], only: tuple[str, ...] = ()) -> list[Policy]:
+    """The built-in policies and those of ``files`` (only those named in ``only``, if any)."""
+    found = all_policies(list(files))
+    if only:
+        names = {p.name for p in found}
+        unknown = [n for n in only if n not in names]
+        if unknown:
+            raise click.BadParameter(
+                f"no policy named {', '.join(unknown)} (see `llm-forensics policies`)",
+                param_hint="--only",
+            )
+        found = [p for p in found if p.name in only]
+    return found
+
+
+def failing(incidents: list[Incident], fail_on: str | None, fail_on_waste: float | None) -> bool:
+    """Whether the run fails (exit 1) under --fail-on / --fail-on-waste; says why on stderr."""
+    if fail_on is not None:
+        floor = severity_rank(fail_on)
+        hits = [i for i in incidents if severity_rank(i.severity) >= floor]
+        if hits:
+            click.echo(f"exit 1: {len(hits):,} incident(s) at severity {fail_on} or higher "
+                       f"(--fail-on {fail_on})", err=True)  # fmt: skip
+            return True
+    if fail_on_waste is not None:
+        wasted = sum(i.wasted_usd for i in incidents)
+        if float(wasted) >= fail_on_waste:
+            click.echo(f"exit 1: the incidents wasted {money(wasted)}, at least "
+                       f"--fail-on-waste {fail_on_waste:g}", err=True)  # fmt: skip
+            return True
+    return False
+
+
+def print_json(data: object) -> None:
+    click.echo(json.dumps(data, indent=2, default=str))
+
+
+def output_format(output: str, fmt: str | None) -> str:
+    """The format ``-o FILE`` is written in (``--format``, else its extension); an extension
+    no format has is a usage error naming those that do."""
+    try:
+        return format_for(output, fmt)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'-o' / '--output'") from None

@@ -7,31 +7,124 @@ earlier run when nothing it was computed from has changed (``analyzer.cache``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from analyzer.backtest import GuardRun, guard_run
-from analyzer.console import progress
+from analyzer.console import Progress, note, progress
 from analyzer.detect import Selection, detect
+from analyzer.errors import NothingFound
 from analyzer.guards import Policy
 from analyzer.incident import Incident
+from analyzer.ingest import default_homes
 from analyzer.ingest.base import IngestOptions
-from analyzer.ingest.flow import FileReport, load_paths
+from analyzer.ingest.flow import FileReport, Loaded, find_files, load_files
 from analyzer.link import link_if_needed
 from analyzer.pages import write_report
 from analyzer.store import Store
 from analyzer.summary import Summary, build_summary, warn_unpriced
+from analyzer.timewindow import Window
 
-BIG_STORE = 500_000  # calls from which audit shows the progress of its steps (on a terminal)
+# Calls from which the steps after loading show what they are doing (on a terminal, unless
+# --quiet): below it every step takes well under a second.
+BIG_STORE = 10_000
 
 
-def ingest_paths(store: Store, paths: list[str], options: IngestOptions) -> list[FileReport]:
-    """Load every file under ``paths`` (each all-or-nothing; the first error stops), then link
-    the logged calls to the billing rows of the same calls."""
-    reports = load_paths(store, paths, options)
+@dataclass
+class Inputs:
+    """What to read: the user's paths, or the places agents keep their logs by default."""
+
+    paths: list[str]
+    labels: dict[str, str] = field(default_factory=dict)  # path -> how to name it (~/.claude/..)
+    absent: list[str] = field(default_factory=list)  # default places looked at, not there
+
+    @property
+    def defaults(self) -> bool:
+        return bool(self.labels)
+
+
+def _tilde(path: Path, home: Path) -> str:
+    try:
+        return "~/" + str(path.relative_to(home))
+    except ValueError:
+        return str(path)
+
+
+def default_inputs(env: Mapping[str, str], home: Path) -> Inputs:
+    """The default places of every agent format that exist (``~/.claude/projects``,
+    ``~/.codex/sessions``...), each once."""
+    found = Inputs([])
+    for _fmt, place in default_homes(env, home):
+        label = _tilde(place, home)
+        if str(place) in found.labels or label in found.absent:
+            continue
+        if place.is_dir():
+            found.paths.append(str(place))
+            found.labels[str(place)] = label
+        else:
+            found.absent.append(label)
+    return found
+
+
+def ingest_paths(store: Store, inputs: Inputs | list[str], options: IngestOptions) -> Loaded:
+    """Load every file of ``inputs`` (each all-or-nothing; the first error stops), then link
+    the logged calls to the billing rows of the same calls. Says on stderr what it reads;
+    finding no recognised input is an error naming what it looked at."""
+    if isinstance(inputs, list):
+        inputs = Inputs(inputs)
+    if not inputs.paths:
+        places = ", ".join(inputs.absent) or "none known"
+        raise NothingFound(
+            f"no input given, and no agent logs in their default places ({places}: not "
+            "there); give a file or folder, e.g. `llm-forensics audit exports/`"
+        )
+    walk = find_files(inputs.paths, options, inputs.labels)
+    if inputs.defaults:
+        per_top = Counter(f.top for f in walk.files)
+        said = [
+            f"{per_top[p]:,} {'file' if per_top[p] == 1 else 'files'} from {inputs.labels[p]}"
+            for p in inputs.paths
+        ]
+        note("reading " + _first_in_full(said))
+    reports = Loaded(load_files(store, walk.files, options), walk.hidden_skipped)
+    if not any(r.status in ("loaded", "unchanged") for r in reports):
+        raise NothingFound(_nothing(inputs, reports, walk.hidden_skipped))
+    if walk.hidden_skipped:
+        note(f"skipped hidden folders: {_some(walk.hidden_skipped)} (name one to read it)")
     link_if_needed(store, loaded=any(r.status == "loaded" for r in reports))
     return reports
+
+
+def _first_in_full(said: list[str]) -> str:
+    """``412 files from A, 38 from B``."""
+    return ", ".join(
+        s if i == 0 else s.replace(" files from", " from").replace(" file from", " from")
+        for i, s in enumerate(said)
+    )
+
+
+def _some(items: list[str], n: int = 4) -> str:
+    return ", ".join(items[:n]) + (f" and {len(items) - n:,} more" if len(items) > n else "")
+
+
+def _nothing(inputs: Inputs, reports: list[FileReport], hidden: list[str]) -> str:
+    """Why nothing was read, in one line: what was looked at, and why each was passed over."""
+    where = ", ".join(inputs.labels.get(p, p) for p in inputs.paths)
+    why: list[str] = []
+    if not reports:
+        why.append("no files in it" if len(inputs.paths) == 1 else "no files in them")
+    unknown = [r.path for r in reports if r.status == "unrecognised"]
+    unreadable = [r.path for r in reports if r.status == "unreadable"]
+    if unknown:
+        why.append(f"{len(unknown):,} not a recognised format ({_some(unknown, 3)})")
+    if unreadable:
+        why.append(f"{len(unreadable):,} cannot be read ({_some(unreadable, 3)})")
+    if hidden:
+        why.append(f"hidden folders skipped ({_some(hidden, 3)})")
+    return f"no recognised input in {where}: " + "; ".join(why)
 
 
 @dataclass
@@ -47,7 +140,7 @@ class Audit:
 
 def audit(
     store: Store,
-    paths: list[str],
+    inputs: Inputs | list[str],
     options: IngestOptions,
     selection: Selection,
     policies: list[Policy],
@@ -56,14 +149,17 @@ def audit(
     top_incidents: int = 20,
     top: int = 10,
     on_files: Callable[[list[FileReport]], None] | None = None,
+    window: Window | None = None,
 ) -> Audit:
-    """Ingest, detect, replay the guards, and (with ``output``) write the report. Unchanged
-    data, detectors and policies: the results kept in the store are reused."""
-    reports = ingest_paths(store, paths, options)
+    """Ingest, detect, replay the guards, and (with ``output``) write the report, over the
+    calls in ``window`` (all by default). Unchanged data, detectors and policies: the results
+    kept in the store are reused."""
+    reports = ingest_paths(store, inputs, options)
     if on_files is not None:
         on_files(reports)
-    big = options.progress and int(store.scalar("SELECT count(*) FROM calls")) >= BIG_STORE
-    with progress("audit", store.con.query_progress, big) as shown:
+    if window:
+        store.restrict(window.sql(), window.key())
+    with stages(store, "audit", options.progress) as shown:
         shown.stage("detecting")
         detect(store, selection, reuse=True)
         summary = build_summary(store, top=top)
@@ -77,6 +173,21 @@ def audit(
     return Audit(reports, summary, guards, output, summary.incidents)
 
 
+def stages(store: Store, label: str, enabled: bool = True) -> AbstractContextManager[Progress]:
+    """The progress line of the steps after loading: shown on a terminal for a store of
+    :data:`BIG_STORE` calls or more (each step names itself with ``stage``)."""
+    big = enabled and int(store.scalar("SELECT count(*) FROM calls")) >= BIG_STORE
+    return progress(label, store.con.query_progress, big)
+
+
+def apply_window(store: Store, window: Window | None, incidents: bool = True) -> None:
+    """Let every later step see only the calls in ``window`` (and, with ``incidents``, the
+    incidents that start in it: for commands that read the incidents found earlier)."""
+    if window:
+        store.restrict(window.sql(), window.key(),
+                       incidents=window.sql("start_ts") if incidents else None)  # fmt: skip
+
+
 def report(
     store: Store,
     output: Path,
@@ -85,5 +196,9 @@ def report(
     policies: list[Policy],
 ) -> Path:
     """Write the report of what the store holds (the guards replayed, or reused)."""
-    guards = guard_run(store, policies, reuse=True)
-    return write_report(store, output, report_format, top_incidents, guards=guards, reuse=True)
+    with stages(store, "report") as shown:
+        shown.stage("replaying guards")
+        guards = guard_run(store, policies, reuse=True)
+        shown.stage("writing the report")
+        return write_report(store, output, report_format, top_incidents, guards=guards,
+                            reuse=True)  # fmt: skip

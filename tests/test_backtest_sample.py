@@ -23,7 +23,7 @@ def replay(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     runner = CliRunner()
     assert runner.invoke(cli, ["ingest", "--db", str(db), str(SAMPLE_DATA)]).exit_code == 0
     assert runner.invoke(cli, ["detect", "--db", str(db)]).exit_code == 0
-    store = open_store(db)
+    store = open_store(db, read_only=True)
     results = {r.policy: r for r in backtest(store, all_policies())}
     return {"store": store, "results": results, "db": db}
 

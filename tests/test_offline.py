@@ -318,7 +318,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
             open(cwd / "stderr.txt", "wb") as err,
         ):
             proc = subprocess.Popen(
-                [*prefix, *_cli(), "audit", str(SAMPLE_DATA), *args],
+                [*prefix, *_cli(), "audit", str(SAMPLE_DATA), "--verbose", *args],
                 cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
             )  # fmt: skip
         return Run(name, cwd, home, proc, log)

@@ -28,7 +28,7 @@ def test_files_are_named_from_the_path_given(runner: CliRunner, tmp_path: Path) 
     (logs / "dec" / "export.csv").write_text(csv_text([or_row(i) for i in range(5)]))
     page = tmp_path / "report.html"
     db = tmp_path / "a.duckdb"
-    result = runner.invoke(cli, ["audit", "--db", str(db), str(logs), "-o", str(page)])
+    result = runner.invoke(cli, ["audit", "--db", str(db), str(logs), "-o", str(page), "--verbose"])
     assert result.exit_code == 0, result.output
     assert _paths(db) == ["logs/dec/export.csv"]
     html = page.read_text()

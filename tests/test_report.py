@@ -94,8 +94,8 @@ def test_the_page_shows_the_audit_totals(sample_report: dict[str, Any]) -> None:
     assert card("wasted-usd") == f"${data['wasted_usd']:,.2f}"
     assert card("incident-count") == str(len(data["incidents"]))
     # Every incident is in the table, and each of the top ones has its section and chart.
-    for rank, inc in enumerate(data["incidents"], 1):
-        assert f'id="inc-{rank}"' in page
+    for inc in data["incidents"]:
+        assert f'id="inc-{inc["number"]}"' in page  # the incident's own number: its id
         assert f"${inc['wasted_usd']:,.2f}" in page
     assert page.count('<section class="incident"') == len(data["incidents"])
     # The backtest's results: a row per guard, as `audit --json` has them.
@@ -229,7 +229,7 @@ def test_ten_thousand_incidents_stay_under_ten_megabytes(tmp_path: Path) -> None
                       'session-' || i, TIMESTAMP '2025-12-13 06:00:00' + INTERVAL (i) SECOND,
                       TIMESTAMP '2025-12-13 06:01:00' + INTERVAL (i) SECOND, 22,
                       'or:gen-first-' || i, 'or:gen-last-' || i, (i % 997) / 100.0, 1000,
-                      'billed', '22 calls re-sent the same 56065-token prompt',
+                      'billed', '22 calls re-sent the same 56,065-token prompt',
                       '{"calls": 22}'
                FROM range(10000) t(i)"""
         )
