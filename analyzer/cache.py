@@ -72,8 +72,9 @@ def get(store: Store, name: str, k: str) -> str | None:
 
 def put(store: Store, name: str, k: str, payload: str) -> None:
     """Keep ``payload`` as the one cached ``name`` (replacing the previous one); a store
-    opened read-only keeps nothing."""
+    opened read-only keeps it when it closes, if the file can be written then."""
     if store.read_only:
+        store.pending = [e for e in store.pending if e[0] != name] + [(name, k, payload)]
         return
     store.con.execute(
         "INSERT INTO cache VALUES (?, ?, ?) ON CONFLICT (name) "

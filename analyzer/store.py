@@ -30,6 +30,9 @@ class Store:
         self.path = path
         self.read_only = read_only
         self.window = ""  # the time window every reader sees (see ``restrict``), for cache keys
+        # Results computed on a store opened read-only, kept when it closes if the file can
+        # then be written (see ``close``): (cache name, key, payload).
+        self.pending: list[tuple[str, str, str]] = []
 
     def restrict(self, condition: str, key: str, incidents: str | None = None) -> None:
         """Let every reader of this connection see only the calls (and messages) whose time
@@ -57,6 +60,9 @@ class Store:
 
     def close(self) -> None:
         self.con.close()
+        if self.pending and self.path != ":memory:":
+            _keep(self.path, self.pending)
+        self.pending = []
 
     def __enter__(self) -> Store:
         return self
@@ -168,6 +174,27 @@ def open_store(
         con.close()
         raise
     return Store(con, path, read_only=read_only)
+
+
+def _keep(path: str, entries: list[tuple[str, str, str]]) -> None:
+    """Write cache entries computed while the store was open read-only, if it can be written
+    now: best effort, so that a report read twice is computed once. A read-only disk, or a
+    store another process holds, keeps nothing, silently."""
+    try:
+        con = duckdb.connect(path, config=OFFLINE)
+    except (duckdb.Error, OSError):
+        return
+    try:
+        for entry in entries:
+            con.execute(
+                "INSERT INTO cache VALUES (?, ?, ?) ON CONFLICT (name) "
+                "DO UPDATE SET key = excluded.key, payload = excluded.payload",
+                list(entry),
+            )
+    except duckdb.Error:
+        pass
+    finally:
+        con.close()
 
 
 @contextmanager
