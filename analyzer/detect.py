@@ -306,9 +306,27 @@ def detect(store: Store, selection: Selection, reuse: bool = False) -> list[Inci
                 if row["wasted_usd"] > 0 or rec.get("wasted_calls"):
                     _record_wasted_calls(store, row, rec.get("wasted_calls"))
         _number(store)
+        _remember_run(store, [d.name for d, _ in bound])
         cache.bump(store, cache.INCIDENTS)
         cache.put(store, "detect", k, "")
     return load_incidents(store, selection.names)
+
+
+def _remember_run(store: Store, names: list[str]) -> None:
+    """Add ``names`` to the detectors that have run over this store (kept in ``meta``), so a
+    page with no incident can say what was checked."""
+    known = set(detectors_run(store)) | set(names)
+    store.con.execute(
+        "INSERT INTO meta VALUES ('detectors_run', ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        [json.dumps(sorted(known))],
+    )
+
+
+def detectors_run(store: Store) -> list[str]:
+    """The detectors that have run over this store (by name, sorted)."""
+    row = store.con.execute("SELECT value FROM meta WHERE key = 'detectors_run'").fetchone()
+    return list(json.loads(row[0])) if row else []
 
 
 def _number(store: Store) -> None:

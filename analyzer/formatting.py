@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import re
 import textwrap
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 # Least to most severe.
 SEVERITIES = ("info", "low", "medium", "high")
@@ -50,6 +52,61 @@ def money(usd: Decimal | float | None) -> str:
         return "–"
     text = f"${abs(usd):,.2f}"
     return "-" + text if usd < 0 and text != "$0.00" else text
+
+
+def cost(usd: Decimal | float | None) -> str:
+    """A call's dollars with enough digits to be non-zero: cents from a dime up, four
+    decimals below, and two significant digits below a hundredth of a cent.
+
+    >>> cost(6.16), cost(0.28), cost(0.0041), cost(0.00000412), cost(0), cost(-0.0005)
+    ('$6.16', '$0.28', '$0.0041', '$0.0000041', '$0.00', '-$0.0005')
+    """
+    if usd is None:
+        return "–"
+    x = abs(float(usd))
+    if x == 0 or x >= 0.1:
+        return money(usd)
+    places = 4 if x >= 0.0001 else 1 - math.floor(math.log10(x))
+    text = f"${x:,.{places}f}"
+    return "-" + text if usd < 0 else text
+
+
+def label(key: str) -> str:
+    """An evidence key in words.
+
+    >>> label("prompt_tokens"), label("turn_usd"), label("first_call_id")
+    ('prompt tokens', 'turn ($)', 'first call id')
+    """
+    words = key.replace("_usd", " ($)").replace("_", " ").strip()
+    return words[:1].lower() + words[1:]
+
+
+def shown(value: Any) -> str:
+    """An evidence value as a person reads it: numbers with separators and no ``.0``, lists
+    joined, yes/no, nested objects as ``key: value`` pairs.
+
+    >>> shown(56065), shown("56065"), shown(3.0), shown(0.9645864), shown(["Task", "Read"])
+    ('56,065', '56,065', '3', '0.9645864', 'Task, Read')
+    >>> shown({"a_b": 1, "c": None}), shown(True)
+    ('a b: 1; c: –', 'yes')
+    """
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{int(value):,}" if value.is_integer() and abs(value) < 1e15 else f"{value:,.10g}"
+    if isinstance(value, Decimal):
+        return shown(float(value))
+    if isinstance(value, str):
+        return f"{int(value):,}" if value.isdigit() and len(value) < 16 else value
+    if isinstance(value, list | tuple):
+        return ", ".join(shown(v) for v in value)
+    if isinstance(value, dict):
+        return "; ".join(f"{label(str(k))}: {shown(v)}" for k, v in value.items())
+    return str(value)
 
 
 _KEY = re.compile(r"(?<![\w-])sk-(?:or-|ant-|proj-)?[A-Za-z0-9_\-]{6,}")

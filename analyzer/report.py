@@ -12,19 +12,34 @@ The page makes no request: CSS and charts are inline, there are no scripts and n
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
-from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from analyzer import __version__, charts
+from analyzer import __version__
 from analyzer.backtest import GuardRun
-from analyzer.formatting import SEVERITIES, iso_seconds, mask_keys
+from analyzer.detect import detectors_run, discover
+from analyzer.figures import draw
+from analyzer.formatting import SEVERITIES, iso_seconds, label, mask_keys, shown
 from analyzer.incident import Incident
 from analyzer.link import is_bill
+from analyzer.report_model import (
+    Breakdown,
+    CallRow,
+    GuardRow,
+    Guards,
+    Headline,
+    IncidentGuards,
+    IncidentRow,
+    IncidentSection,
+    RejectRow,
+    SourceRow,
+)
+from analyzer.report_model import (
+    Report as Report,  # re-exported: pages takes it from here
+)
 from analyzer.store import Store
 from analyzer.summary import Summary, build_summary
+from analyzer.views import where
 
 DEFAULT_TOP_INCIDENTS = 20
 MAX_CALLS_SHOWN = 60  # per incident section: the first and last 30 calls
@@ -35,160 +50,6 @@ def _clean(value: Any) -> Any:
     if isinstance(value, str):
         return mask_keys(value)
     return value
-
-
-# -- the context ---------------------------------------------------------------------------
-
-
-@dataclass
-class Headline:
-    period_start: str | None
-    period_end: str | None
-    days: float
-    calls: int
-    total_usd: float
-    wasted_usd: float
-    wasted_share: float
-    incidents: int
-    incidents_by_severity: dict[str, int]
-    calls_by_cost_basis: dict[str, int]
-    usd_by_cost_basis: dict[str, float]
-    unpriced_calls: int
-    calls_without_time: int = 0
-    unpriced_models: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
-class Breakdown:
-    name: str
-    calls: int
-    usd: float
-    wasted_usd: float
-    incidents: int
-
-
-@dataclass
-class IncidentRow:
-    rank: int
-    incident_id: str
-    detector: str
-    severity: str
-    start_ts: str | None
-    end_ts: str | None
-    stream_key: str | None
-    session_id: str | None
-    n_calls: int
-    wasted_usd: float
-    cost_basis: str | None
-    summary: str
-    first_call_id: str | None
-    last_call_id: str | None
-    first_provider_id: str | None = None
-    last_provider_id: str | None = None
-
-
-@dataclass
-class CallRow:
-    ts: str | None
-    call_id: str
-    provider_id: str | None  # the id to look up in the provider's dashboard (generation id)
-    prompt_tokens: int | None
-    output_tokens: int | None
-    finish_reason: str | None
-    response_kind: str | None
-    cost_usd: float | None
-
-
-@dataclass
-class IncidentSection:
-    incident: IncidentRow
-    calls: list[CallRow]
-    calls_omitted: int
-    evidence: list[tuple[str, str]]
-    chart_svg: str = ""
-
-
-@dataclass
-class SourceRow:
-    path: str
-    format: str
-    bytes: int
-    rows_read: int
-    rows_loaded: int
-    rows_rejected: int
-    rows_duplicate: int
-    rows_skipped: int
-
-
-@dataclass
-class RejectRow:
-    path: str
-    line: int | None
-    reason: str
-    excerpt: str | None
-
-
-@dataclass
-class GuardRow:
-    policy: str
-    description: str
-    kind: str
-    stop: float
-    incidents_stopped: int
-    incidents_total: int
-    waste_prevented_usd: float
-    waste_missed_usd: float
-    false_trips: int
-    harm_usd: float
-    net_usd: float
-    median_latency_events: float | None
-    nudges: int
-    blind: str  # "blind on N of M calls", or ""
-
-
-@dataclass
-class IncidentGuards:
-    rank: int
-    detector: str
-    wasted_usd: float
-    stopped_by: list[tuple[str, int, float]]  # (policy, latency in calls, waste prevented)
-
-
-@dataclass
-class Guards:
-    rows: list[GuardRow]
-    incidents: list[IncidentGuards]
-    sweep: dict[str, list[tuple[float, float, int, float]]]  # stop, prevented, false, harm $
-
-
-@dataclass
-class Report:
-    title: str
-    version: str
-    headline: Headline
-    days: list[tuple[str, float, float]]  # (date, spend, wasted)
-    by_detector: list[Breakdown]
-    by_model: list[Breakdown]
-    by_app: list[Breakdown]
-    by_key: list[Breakdown]
-    incidents: list[IncidentRow]
-    sections: list[IncidentSection]
-    sources: list[SourceRow]
-    rejects: list[RejectRow]
-    rejects_total: int
-    reconciliation: dict[str, int] | None
-    guards: Guards | None = None  # the backtest's results; without them the section is absent
-    charts: dict[str, str] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.pop("charts")
-        for s in data["sections"]:
-            s.pop("chart_svg")
-            s["evidence"] = dict(s["evidence"])
-        if data["guards"] is None:
-            data.pop("guards")
-        return data
 
 
 def _f(x: Decimal | float | None) -> float:
@@ -242,7 +103,7 @@ def incidents_calls(store: Store, incs: list[Incident]) -> dict[str, list[tuple[
            SELECT h.incident_id, c.ts, c.call_id,
                   CASE WHEN {is_bill("c.format")} THEN c.native_id END, c.response_id,
                   c.input_tokens, c.output_tokens, c.finish_reason, c.response_kind, c.cost_usd,
-                  c.billing_call_id
+                  c.billing_call_id, c.cost_basis, c.http_status, c.event_count, c.content_chars
            FROM hits h JOIN calls c ON c.rowid = h.rid
            WHERE c.superseded_by IS NULL
            ORDER BY h.incident_id, c.ts, c.seq, c.call_id""",
@@ -259,9 +120,9 @@ def incidents_calls(store: Store, incs: list[Incident]) -> dict[str, list[tuple[
         else []
     )
     out: dict[str, list[tuple[Any, ...]]] = {inc.incident_id: [] for inc in incs}
-    for iid, ts, cid, own, resp, pt, ot, fr, rk, cost, bid in rows:
+    for iid, ts, cid, own, resp, pt, ot, fr, rk, cost, bid, *more in rows:
         pid = next((x for x in (billed.get(bid), own, resp) if x is not None), None)
-        out[iid].append((ts, cid, pid, pt, ot, fr, rk, cost))
+        out[iid].append((ts, cid, pid, pt, ot, fr, rk, cost, *more))
     return out
 
 
@@ -277,8 +138,12 @@ def _call_rows(rows: list[tuple[Any, ...]]) -> tuple[list[CallRow], int]:
             fr,
             rk,
             None if cost is None else float(cost),
+            basis,
+            status,
+            events,
+            chars,
         )
-        for ts, cid, pid, pt, ot, fr, rk, cost in rows
+        for ts, cid, pid, pt, ot, fr, rk, cost, basis, status, events, chars in rows
     ]
     if len(calls) <= MAX_CALLS_SHOWN:
         return calls, 0
@@ -287,11 +152,14 @@ def _call_rows(rows: list[tuple[Any, ...]]) -> tuple[list[CallRow], int]:
 
 
 def _evidence(data: dict[str, Any] | None) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    for key, value in (data or {}).items():
-        text = value if isinstance(value, str) else json.dumps(value, default=str)
-        out.append((_clean(str(key)), _clean(text)))
-    return out
+    """The evidence as labelled rows in words: ``prompt tokens: 56,065``."""
+    return [(_clean(label(str(k))), _clean(shown(v))) for k, v in (data or {}).items()]
+
+
+def _bases(calls: list[CallRow], own: str | None) -> str:
+    """The cost bases of an incident's calls, said when they are not all the incident's."""
+    found = sorted({c.cost_basis or "unpriced" for c in calls})
+    return "" if found == [own] else ", ".join(found)
 
 
 def _guards(run: GuardRun, incidents: list[IncidentRow]) -> Guards:
@@ -332,7 +200,23 @@ def _guards(run: GuardRun, incidents: list[IncidentRow]) -> Guards:
                for r in results]
         for name, results in run.sweeps.items()
     }  # fmt: skip
-    return Guards(rows, per_incident, sweep)
+    return Guards(rows, per_incident, sweep, _recommended(sweep))
+
+
+def _recommended(
+    sweep: dict[str, list[tuple[float, float, int, float]]],
+) -> tuple[str, float] | None:
+    """The swept threshold with the most waste prevented net of harm and no false trip (as
+    ``backtest --recommend`` ranks them with its default budget)."""
+    best: tuple[tuple[float, float, float], str, float] | None = None
+    for name, points in sweep.items():
+        for stop, prevented, false, harm in points:
+            if false or prevented <= 0 or prevented - harm <= 0:
+                continue
+            rank = (round(prevented - harm, 6), round(prevented, 6), stop)
+            if best is None or rank > best[0]:
+                best = (rank, name, stop)
+    return None if best is None else (best[1], best[2])
 
 
 def build_report(
@@ -367,7 +251,11 @@ def build_report(
         unpriced_calls=unpriced,
         calls_without_time=summary.calls_without_time,
         unpriced_models=summary.unpriced_models,
+        sessions=int(store.scalar("SELECT count(DISTINCT session_id) FROM live_calls")),
     )
+    titles = {d.name: d.title for d in discover()}
+    headline.checked = [(n, titles.get(n, n)) for n in detectors_run(store)]
+    places = where(store, summary.incidents)
     daily = store.con.execute(
         """WITH spend AS (SELECT ts::DATE AS d, sum(cost_usd) AS usd FROM live_calls
                           WHERE ts IS NOT NULL GROUP BY 1),
@@ -400,6 +288,8 @@ def build_report(
             summary=_clean(i.summary),
             first_call_id=_clean(i.first_call_id),
             last_call_id=_clean(i.last_call_id),
+            title=titles.get(i.detector, ""),
+            where=_clean(places[i.incident_id].label()) if i.incident_id in places else "",
         )
         for r, i in enumerate(summary.incidents, 1)
     ]
@@ -411,7 +301,8 @@ def build_report(
         ids = {c.call_id: c.provider_id for c in calls}
         row.first_provider_id = ids.get(row.first_call_id or "")
         row.last_provider_id = ids.get(row.last_call_id or "")
-        sections.append(IncidentSection(row, calls, omitted, _evidence(inc.evidence)))
+        sections.append(IncidentSection(row, calls, omitted, _evidence(inc.evidence),
+                                        bases=_bases(calls, inc.cost_basis)))  # fmt: skip
     sources = [
         SourceRow(
             _clean(s["path"]),
@@ -452,42 +343,5 @@ def build_report(
     if guards is not None:
         report.guards = _guards(guards, incidents)
     if charts_on:
-        _draw(store, report)
+        draw(report)
     return report
-
-
-def _draw(store: Store, report: Report) -> None:
-    if report.days:
-        report.charts["daily"] = charts.daily_spend(
-            [date.fromisoformat(d) for d, _, _ in report.days],
-            [s for _, s, _ in report.days],
-            [w for _, _, w in report.days],
-        )
-    wasted = [b for b in report.by_detector if b.wasted_usd > 0]
-    if wasted:
-        report.charts["by_detector"] = charts.waste_by(
-            [b.name for b in wasted], [b.wasted_usd for b in wasted], "Wasted USD by detector"
-        )
-    by_model = [b for b in report.by_model if b.wasted_usd > 0]
-    if by_model:
-        report.charts["by_model"] = charts.waste_by(
-            [b.name for b in by_model], [b.wasted_usd for b in by_model], "Wasted USD by model"
-        )
-    if report.guards is not None:
-        own = {g.policy: g.stop for g in report.guards.rows}
-        series = []
-        for name, points in sorted(report.guards.sweep.items()):
-            if not any(prevented > 0 for _, prevented, _, _ in points):
-                continue  # a guard that stops nothing at any threshold adds nothing to see
-            stops = [p[0] for p in points]
-            series.append(
-                (name, [p[3] for p in points], [p[1] for p in points],
-                 stops.index(own[name]) if own.get(name) in stops else None)
-            )  # fmt: skip
-        if series:
-            report.charts["guard_sweep"] = charts.guard_sweep(series)
-    for section in report.sections:
-        if section.calls:
-            section.chart_svg = charts.incident_tokens(
-                [c.prompt_tokens for c in section.calls], [c.output_tokens for c in section.calls]
-            )

@@ -37,6 +37,8 @@ LAYERS: list[tuple[str, set[str]]] = [
         {
             "analyzer.pages",
             "analyzer.report",
+            "analyzer.report_model",
+            "analyzer.figures",
             "analyzer.summary",
             "analyzer.charts",
             "analyzer.views",

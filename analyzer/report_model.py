@@ -1,0 +1,187 @@
+"""The report's content as small typed objects: what ``analyzer.report`` computes from the store
+and the templates in ``reports/`` lay out (no SQL in templates)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# -- the context ---------------------------------------------------------------------------
+
+
+@dataclass
+class Headline:
+    period_start: str | None
+    period_end: str | None
+    days: float
+    calls: int
+    total_usd: float
+    wasted_usd: float
+    wasted_share: float
+    incidents: int
+    incidents_by_severity: dict[str, int]
+    calls_by_cost_basis: dict[str, int]
+    usd_by_cost_basis: dict[str, float]
+    unpriced_calls: int
+    calls_without_time: int = 0
+    unpriced_models: dict[str, int] = field(default_factory=dict)
+    sessions: int = 0
+    checked: list[tuple[str, str]] = field(default_factory=list)  # detectors run: name, title
+
+
+@dataclass
+class Breakdown:
+    name: str
+    calls: int
+    usd: float
+    wasted_usd: float
+    incidents: int
+
+
+@dataclass
+class IncidentRow:
+    rank: int
+    incident_id: str
+    detector: str
+    severity: str
+    start_ts: str | None
+    end_ts: str | None
+    stream_key: str | None
+    session_id: str | None
+    n_calls: int
+    wasted_usd: float
+    cost_basis: str | None
+    summary: str
+    first_call_id: str | None
+    last_call_id: str | None
+    first_provider_id: str | None = None
+    last_provider_id: str | None = None
+    title: str = ""  # the detector's plain title ("Same context re-sent, near-empty answers")
+    where: str = ""  # app · API key · model (· project), as the CLI shows it
+
+    @property
+    def anchor(self) -> str:
+        """The section's id in the page: the number ``show N`` takes, the same on every run."""
+        return f"incident-{self.rank}"
+
+
+@dataclass
+class CallRow:
+    ts: str | None
+    call_id: str
+    provider_id: str | None  # the id to look up in the provider's dashboard (generation id)
+    prompt_tokens: int | None
+    output_tokens: int | None
+    finish_reason: str | None
+    response_kind: str | None
+    cost_usd: float | None
+    cost_basis: str | None = None
+    http_status: int | None = None
+    event_count: int | None = None
+    content_chars: int | None = None
+
+
+@dataclass
+class IncidentSection:
+    incident: IncidentRow
+    calls: list[CallRow]
+    calls_omitted: int
+    evidence: list[tuple[str, str]]  # (label in words, value as shown)
+    chart_svg: str = ""
+    chart_label: str = ""  # what the chart shows, for its aria-label
+    bases: str = ""  # the cost bases of its calls when they are not all the incident's own
+
+
+@dataclass
+class SourceRow:
+    path: str
+    format: str
+    bytes: int
+    rows_read: int
+    rows_loaded: int
+    rows_rejected: int
+    rows_duplicate: int
+    rows_skipped: int
+
+
+@dataclass
+class RejectRow:
+    path: str
+    line: int | None
+    reason: str
+    excerpt: str | None
+
+
+@dataclass
+class GuardRow:
+    policy: str
+    description: str
+    kind: str
+    stop: float
+    incidents_stopped: int
+    incidents_total: int
+    waste_prevented_usd: float
+    waste_missed_usd: float
+    false_trips: int
+    harm_usd: float
+    net_usd: float
+    median_latency_events: float | None
+    nudges: int
+    blind: str  # "blind on N of M calls", or ""
+
+
+@dataclass
+class IncidentGuards:
+    rank: int
+    detector: str
+    wasted_usd: float
+    stopped_by: list[tuple[str, int, float]]  # (policy, latency in calls, waste prevented)
+
+
+@dataclass
+class Guards:
+    rows: list[GuardRow]
+    incidents: list[IncidentGuards]
+    sweep: dict[str, list[tuple[float, float, int, float]]]  # stop, prevented, false, harm $
+    # The swept (policy, stop) with the most net prevented waste and no false trip, if any.
+    recommended: tuple[str, float] | None = None
+
+    @property
+    def any_waste(self) -> bool:
+        """Whether any guard had an incident with waste to stop (else the page says so in a
+        sentence instead of a table of zeros)."""
+        return any(r.incidents_total for r in self.rows)
+
+    @property
+    def false_trips(self) -> list[tuple[str, int]]:
+        return [(r.policy, r.false_trips) for r in self.rows if r.false_trips]
+
+
+@dataclass
+class Report:
+    title: str
+    version: str
+    headline: Headline
+    days: list[tuple[str, float, float]]  # (date, spend, wasted)
+    by_detector: list[Breakdown]
+    by_model: list[Breakdown]
+    by_app: list[Breakdown]
+    by_key: list[Breakdown]
+    incidents: list[IncidentRow]
+    sections: list[IncidentSection]
+    sources: list[SourceRow]
+    rejects: list[RejectRow]
+    rejects_total: int
+    reconciliation: dict[str, int] | None
+    guards: Guards | None = None  # the backtest's results; without them the section is absent
+    charts: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("charts")
+        for s in data["sections"]:
+            s.pop("chart_svg")
+            s["evidence"] = dict(s["evidence"])
+        if data["guards"] is None:
+            data.pop("guards")
+        return data
