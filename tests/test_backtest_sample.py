@@ -167,5 +167,5 @@ def test_audit_carries_the_backtest_and_the_report_its_guards(tmp_path: Path) ->
     assert len(names) == 16
     page = out.read_text()
     assert 'id="guards"' in page and "netclaw_cumulative_per_turn" in page
-    assert 'aria-label="Waste prevented against false trips as the threshold moves"' in page
+    assert 'aria-label="Waste prevented against false trips, every policy and threshold"' in page
     assert "blind on" in page  # the guards that cannot see the bills say so

@@ -95,7 +95,7 @@ def test_the_page_shows_the_audit_totals(sample_report: dict[str, Any]) -> None:
     assert card("incident-count") == str(len(data["incidents"]))
     # Every incident is in the table, and each of the top ones has its section and chart.
     for inc in data["incidents"]:
-        assert f'id="inc-{inc["number"]}"' in page  # the incident's own number: its id
+        assert f'id="incident-{inc["number"]}"' in page  # the incident's own number: its id
         assert f"${inc['wasted_usd']:,.2f}" in page
     assert page.count('<section class="incident"') == len(data["incidents"])
     # The backtest's results: a row per guard, as `audit --json` has them.
@@ -126,7 +126,7 @@ def test_report_command_formats_agree(sample_report: dict[str, Any]) -> None:
     md = (out / "r.md").read_text()
     assert md.startswith("# LLM spend and runaway-loop incident report")
     assert f"${sample_report['audit']['total_usd']:,.2f}" in md
-    assert "constant\\_input\\_low\\_output" in md
+    assert "Same context re-sent, near-empty answers (constant_input_low_output)" in md
 
 
 def test_rendering_twice_is_byte_identical(sample_report: dict[str, Any], tmp_path: Path) -> None:
@@ -237,7 +237,7 @@ def test_ten_thousand_incidents_stay_under_ten_megabytes(tmp_path: Path) -> None
     size = out.stat().st_size
     assert size < 10 * 1024 * 1024, size
     text = out.read_text()
-    assert text.count("<tr>") >= 10_000
+    assert len(re.findall(r"<tr[ >]", text)) >= 10_000
     assert text.count('<section class="incident"') == 20
 
 
