@@ -252,6 +252,19 @@ ANTHROPIC_SEED = orjson.dumps(
 )
 CONVERSATION_SEEDS = {PENGUIN_NAME: PENGUIN_SEED, "conversation.json": ANTHROPIC_SEED}
 
+# LiteLLM spend logs: the first rows of the table's CSV export (JSON columns as text), the
+# /spend/logs API's JSON and its JSON Lines form (tests/fixtures/litellm).
+_LITELLM = Path(__file__).parent / "fixtures" / "litellm"
+LITELLM_SEEDS = {
+    "LiteLLM_SpendLogs.csv": b"".join(
+        (_LITELLM / "LiteLLM_SpendLogs.csv").read_bytes().splitlines(keepends=True)[:8]
+    ),
+    "spend_logs_api.json": (_LITELLM / "spend_logs_api.json").read_bytes(),
+    "spend_logs.jsonl": b"".join(
+        (_LITELLM / "spend_logs.jsonl").read_bytes().splitlines(keepends=True)[:3]
+    ),
+}
+
 # --- Mutations --------------------------------------------------------------------------------
 
 SPECIAL_BYTES = [0xFF, 0xC3, 0x00, 0x80, 0xFE, 0x0A, 0x0D, 0x22, 0x2C, 0x3B, 0x09, 0x7B, 0x5C]
@@ -492,6 +505,8 @@ def _check_loaded(store: Store, r: FileReport, raw: bytes) -> None:
     max_line = None if plain is None else plain.count(b"\n") + plain.count(b"\r") + 1
     if r.format == "conversation_json":
         max_line = r.rows_read  # a saved conversation's records are numbered, not its lines
+    if r.format == "litellm_spend" and max_line is not None:
+        max_line = max(max_line, r.rows_read)  # a JSON document's rows are numbered
     for line, reason in rejects:
         assert reason is not None and reason.strip(), (line, reason)
         assert line is not None and line >= 1, (line, reason)
@@ -509,8 +524,8 @@ def _check_loaded(store: Store, r: FileReport, raw: bytes) -> None:
     )
     records = _count(store, "SELECT sum(record_count) FROM calls WHERE source_id = ?", [sid])
     messages = _count(store, "SELECT count(*) FROM messages WHERE source_id = ?", [sid])
-    if r.format == "openrouter_csv":
-        # One call per loaded CSV row.
+    if r.format in ("openrouter_csv", "litellm_spend"):
+        # One call per loaded row.
         assert calls == r.rows_loaded, (calls, r)
     elif r.format == "nexus3_raw":
         # A call is its request line and the lines after it (its record_count); the messages
@@ -660,12 +675,22 @@ def test_damaged_saved_conversation(data: st.DataObject) -> None:
     check_drawn(data, raw, "conversations", name)
 
 
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_damaged_litellm_spend_log(data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(sorted(LITELLM_SEEDS)), label="seed")
+    mutations = {".csv": CSV_MUTATIONS, ".json": JSON_DOC_MUTATIONS, ".jsonl": JSONL_MUTATIONS}
+    raw = mutate(data, LITELLM_SEEDS[name], mutations[Path(name).suffix])
+    check_drawn(data, raw, "spend", name)
+
+
 def test_the_seeds_load_cleanly() -> None:
     """Unmutated, every seed loads with nothing rejected (so the mutations are what fails)."""
     seeds = [("exports", CSV_NAME, s) for s in CSV_SEEDS]
     seeds += [("-home-dev-koda", name, s) for name, s in CC_SEEDS.items()]
     seeds += [(NEXUS3_FOLDERS[0], "raw.jsonl", NEXUS3_SEED), ("sessions", CODEX_NAME, CODEX_SEED)]
     seeds += [("conversations", name, s) for name, s in CONVERSATION_SEEDS.items()]
+    seeds += [("spend", name, s) for name, s in LITELLM_SEEDS.items()]
     for folder, name, raw in seeds:
         with tempfile.TemporaryDirectory(prefix="lf-prop-") as tmp, open_store(":memory:") as s:
             path = Path(tmp) / folder / name

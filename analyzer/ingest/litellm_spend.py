@@ -1,0 +1,378 @@
+"""LiteLLM proxy spend logs (``LiteLLM_SpendLogs``): the bill of traffic sent through a
+self-hosted LiteLLM gateway, one row per request.
+
+Read as a bill, per call (``KIND = "bill"``): every row is what the proxy charged for one
+request (``spend``, USD, ``cost_basis = 'billed'``), so the detectors and the guard replay work
+on it as on an OpenRouter export. Three shapes of the same rows are read, found by content:
+
+* the table exported as CSV (the columns of ``schema.prisma``'s ``LiteLLM_SpendLogs``:
+  ``request_id``, ``call_type``, ``api_key``, ``spend``, ``total_tokens``, ``prompt_tokens``,
+  ``completion_tokens``, ``startTime``, ``endTime``, ``completionStartTime``, ``model``,
+  ``model_group``, ``custom_llm_provider``, ``user``, ``metadata``, ``team_id``,
+  ``end_user``, ``session_id``, ``status``, ...; JSON columns written as JSON text);
+* the ``/spend/logs`` API's JSON: an array of rows (``metadata`` an object), an object with
+  such an array under ``data`` (the paginated ``/spend/logs/v2``), or one row;
+* JSON Lines, a row per line (the logging callbacks' payload).
+
+What is read, and how sure its meaning is:
+
+* ``request_id`` - the call's id (``native_id``); a request already stored is a duplicate.
+* ``startTime`` - the call's time (ISO 8601; without a zone it is read in ``--input-tz``);
+  ``endTime`` - start to end is ``duration_ms`` (``request_duration_ms`` when given);
+  ``completionStartTime`` - the first token, for ``ttft_ms`` (LiteLLM sets it to ``endTime``
+  for a call that did not stream, so it is only read when it comes before ``endTime``).
+* ``prompt_tokens`` (the whole prompt) and ``completion_tokens``. The table has no cache
+  columns; a ``cached_input_tokens`` / ``cache_write_tokens`` key on a row (seen in other
+  projects' exports, not in LiteLLM's schema) is read where present.
+* ``spend`` - USD the proxy computed from its price table for the request: the gateway's
+  bill. A row without ``spend`` is left unpriced (never estimated as billed).
+* ``model_group`` (the public model name clients asked for) else ``model``;
+  ``custom_llm_provider`` the provider.
+* Who sent it: the key's alias (``metadata.user_api_key_alias``, else ``api_key_alias``), else
+  the start of the hashed key (``api_key`` is LiteLLM's hash of the virtual key, not the key);
+  the app is the team (``metadata.user_api_key_team_alias``, else ``team_id``); the user is
+  ``end_user``, else ``user``. These four make the stream, as for OpenRouter. A project is the
+  team, else the app.
+* ``session_id`` (column, or ``metadata.session_id``) groups calls into a session when given;
+  otherwise sessions are inferred from silences (``--session-gap``), as for any bill.
+* ``status`` ``failure`` (or an ``error`` / ``error_code`` key) is an error call; a finish reason
+  is taken from the stored ``response`` (``choices[0].finish_reason``) when it is there.
+* ``call_type`` - only chat and text completions (``completion``, ``acompletion``,
+  ``text_completion``, ``anthropic_messages``, ``responses``, ``generate_content`` and their
+  async forms) are calls here. Embeddings, image, audio, moderation and rerank requests are
+  skipped by kind (counted, with their dollars said on stderr): a stream of fixed-size
+  embedding requests is not a runaway prompt loop, and the detectors would read it as one.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from analyzer.console import warn
+from analyzer.errors import InputError
+from analyzer.formatting import cost
+from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.encodings import decode_errors, is_utf8
+from analyzer.ingest.reading import open_binary
+from analyzer.ingest.sessions import interleaved_streams_sql, renumber_streams, with_sessions_sql
+from analyzer.ingest.values import as_dict, as_int, as_str, parse_time
+
+NAME = "litellm_spend"
+TITLE = "LiteLLM proxy spend log (LiteLLM_SpendLogs as CSV, JSON or JSON Lines)"
+CALL_PREFIX = "litellm:"
+KIND = "bill"
+SNIFF_ORDER = 15  # after the OpenRouter export (its own CSV header), before the agent logs
+
+MAX_BYTES = 512 * 2**20
+MAX_COST_USD = 1_000_000
+CHAT_CALLS = {
+    "completion", "text_completion", "anthropic_messages", "responses", "generate_content",
+    "chat_completion", "messages",
+}  # fmt: skip
+OTHER_CALLS = {
+    "embedding", "image_generation", "image_edit", "transcription", "speech", "moderation",
+    "rerank", "search", "ocr", "file_content", "create_file", "create_batch",
+}  # fmt: skip
+_KEYS = (b'"request_id"', b'"startTime"')
+_CSV_NEEDS = {"request_id", "startTime"}
+_CSV_ANY = {"spend", "call_type", "prompt_tokens", "completion_tokens"}
+
+
+def sniff(head: Head) -> bool:
+    data = head.utf8.lstrip()
+    if data[:1] in (b"[", b"{"):
+        return all(k in data for k in _KEYS) and (b'"spend"' in data or b'"call_type"' in data
+                                                   or b'"prompt_tokens"' in data)  # fmt: skip
+    first = head.first_record(",")
+    if not first:
+        return False
+    names = {c.strip().strip('"') for c in first}
+    return names >= _CSV_NEEDS and bool(_CSV_ANY & names)
+
+
+def _json_field(value: object) -> Any:
+    """A JSON column as the table export writes it (JSON text), or as the API returns it."""
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return None
+    return value
+
+
+def _number(row: dict[str, Any], key: str) -> Decimal | None:
+    """A dollar or token figure as written (a number, or its text in a CSV); None when empty."""
+    value = row.get(key)
+    if value is None or value == "" or isinstance(value, bool):
+        return None
+    try:
+        d = Decimal(str(value).strip())
+    except InvalidOperation:
+        d = Decimal("NaN")
+    if not d.is_finite():
+        raise ValueError(f"{key} is not a number: {str(value)[:40]!r}")
+    return d
+
+
+def _count(row: dict[str, Any], key: str) -> int | None:
+    d = _number(row, key)
+    if d is None:
+        return None
+    if d < 0 or d != d.to_integral_value() or d >= 10**12:
+        raise ValueError(f"{key} is not a token count: {row.get(key)!r}")
+    return int(d)
+
+
+def _call_kind(call_type: str | None) -> str:
+    """``call_type`` without LiteLLM's ``a`` prefix of async calls (``acompletion``), when
+    the rest is a kind of request; a completion when it is not said."""
+    t = re.sub(r"[^a-z_]", "", (call_type or "").strip().lower())
+    if not t:
+        return "completion"  # not said: a completion is what a spend log is mostly made of
+    if t.startswith("a") and (t[1:] in CHAT_CALLS or t[1:] in OTHER_CALLS):
+        return t[1:]
+    return t
+
+
+class _Rows:
+    """The rows of one file, typed, with what could not be read."""
+
+    def __init__(self, ctx: LoadContext) -> None:
+        self.ctx = ctx
+        self.good: list[dict[str, Any]] = []
+        self.rejects: list[tuple[int, str, str]] = []
+        self.skipped: dict[str, int] = {}
+        self.skipped_usd = Decimal(0)
+        self.read = 0
+
+    def add(self, line: int, raw: object, excerpt: str) -> None:
+        self.read += 1
+        if not isinstance(raw, dict):
+            self.rejects.append((line, "a row that is not an object", excerpt))
+            return
+        try:
+            row = self._typed(raw)
+        except ValueError as exc:
+            self.rejects.append((line, str(exc), excerpt))
+            return
+        if row is None:
+            return
+        row["line"] = line
+        self.good.append(row)
+
+    def _typed(self, raw: dict[str, Any]) -> dict[str, Any] | None:
+        rid = as_str(raw.get("request_id")) or None
+        if not rid:
+            raise ValueError("no request_id")
+        kind = _call_kind(as_str(raw.get("call_type")))
+        spend = _number(raw, "spend")
+        if spend is not None and not (0 <= spend < MAX_COST_USD):
+            raise ValueError(f"spend is not a cost: {raw.get('spend')!r}")
+        if kind not in CHAT_CALLS:
+            self.skipped[kind] = self.skipped.get(kind, 0) + 1
+            self.skipped_usd += spend or 0
+            return None
+        tz = self.ctx.options.tz
+        start = parse_time(raw.get("startTime"), tz)
+        if start is None:
+            raise ValueError(f"startTime is not a time: {str(raw.get('startTime'))[:40]!r}")
+        end = parse_time(raw.get("endTime"), tz)
+        first = parse_time(raw.get("completionStartTime"), tz)
+        meta = as_dict(_json_field(raw.get("metadata")))
+        prompt = _count(raw, "prompt_tokens")
+        output = _count(raw, "completion_tokens")
+        cached = _count(raw, "cached_input_tokens")
+        written = _count(raw, "cache_write_tokens")
+        duration = as_int(raw.get("request_duration_ms"))
+        if duration is None and end is not None and end >= start:
+            duration = int((end - start).total_seconds() * 1000)
+        ttft = None
+        if first is not None and end is not None and start <= first < end:
+            ttft = (first - start).total_seconds() * 1000
+        status = (as_str(raw.get("status")) or "").lower()
+        failed = status in ("failure", "failed", "error") or bool(raw.get("error_code"))
+        response = as_dict(_json_field(raw.get("response")))
+        choices = response.get("choices")
+        finish = None
+        if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+            finish = as_str(choices[0].get("finish_reason"))
+        alias = as_str(meta.get("user_api_key_alias")) or as_str(raw.get("api_key_alias"))
+        hashed = as_str(raw.get("api_key")) or ""
+        key = alias or (f"key {hashed[-8:]}" if hashed else "")
+        team = as_str(meta.get("user_api_key_team_alias")) or as_str(raw.get("team_id"))
+        user = as_str(raw.get("end_user")) or as_str(raw.get("user")) or ""
+        model = (as_str(raw.get("model_group")) or as_str(raw.get("model")) or "").strip()
+        if not model:
+            raise ValueError("no model")
+        return {
+            "native_id": rid,
+            "ts": start,
+            "model": model,
+            "provider": as_str(raw.get("custom_llm_provider")) or as_str(raw.get("provider")),
+            "app": team,
+            "api_key": key or None,
+            "user_id": user or None,
+            "stream_key": f"{key}|{team or ''}|{user}|{model}",
+            "given_session": as_str(raw.get("session_id")) or as_str(meta.get("session_id")),
+            "input_tokens": prompt,
+            "cached_input_tokens": cached,
+            "cache_write_tokens": written,
+            "output_tokens": output,
+            "cost_usd": spend,
+            "finish_raw": "error" if failed else finish,
+            "http_status": as_int(raw.get("error_code"), limit=1000) if failed else None,
+            "duration_ms": float(duration) if duration is not None else None,
+            "ttft_ms": ttft,
+            "streamed": raw.get("stream") if isinstance(raw.get("stream"), bool) else None,
+        }
+
+
+_SCHEMA = pa.schema([
+    ("native_id", pa.string()), ("line", pa.int64()), ("ts", pa.timestamp("us")),
+    ("model", pa.string()), ("provider", pa.string()), ("app", pa.string()),
+    ("api_key", pa.string()), ("user_id", pa.string()), ("stream_key", pa.string()),
+    ("given_session", pa.string()), ("input_tokens", pa.int64()),
+    ("cached_input_tokens", pa.int64()), ("cache_write_tokens", pa.int64()),
+    ("output_tokens", pa.int64()), ("cost_usd", pa.decimal128(18, 10)),
+    ("finish_raw", pa.string()), ("http_status", pa.int32()), ("duration_ms", pa.float64()),
+    ("ttft_ms", pa.float64()), ("streamed", pa.bool_()),
+])  # fmt: skip
+
+
+def _text(ctx: LoadContext) -> str:
+    src = ctx.source
+    if src.size > MAX_BYTES:
+        raise InputError(f"a spend log of {src.size / 2**20:.0f} MB is over the limit of "
+                         f"{MAX_BYTES // 2**20} MB", src.display)  # fmt: skip
+    try:
+        with open_binary(src) as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    except (EOFError, OSError) as exc:
+        raise InputError(f"cannot read: {exc}", src.display) from exc
+    if is_utf8(src.head.encoding):
+        return raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
+    return raw.decode(src.head.encoding, errors=decode_errors(src.head.encoding))
+
+
+def _read(ctx: LoadContext, rows: _Rows) -> None:
+    text = _text(ctx)
+    stripped = text.lstrip()
+    if stripped[:1] == "[" or (stripped[:1] == "{" and "\n{" not in stripped.rstrip()):
+        try:
+            doc = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            line = text[: exc.pos].count("\n") + 1 if exc.pos is not None else None
+            raise InputError(f"not valid JSON: {exc.msg}", ctx.source.display, line) from exc
+        if isinstance(doc, dict) and isinstance(doc.get("data"), list):
+            doc = doc["data"]
+        items = doc if isinstance(doc, list) else [doc]
+        # A row of a JSON document is numbered by its place in it (1 = the first row).
+        for n, item in enumerate(items, 1):
+            rows.add(n, item, orjson.dumps(item)[:300].decode(errors="replace"))
+        return
+    if stripped[:1] == "{":  # JSON Lines
+        for n, text_line in enumerate(text.splitlines(), 1):
+            if not text_line.strip():
+                continue
+            try:
+                item = orjson.loads(text_line)
+            except orjson.JSONDecodeError as exc:
+                rows.read += 1
+                rows.rejects.append((n, f"not valid JSON: {exc.msg}", text_line[:300]))
+                continue
+            rows.add(n, item, text_line[:300])
+        return
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = [h.strip() for h in next(reader, [])]
+    for record in reader:
+        n = reader.line_num
+        if not any(cell.strip() for cell in record):
+            continue
+        if [c.strip() for c in record] == header:
+            rows.read += 1
+            rows.skipped["repeated_header"] = rows.skipped.get("repeated_header", 0) + 1
+            continue
+        excerpt = ",".join(record)[:300]
+        if len(record) != len(header):
+            rows.read += 1
+            rows.rejects.append(
+                (n, f"{len(record)} fields where the header has {len(header)}", excerpt)
+            )
+            continue
+        rows.add(n, dict(zip(header, record, strict=True)), excerpt)
+
+
+def load(ctx: LoadContext) -> LoadResult:
+    con = ctx.con
+    rows = _Rows(ctx)
+    ctx.stage("reading")
+    _read(ctx, rows)
+    result = LoadResult(rows_read=rows.read, rows_rejected=len(rows.rejects))
+    result.rows_skipped = sum(rows.skipped.values())
+    result.skipped_kinds = dict(rows.skipped)
+    if rows.skipped_usd or any(k != "repeated_header" for k in rows.skipped):
+        kinds = ", ".join(f"{n:,} {k}" for k, n in sorted(rows.skipped.items()))
+        warn(f"{ctx.source.display}: skipped requests that are not chat completions ({kinds}; "
+             f"{cost(rows.skipped_usd)} of spend not counted)")  # fmt: skip
+    for line, reason, excerpt in rows.rejects:
+        con.execute("INSERT INTO rejects VALUES (?, ?, ?, ?)",
+                    [ctx.source_id, line, reason, excerpt])  # fmt: skip
+    # The first row of a request in the file wins; a request already stored is a duplicate.
+    seen: set[str] = set()
+    fresh = []
+    for r in rows.good:
+        if r["native_id"] not in seen:
+            seen.add(r["native_id"])
+            fresh.append(r)
+    table = pa.Table.from_pylist(fresh, schema=_SCHEMA)
+    con.register("lf_ll_rows", table)
+    try:
+        con.execute(
+            """CREATE OR REPLACE TEMP TABLE lf_ll_new AS
+               SELECT * FROM lf_ll_rows r
+               WHERE NOT EXISTS (SELECT 1 FROM calls c
+                                 WHERE c.format = $fmt AND c.native_id = r.native_id)""",
+            {"fmt": NAME},
+        )
+    finally:
+        con.unregister("lf_ll_rows")
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE lf_ll_inter AS {interleaved_streams_sql('lf_ll_new')}",
+        {"fmt": NAME},
+    )
+    ctx.stage("storing")
+    inserted = con.execute(
+        f"""INSERT INTO calls BY NAME
+        SELECT
+            $prefix || native_id AS call_id, $sid AS source_id, $fmt AS format,
+            native_id, line, ts, stream_key, seq,
+            coalesce(given_session, session_id) AS session_id,
+            model, provider, app, app AS project, api_key, user_id,
+            input_tokens, cached_input_tokens, cache_write_tokens, output_tokens,
+            output_tokens IS NOT NULL AS output_final,
+            cost_usd,
+            CASE WHEN cost_usd IS NOT NULL THEN 'billed' END AS cost_basis,
+            fr AS finish_reason, finish_raw AS finish_reason_raw,
+            CASE WHEN fr = 'error' THEN 'error'
+                 ELSE lf_response_kind(fr, NULL, output_tokens, NULL, NULL, NULL, NULL, NULL)
+            END AS response_kind,
+            http_status, duration_ms, ttft_ms, streamed
+        FROM (SELECT *, lf_finish_reason(finish_raw, NULL) AS fr
+              FROM ({with_sessions_sql("lf_ll_new")}))""",
+        {"prefix": CALL_PREFIX, "sid": ctx.source_id, "fmt": NAME,
+         "gap": ctx.options.session_gap_s},
+    ).fetchall()  # fmt: skip
+    result.rows_loaded = int(inserted[0][0]) if inserted else 0
+    result.rows_duplicate = len(rows.good) - result.rows_loaded
+    if int(con.execute("SELECT count(*) FROM lf_ll_inter").fetchall()[0][0]):
+        renumber_streams(con, NAME, "lf_ll_inter", ctx.options.session_gap_s)
+    con.execute("DROP TABLE IF EXISTS lf_ll_new")
+    con.execute("DROP TABLE IF EXISTS lf_ll_inter")
+    return result
