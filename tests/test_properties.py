@@ -265,6 +265,11 @@ LITELLM_SEEDS = {
     ),
 }
 
+# Gemini CLI saved chats in their three layouts: one JSON object (2025, and 2026 with tool
+# calls) and JSON Lines with a message written twice (tests/fixtures/gemini).
+_GEMINI = Path(__file__).parent / "fixtures" / "gemini"
+GEMINI_SEEDS = {p.name: p.read_bytes() for p in sorted(_GEMINI.glob("session-*.json*"))}
+
 # --- Mutations --------------------------------------------------------------------------------
 
 SPECIAL_BYTES = [0xFF, 0xC3, 0x00, 0x80, 0xFE, 0x0A, 0x0D, 0x22, 0x2C, 0x3B, 0x09, 0x7B, 0x5C]
@@ -505,7 +510,7 @@ def _check_loaded(store: Store, r: FileReport, raw: bytes) -> None:
     max_line = None if plain is None else plain.count(b"\n") + plain.count(b"\r") + 1
     if r.format == "conversation_json":
         max_line = r.rows_read  # a saved conversation's records are numbered, not its lines
-    if r.format == "litellm_spend" and max_line is not None:
+    if r.format in ("litellm_spend", "gemini_cli") and max_line is not None:
         max_line = max(max_line, r.rows_read)  # a JSON document's rows are numbered
     for line, reason in rejects:
         assert reason is not None and reason.strip(), (line, reason)
@@ -558,6 +563,14 @@ def _check_loaded(store: Store, r: FileReport, raw: bytes) -> None:
         assert fixed + user_lines_min <= r.rows_loaded <= fixed + user_msgs, (
             records, compactions, user_lines_min, user_msgs, r,
         )  # fmt: skip
+    elif r.format == "gemini_cli":
+        # A message's copies (the same id written again) are the records of its call
+        # (record_count; its text, tool and result messages count for nothing) or of its one
+        # user message; everything else is skipped, or a duplicate.
+        user_msgs = _count(
+            store, "SELECT count(*) FROM messages WHERE source_id = ? AND role = 'user'", [sid]
+        )
+        assert calls <= records and records + user_msgs <= r.rows_loaded, (records, user_msgs, r)
     else:  # another format's sniffer took the damaged file: at least no more calls than rows
         assert calls <= r.rows_loaded, (calls, r)
 
@@ -684,6 +697,14 @@ def test_damaged_litellm_spend_log(data: st.DataObject) -> None:
     check_drawn(data, raw, "spend", name)
 
 
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_damaged_gemini_cli_log(data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(sorted(GEMINI_SEEDS)), label="seed")
+    mutations = JSONL_MUTATIONS if name.endswith(".jsonl") else JSON_DOC_MUTATIONS
+    check_drawn(data, mutate(data, GEMINI_SEEDS[name], mutations), "chats", name)
+
+
 def test_the_seeds_load_cleanly() -> None:
     """Unmutated, every seed loads with nothing rejected (so the mutations are what fails)."""
     seeds = [("exports", CSV_NAME, s) for s in CSV_SEEDS]
@@ -691,6 +712,7 @@ def test_the_seeds_load_cleanly() -> None:
     seeds += [(NEXUS3_FOLDERS[0], "raw.jsonl", NEXUS3_SEED), ("sessions", CODEX_NAME, CODEX_SEED)]
     seeds += [("conversations", name, s) for name, s in CONVERSATION_SEEDS.items()]
     seeds += [("spend", name, s) for name, s in LITELLM_SEEDS.items()]
+    seeds += [("chats", name, s) for name, s in GEMINI_SEEDS.items()]
     for folder, name, raw in seeds:
         with tempfile.TemporaryDirectory(prefix="lf-prop-") as tmp, open_store(":memory:") as s:
             path = Path(tmp) / folder / name
