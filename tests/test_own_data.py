@@ -51,7 +51,8 @@ def fake_home(root: Path) -> Path:
 
 def env_of(home: Path, **extra: str) -> dict[str, str | None]:
     env: dict[str, str | None] = {"HOME": str(home), "CLAUDE_CONFIG_DIR": None,
-                                  "CODEX_HOME": None, "LLM_FORENSICS_DB": None}  # fmt: skip
+                                  "CODEX_HOME": None, "GEMINI_CLI_HOME": None,
+                                  "LLM_FORENSICS_DB": None}  # fmt: skip
     env.update(extra)
     return env
 
@@ -109,8 +110,8 @@ def test_nothing_found_is_exit_3_naming_what_was_looked_at(
     assert result.exit_code == 3
     assert result.stderr.strip() == (
         "Error: no input given, and no agent logs in their default places "
-        "(~/.config/claude/projects, ~/.claude/projects, ~/.codex/sessions, ~/.nexus3/logs: "
-        "not there); give a file or folder, e.g. `llm-forensics audit exports/`"
+        "(~/.config/claude/projects, ~/.claude/projects, ~/.codex/sessions, ~/.nexus3/logs, "
+        "~/.gemini/tmp: not there); give a file or folder, e.g. `llm-forensics audit exports/`"
     )
     folder = tmp_path / "notes"
     (folder / ".git").mkdir(parents=True)
