@@ -60,9 +60,7 @@ A JSON document cannot be read a line at a time; files over 512 MB are refused w
 
 from __future__ import annotations
 
-import gzip
 import re
-import zlib
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -71,7 +69,6 @@ import orjson
 
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.encodings import decode_errors, is_utf8
 from analyzer.ingest.lowering import (
     Lowering,
     args_excerpt,
@@ -81,7 +78,7 @@ from analyzer.ingest.lowering import (
     result_hash,
     text_measure,
 )
-from analyzer.ingest.reading import open_binary
+from analyzer.ingest.reading import read_json_document
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_dict, as_list, as_str, as_text, parse_time
 
@@ -90,7 +87,6 @@ TITLE = "saved conversation (JSON: OpenAI or Anthropic messages, Penguin session
 CALL_PREFIX = "conv"
 KIND = "log"
 SNIFF_ORDER = 90
-MAX_BYTES = 512 * 1024 * 1024
 PLACEHOLDERS = ("[Empty response from model]", "[No response from model]")
 MAX_COST = 1e6  # a stated cost of a million dollars or more for one call is a broken value
 _ACTION = re.compile(r"<(\w+)>(.*?)</\1>", re.DOTALL)  # a CodeAct action tag with its body
@@ -455,37 +451,7 @@ class _Reader:
 
 
 def load(ctx: LoadContext) -> LoadResult:
-    if ctx.source.size > MAX_BYTES:
-        raise InputError(
-            f"a JSON document of {ctx.source.size / 2**20:.0f} MB is too large to read at once "
-            f"(limit {MAX_BYTES // 2**20} MB)",
-            ctx.source.display,
-        )
-    src = ctx.source
-    try:
-        with open_binary(src) as fh:
-            raw = fh.read(MAX_BYTES + 1)  # a compressed file may unpack to far more
-    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise InputError(
-            f"damaged gzip data ({exc}): a cut-off JSON document cannot be read", src.display
-        ) from exc
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", src.display) from exc
-    if len(raw) > MAX_BYTES:
-        raise InputError(
-            f"a JSON document of over {MAX_BYTES // 2**20} MB uncompressed is too large to read "
-            "at once",
-            src.display,
-        )
-    if is_utf8(src.head.encoding):
-        raw = raw.removeprefix(b"\xef\xbb\xbf")
-    else:
-        raw = raw.decode(src.head.encoding, errors=decode_errors(src.head.encoding)).encode()
-    try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        line = raw[: exc.pos].count(b"\n") + 1 if exc.pos is not None else None
-        raise InputError(f"not valid JSON: {exc.msg}", ctx.source.display, line) from exc
+    doc = read_json_document(ctx.source)
     if not isinstance(doc, list | dict):
         raise InputError("a JSON document that is neither a list nor an object", ctx.source.display)
     return _Reader(ctx, doc).run()

@@ -58,9 +58,7 @@ A reject's line is the file's line (JSON Lines) or the message's number (one JSO
 
 from __future__ import annotations
 
-import gzip
 import re
-import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -69,8 +67,6 @@ import orjson
 
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.conversation_json import MAX_BYTES
-from analyzer.ingest.encodings import decode_errors, is_utf8
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import (
     Lowering,
@@ -81,7 +77,7 @@ from analyzer.ingest.lowering import (
     result_hash,
     text_measure,
 )
-from analyzer.ingest.reading import open_binary
+from analyzer.ingest.reading import read_json_document
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_dict, as_int, as_list, as_str, as_text, kind_of, parse_time
 
@@ -352,37 +348,7 @@ class _Reader:
 
 def _read_document(ctx: LoadContext) -> object:
     """The whole JSON document (as ``conversation_json`` reads one)."""
-    src = ctx.source
-    if src.size > MAX_BYTES:
-        raise InputError(
-            f"a JSON document of {src.size / 2**20:.0f} MB is too large to read at once "
-            f"(limit {MAX_BYTES // 2**20} MB)",
-            src.display,
-        )
-    try:
-        with open_binary(src) as fh:
-            raw = fh.read(MAX_BYTES + 1)
-    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise InputError(
-            f"damaged gzip data ({exc}): a cut-off JSON document cannot be read", src.display
-        ) from exc
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", src.display) from exc
-    if len(raw) > MAX_BYTES:
-        raise InputError(
-            f"a JSON document of over {MAX_BYTES // 2**20} MB uncompressed is too large to read "
-            "at once",
-            src.display,
-        )
-    if is_utf8(src.head.encoding):
-        raw = raw.removeprefix(b"\xef\xbb\xbf")
-    else:
-        raw = raw.decode(src.head.encoding, errors=decode_errors(src.head.encoding)).encode()
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        line = raw[: exc.pos].count(b"\n") + 1 if exc.pos is not None else None
-        raise InputError(f"not valid JSON: {exc.msg}", src.display, line) from exc
+    return read_json_document(ctx.source)
 
 
 def load(ctx: LoadContext) -> LoadResult:

@@ -60,7 +60,7 @@ from analyzer.errors import InputError
 from analyzer.formatting import cost
 from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.encodings import decode_errors, is_utf8
-from analyzer.ingest.reading import open_binary
+from analyzer.ingest.reading import MAX_DOCUMENT_BYTES, open_binary
 from analyzer.ingest.sessions import interleaved_streams_sql, renumber_streams, with_sessions_sql
 from analyzer.ingest.values import as_dict, as_int, as_str, parse_time
 
@@ -70,7 +70,7 @@ CALL_PREFIX = "litellm:"
 KIND = "bill"
 SNIFF_ORDER = 15  # after the OpenRouter export (its own CSV header), before the agent logs
 
-MAX_BYTES = 512 * 2**20
+MAX_BYTES = MAX_DOCUMENT_BYTES  # read whole, as a JSON document is
 MAX_COST_USD = 1_000_000
 CHAT_CALLS = {
     "completion", "text_completion", "anthropic_messages", "responses", "generate_content",

@@ -14,6 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
+import orjson
+
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, SourceFile
 from analyzer.ingest.encodings import decode_errors, guess_encoding, is_utf8
@@ -111,6 +113,46 @@ def open_binary(src: SourceFile) -> IO[bytes]:
     if src.head.compression == "gzip":
         return gzip.open(src.path, "rb")  # type: ignore[return-value]
     return open(src.path, "rb")
+
+
+MAX_DOCUMENT_BYTES = 512 * 2**20  # a JSON document is read whole: refused above this
+
+
+def read_json_document(src: SourceFile) -> object:
+    """A file that is one JSON document, parsed whole (decompressed, in its encoding): a
+    document over :data:`MAX_DOCUMENT_BYTES`, damaged gzip data or invalid JSON is an error
+    naming the file (and the line, for invalid JSON)."""
+    limit = MAX_DOCUMENT_BYTES
+    if src.size > limit:
+        raise InputError(
+            f"a JSON document of {src.size / 2**20:.0f} MB is too large to read at once "
+            f"(limit {limit // 2**20} MB)",
+            src.display,
+        )
+    try:
+        with open_binary(src) as fh:
+            raw = fh.read(limit + 1)  # a compressed file may unpack to far more
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise InputError(
+            f"damaged gzip data ({exc}): a cut-off JSON document cannot be read", src.display
+        ) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", src.display) from exc
+    if len(raw) > limit:
+        raise InputError(
+            f"a JSON document of over {limit // 2**20} MB uncompressed is too large to read "
+            "at once",
+            src.display,
+        )
+    if is_utf8(src.head.encoding):
+        raw = raw.removeprefix(b"\xef\xbb\xbf")
+    else:
+        raw = raw.decode(src.head.encoding, errors=decode_errors(src.head.encoding)).encode()
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        line = raw[: exc.pos].count(b"\n") + 1 if exc.pos is not None else None
+        raise InputError(f"not valid JSON: {exc.msg}", src.display, line) from exc
 
 
 def utf8_lines(fh: IO[bytes], encoding: str) -> Iterator[bytes]:
