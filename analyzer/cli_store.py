@@ -5,6 +5,7 @@ opens the store read-only (a store on a read-only disk can be read) and takes --
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 import click
@@ -24,7 +25,7 @@ from analyzer.cli_options import (
 from analyzer.console import note, out, width
 from analyzer.detect import load_incidents
 from analyzer.errors import ForensicsError
-from analyzer.formatting import SEVERITIES, severity_rank
+from analyzer.formatting import SEVERITIES, money, severity_rank
 from analyzer.guards import Policy
 from analyzer.pipeline import apply_window, stages
 from analyzer.store import Store, open_store
@@ -213,7 +214,8 @@ def _recommend(
 
 @click.command("usage")
 @click.argument("view_name", metavar="VIEW", type=click.Choice(
-    ("daily", "weekly", "monthly", "session", "project", "model")))  # fmt: skip
+    ("daily", "weekly", "monthly", "session", "project", "model", "bills", "reconcile")
+))  # fmt: skip
 @db_option()
 @view_options
 @click.option("--breakdown", is_flag=True, help="Each row's models below it.")
@@ -223,7 +225,8 @@ def _recommend(
 def usage_command(
     view_name: str, db: str, view: View, breakdown: bool, as_csv: bool, as_json: bool
 ) -> None:
-    """Tokens, calls and dollars by day, week, month, session, project or model.
+    """Tokens, calls and dollars by day, week, month, session, project or model; and the
+    providers' bills per time bucket (bills), against the logs (reconcile).
 
     Tokens: input (fresh prompt), cache write, cache read, output (reasoning included) and
     reasoning; dollars by cost basis (billed, reported by the log, estimated from list
@@ -231,18 +234,29 @@ def usage_command(
     Codex working directory or the OpenRouter app. Days and weeks (from Monday) are counted
     in --tz.
 
+    bills: what Anthropic's usage and cost reports and OpenAI's usage and costs say per
+    bucket (a day, an hour) and model: tokens, requests, dollars billed, and the tokens at
+    list prices. They are not calls: the other views never count them. reconcile: per bucket
+    and model, the bill against the logged calls of that provider and model in the bucket,
+    and the dollars no log explains, named. Buckets are in UTC, as the providers bill them.
+
     \b
     Examples:
       llm-forensics usage daily --db my.duckdb --breakdown
       llm-forensics usage session --db my.duckdb --since 7d --json
+      llm-forensics usage reconcile --db my.duckdb
     """
     from analyzer.usage import usage
     from analyzer.views import render_usage, usage_csv
 
     if as_csv and as_json:
         raise click.UsageError("give one of --json and --csv")
+    if view_name in ("bills", "reconcile"):
+        _bill_view(view_name, db, view, as_csv, as_json)
+        return
     with _reading(db, view) as store:
         u = usage(store, view_name, view.tz, breakdown)
+        bucketed = _bucketed_note(store) if view_name in ("daily", "weekly", "monthly") else ""
     if as_json:
         print_json(u.to_json())
     elif as_csv:
@@ -251,6 +265,45 @@ def usage_command(
         if view.window:
             out(f"{view.window.describe(view.tz)}")
         out(render_usage(u, width()), nl=False)
+        if bucketed:
+            out(bucketed)
+
+
+def _bucketed_note(store: Store) -> str:
+    """The line under a period view when the store holds bills per bucket (not in it)."""
+    from analyzer.reconcile import bills
+
+    rows = bills(store)
+    if not rows:
+        return ""
+    billed = sum((r.billed_usd or r.estimate_usd or Decimal(0) for r in rows), Decimal(0))
+    return (f"Not in this table: {money(billed)} of provider bills per bucket ({len(rows):,} "
+            "buckets): `usage bills`, and `usage reconcile` against the logs")  # fmt: skip
+
+
+def _bill_view(name: str, db: str, view: View, as_csv: bool, as_json: bool) -> None:
+    from analyzer.bill_views import bills_csv, reconcile_csv, render_bills, render_reconcile
+    from analyzer.reconcile import bills, totals, units
+
+    with _reading(db, view) as store:
+        if name == "bills":
+            rows = bills(store)
+            if as_json:
+                print_json({"view": "bills", "rows": [r.to_json() for r in rows]})
+            elif as_csv:
+                click.echo(bills_csv(rows), nl=False)
+            else:
+                out(render_bills(rows, width()), nl=False)
+            return
+        found = units(store)
+    t = totals(found)
+    if as_json:
+        print_json({"view": "reconcile", "units": [u.to_json() for u in found],
+                    "totals": t.to_json()})  # fmt: skip
+    elif as_csv:
+        click.echo(reconcile_csv(found), nl=False)
+    else:
+        out(render_reconcile(found, t, width()), nl=False)
 
 
 @click.command("incidents")

@@ -158,7 +158,7 @@ def audit(
     if on_files is not None:
         on_files(reports)
     if window:
-        store.restrict(window.sql(), window.key())
+        store.restrict(window.sql(), window.key(), buckets=window.sql("bucket_start"))
     with stages(store, "audit", options.progress) as shown:
         shown.stage("detecting")
         detect(store, selection, reuse=True)
@@ -185,7 +185,8 @@ def apply_window(store: Store, window: Window | None, incidents: bool = True) ->
     incidents that start in it: for commands that read the incidents found earlier)."""
     if window:
         store.restrict(window.sql(), window.key(),
-                       incidents=window.sql("start_ts") if incidents else None)  # fmt: skip
+                       incidents=window.sql("start_ts") if incidents else None,
+                       buckets=window.sql("bucket_start"))  # fmt: skip
 
 
 def report(

@@ -19,7 +19,10 @@ MEMORY_ENV = "LLM_FORENSICS_MEMORY_LIMIT"
 # DuckDB's own default is 80% of the machine; a forensics run shares the machine with the user's
 # other work, so it holds itself to this and spills the rest to disk.
 DEFAULT_MEMORY_LIMIT = "2GB"
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
+# Store formats this version upgrades in place when it opens them for writing (the tables they
+# lack are added): 6 had no ``bill_buckets``.
+UPGRADES_FROM = {"6"}
 
 
 class Store:
@@ -34,10 +37,13 @@ class Store:
         # then be written (see ``close``): (cache name, key, payload).
         self.pending: list[tuple[str, str, str]] = []
 
-    def restrict(self, condition: str, key: str, incidents: str | None = None) -> None:
+    def restrict(
+        self, condition: str, key: str, incidents: str | None = None, buckets: str | None = None
+    ) -> None:
         """Let every reader of this connection see only the calls (and messages) whose time
-        meets ``condition`` (an SQL predicate over ``ts``), and with ``incidents`` (a predicate
-        over the incidents table) only those incidents: temporary tables and views of the same
+        meets ``condition`` (an SQL predicate over ``ts``), with ``incidents`` (a predicate
+        over the incidents table) only those incidents, and with ``buckets`` (over
+        ``bill_buckets``) only those bill buckets: temporary tables and views of the same
         names shadow the stored ones (tables, so that readers joining on ``rowid`` still can).
         Done after loading and linking: what is written after goes to the stored tables
         (incidents) or nowhere (a store opened read-only)."""
@@ -51,6 +57,11 @@ class Store:
             "CREATE OR REPLACE TEMP VIEW live_calls AS "
             "SELECT * FROM temp.main.calls WHERE superseded_by IS NULL"
         )
+        if buckets is not None:
+            self.con.execute(
+                f"""CREATE OR REPLACE TEMP TABLE bill_buckets AS
+                    SELECT * FROM "{db}".main.bill_buckets WHERE {buckets}"""
+            )
         if incidents is not None:
             self.con.execute(
                 f"""CREATE OR REPLACE TEMP VIEW incidents AS
@@ -115,7 +126,16 @@ def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | No
     ).fetchall()[0][0]
     if has_meta:
         found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
-        if found and found[0][0] != SCHEMA_VERSION:
+        if found and found[0][0] in UPGRADES_FROM and not read_only:
+            con.execute(package_sql("schema.sql"))
+            con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [SCHEMA_VERSION])
+        elif found and found[0][0] in UPGRADES_FROM:
+            raise ForensicsError(
+                f"this store was written by an earlier version of llm-forensics (store format "
+                f"{found[0][0]}); `llm-forensics ingest` into it once upgrades it to format "
+                f"{SCHEMA_VERSION}"
+            )
+        elif found and found[0][0] != SCHEMA_VERSION:
             raise ForensicsError(
                 f"this store was written by another version of llm-forensics (store format "
                 f"{found[0][0]}, this version reads {SCHEMA_VERSION}); ingest into a new file"

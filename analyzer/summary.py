@@ -9,6 +9,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from analyzer.bill_views import PROVIDERS
 from analyzer.console import strong, warn
 from analyzer.detect import load_incidents
 from analyzer.formatting import cut, iso, money, printable, wrap
@@ -16,6 +17,7 @@ from analyzer.incident import Incident
 from analyzer.ingest.flow import FileReport
 from analyzer.link import reconciliation
 from analyzer.pricing import unpriced_warning
+from analyzer.reconcile import Totals, has_buckets, totals, units
 from analyzer.scoring import Result
 from analyzer.store import Store
 from analyzer.timewindow import local
@@ -50,6 +52,8 @@ class Summary:
     calls_without_time: int = 0  # calls whose log kept no time (most saved conversations)
     # Models whose calls carry tokens but no cost: model (" (fast mode)" when so) -> calls.
     unpriced_models: dict[str, int] = field(default_factory=dict)
+    # Bills per time bucket (Anthropic's, OpenAI's reports) against the logs, when loaded.
+    bucket_bills: Totals | None = None
 
     def to_json(self) -> dict[str, Any]:
         def rows(items: list[SpendRow]) -> list[dict[str, Any]]:
@@ -78,7 +82,7 @@ class Summary:
             "sources": self.sources,
             "rejects": self.rejects,
             "incidents": [i.to_json() for i in self.incidents],
-        }
+        } | ({"bucket_bills": self.bucket_bills.to_json()} if self.bucket_bills else {})
 
 
 def _spend(store: Store, column: str, total: Decimal, top: int) -> list[SpendRow]:
@@ -153,6 +157,7 @@ def build_summary(store: Store, top: int = 10) -> Summary:
         unpriced_models=unpriced_models,
         incidents=incidents,
         wasted_usd=sum((i.wasted_usd for i in incidents), Decimal(0)),
+        bucket_bills=totals(units(store)) if has_buckets(store) else None,
     )
 
 
@@ -171,8 +176,9 @@ def render_text(
 ) -> str:
     """The terminal summary, fitted to ``width`` (colour is dropped when piped)."""
     out: list[str] = []
+    bills = _bills_line(s.bucket_bills)
     if not s.calls:
-        return "No calls in the store.\n"
+        return "No calls in the store.\n" + (f"Bills    {bills}\n" if bills else "")
     if s.period_start is None or s.period_end is None:
         out.append(f"Period   unknown: none of the {s.calls:,} calls has a time")
     else:
@@ -207,6 +213,8 @@ def render_text(
     if s.unpriced_models:
         named = ", ".join(f"{printable(m)} ({n:,})" for m, n in s.unpriced_models.items())
         field("Unpriced", f"{named}: no known price, counted as $0")
+    if bills:
+        field("Bills", bills)
     share = float(s.wasted_usd / s.total_usd) if s.total_usd else 0.0
     out.append(
         f"Wasted   {strong(money(s.wasted_usd))} ({share:.1%}) in {len(s.incidents)} incidents"
@@ -234,6 +242,16 @@ def render_text(
             name = cut(printable(r.name), name_w)
             out.append(f"  {name:<{name_w}}  {r.calls:>9,}  {money(r.usd):>12}  {r.share:>6.1%}")
     return "\n".join(out) + "\n"
+
+
+def _bills_line(t: Totals | None) -> str:
+    """What the bills per bucket add up to, and what of it has no log."""
+    if t is None:
+        return ""
+    who = " and ".join(PROVIDERS.get(p, p) for p in t.providers)
+    return (f"{money(t.billed_usd)} on {who}'s bills per bucket: the logs explain "
+            f"{money(t.explained_usd)}, {money(t.no_log_usd)} has no log (`llm-forensics usage "
+            "reconcile` names it)")  # fmt: skip
 
 
 def _g(x: float | None) -> str:

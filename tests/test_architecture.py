@@ -45,6 +45,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "analyzer.show",
             "analyzer.usage",
             "analyzer.export",
+            "analyzer.bill_views",
         },
     ),
     (
@@ -59,6 +60,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "analyzer.incident",
             "analyzer.link",
             "analyzer.recommend",
+            "analyzer.reconcile",
         },
     ),
     ("ingest", {"analyzer.ingest"}),

@@ -272,6 +272,15 @@ GEMINI_SEEDS = {p.name: p.read_bytes() for p in sorted(_GEMINI.glob("session-*.j
 
 # --- Mutations --------------------------------------------------------------------------------
 
+# Bills per time bucket: Anthropic's Console exports and Admin API pages, OpenAI's API pages
+# and dashboard exports (tests/fixtures/anthropic_usage, tests/fixtures/openai_usage).
+_FIXTURES = Path(__file__).parent / "fixtures"
+BUCKET_SEEDS = {
+    p.name: p.read_bytes()
+    for folder in ("anthropic_usage", "openai_usage")
+    for p in sorted((_FIXTURES / folder).glob("*.*"))
+}
+
 SPECIAL_BYTES = [0xFF, 0xC3, 0x00, 0x80, 0xFE, 0x0A, 0x0D, 0x22, 0x2C, 0x3B, 0x09, 0x7B, 0x5C]
 SPECIAL_INSERTS = [
     b"\xff", b"\xc3", b"\x00", b"\xef\xbb\xbf", b"\r", b"\n", b'"', b",", b"\xe2\x82", b"\x1f\x8b",
@@ -480,8 +489,14 @@ def _count(store: Store, sql: str, params: list[object] | None = None) -> int:
 
 def _assert_store_empty(store: Store) -> None:
     """Nothing of a file that did not load is left behind (one transaction per file)."""
-    for table in ("sources", "calls", "messages", "rejects"):
+    for table in ("sources", "calls", "messages", "rejects", "bill_buckets"):
         assert _count(store, f"SELECT count(*) FROM {table}") == 0, f"{table} is not empty"
+
+
+# The formats that number a JSON document's records (the first record 1) rather than its lines.
+NUMBERED_FORMATS = {
+    "litellm_spend", "gemini_cli", "opencode", "cline", "aider", "anthropic_usage", "openai_usage",
+}  # fmt: skip
 
 
 def _check_loaded(store: Store, r: FileReport, raw: bytes) -> None:
@@ -510,7 +525,7 @@ def _check_loaded(store: Store, r: FileReport, raw: bytes) -> None:
     max_line = None if plain is None else plain.count(b"\n") + plain.count(b"\r") + 1
     if r.format == "conversation_json":
         max_line = r.rows_read  # a saved conversation's records are numbered, not its lines
-    if r.format in ("litellm_spend", "gemini_cli") and max_line is not None:
+    if r.format in NUMBERED_FORMATS and max_line is not None:
         max_line = max(max_line, r.rows_read)  # a JSON document's rows are numbered
     for line, reason in rejects:
         assert reason is not None and reason.strip(), (line, reason)
@@ -571,6 +586,10 @@ def _check_loaded(store: Store, r: FileReport, raw: bytes) -> None:
             store, "SELECT count(*) FROM messages WHERE source_id = ? AND role = 'user'", [sid]
         )
         assert calls <= records and records + user_msgs <= r.rows_loaded, (records, user_msgs, r)
+    elif r.format in ("anthropic_usage", "openai_usage"):
+        # A bill per bucket makes no calls: each loaded record is one bill_buckets row.
+        buckets = _count(store, "SELECT count(*) FROM bill_buckets WHERE source_id = ?", [sid])
+        assert calls == 0 and messages == 0 and buckets == r.rows_loaded, (buckets, r)
     else:  # another format's sniffer took the damaged file: at least no more calls than rows
         assert calls <= r.rows_loaded, (calls, r)
 
@@ -705,6 +724,14 @@ def test_damaged_gemini_cli_log(data: st.DataObject) -> None:
     check_drawn(data, mutate(data, GEMINI_SEEDS[name], mutations), "chats", name)
 
 
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_damaged_bucket_bill(data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(sorted(BUCKET_SEEDS)), label="seed")
+    mutations = CSV_MUTATIONS if name.endswith(".csv") else JSON_DOC_MUTATIONS
+    check_drawn(data, mutate(data, BUCKET_SEEDS[name], mutations), "bills", name)
+
+
 def test_the_seeds_load_cleanly() -> None:
     """Unmutated, every seed loads with nothing rejected (so the mutations are what fails)."""
     seeds = [("exports", CSV_NAME, s) for s in CSV_SEEDS]
@@ -713,6 +740,7 @@ def test_the_seeds_load_cleanly() -> None:
     seeds += [("conversations", name, s) for name, s in CONVERSATION_SEEDS.items()]
     seeds += [("spend", name, s) for name, s in LITELLM_SEEDS.items()]
     seeds += [("chats", name, s) for name, s in GEMINI_SEEDS.items()]
+    seeds += [("bills", name, s) for name, s in BUCKET_SEEDS.items()]
     for folder, name, raw in seeds:
         with tempfile.TemporaryDirectory(prefix="lf-prop-") as tmp, open_store(":memory:") as s:
             path = Path(tmp) / folder / name

@@ -25,7 +25,9 @@ class Format(Protocol):
     TITLE: str  # a human name, for messages that list what a file could be
     CALL_PREFIX: str  # call_id = CALL_PREFIX + the call's native id
     # "bill": its rows are what a provider or gateway charged, one per call (logged calls are
-    # linked to them, and they are superseded by the logged call); "log": an agent's own record.
+    # linked to them, and they are superseded by the logged call); "bucket_bill": what a
+    # provider charged per time bucket (``bill_buckets``: no calls, reconciled with the logged
+    # calls of the bucket); "log": an agent's own record.
     KIND: str
 
     def sniff(self, head: Head) -> bool:
@@ -60,13 +62,18 @@ def format_names() -> list[str]:
     return [f.NAME for f in FORMATS]
 
 
-KINDS = ("bill", "log")
+KINDS = ("bill", "bucket_bill", "log")
 assert all(f.KIND in KINDS for f in FORMATS)
 
 
 def billing_formats() -> list[str]:
-    """The formats that are bills (``KIND = "bill"``)."""
+    """The formats that are bills per call (``KIND = "bill"``)."""
     return [f.NAME for f in FORMATS if f.KIND == "bill"]
+
+
+def bucket_bill_formats() -> list[str]:
+    """The formats that are bills per time bucket (``KIND = "bucket_bill"``)."""
+    return [f.NAME for f in FORMATS if f.KIND == "bucket_bill"]
 
 
 def format_by_name(name: str) -> Format:

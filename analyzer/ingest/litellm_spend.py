@@ -59,8 +59,7 @@ from analyzer.console import warn
 from analyzer.errors import InputError
 from analyzer.formatting import cost
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.encodings import decode_errors, is_utf8
-from analyzer.ingest.reading import MAX_DOCUMENT_BYTES, open_binary
+from analyzer.ingest.reading import read_text
 from analyzer.ingest.sessions import interleaved_streams_sql, renumber_streams, with_sessions_sql
 from analyzer.ingest.values import as_dict, as_int, as_str, parse_time
 
@@ -70,7 +69,6 @@ CALL_PREFIX = "litellm:"
 KIND = "bill"
 SNIFF_ORDER = 15  # after the OpenRouter export (its own CSV header), before the agent logs
 
-MAX_BYTES = MAX_DOCUMENT_BYTES  # read whole, as a JSON document is
 MAX_COST_USD = 1_000_000
 CHAT_CALLS = {
     "completion", "text_completion", "anthropic_messages", "responses", "generate_content",
@@ -246,23 +244,8 @@ _SCHEMA = pa.schema([
 ])  # fmt: skip
 
 
-def _text(ctx: LoadContext) -> str:
-    src = ctx.source
-    if src.size > MAX_BYTES:
-        raise InputError(f"a spend log of {src.size / 2**20:.0f} MB is over the limit of "
-                         f"{MAX_BYTES // 2**20} MB", src.display)  # fmt: skip
-    try:
-        with open_binary(src) as fh:
-            raw = fh.read(MAX_BYTES + 1)
-    except (EOFError, OSError) as exc:
-        raise InputError(f"cannot read: {exc}", src.display) from exc
-    if is_utf8(src.head.encoding):
-        return raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
-    return raw.decode(src.head.encoding, errors=decode_errors(src.head.encoding))
-
-
 def _read(ctx: LoadContext, rows: _Rows) -> None:
-    text = _text(ctx)
+    text = read_text(ctx.source, "a spend log")
     stripped = text.lstrip()
     if stripped[:1] == "[" or (stripped[:1] == "{" and "\n{" not in stripped.rstrip()):
         try:

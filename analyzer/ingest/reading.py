@@ -155,6 +155,29 @@ def read_json_document(src: SourceFile) -> object:
         raise InputError(f"not valid JSON: {exc.msg}", src.display, line) from exc
 
 
+def read_text(src: SourceFile, what: str) -> str:
+    """A file read whole as text (decompressed, decoded from its encoding, without a byte-order
+    mark; a byte that does not decode is replaced), for formats whose records are parsed from
+    the whole (``what`` names the kind of file in the message when it is too large)."""
+    limit = MAX_DOCUMENT_BYTES
+    if src.size > limit:
+        raise InputError(f"{what} of {src.size / 2**20:.0f} MB is over the limit of "
+                         f"{limit // 2**20} MB", src.display)  # fmt: skip
+    try:
+        with open_binary(src) as fh:
+            raw = fh.read(limit + 1)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise InputError(f"damaged gzip data ({exc})", src.display) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", src.display) from exc
+    if len(raw) > limit:
+        raise InputError(f"{what} of over {limit // 2**20} MB uncompressed is over the limit",
+                         src.display)  # fmt: skip
+    if is_utf8(src.head.encoding):
+        return raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
+    return raw.decode(src.head.encoding, errors=decode_errors(src.head.encoding))
+
+
 def utf8_lines(fh: IO[bytes], encoding: str) -> Iterator[bytes]:
     """The lines of ``fh`` (ending at ``\n``, which they keep) as UTF-8 bytes. A UTF-8 file is
     passed through untouched (a bad byte stays bad, for the reader to reject its record)."""

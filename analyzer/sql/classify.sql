@@ -76,15 +76,16 @@ CREATE OR REPLACE TEMP MACRO lf_response_kind(finish_reason, http_status, output
 );
 
 -- lf_model_key(model) -> a name to compare models written differently by a bill and a log:
--- lower case, without the vendor prefix, the :variant, a trailing date or -latest, dots as
--- dashes ('anthropic/claude-opus-4.5' and 'claude-opus-4-5-20251101' are both
+-- lower case, without the vendor prefix, the :variant, a trailing date (Anthropic's 20251101,
+-- OpenAI's 2025-08-07) or -latest, dots and blanks as dashes ('anthropic/claude-opus-4.5',
+-- 'claude-opus-4-5-20251101' and a bill's display name 'Claude Opus 4.5' are all
 -- 'claude-opus-4-5').
 CREATE OR REPLACE TEMP MACRO lf_model_key(model) AS (
-    replace(
+    replace(replace(
         regexp_replace(
             regexp_replace(regexp_replace(lower(trim(model)), '^[^/]*/', ''), ':.*$', ''),
-            '([-@]\d{8}|-latest)$', ''),
-        '.', '-')
+            '([-@]\d{8}|-\d{4}-\d{2}-\d{2}|-latest)$', ''),
+        '.', '-'), ' ', '-')
 );
 
 -- lf_output_discarded(finish_reason, content_chars, tool_call_count, input_tokens,

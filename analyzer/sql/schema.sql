@@ -119,6 +119,40 @@ CREATE TABLE IF NOT EXISTS messages (
     excerpt        VARCHAR                -- at most 200 characters, for the report
 );
 
+-- A bill without calls: what a provider's usage or cost report says for one time bucket (a
+-- day, an hour, a minute), one row per record of the report. Never a call: no detector reads it;
+-- the spend views show it and reconciliation compares it with the logged calls of its bucket.
+-- Tokens count as in `calls` (input_tokens is the whole prompt, cache reads and writes
+-- included); a column the report does not give is NULL.
+CREATE TABLE IF NOT EXISTS bill_buckets (
+    source_id             INTEGER NOT NULL,
+    format                VARCHAR NOT NULL,
+    line                  BIGINT,             -- record line (or number, in a JSON document)
+    bucket_key            VARCHAR NOT NULL,   -- what makes it the same bucket in another export
+    provider              VARCHAR NOT NULL,   -- anthropic | openai
+    measure               VARCHAR NOT NULL,   -- usage (tokens) | cost (dollars)
+    bucket_start          TIMESTAMP NOT NULL, -- UTC, inclusive
+    bucket_end            TIMESTAMP NOT NULL, -- UTC, exclusive
+    model                 VARCHAR,            -- as the report names it (NULL: not grouped by it)
+    model_key             VARCHAR,            -- lf_model_key(model): compared with the logs
+    workspace             VARCHAR,            -- workspace or organisation
+    project               VARCHAR,
+    api_key               VARCHAR,            -- the key's name or id, never a secret
+    user_id               VARCHAR,
+    service_tier          VARCHAR,            -- standard, batch, priority...
+    context_window        VARCHAR,            -- Anthropic: up to 200k, or above it
+    item                  VARCHAR,            -- a cost row's line item or token type
+    requests              BIGINT,
+    input_tokens          BIGINT,
+    cached_input_tokens   BIGINT,
+    cache_write_tokens    BIGINT,
+    cache_write_1h_tokens BIGINT,
+    output_tokens         BIGINT,
+    web_search_requests   BIGINT,
+    cost_usd              DECIMAL(18, 10),    -- what the report says was charged
+    cost_estimate_usd     DECIMAL(18, 10)     -- its tokens at list prices (usage rows)
+);
+
 -- Every input record that could not be loaded, with the reason.
 CREATE TABLE IF NOT EXISTS rejects (
     source_id INTEGER NOT NULL,

@@ -1,0 +1,162 @@
+"""Terminal and CSV views of the bucketed bills: ``usage bills`` (what each provider's report
+says per bucket and model) and ``usage reconcile`` (how much of it the logs explain)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from analyzer.console import strong
+from analyzer.formatting import cut, money, printable, wrap
+from analyzer.reconcile import BillRow, Totals, Unit
+
+PROVIDERS = {"anthropic": "Anthropic", "openai": "OpenAI"}
+
+
+def bucket_label(start: datetime, end: datetime) -> str:
+    """A bucket as a day (``2026-03-05``), an hour, or its two ends."""
+    midnight = start.hour == start.minute == start.second == 0
+    if end - start == timedelta(days=1) and midnight:
+        return f"{start:%Y-%m-%d}"
+    if end - start == timedelta(hours=1) and start.minute == start.second == 0:
+        return f"{start:%Y-%m-%d %H:00}"
+    return f"{start:%Y-%m-%d %H:%M}–{end:%Y-%m-%d %H:%M}"
+
+
+def _model(model: str | None) -> str:
+    return printable(model) if model else "(all models)"
+
+
+def _table(head: list[tuple[str, int]], rows: list[list[str]], key_w: int) -> list[str]:
+    """Rows of cells under ``head`` (heading, width); the first column left-aligned."""
+
+    def line(cells: list[str]) -> str:
+        first = cut(cells[0], key_w).ljust(key_w)
+        return first + "".join(f" {c:>{w}}" for c, (_, w) in zip(cells[1:], head[1:], strict=True))
+
+    out = [line([h for h, _ in head])]
+    out += [line(r) for r in rows[:-1]]
+    out.append("-" * len(out[0]))
+    out.append(strong(line(rows[-1])))
+    return out
+
+
+def render_bills(rows: list[BillRow], width: int = 100) -> str:
+    """``usage bills``: each bucket's figures, and the totals."""
+    if not rows:
+        return ("No provider bill per bucket in this store (Anthropic's usage or cost report, "
+                "OpenAI's usage or costs).\n")  # fmt: skip
+    head = [("bucket / model", 0), ("requests", 9), ("input", 11), ("cache write", 11),
+            ("cache read", 13), ("output", 11), ("$ billed", 10), ("$ list price", 12)]  # fmt: skip
+    cells: list[list[str]] = []
+    total = [0, 0, 0, 0, 0]
+    billed = estimate = Decimal(0)
+    for r in rows:
+        label = f"{bucket_label(r.start, r.end)} {PROVIDERS.get(r.provider, r.provider)} "
+        cells.append([
+            label + _model(r.model), "–" if r.requests is None else f"{r.requests:,}",
+            f"{r.input:,}", f"{r.cache_write:,}", f"{r.cache_read:,}", f"{r.output:,}",
+            money(r.billed_usd), money(r.estimate_usd),
+        ])  # fmt: skip
+        for i, v in enumerate((r.requests or 0, r.input, r.cache_write, r.cache_read, r.output)):
+            total[i] += v
+        billed += r.billed_usd or 0
+        estimate += r.estimate_usd or 0
+    requests = f"{total[0]:,}" if any(r.requests is not None for r in rows) else "–"
+    cells.append(["Total", requests, *(f"{v:,}" for v in total[1:]), money(billed),
+                  money(estimate)])  # fmt: skip
+    key_w = max(12, min(max(len(c[0]) for c in cells), width - sum(w + 1 for _, w in head)))
+    lines = _table(head, cells, key_w)
+    notes = [
+        "buckets in UTC, as the providers bill them; $ billed: the cost report's dollars; "
+        "$ list price: the usage report's tokens at list prices",
+        "input: fresh prompt tokens (cache reads and writes apart). Bills are not calls: the "
+        "other usage views and the detectors never count them; `usage reconcile` compares them "
+        "with the logs",
+    ]
+    for n in notes:
+        lines += wrap(n, width)
+    return "\n".join(lines) + "\n"
+
+
+def remainder_lines(units: list[Unit]) -> list[str]:
+    """One plain sentence per unit the logs do not explain."""
+    said = []
+    for u in units:
+        who = PROVIDERS.get(u.provider, u.provider)
+        where = f"{bucket_label(u.start, u.end)} {_model(u.model)}"
+        if u.status == "unpriced":
+            said.append(f"{where}: {who}'s usage has no known list price: not compared")
+        elif u.status == "no log":
+            said.append(f"{where}: {money(u.billed_usd)} of {who}'s bill has no log")
+        elif u.status == "partly":
+            said.append(
+                f"{where}: the logs explain {money(u.logged_usd)} of {who}'s "
+                f"{money(u.billed_usd)}; {money(u.unexplained_usd)} has no log"
+            )
+        elif u.status == "more in logs":
+            said.append(f"{where}: the logs show {money(u.logged_usd)} where {who} billed "
+                        f"{money(u.billed_usd)} ({money(-u.unexplained_usd)} more: calls "
+                        "billed elsewhere, or a bill not loaded)")  # fmt: skip
+    return said
+
+
+def render_reconcile(units: list[Unit], t: Totals, width: int = 100) -> str:
+    """``usage reconcile``: per unit the bill, the logs and what is unexplained; then the
+    remainder named, one line each."""
+    if not units:
+        return ("No provider bill per bucket in this store to reconcile: load Anthropic's usage "
+                "or cost report, or OpenAI's usage or costs, with the logs.\n")  # fmt: skip
+    head = [("bucket / model", 0), ("bill", 11), ("basis", 9), ("logs", 11), ("calls", 7),
+            ("unexplained", 12), ("status", 12)]  # fmt: skip
+    cells = [
+        [f"{bucket_label(u.start, u.end)} {PROVIDERS.get(u.provider, u.provider)} "
+         f"{_model(u.model)}", money(u.billed_usd), u.basis, money(u.logged_usd),
+         f"{u.calls:,}", money(u.unexplained_usd), u.status]
+        for u in units
+    ]  # fmt: skip
+    logged = t.explained_usd + t.over_usd
+    calls = sum(u.calls for u in units)
+    cells.append(["Total", money(t.billed_usd), "", money(logged), f"{calls:,}",
+                  money(t.no_log_usd - t.over_usd), ""])  # fmt: skip
+    key_w = max(12, min(max(len(c[0]) for c in cells), width - sum(w + 1 for _, w in head)))
+    lines = _table(head, cells, key_w)
+    lines += wrap(
+        f"The logs explain {money(t.explained_usd)} of the {money(t.billed_usd)} billed; "
+        f"{money(t.no_log_usd)} has no log"
+        + (f", and the logs show {money(t.over_usd)} no bill here covers" if t.over_usd else "")
+        + ".",
+        width,
+    )
+    for said in remainder_lines(units):
+        lines += wrap(said, width, indent="  ")
+    lines += wrap(
+        "bill: the cost report's dollars (billed), else the usage report's tokens at list "
+        "prices (estimated); logs: the calls of that provider and model in the bucket, at "
+        "their own cost; buckets in UTC",
+        width,
+    )
+    return "\n".join(lines) + "\n"
+
+
+def reconcile_csv(units: list[Unit]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    fields = list(units[0].to_json()) if units else ["provider", "start", "end", "model"]
+    w.writerow(fields)
+    for u in units:
+        w.writerow(["" if v is None else v for v in u.to_json().values()])
+    return buf.getvalue()
+
+
+def bills_csv(rows: list[BillRow]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    fields = list(rows[0].to_json()) if rows else ["provider", "start", "end", "model"]
+    w.writerow(fields)
+    for r in rows:
+        w.writerow(["" if v is None else (";".join(v) if isinstance(v, list) else v)
+                    for v in r.to_json().values()])  # fmt: skip
+    return buf.getvalue()

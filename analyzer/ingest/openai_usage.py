@@ -1,0 +1,216 @@
+"""OpenAI's organisation usage and costs: a bill per time bucket, not per call.
+
+Read as a bucketed bill (``KIND = "bucket_bill"``), like Anthropic's reports
+(analyzer.ingest.anthropic_usage): never calls, shown in the spend views and reconciled with
+the logged calls of each bucket (``usage reconcile``). Four shapes, found by content:
+
+* **Usage API, completions** (``GET /v1/organization/usage/completions``, saved as JSON: one
+  page, a list of pages, or JSON Lines of pages): ``{object: "page", data: [{object:
+  "bucket", start_time, end_time, results: [...]}], has_more, next_page}``, times in Unix
+  seconds (the first bucket may start at the unaligned time asked for). A result
+  (``organization.usage.completions.result``) has ``input_tokens`` - the whole prompt, cached
+  part included - ``input_cached_tokens``, ``output_tokens``, ``num_model_requests``, audio
+  counts, and the grouping keys ``model``, ``project_id``, ``user_id``, ``api_key_id``,
+  ``batch``, ``service_tier`` (null unless grouped by them). The other usage endpoints'
+  results (embeddings, images, audio, moderations, vector stores...) are skipped by kind: they
+  are not chat calls a log could explain.
+* **Costs API** (``GET /v1/organization/costs``, same envelope): a result
+  (``organization.costs.result``) has ``amount: {value, currency}`` - ``value`` in dollars, a
+  number or its text - ``line_item`` and ``project_id``. Grouped by line item, ``line_item``
+  names the model and the kind of token: ``"gpt-4o-mini-2024-07-18, cached input"``,
+  ``"gpt-5.5-2026-04-23, output"``, sometimes after a tier (``"priority | gpt-5.6-sol,
+  output, long context"``) or with a modality word (``"gpt-audio-mini-2025-12-15 audio,
+  input"``); a line item without a comma (``"web search tool calls"``) names no model. These
+  line items are from other projects' code that quotes the real API, not from a saved page.
+* **Dashboard cost export** (CSV): ``start_time, end_time, start_time_iso, end_time_iso,
+  amount_value, amount_currency, line_item, project_id, organization_id,
+  organization_name``; a day without spend is a row with the values blank (skipped,
+  ``empty_bucket``).
+* **Dashboard completions usage export** (CSV): ``start_time, end_time, start_time_iso,
+  end_time_iso, project_id, num_model_requests, user_id, api_key_id, model, batch,
+  service_tier, input_tokens, output_tokens, input_cached_tokens, input_uncached_tokens``, the
+  text/audio/image splits...; counts written as decimals (``59200.0``), ``batch`` as
+  ``TRUE``/``FALSE``.
+
+The two dashboard exports follow a real pair (pasted into a public note, so seen as TSV: the
+tests' fixtures are written from it); the JSON pages follow OpenAI's API reference and the
+OpenAI cookbook's recorded output. An amount not in USD is rejected.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.buckets import Bucket, Buckets, brief, count, csv_records, dollars, json_pages
+from analyzer.ingest.reading import read_text
+from analyzer.ingest.values import as_dict, as_str, parse_time
+
+NAME = "openai_usage"
+TITLE = "OpenAI usage or costs (the organisation Usage/Costs API's JSON, or the dashboard's CSV)"
+CALL_PREFIX = "openai-bill:"  # never used: a bucketed bill makes no calls
+KIND = "bucket_bill"
+SNIFF_ORDER = 17  # with the other bills, before the agent logs
+PROVIDER = "openai"
+
+USAGE_FIGURES = {
+    "input_tokens", "output_tokens", "input_cached_tokens", "input_uncached_tokens",
+    "num_model_requests", "input_text_tokens", "output_text_tokens",
+    "input_cached_text_tokens", "input_audio_tokens", "input_cached_audio_tokens",
+    "output_audio_tokens", "input_image_tokens", "input_cached_image_tokens",
+    "output_image_tokens",
+}  # fmt: skip
+COST_FIGURES = {"amount", "amount_value", "quantity"}
+TIMES = ("start_time", "end_time", "start_time_iso", "end_time_iso")
+_CSV_COST = {"start_time", "end_time", "amount_value"}
+_CSV_USAGE = {"start_time", "end_time", "num_model_requests", "input_tokens"}
+_LINE_ITEM = re.compile(r"^(?:(?P<tier>[\w-]+)\s*\|\s*)?(?P<model>[^,]+?),\s*(?P<kind>.+)$")
+
+
+def sniff(head: Head) -> bool:
+    data = head.utf8.lstrip()
+    if data[:1] in (b"[", b"{"):
+        if b'"organization.costs.result"' in data or b'"organization.usage.' in data:
+            return True
+        return all(k in data for k in (b'"start_time"', b'"end_time"', b'"results"'))
+    for delimiter in (",", "\t"):
+        names = {c.strip().strip('"') for c in head.first_record(delimiter) or []}
+        if names >= _CSV_COST or names >= _CSV_USAGE:
+            return True
+    return False
+
+
+def _times(row: dict[str, Any]) -> tuple[datetime, datetime]:
+    found = []
+    for key in ("start_time", "end_time"):
+        value: object = row.get(f"{key}_iso") or row.get(key)
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value.strip())
+        t = parse_time(value)
+        if t is None:
+            raise ValueError(f"{key} is not a time: {str(row.get(key))[:40]!r}")
+        found.append(t)
+    return found[0], found[1]
+
+
+def _parts(row: dict[str, Any], figures: set[str]) -> tuple[object, ...]:
+    skip = figures | set(TIMES) | {"object"}
+    return tuple(sorted((k, str(v)) for k, v in row.items() if k not in skip))
+
+
+def _tier(row: dict[str, Any]) -> str | None:
+    batch = row.get("batch")
+    if batch is True or (isinstance(batch, str) and batch.strip().lower() == "true"):
+        return "batch"
+    return as_str(row.get("service_tier")) or None
+
+
+def _usage(start: datetime, end: datetime, row: dict[str, Any]) -> Bucket:
+    return Bucket(
+        measure="usage", start=start, end=end, key_parts=_parts(row, USAGE_FIGURES),
+        model=as_str(row.get("model")) or None, project=as_str(row.get("project_id")) or None,
+        api_key=as_str(row.get("api_key_id")) or None, user_id=as_str(row.get("user_id")) or None,
+        service_tier=_tier(row),
+        requests=count(row.get("num_model_requests"), "num_model_requests"),
+        input_tokens=count(row.get("input_tokens"), "input_tokens"),
+        cached_input_tokens=count(row.get("input_cached_tokens"), "input_cached_tokens"),
+        output_tokens=count(row.get("output_tokens"), "output_tokens"),
+    )  # fmt: skip
+
+
+def _cost(
+    start: datetime, end: datetime, row: dict[str, Any], value: object, cur: object
+) -> Bucket:
+    currency = (as_str(cur) or "usd").upper()
+    if currency != "USD":
+        raise ValueError(f"an amount in {currency[:10]}: only USD is read")
+    usd = dollars(value, "amount")
+    if usd is None:
+        raise ValueError("no amount")
+    item = as_str(row.get("line_item")) or None
+    model = tier = None
+    m = _LINE_ITEM.match(item or "")
+    if m:
+        model, tier = m["model"].split()[0], m["tier"]
+    return Bucket(
+        measure="cost", start=start, end=end, key_parts=_parts(row, COST_FIGURES), model=model,
+        project=as_str(row.get("project_id")) or None,
+        workspace=as_str(row.get("organization_name")) or as_str(row.get("organization_id")),
+        service_tier=tier, item=item, cost_usd=usd,
+    )  # fmt: skip
+
+
+def _read_json(ctx: LoadContext, text: str, out: Buckets) -> None:
+    n = 0  # a record of a JSON document is numbered by its place in it (1 = the first)
+    for page in json_pages(text, ctx.source.display):
+        buckets = page.get("data") if isinstance(page, dict) else None
+        if not isinstance(buckets, list):
+            n += 1
+            out.reject(n, "not a page of the report (no data list)", brief(page))
+            continue
+        for bucket in buckets:
+            b = as_dict(bucket)
+            results = b.get("results")
+            try:
+                start, end = _times(b)
+            except ValueError:
+                results = None
+            if not isinstance(results, list):
+                n += 1
+                out.reject(n, "a bucket without start_time, end_time and results", brief(bucket))
+                continue
+            if not results:
+                n += 1
+                out.skip("empty_bucket")
+            for result in results:
+                n += 1
+                r = as_dict(result)
+                kind = as_str(r.get("object")) or ""
+                try:
+                    if not r:
+                        raise ValueError("a result that is not an object")
+                    if "amount" in r:
+                        amount = as_dict(r.get("amount"))
+                        out.add(n, _cost(start, end, r, amount.get("value"),
+                                         amount.get("currency")))  # fmt: skip
+                    elif kind.startswith("organization.usage.") and ".completions." not in kind:
+                        out.skip(kind.removeprefix("organization.usage.").split(".")[0])
+                    elif "input_tokens" in r or "output_tokens" in r:
+                        out.add(n, _usage(start, end, r))
+                    else:
+                        raise ValueError("neither tokens nor an amount")
+                except ValueError as exc:
+                    out.reject(n, str(exc), brief(result))
+
+
+def load(ctx: LoadContext) -> LoadResult:
+    out = Buckets(ctx, NAME, PROVIDER)
+    ctx.stage("reading")
+    text = read_text(ctx.source, "a usage or costs report")
+    if text.lstrip()[:1] in ("[", "{"):
+        _read_json(ctx, text, out)
+        return out.finish()
+    for line, row, excerpt in csv_records(text):
+        if row is None:
+            out.skip("repeated_header")
+            continue
+        if isinstance(row, str):
+            out.reject(line, row, excerpt)
+            continue
+        try:
+            start, end = _times(row)
+            if "amount_value" in row:
+                if not row["amount_value"]:
+                    out.skip("empty_bucket")
+                    continue
+                out.add(line, _cost(start, end, row, row["amount_value"],
+                                    row.get("amount_currency")))  # fmt: skip
+            elif not row.get("num_model_requests") and not row.get("input_tokens"):
+                out.skip("empty_bucket")
+            else:
+                out.add(line, _usage(start, end, row))
+        except ValueError as exc:
+            out.reject(line, str(exc), excerpt)
+    return out.finish()

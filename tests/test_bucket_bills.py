@@ -1,0 +1,303 @@
+"""Bills per time bucket: Anthropic's usage and cost reports (Console CSV exports, Admin API
+JSON) and OpenAI's usage and costs (API JSON, dashboard CSV), loaded as ``bill_buckets``
+(never calls), shown by ``usage bills`` and reconciled with the logs by ``usage reconcile``."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from analyzer.cli import cli
+from analyzer.errors import ForensicsError
+from analyzer.ingest.base import IngestOptions
+from analyzer.ingest.flow import FileReport
+from analyzer.pipeline import ingest_paths
+from analyzer.reconcile import totals, units
+from analyzer.store import SCHEMA_VERSION, open_store
+from tests.helpers import REPO, shared_samples
+
+ANTHROPIC = REPO / "tests" / "fixtures" / "anthropic_usage"
+OPENAI = REPO / "tests" / "fixtures" / "openai_usage"
+USAGE_JSON = ANTHROPIC / "usage_report_messages.json"
+COST_JSON = ANTHROPIC / "cost_report.json"
+CLAUDE_LOGS = ANTHROPIC / "claude-projects"
+
+
+def ingest(db: Path, *paths: Path) -> list[FileReport]:
+    with open_store(db) as store:
+        return list(ingest_paths(store, [str(p) for p in paths], IngestOptions(progress=False)))
+
+
+def accounted(r: FileReport) -> bool:
+    return r.rows_read == r.rows_loaded + r.rows_rejected + r.rows_duplicate + r.rows_skipped
+
+
+def counts(r: FileReport) -> tuple[int, int, int, int, int]:
+    return (r.rows_read, r.rows_loaded, r.rows_rejected, r.rows_duplicate, r.rows_skipped)
+
+
+def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
+    with open_store(db, read_only=True) as store:
+        return store.con.execute(sql).fetchall()
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args), env={"COLUMNS": "130", "NO_COLOR": "1"})
+    return result.exit_code, result.output
+
+
+# --- Anthropic: the real Console exports ------------------------------------------------------
+
+
+def test_the_real_console_exports(tmp_path: Path) -> None:
+    """The two real Console CSVs (one day, the same organisation): the usage export's tokens at
+    list prices come to the cost export's dollars, within its rounding to the cent per row."""
+    folder = shared_samples() / "more-formats" / "anthropic-admin-usage-cost"
+    db = tmp_path / "s.duckdb"
+    reports = sorted(ingest(db, *sorted(folder.glob("*.csv"))), key=lambda r: r.path)
+    assert [(r.format, counts(r)) for r in reports] == [
+        ("anthropic_usage", (6, 6, 0, 0, 0)),  # claude_api_cost_...: a row per token type
+        ("anthropic_usage", (2, 2, 0, 0, 0)),  # claude_api_tokens_...: a row per model
+    ]
+    assert rows(db, "SELECT count(*) FROM calls") == [(0,)]  # a bucketed bill makes no call
+    usage = rows(db, """SELECT model, model_key, api_key, workspace, service_tier,
+                               context_window, input_tokens, cached_input_tokens,
+                               cache_write_tokens, output_tokens, cost_estimate_usd
+                        FROM bill_buckets WHERE measure = 'usage' ORDER BY model""")
+    assert usage == [
+        ("claude-haiku-4-5-20251001", "claude-haiku-4-5", "claude-sdk", "Default", "standard",
+         "≤ 200k", 16765, 0, 0, 1702, Decimal("0.0252750000")),
+        # 43 fresh + 302,527 written + 3,301,672 read: the whole prompt, as in calls
+        ("claude-opus-4-5-20251101", "claude-opus-4-5", "claude-sdk", "Default", "standard",
+         "≤ 200k", 3604242, 3301672, 302527, 32676, Decimal("4.3587447500")),
+    ]  # fmt: skip
+    cost = rows(db, """SELECT model_key, item, sum(cost_usd) FROM bill_buckets
+                       WHERE measure = 'cost' GROUP BY ALL ORDER BY ALL""")
+    assert [(k, i) for k, i, _ in cost] == [
+        ("claude-haiku-4-5", "input_no_cache"), ("claude-haiku-4-5", "output"),
+        ("claude-opus-4-5", "input_cache_read"), ("claude-opus-4-5", "input_cache_write_5m"),
+        ("claude-opus-4-5", "input_no_cache"), ("claude-opus-4-5", "output"),
+    ]  # fmt: skip
+    with open_store(db, read_only=True) as store:
+        found = {u.model: u for u in units(store)}
+    opus, haiku = found["claude-opus-4-5-20251101"], found["claude-haiku-4-5-20251001"]
+    # The display name "Claude Opus 4.5" and the id claude-opus-4-5-20251101 are one unit.
+    assert (opus.basis, opus.billed_usd, opus.cost_rows) == ("billed", Decimal("4.36"), 4)
+    assert (haiku.basis, haiku.billed_usd, haiku.cost_rows) == ("billed", Decimal("0.03"), 2)
+    for u in (opus, haiku):
+        assert u.estimate_usd is not None
+        assert abs(u.billed_usd - u.estimate_usd) <= Decimal("0.005") * u.cost_rows
+        assert u.status == "no log" and u.calls == 0
+
+
+# --- Anthropic: the acceptance case: a usage report and the Claude Code logs it covers --------
+
+
+def test_a_usage_report_reconciles_with_claude_code_logs_to_the_cent(tmp_path: Path) -> None:
+    """The fixture's Claude Code session (3 Sonnet 4.5 and 2 Haiku 4.5 calls on 2026-03-05)
+    against an Admin API usage report whose Sonnet bucket holds 1,000,000 more 5-minute cache
+    writes than the logs ($3.75 at $3.75 per million), whose Haiku bucket is exactly the logs',
+    and with a day the logs do not cover."""
+    db = tmp_path / "s.duckdb"
+    reports = ingest(db, USAGE_JSON, CLAUDE_LOGS)
+    by_format = {r.format: r for r in reports}
+    # 3 results and an empty bucket (skipped); the transcript's 10 lines.
+    assert counts(by_format["anthropic_usage"]) == (4, 3, 0, 0, 1)
+    assert rows(db, "SELECT skipped_kinds FROM sources WHERE format = 'anthropic_usage'") == [
+        ('{"empty_bucket": 1}',)
+    ]
+    assert by_format["claude_code"].rows_loaded == 10
+    with open_store(db, read_only=True) as store:
+        found = units(store)
+        t = totals(found)
+    assert [(f"{u.start:%m-%d}", u.model, u.calls, u.status) for u in found] == [
+        ("03-05", "claude-haiku-4-5-20251001", 2, "explained"),
+        ("03-05", "claude-sonnet-4-5-20250929", 3, "partly"),
+        ("03-06", "claude-haiku-4-5-20251001", 0, "no log"),
+    ]
+    haiku, sonnet, later = found
+    # Sonnet 4.5 at list prices ($3 in, $3.75 5m write, $0.30 read, $15 out per million): the
+    # logs' 1,550 fresh, 21,500 written, 41,500 read, 4,000 out is $0.157725.
+    assert sonnet.logged_usd.quantize(Decimal("1e-6")) == Decimal("0.157725")
+    assert sonnet.billed_usd.quantize(Decimal("1e-6")) == Decimal("3.907725")
+    assert sonnet.unexplained_usd.quantize(Decimal("0.01")) == Decimal("3.75")
+    assert (sonnet.bill_input, sonnet.log_input) == (1_064_550, 64_550)
+    # Haiku 4.5 ($1 in, $0.10 read, $5 out): 5,200 fresh, 5,000 read, 150 out on both sides.
+    assert haiku.billed_usd.quantize(Decimal("1e-6")) == Decimal("0.006450")
+    assert abs(haiku.unexplained_usd) < Decimal("0.005")
+    assert (haiku.bill_input, haiku.bill_output) == (haiku.log_input, haiku.log_output)
+    assert later.billed_usd.quantize(Decimal("1e-6")) == Decimal("0.020000")
+    assert t.no_log_usd.quantize(Decimal("0.01")) == Decimal("3.77")
+    assert t.explained_usd.quantize(Decimal("0.01")) == Decimal("0.16")
+
+    code, text = run("usage", "reconcile", "--db", str(db))
+    assert code == 0, text
+    assert ("2026-03-05 claude-sonnet-4-5-20250929: the logs explain $0.16 of Anthropic's "
+            "$3.91; $3.75 has no log") in text  # fmt: skip
+    assert "2026-03-06 claude-haiku-4-5-20251001: $0.02 of Anthropic's bill has no log" in text
+    assert "The logs explain $0.16 of the $3.93 billed; $3.77 has no log." in text
+    code, out = run("usage", "reconcile", "--db", str(db), "--json")
+    doc = json.loads(out)
+    assert [u["status"] for u in doc["units"]] == ["explained", "partly", "no log"]
+    assert Decimal(doc["units"][1]["unexplained_usd"]).quantize(Decimal("0.01")) == Decimal("3.75")
+
+    # The cost report of the same day: the Sonnet unit is now billed in dollars, to the same sum.
+    [r] = ingest(db, COST_JSON)
+    assert counts(r) == (4, 4, 0, 0, 0)
+    with open_store(db, read_only=True) as store:
+        sonnet = units(store)[1]
+    assert (sonnet.basis, sonnet.cost_rows) == ("billed", 4)
+    assert sonnet.billed_usd == Decimal("3.907725")  # 0.465 + 383.0625 + 1.245 + 6 cents
+    assert sonnet.unexplained_usd.quantize(Decimal("0.01")) == Decimal("3.75")
+
+    # audit says it in one line; the period views say the bills are not in their figures.
+    code, text = run("audit", "--db", str(db), str(USAGE_JSON), str(COST_JSON), str(CLAUDE_LOGS))
+    assert code == 0, text
+    assert "$3.93 on Anthropic's bills per bucket: the logs explain $0.16, $3.77 has no log" in text
+    code, text = run("usage", "daily", "--db", str(db))
+    assert "Not in this table: $3.93 of provider bills per bucket (3 buckets)" in text
+
+
+def test_a_window_limits_the_buckets(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    ingest(db, USAGE_JSON)
+    code, out = run("usage", "bills", "--db", str(db), "--since", "2026-03-06", "--json")
+    assert code == 0, out
+    assert [r["start"] for r in json.loads(out)["rows"]] == ["2026-03-06T00:00:00Z"]
+
+
+def test_the_same_buckets_again_are_duplicates(tmp_path: Path) -> None:
+    """Another export of the same buckets (here: the same page written as JSON Lines) adds
+    nothing: every record is a duplicate."""
+    db = tmp_path / "s.duckdb"
+    ingest(db, USAGE_JSON)
+    again = tmp_path / "pages.jsonl"
+    again.write_text(json.dumps(json.loads(USAGE_JSON.read_text())) + "\n")
+    [r] = ingest(db, again)
+    assert r.format == "anthropic_usage" and counts(r) == (4, 0, 0, 3, 1)
+    assert rows(db, "SELECT count(*) FROM bill_buckets") == [(3,)]
+
+
+def test_damaged_records_are_rejected_with_their_number(tmp_path: Path) -> None:
+    page = json.loads(USAGE_JSON.read_text())
+    results = page["data"][0]["results"]
+    results[0]["output_tokens"] = -5  # not a count
+    results.append({"uncached_input_tokens": "many", "model": "claude-x"})
+    results.append(7)
+    page["data"].append({"starting_at": "yesterday", "results": []})
+    path = tmp_path / "usage.json"
+    path.write_text(json.dumps(page))
+    db = tmp_path / "s.duckdb"
+    [r] = ingest(db, path)
+    assert accounted(r) and counts(r) == (7, 2, 4, 0, 1)
+    found = rows(db, "SELECT line, reason FROM rejects ORDER BY line")
+    assert found == [
+        (1, "output_tokens is not a count: '-5'"),
+        (3, "uncached_input_tokens is not a count: 'many'"),
+        (4, "a result that is not an object"),
+        (7, "a bucket without starting_at, ending_at and results"),
+    ]
+    cost = tmp_path / "claude_api_cost.csv"
+    cost.write_text(
+        "usage_date_utc,model,workspace,api_key,usage_type,context_window,token_type,cost_usd,"
+        "cost_type\n2026-02-01,Claude Opus 4.5,Default,k,message,≤ 200k,output,0.82,token\n"
+        "2026-02-31,Claude Opus 4.5,Default,k,message,≤ 200k,input_no_cache,0.01,token\n"
+        "2026-02-02,Claude Opus 4.5,Default,k\n"
+    )
+    [r] = ingest(db, cost)
+    assert accounted(r) and counts(r) == (3, 1, 2, 0, 0)
+    assert rows(db, f"SELECT line, reason FROM rejects WHERE source_id = {r.source_id}") == [
+        (3, "usage_date_utc is not a date: '2026-02-31'"),
+        (4, "4 fields where the header has 9"),
+    ]
+
+
+def test_a_report_that_is_not_json_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "usage.json"
+    path.write_text('{"data": [{"results": [], "starting_at": "2026-03-05T00:00:00Z",\n'
+                    ' "ending_at": ,')
+    code, out = run("ingest", "--db", str(tmp_path / "s.duckdb"), str(path))
+    assert code == 3
+    assert "usage.json:2: not valid JSON" in out
+
+
+# --- OpenAI ------------------------------------------------------------------------------------
+
+
+def test_openai_usage_and_costs(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    reports = {Path(r.path).name: r for r in ingest(db, OPENAI)}
+    assert {n: (r.format, counts(r)) for n, r in reports.items()} == {
+        "completions_usage_export.csv": ("openai_usage", (4, 3, 0, 0, 1)),  # a blank day
+        "cost_export.csv": ("openai_usage", (4, 3, 0, 0, 1)),
+        "costs_by_line_item.json": ("openai_usage", (6, 5, 0, 0, 1)),  # an empty bucket
+        "usage_completions.json": ("openai_usage", (4, 3, 0, 0, 1)),
+    }
+    items = rows(db, """SELECT model, service_tier, item, cost_usd FROM bill_buckets
+                        WHERE format = 'openai_usage' AND measure = 'cost' AND item IS NOT NULL
+                        ORDER BY cost_usd DESC""")
+    assert items == [
+        ("gpt-5-2025-08-07", None, "gpt-5-2025-08-07, output", Decimal("0.6")),
+        ("gpt-5-2025-08-07", None, "gpt-5-2025-08-07, input", Decimal("0.04759")),
+        ("gpt-5-mini-2025-08-07", "priority",
+         "priority | gpt-5-mini-2025-08-07, output, long context", Decimal("0.0412")),
+        (None, None, "web search tool calls", Decimal("0.03")),
+        ("gpt-5-2025-08-07", None, "gpt-5-2025-08-07, cached input", Decimal("0.001024")),
+    ]  # fmt: skip
+    usage = rows(db, """SELECT strftime(bucket_start, '%Y-%m-%d'), model, service_tier, requests,
+                               input_tokens, cached_input_tokens, output_tokens,
+                               round(cost_estimate_usd, 6)
+                        FROM bill_buckets WHERE measure = 'usage' AND format = 'openai_usage'
+                          AND model LIKE 'gpt-5%' ORDER BY ALL""")
+    assert usage == [
+        # gpt-5 at $1.25 in, $0.125 cached, $10 out per million (API page and dashboard CSV)
+        ("2025-10-05", "gpt-5-2025-08-07", None, 8, 46264, 8192, 60000, Decimal("0.648614")),
+        # batch: half the list price
+        ("2025-10-05", "gpt-5-mini-2025-08-07", "batch", 21, 80992, 0, 274770,
+         Decimal("0.284894")),
+        ("2025-10-06", "gpt-5-2025-08-07", "batch", 1, 5783, 0, 16000, Decimal("0.083614")),
+        ("2025-10-06", "gpt-5-2025-08-07", "default", 8, 46264, 8192, 60000, Decimal("0.648614")),
+    ]  # fmt: skip
+    # The line items of gpt-5 on 2025-10-05 are its list price to the dollar of the usage page.
+    with open_store(db, read_only=True) as store:
+        gpt5 = [u for u in units(store) if u.model == "gpt-5-2025-08-07" and u.start.day == 5]
+    assert [(u.basis, u.billed_usd, u.estimate_usd) for u in gpt5] == [
+        ("billed", Decimal("0.648614"), Decimal("0.648614"))
+    ]
+
+
+def test_the_costs_pages_of_another_project(tmp_path: Path) -> None:
+    """cogni-track's two pages of /v1/organization/costs (a fixture of the page shape)."""
+    folder = shared_samples() / "more-formats" / "openai-org-usage-costs"
+    db = tmp_path / "s.duckdb"
+    reports = ingest(db, *sorted(folder.glob("*.json")))
+    assert [(r.format, counts(r)) for r in reports] == [
+        ("openai_usage", (2, 2, 0, 0, 0)), ("openai_usage", (1, 1, 0, 0, 0)),
+    ]  # fmt: skip
+    assert rows(db, "SELECT sum(cost_usd), count(model) FROM bill_buckets") == [
+        (Decimal("21.22"), 0)  # usage.completions and friends name no model
+    ]
+
+
+# --- The store ---------------------------------------------------------------------------------
+
+
+def test_a_store_of_the_previous_format_is_upgraded_when_written(tmp_path: Path) -> None:
+    db = tmp_path / "old.duckdb"
+    with open_store(db):
+        pass
+    con = duckdb.connect(str(db))
+    con.execute("DROP TABLE bill_buckets")
+    con.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+    con.close()
+    with pytest.raises(ForensicsError, match="ingest` into it once upgrades it"):
+        with open_store(db, read_only=True):
+            pass
+    ingest(db, USAGE_JSON)
+    assert rows(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [(SCHEMA_VERSION,)]
+    assert rows(db, "SELECT count(*) FROM bill_buckets") == [(3,)]
