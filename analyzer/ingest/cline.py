@@ -1,0 +1,253 @@
+"""Cline SDK / CLI sessions: ``~/.cline/data/sessions/<id>/<id>.messages.json``.
+
+The layout is in the real session the tests read (``../shared/samples/more-formats/cline-roo``,
+Cline's own fixture ``sdk/packages/core/fixtures/session/session.messages.json``) and in Cline's
+source (cline/cline, ``sdk/packages``): one JSON object ``{version, updated_at, agent,
+sessionId, messages: [...], system_prompt}``; each message is ``MessageWithMetadata``
+(``shared/src/llms/messages.ts``): ``{id, role: "user"|"assistant", content: string | blocks,
+ts (epoch ms), modelInfo: {id, provider, family}, metrics: {inputTokens, outputTokens,
+cacheReadTokens, cacheWriteTokens, cost}}``. Blocks are Anthropic-shaped: ``text``,
+``thinking``, ``redacted_thinking``, ``tool_use {id, name, input}``, ``tool_result
+{tool_use_id, name, content, is_error?}``, ``file {path, content}``, ``image``.
+
+* **One call per assistant message.** ``metrics`` is what the agent runtime
+  (``agents/src/agent-runtime.ts``, ``usageDelta``) wrote: the growth of the run's usage over
+  that model turn, so per call. The usage comes from ``normalizeUsage`` (``llms/src/providers/
+  ai-sdk.ts``): ``inputTokens`` is the AI SDK's ``inputTokens.total``, the whole prompt, of
+  which ``cacheReadTokens`` and ``cacheWriteTokens`` are parts (its own price fallback bills
+  ``input - cacheRead - cacheWrite`` at the input price); ``cacheRead <= input`` in every real
+  message. So input tokens = ``inputTokens``, cache reads = ``cacheReadTokens``, cache writes =
+  ``cacheWriteTokens``, output = ``outputTokens``, reasoning = ``reasoningTokenCount`` (when
+  written: part of the output, as the AI SDK counts it - from source only). An older SDK
+  handler (``handlers/anthropic-base.ts``) passed Anthropic's ``input_tokens``, the fresh part
+  only: where cache reads and writes exceed ``inputTokens`` that reading is the only one
+  possible, and the prompt is read as their sum (unsure which versions wrote it; none real).
+* ``cost`` is Cline's own figure in USD for the turn (the gateway's reported cost, else its
+  list price): ``cost_basis = 'reported'``. A turn costing 0 has no ``cost``.
+* ``modelInfo.id`` is the model; ``modelInfo.provider`` the provider, except ``cline`` (Cline's
+  own gateway, which sells models under OpenRouter's ids): stored as no provider, so the list
+  price is OpenRouter's for that id.
+* A user message with text starts a turn (its ``file`` blocks are the files it attached),
+  except a text starting ``[SYSTEM]``, which the runtime sends on its own (its XML tool-call
+  reminder): that is the agent's. ``tool_result`` blocks are tool results (paired with the
+  ``tool_use`` blocks of the assistant by id); ``is_error`` absent means no error.
+* Session: ``sessionId`` (else the file's name). No project: the folder and working directory
+  are in the session manifest beside it (``session.json`` in the fixture), which is left
+  unread and is not sniffed (a walk passes it over). ``agent`` (``lead``) and the fork and
+  team fields of the manifest are not read.
+
+A reject's line is the message's number in ``messages`` (the first 1).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from analyzer.errors import InputError
+from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.lowering import (
+    Lowering,
+    args_excerpt,
+    args_hash,
+    brief,
+    excerpt,
+    result_hash,
+    text_measure,
+)
+from analyzer.ingest.reading import read_json_document
+from analyzer.ingest.values import as_dict, as_int, as_list, as_str, as_text, kind_of, parse_time
+
+NAME = "cline"
+TITLE = "Cline SDK/CLI session messages (JSON)"
+CALL_PREFIX = "cline"
+KIND = "log"
+SNIFF_ORDER = 54  # after Gemini CLI (50), before saved conversations (90) take the JSON
+APP = "cline"
+AGENT_FOLDERS = (".cline",)  # a hidden folder a walk of a home folder enters
+MAX_COST = 1e6  # a stated cost of a million dollars or more for one call is a broken value
+_GATEWAYS = {"cline"}  # providers that are Cline's own gateway (OpenRouter's model ids)
+_DOC_START = re.compile(rb"^\s*\{")
+_DOC_KEYS = tuple(
+    re.compile(rb'"%s"\s*:' % k) for k in (b"version", b"updated_at", b"sessionId", b"messages")
+)
+
+
+def homes(env: Mapping[str, str], home: Path) -> list[Path]:
+    """Where the Cline SDK and CLI keep their sessions (``shared/src/storage/paths.ts``):
+    ``$CLINE_SESSION_DATA_DIR``, else ``$CLINE_DATA_DIR/sessions``, else
+    ``$CLINE_DIR/data/sessions``, else ``~/.cline/data/sessions``."""
+    if env.get("CLINE_SESSION_DATA_DIR", "").strip():
+        return [Path(env["CLINE_SESSION_DATA_DIR"].strip()).expanduser()]
+    if env.get("CLINE_DATA_DIR", "").strip():
+        return [Path(env["CLINE_DATA_DIR"].strip()).expanduser() / "sessions"]
+    base = Path(env["CLINE_DIR"].strip()).expanduser() if env.get("CLINE_DIR", "").strip() else None
+    return [(base or home / ".cline") / "data" / "sessions"]
+
+
+def sniff(head: Head) -> bool:
+    """One JSON object whose head holds the keys a session messages file starts with."""
+    data = head.utf8
+    return bool(_DOC_START.match(data)) and all(k.search(data) for k in _DOC_KEYS)
+
+
+def _cost(value: object) -> float | None:
+    """A cost in USD: a finite number above 0 (and below ``MAX_COST``), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 < value < MAX_COST else None  # NaN and infinity fail both
+
+
+def _tokens(raw: object) -> dict[str, Any]:
+    """``metrics`` as the store's token columns (see the module's docstring): Cline's own
+    shape, not a provider's usage object, so not ``usage.token_counts``."""
+    m = as_dict(raw)
+    inp, out = as_int(m.get("inputTokens")), as_int(m.get("outputTokens"))
+    read, write = as_int(m.get("cacheReadTokens")), as_int(m.get("cacheWriteTokens"))
+    if inp is not None and (read or 0) + (write or 0) > inp:  # Anthropic's fresh part only
+        inp += (read or 0) + (write or 0)
+    cols = {
+        "input_tokens": inp,
+        "cached_input_tokens": read if inp is not None else None,
+        "cache_write_tokens": write if inp is not None else None,
+        "output_tokens": out,
+        "reasoning_tokens": as_int(m.get("reasoningTokenCount")),
+    }
+    return {k: v for k, v in cols.items() if v is not None}
+
+
+def _blocks(content: object) -> list[dict[str, Any]]:
+    """A message's content as blocks (a string is one text block)."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in as_list(content) if isinstance(b, dict)]
+
+
+def _result_text(content: object) -> str:
+    """What a tool returned as text: a string, else the text of its blocks, else JSON."""
+    if isinstance(content, str):
+        return content
+    texts = [as_text(b.get("text")) for b in as_list(content) if isinstance(b, dict)]
+    return "".join(texts) or brief(content, limit=10**9)
+
+
+class _Reader:
+    def __init__(self, ctx: LoadContext) -> None:
+        self.ctx = ctx
+        self.low = Lowering(ctx, NAME, CALL_PREFIX)
+        name = Path(ctx.source.path).name
+        self.session = name.split(".", 1)[0] or name
+        self.turn: str | None = None
+        self.idx = 0
+        self.seq = 0
+
+    def next_idx(self) -> int:
+        self.idx += 1
+        return self.idx
+
+    def message(self, n: int, m: dict[str, Any]) -> None:
+        role = m.get("role")
+        mid = as_str(m.get("id")) or f"#{n}"
+        ts = parse_time(m.get("ts"), self.ctx.options.tz)
+        if role == "assistant":
+            self.assistant(n, mid, ts, m)
+        elif role == "user":
+            self.user(mid, ts, m)
+        else:
+            self.low.reject(n, "a message whose role is neither user nor assistant", brief(m))
+
+    def user(self, mid: str, ts: Any, m: dict[str, Any]) -> None:
+        blocks = _blocks(m.get("content"))
+        text = "".join(as_text(b.get("text")) for b in blocks if kind_of(b) == "text")
+        results = [b for b in blocks if kind_of(b) == "tool_result"]
+        records = 1
+        common = {"session_id": self.session, "ts": ts}
+        if text or (not results and any(kind_of(b) in ("file", "image") for b in blocks)):
+            agent = text.lstrip().startswith("[SYSTEM]")
+            if not agent:
+                self.turn = f"{self.session}:{mid}"
+            chars, visible = text_measure(text)
+            self.low.add_message(
+                {**common, "idx": self.next_idx(), "role": "user",
+                 "kind": "system" if agent else "prompt", "turn_id": self.turn,
+                 "text_chars": chars, "visible_chars": visible, "excerpt": excerpt(text),
+                 "n_records": records}
+            )  # fmt: skip
+            records = 0
+        for b in results:
+            content = b.get("content")
+            flag = b.get("is_error", False)
+            is_error = flag if isinstance(flag, bool) else None
+            rtext = _result_text(content)
+            chars, visible = text_measure(rtext)
+            self.low.add_message(
+                {**common, "idx": self.next_idx(), "role": "tool", "kind": "tool_result",
+                 "turn_id": self.turn, "text_chars": chars, "visible_chars": visible,
+                 "tool_name": as_str(b.get("name")), "tool_use_id": as_str(b.get("tool_use_id")),
+                 "tool_result_hash": result_hash(content, is_error), "is_error": is_error,
+                 "excerpt": excerpt(rtext), "n_records": records}
+            )  # fmt: skip
+            records = 0
+        if records:  # nothing the store keeps (no text, no result)
+            self.low.skip("empty_user_message")
+
+    def assistant(self, n: int, mid: str, ts: Any, m: dict[str, Any]) -> None:
+        blocks = _blocks(m.get("content"))
+        text = "".join(as_text(b.get("text")) for b in blocks if kind_of(b) == "text")
+        thinking = sum(len(as_text(b.get("thinking"))) for b in blocks if kind_of(b) == "thinking")
+        tools = [b for b in blocks if kind_of(b) == "tool_use"]
+        chars, visible = text_measure(text)
+        info = as_dict(m.get("modelInfo"))
+        provider = as_str(info.get("provider"))
+        metrics = as_dict(m.get("metrics"))
+        native = f"{self.session}:{mid}"
+        call_id = self.low.call_id(native)
+        self.seq += 1
+        call: dict[str, Any] = {
+            "native_id": native, "response_id": None, "line": n, "ts": ts,
+            "session_id": self.session, "stream_key": self.session, "turn_id": self.turn,
+            "seq": self.seq, "model": as_str(info.get("id")),
+            "provider": None if provider in _GATEWAYS else provider, "app": APP,
+            **_tokens(metrics), "output_final": True if metrics else None,
+            "content_chars": chars, "visible_chars": visible, "reasoning_chars": thinking,
+            "tool_call_count": len(tools), "n_records": 1,
+        }  # fmt: skip
+        cost = _cost(metrics.get("cost"))
+        if cost is not None:
+            call["cost_usd"], call["cost_basis"] = cost, "reported"
+        self.low.add_call(call)
+        common = {"session_id": self.session, "turn_id": self.turn, "ts": ts,
+                  "role": "assistant", "call_id": call_id, "n_records": 0}  # fmt: skip
+        if chars:
+            self.low.add_message(
+                {**common, "idx": self.next_idx(), "kind": "text", "text_chars": chars,
+                 "visible_chars": visible, "excerpt": excerpt(text)}
+            )  # fmt: skip
+        for b in tools:
+            args = b.get("input")
+            self.low.add_message(
+                {**common, "idx": self.next_idx(), "kind": "tool_call",
+                 "tool_name": as_str(b.get("name")), "tool_args_hash": args_hash(args),
+                 "tool_use_id": as_str(b.get("id")), "excerpt": args_excerpt(args)}
+            )  # fmt: skip
+
+
+def _load_session(ctx: LoadContext, doc: dict[str, Any]) -> LoadResult:
+    reader = _Reader(ctx)
+    reader.session = as_str(doc.get("sessionId")) or reader.session
+    for n, m in enumerate(doc["messages"], 1):
+        reader.low.read()
+        if isinstance(m, dict):
+            reader.message(n, m)
+        else:
+            reader.low.reject(n, "a message that is not an object", brief(m))
+    return reader.low.finish()
+
+
+def load(ctx: LoadContext) -> LoadResult:
+    doc = read_json_document(ctx.source)
+    if isinstance(doc, dict) and isinstance(doc.get("messages"), list):
+        return _load_session(ctx, doc)
+    raise InputError("a JSON document without a list of messages", ctx.source.display)
