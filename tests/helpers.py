@@ -40,6 +40,22 @@ def shared_samples() -> Path:
     return SHARED_SAMPLES
 
 
+# The variables that move an agent's default place: cleared for a test with a fake home, so the
+# machine's own settings never leak into it.
+AGENT_HOME_VARIABLES = (
+    "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "XDG_DATA_HOME", "CLINE_DIR",
+    "CLINE_DATA_DIR", "CLINE_SESSION_DATA_DIR", "LLM_FORENSICS_DB",
+)  # fmt: skip
+
+
+def env_of(home: Path, **extra: str | None) -> dict[str, str | None]:
+    """The environment of a run with ``home`` as the home folder and no agent variable set."""
+    env: dict[str, str | None] = {"HOME": str(home)}
+    env.update(dict.fromkeys(AGENT_HOME_VARIABLES))
+    env.update(extra)
+    return env
+
+
 HEADER = list(KNOWN_COLUMNS)
 T0 = datetime(2025, 12, 13, 6, 0, 0)
 

@@ -65,10 +65,13 @@ def test_the_real_console_exports(tmp_path: Path) -> None:
         ("anthropic_usage", (2, 2, 0, 0, 0)),  # claude_api_tokens_...: a row per model
     ]
     assert rows(db, "SELECT count(*) FROM calls") == [(0,)]  # a bucketed bill makes no call
-    usage = rows(db, """SELECT model, model_key, api_key, workspace, service_tier,
+    usage = rows(
+        db,
+        """SELECT model, model_key, api_key, workspace, service_tier,
                                context_window, input_tokens, cached_input_tokens,
                                cache_write_tokens, output_tokens, cost_estimate_usd
-                        FROM bill_buckets WHERE measure = 'usage' ORDER BY model""")
+                        FROM bill_buckets WHERE measure = 'usage' ORDER BY model""",
+    )
     assert usage == [
         ("claude-haiku-4-5-20251001", "claude-haiku-4-5", "claude-sdk", "Default", "standard",
          "≤ 200k", 16765, 0, 0, 1702, Decimal("0.0252750000")),
@@ -76,8 +79,11 @@ def test_the_real_console_exports(tmp_path: Path) -> None:
         ("claude-opus-4-5-20251101", "claude-opus-4-5", "claude-sdk", "Default", "standard",
          "≤ 200k", 3604242, 3301672, 302527, 32676, Decimal("4.3587447500")),
     ]  # fmt: skip
-    cost = rows(db, """SELECT model_key, item, sum(cost_usd) FROM bill_buckets
-                       WHERE measure = 'cost' GROUP BY ALL ORDER BY ALL""")
+    cost = rows(
+        db,
+        """SELECT model_key, item, sum(cost_usd) FROM bill_buckets
+                       WHERE measure = 'cost' GROUP BY ALL ORDER BY ALL""",
+    )
     assert [(k, i) for k, i, _ in cost] == [
         ("claude-haiku-4-5", "input_no_cache"), ("claude-haiku-4-5", "output"),
         ("claude-opus-4-5", "input_cache_read"), ("claude-opus-4-5", "input_cache_write_5m"),
@@ -219,8 +225,9 @@ def test_damaged_records_are_rejected_with_their_number(tmp_path: Path) -> None:
 
 def test_a_report_that_is_not_json_names_its_line(tmp_path: Path) -> None:
     path = tmp_path / "usage.json"
-    path.write_text('{"data": [{"results": [], "starting_at": "2026-03-05T00:00:00Z",\n'
-                    ' "ending_at": ,')
+    path.write_text(
+        '{"data": [{"results": [], "starting_at": "2026-03-05T00:00:00Z",\n "ending_at": ,'
+    )
     code, out = run("ingest", "--db", str(tmp_path / "s.duckdb"), str(path))
     assert code == 3
     assert "usage.json:2: not valid JSON" in out
@@ -238,9 +245,12 @@ def test_openai_usage_and_costs(tmp_path: Path) -> None:
         "costs_by_line_item.json": ("openai_usage", (6, 5, 0, 0, 1)),  # an empty bucket
         "usage_completions.json": ("openai_usage", (4, 3, 0, 0, 1)),
     }
-    items = rows(db, """SELECT model, service_tier, item, cost_usd FROM bill_buckets
+    items = rows(
+        db,
+        """SELECT model, service_tier, item, cost_usd FROM bill_buckets
                         WHERE format = 'openai_usage' AND measure = 'cost' AND item IS NOT NULL
-                        ORDER BY cost_usd DESC""")
+                        ORDER BY cost_usd DESC""",
+    )
     assert items == [
         ("gpt-5-2025-08-07", None, "gpt-5-2025-08-07, output", Decimal("0.6")),
         ("gpt-5-2025-08-07", None, "gpt-5-2025-08-07, input", Decimal("0.04759")),
@@ -249,11 +259,14 @@ def test_openai_usage_and_costs(tmp_path: Path) -> None:
         (None, None, "web search tool calls", Decimal("0.03")),
         ("gpt-5-2025-08-07", None, "gpt-5-2025-08-07, cached input", Decimal("0.001024")),
     ]  # fmt: skip
-    usage = rows(db, """SELECT strftime(bucket_start, '%Y-%m-%d'), model, service_tier, requests,
+    usage = rows(
+        db,
+        """SELECT strftime(bucket_start, '%Y-%m-%d'), model, service_tier, requests,
                                input_tokens, cached_input_tokens, output_tokens,
                                round(cost_estimate_usd, 6)
                         FROM bill_buckets WHERE measure = 'usage' AND format = 'openai_usage'
-                          AND model LIKE 'gpt-5%' ORDER BY ALL""")
+                          AND model LIKE 'gpt-5%' ORDER BY ALL""",
+    )
     assert usage == [
         # gpt-5 at $1.25 in, $0.125 cached, $10 out per million (API page and dashboard CSV)
         ("2025-10-05", "gpt-5-2025-08-07", None, 8, 46264, 8192, 60000, Decimal("0.648614")),
@@ -295,9 +308,11 @@ def test_a_store_of_the_previous_format_is_upgraded_when_written(tmp_path: Path)
     con.execute("DROP TABLE bill_buckets")
     con.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
     con.close()
-    with pytest.raises(ForensicsError, match="ingest` into it once upgrades it"):
-        with open_store(db, read_only=True):
-            pass
+    with (
+        pytest.raises(ForensicsError, match="ingest` into it once upgrades it"),
+        open_store(db, read_only=True),
+    ):
+        pass
     ingest(db, USAGE_JSON)
     assert rows(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [(SCHEMA_VERSION,)]
     assert rows(db, "SELECT count(*) FROM bill_buckets") == [(3,)]

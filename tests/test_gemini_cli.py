@@ -19,7 +19,7 @@ from analyzer.ingest.base import Head, IngestOptions
 from analyzer.ingest.flow import FileReport
 from analyzer.pipeline import ingest_paths
 from analyzer.store import Store, open_store
-from tests.helpers import shared_samples
+from tests.helpers import env_of, shared_samples
 
 OLD = "Mai0313__VibeCodingTracker__b36a8d3__test_conversation_gemini.json"  # 2025, one object
 NEW = "Mai0313__VibeCodingTracker__894772f__test_conversation_gemini.json"  # 2026, toolCalls
@@ -468,14 +468,6 @@ def test_homes() -> None:
     home = Path("/home/me")
     assert gemini_cli.homes({}, home) == [home / ".gemini" / "tmp"]
     assert gemini_cli.homes({"GEMINI_CLI_HOME": "/srv/g"}, home) == [Path("/srv/g/.gemini/tmp")]
-
-
-def env_of(home: Path, **extra: str | None) -> dict[str, str | None]:
-    env: dict[str, str | None] = {"HOME": str(home), "CLAUDE_CONFIG_DIR": None,
-                                  "CODEX_HOME": None, "GEMINI_CLI_HOME": None,
-                                  "LLM_FORENSICS_DB": None}  # fmt: skip
-    env.update(extra)
-    return env
 
 
 def gemini_home(root: Path) -> Path:

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from analyzer.cli import cli
 from analyzer.store import OFFLINE
-from tests.helpers import SAMPLE_DATA, or_row, shared_samples, write_csv
+from tests.helpers import SAMPLE_DATA, env_of, or_row, shared_samples, write_csv
 from tests.test_atomicity import Child, child_env, write_big_export
 
 CC_SAMPLE = "jnarowski__agentcmd__full-session-four.jsonl"
@@ -47,14 +47,6 @@ def fake_home(root: Path) -> Path:
     (home / ".cache").mkdir()
     (home / ".cache" / "junk.json").write_text("{}\n")
     return home
-
-
-def env_of(home: Path, **extra: str) -> dict[str, str | None]:
-    env: dict[str, str | None] = {"HOME": str(home), "CLAUDE_CONFIG_DIR": None,
-                                  "CODEX_HOME": None, "GEMINI_CLI_HOME": None,
-                                  "LLM_FORENSICS_DB": None}  # fmt: skip
-    env.update(extra)
-    return env
 
 
 def test_audit_with_no_path_reads_the_default_places(runner: CliRunner, tmp_path: Path) -> None:
@@ -111,7 +103,9 @@ def test_nothing_found_is_exit_3_naming_what_was_looked_at(
     assert result.stderr.strip() == (
         "Error: no input given, and no agent logs in their default places "
         "(~/.config/claude/projects, ~/.claude/projects, ~/.codex/sessions, ~/.nexus3/logs, "
-        "~/.gemini/tmp: not there); give a file or folder, e.g. `llm-forensics audit exports/`"
+        "~/.gemini/tmp, ~/.local/share/opencode/storage/message, "
+        "~/.local/share/opencode/storage/part, ~/.cline/data/sessions: not there); give a file "
+        "or folder, e.g. `llm-forensics audit exports/`"
     )
     folder = tmp_path / "notes"
     (folder / ".git").mkdir(parents=True)

@@ -586,6 +586,32 @@ def _check_loaded(store: Store, r: FileReport, raw: bytes) -> None:
             store, "SELECT count(*) FROM messages WHERE source_id = ? AND role = 'user'", [sid]
         )
         assert calls <= records and records + user_msgs <= r.rows_loaded, (records, user_msgs, r)
+    elif r.format == "cline":
+        # Every message is one record: an assistant message is its call (record_count 1; its
+        # text and tool-call messages count for nothing); a user message is its prompt and/or
+        # tool results (the first of them carries the record), or is skipped when empty. (Not
+        # rows_duplicate == 0: a retyped id can make two messages share one id.)
+        side = _count(
+            store,
+            "SELECT count(*) FROM messages WHERE source_id = ? AND role IN ('user', 'tool')",
+            [sid],
+        )
+        assert records == calls, (records, calls, r)
+        assert calls <= r.rows_loaded <= calls + side, (calls, side, r)
+    elif r.format == "opencode":
+        # One file, one record: a message file is one call or one user prompt; a tool part's
+        # record is its tool call (its result counts for nothing); the rest is skipped.
+        assert r.rows_read == 1 and r.rows_duplicate == 0, r
+        firsts = _count(
+            store,
+            "SELECT count(*) FROM messages WHERE source_id = ? AND kind IN ('prompt', 'tool_call')",
+            [sid],
+        )
+        assert calls <= 1 and r.rows_loaded == calls + firsts, (calls, firsts, r)
+    elif r.format == "aider":
+        # One call per loaded line (a message_send event); every other event is skipped.
+        assert r.rows_duplicate == 0 and messages == 0, (messages, r)
+        assert calls == records == r.rows_loaded, (calls, records, r)
     elif r.format in ("anthropic_usage", "openai_usage"):
         # A bill per bucket makes no calls: each loaded record is one bill_buckets row.
         buckets = _count(store, "SELECT count(*) FROM bill_buckets WHERE source_id = ?", [sid])
