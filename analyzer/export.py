@@ -14,8 +14,8 @@ from analyzer.store import Store
 from analyzer.views import incident_table, incidents_csv, where
 
 # The canonical tables (sql/schema.sql), in the order a reader joins them.
-TABLES = ("sources", "calls", "messages", "rejects", "incidents", "incident_calls",
-          "incident_numbers")  # fmt: skip
+TABLES = ("sources", "calls", "messages", "rejects", "bill_buckets", "incidents",
+          "incident_calls", "incident_numbers")  # fmt: skip
 
 
 def incident_csv(store: Store) -> str:

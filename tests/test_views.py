@@ -291,6 +291,7 @@ def test_export_writes_every_canonical_table(sample_db: Path, tmp_path: Path) ->
     finally:
         con.close()
     assert manifest["tables"]["calls"]["rows"] == 6018 + 175  # billed rows kept beside logs
+    assert "bill_buckets" in manifest["tables"]
 
 
 def test_one_summary_line_for_many_files_and_every_file_with_verbose(
