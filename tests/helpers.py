@@ -43,7 +43,8 @@ def shared_samples() -> Path:
 # The variables that move an agent's default place: cleared for a test with a fake home, so the
 # machine's own settings never leak into it.
 AGENT_HOME_VARIABLES = (
-    "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "XDG_DATA_HOME", "CLINE_DIR",
+    "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME",
+    "CLINE_DIR",
     "CLINE_DATA_DIR", "CLINE_SESSION_DATA_DIR", "LLM_FORENSICS_DB",
 )  # fmt: skip
 

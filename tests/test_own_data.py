@@ -104,8 +104,10 @@ def test_nothing_found_is_exit_3_naming_what_was_looked_at(
         "Error: no input given, and no agent logs in their default places "
         "(~/.config/claude/projects, ~/.claude/projects, ~/.codex/sessions, ~/.nexus3/logs, "
         "~/.gemini/tmp, ~/.local/share/opencode/storage/message, "
-        "~/.local/share/opencode/storage/part, ~/.cline/data/sessions: not there); give a file "
-        "or folder, e.g. `llm-forensics audit exports/`"
+        "~/.local/share/opencode/storage/part, ~/.cline/data/sessions, "
+        "~/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks, "
+        "~/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks: not there); give a "
+        "file or folder, e.g. `llm-forensics audit exports/`"
     )
     folder = tmp_path / "notes"
     (folder / ".git").mkdir(parents=True)

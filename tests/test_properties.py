@@ -495,7 +495,8 @@ def _assert_store_empty(store: Store) -> None:
 
 # The formats that number a JSON document's records (the first record 1) rather than its lines.
 NUMBERED_FORMATS = {
-    "litellm_spend", "gemini_cli", "opencode", "cline", "aider", "anthropic_usage", "openai_usage",
+    "litellm_spend", "gemini_cli", "opencode", "cline", "cline_task", "aider", "anthropic_usage",
+    "openai_usage",
 }  # fmt: skip
 
 
@@ -598,6 +599,10 @@ def _check_loaded(store: Store, r: FileReport, raw: bytes) -> None:
         )
         assert records == calls, (records, calls, r)
         assert calls <= r.rows_loaded <= calls + side, (calls, side, r)
+    elif r.format == "cline_task":
+        # Every loaded message is one message row, or one of its call's records (its
+        # api_req_started, plus the reasoning and api_req_failed folded into it).
+        assert records + messages == r.rows_loaded, (records, messages, r)
     elif r.format == "opencode":
         # One file, one record: a message file is one call or one user prompt; a tool part's
         # record is its tool call (its result counts for nothing); the rest is skipped.
