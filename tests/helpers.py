@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from analyzer.ingest.flow import FileReport
 from analyzer.ingest.openrouter_csv import KNOWN_COLUMNS
 from analyzer.store import Store
 
@@ -55,6 +56,25 @@ def env_of(home: Path, **extra: str | None) -> dict[str, str | None]:
     env.update(dict.fromkeys(AGENT_HOME_VARIABLES))
     env.update(extra)
     return env
+
+
+def q(store: Store, sql: str, params: list[object] | None = None) -> list[tuple[Any, ...]]:
+    """The rows of ``sql`` over the store."""
+    return store.con.execute(sql, params or []).fetchall()
+
+
+def counts(r: FileReport) -> tuple[int, int, int, int, int]:
+    """A file's accounting: read, loaded, rejected, duplicate, skipped."""
+    return (r.rows_read, r.rows_loaded, r.rows_rejected, r.rows_duplicate, r.rows_skipped)
+
+
+def assert_accounted(store: Store) -> None:
+    """Every file in the store keeps ``rows_read = loaded + rejected + duplicate + skipped``."""
+    for read, loaded, rejected, dup, skipped in q(
+        store, "SELECT rows_read, rows_loaded, rows_rejected, rows_duplicate, rows_skipped "
+        "FROM sources"
+    ):  # fmt: skip
+        assert read == loaded + rejected + dup + skipped
 
 
 HEADER = list(KNOWN_COLUMNS)

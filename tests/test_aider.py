@@ -21,7 +21,7 @@ from analyzer.ingest.base import Head, IngestOptions
 from analyzer.ingest.flow import FileReport
 from analyzer.pipeline import ingest_paths
 from analyzer.store import Store, open_store
-from tests.helpers import shared_samples
+from tests.helpers import assert_accounted, counts, q, shared_samples
 from tests.test_properties import JSONL_MUTATIONS, PROPERTY_SETTINGS, check_drawn, mutate
 
 REAL = "Aider-AI__aider__sample-analytics.jsonl"
@@ -39,22 +39,6 @@ def real_log() -> Path:
 
 def ingest(store: Store, *paths: Path, **options: Any) -> list[FileReport]:
     return ingest_paths(store, [str(p) for p in paths], IngestOptions(progress=False, **options))
-
-
-def q(store: Store, sql: str, params: list[object] | None = None) -> list[tuple[Any, ...]]:
-    return store.con.execute(sql, params or []).fetchall()
-
-
-def counts(r: FileReport) -> tuple[int, int, int, int, int]:
-    return (r.rows_read, r.rows_loaded, r.rows_rejected, r.rows_duplicate, r.rows_skipped)
-
-
-def assert_accounted(store: Store) -> None:
-    for read, loaded, rejected, dup, skipped in q(
-        store, "SELECT rows_read, rows_loaded, rows_rejected, rows_duplicate, rows_skipped "
-        "FROM sources"
-    ):  # fmt: skip
-        assert read == loaded + rejected + dup + skipped
 
 
 def skipped_kinds(store: Store, r: FileReport) -> dict[str, int]:

@@ -19,7 +19,7 @@ from analyzer.ingest.flow import FileReport
 from analyzer.pipeline import ingest_paths
 from analyzer.reconcile import totals, units
 from analyzer.store import SCHEMA_VERSION, open_store
-from tests.helpers import REPO, shared_samples
+from tests.helpers import REPO, counts, shared_samples
 
 ANTHROPIC = REPO / "tests" / "fixtures" / "anthropic_usage"
 OPENAI = REPO / "tests" / "fixtures" / "openai_usage"
@@ -35,10 +35,6 @@ def ingest(db: Path, *paths: Path) -> list[FileReport]:
 
 def accounted(r: FileReport) -> bool:
     return r.rows_read == r.rows_loaded + r.rows_rejected + r.rows_duplicate + r.rows_skipped
-
-
-def counts(r: FileReport) -> tuple[int, int, int, int, int]:
-    return (r.rows_read, r.rows_loaded, r.rows_rejected, r.rows_duplicate, r.rows_skipped)
 
 
 def rows(db: Path, sql: str) -> list[tuple[object, ...]]:

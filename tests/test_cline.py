@@ -9,7 +9,6 @@ import tempfile
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -23,7 +22,7 @@ from analyzer.ingest.base import Head, IngestOptions
 from analyzer.ingest.flow import FileReport, ingest_file
 from analyzer.pipeline import ingest_paths
 from analyzer.store import Store, open_store
-from tests.helpers import env_of, shared_samples
+from tests.helpers import counts, env_of, q, shared_samples
 from tests.test_properties import (
     CONVERSATION_SEEDS,
     JSON_DOC_MUTATIONS,
@@ -48,14 +47,6 @@ def real_dir() -> Path:
 
 def ingest(store: Store, *paths: Path) -> list[FileReport]:
     return ingest_paths(store, [str(p) for p in paths], IngestOptions(progress=False))
-
-
-def q(store: Store, sql: str, params: list[object] | None = None) -> list[tuple[Any, ...]]:
-    return store.con.execute(sql, params or []).fetchall()
-
-
-def counts(r: FileReport) -> tuple[int, int, int, int, int]:
-    return (r.rows_read, r.rows_loaded, r.rows_rejected, r.rows_duplicate, r.rows_skipped)
 
 
 def head(data: bytes) -> Head:

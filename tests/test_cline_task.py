@@ -9,7 +9,6 @@ import shutil
 import tempfile
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -23,7 +22,7 @@ from analyzer.ingest.base import Head, IngestOptions
 from analyzer.ingest.flow import FileReport, ingest_file
 from analyzer.pipeline import ingest_paths
 from analyzer.store import Store, open_store
-from tests.helpers import env_of
+from tests.helpers import counts, env_of, q
 from tests.test_properties import (
     CONVERSATION_SEEDS,
     JSON_DOC_MUTATIONS,
@@ -44,14 +43,6 @@ SONNET = "claude-sonnet-4-5-20250929"
 
 def ingest(store: Store, *paths: Path) -> list[FileReport]:
     return ingest_paths(store, [str(p) for p in paths], IngestOptions(progress=False))
-
-
-def q(store: Store, sql: str, params: list[object] | None = None) -> list[tuple[Any, ...]]:
-    return store.con.execute(sql, params or []).fetchall()
-
-
-def counts(r: FileReport) -> tuple[int, int, int, int, int]:
-    return (r.rows_read, r.rows_loaded, r.rows_rejected, r.rows_duplicate, r.rows_skipped)
 
 
 def head(data: bytes) -> Head:

@@ -9,7 +9,6 @@ import shutil
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -23,7 +22,7 @@ from analyzer.ingest.base import Head, IngestOptions
 from analyzer.ingest.flow import FileReport
 from analyzer.pipeline import ingest_paths
 from analyzer.store import Store, open_store
-from tests.helpers import env_of, shared_samples
+from tests.helpers import assert_accounted, counts, env_of, q, shared_samples
 from tests.test_properties import JSON_DOC_MUTATIONS, PROPERTY_SETTINGS, check_drawn, mutate
 
 TOKSCALE = "junhoyeo__tokscale__msg_test001.json"
@@ -47,22 +46,6 @@ def real_dir() -> Path:
 
 def ingest(store: Store, *paths: Path) -> list[FileReport]:
     return ingest_paths(store, [str(p) for p in paths], IngestOptions(progress=False))
-
-
-def q(store: Store, sql: str, params: list[object] | None = None) -> list[tuple[Any, ...]]:
-    return store.con.execute(sql, params or []).fetchall()
-
-
-def counts(r: FileReport) -> tuple[int, int, int, int, int]:
-    return (r.rows_read, r.rows_loaded, r.rows_rejected, r.rows_duplicate, r.rows_skipped)
-
-
-def assert_accounted(store: Store) -> None:
-    for read, loaded, rejected, dup, skipped in q(
-        store, "SELECT rows_read, rows_loaded, rows_rejected, rows_duplicate, rows_skipped "
-        "FROM sources"
-    ):  # fmt: skip
-        assert read == loaded + rejected + dup + skipped
 
 
 def head(data: bytes) -> Head:
