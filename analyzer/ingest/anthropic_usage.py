@@ -41,7 +41,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.buckets import Bucket, Buckets, brief, count, csv_records, dollars, json_pages
+from analyzer.ingest.buckets import Bucket, Buckets, count, dollars, read_csv, read_pages
 from analyzer.ingest.reading import read_text
 from analyzer.ingest.values import as_dict, as_str, parse_time
 
@@ -167,35 +167,11 @@ def _api_result(start: datetime, end: datetime, r: dict[str, Any]) -> Bucket:
     )  # fmt: skip
 
 
-def _read_json(ctx: LoadContext, text: str, out: Buckets) -> None:
-    n = 0  # a record of a JSON document is numbered by its place in it (1 = the first)
-    for page in json_pages(text, ctx.source.display):
-        buckets = as_dict(page).get("data") if isinstance(page, dict) else None
-        if not isinstance(buckets, list):
-            n += 1
-            out.reject(n, "not a page of the report (no data list)", brief(page))
-            continue
-        for bucket in buckets:
-            b = as_dict(bucket)
-            start = parse_time(b.get("starting_at"))
-            end = parse_time(b.get("ending_at"))
-            results = b.get("results")
-            if start is None or end is None or not isinstance(results, list):
-                n += 1
-                out.reject(n, "a bucket without starting_at, ending_at and results", brief(bucket))
-                continue
-            if not results:
-                n += 1
-                out.skip("empty_bucket")
-            for result in results:
-                n += 1
-                if not isinstance(result, dict):
-                    out.reject(n, "a result that is not an object", brief(result))
-                    continue
-                try:
-                    out.add(n, _api_result(start, end, result))
-                except ValueError as exc:
-                    out.reject(n, str(exc), brief(result))
+def _times(bucket: dict[str, Any]) -> tuple[datetime, datetime]:
+    start, end = parse_time(bucket.get("starting_at")), parse_time(bucket.get("ending_at"))
+    if start is None or end is None:
+        raise ValueError("no bucket times")
+    return start, end
 
 
 def load(ctx: LoadContext) -> LoadResult:
@@ -203,18 +179,8 @@ def load(ctx: LoadContext) -> LoadResult:
     ctx.stage("reading")
     text = read_text(ctx.source, "a usage report")
     if text.lstrip()[:1] in ("[", "{"):
-        _read_json(ctx, text, out)
-        return out.finish()
-    header = {c.strip().strip('"') for c in (ctx.source.head.first_record(",") or [])}
-    tokens = header >= _CSV_TOKENS
-    for line, row, excerpt in csv_records(text):
-        if row is None:
-            out.skip("repeated_header")
-        elif isinstance(row, str):
-            out.reject(line, row, excerpt)
-        else:
-            try:
-                out.add(line, _tokens_row(row) if tokens else _cost_row(row))
-            except ValueError as exc:
-                out.reject(line, str(exc), excerpt)
+        read_pages(text, ctx.source.display, out, _times, "starting_at, ending_at", _api_result)
+    else:
+        header = {c.strip().strip('"') for c in (ctx.source.head.first_record(",") or [])}
+        read_csv(text, out, _tokens_row if header >= _CSV_TOKENS else _cost_row)
     return out.finish()

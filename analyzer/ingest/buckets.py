@@ -21,7 +21,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -285,3 +285,77 @@ def brief(value: object) -> str:
         return orjson.dumps(value)[:300].decode(errors="replace")
     except TypeError:
         return repr(value)[:300]
+
+
+# What a format makes of one record: its bucket, or the kind it is skipped as.
+Reading = Bucket | str
+
+
+def read_pages(
+    text: str,
+    display: str,
+    out: Buckets,
+    times: Callable[[dict[str, Any]], tuple[datetime, datetime]],
+    time_keys: str,
+    result: Callable[[datetime, datetime, dict[str, Any]], Reading],
+) -> None:
+    """The records of a report saved as JSON pages (``json_pages``) into ``out``: each result of
+    each bucket is one record, numbered by its place in the document (1 = the first), and so is
+    an empty bucket (skipped, ``empty_bucket``) and a page or bucket that cannot be read
+    (rejected). ``times`` reads a bucket's start and end (a ``ValueError`` when it cannot; the
+    reason names ``time_keys``); ``result`` reads one result (a ``ValueError`` is its reject)."""
+    n = 0
+    for page in json_pages(text, display):
+        buckets = page.get("data") if isinstance(page, dict) else None
+        if not isinstance(buckets, list):
+            n += 1
+            out.reject(n, "not a page of the report (no data list)", brief(page))
+            continue
+        for bucket in buckets:
+            b = bucket if isinstance(bucket, dict) else {}
+            results = b.get("results")
+            try:
+                start, end = times(b)
+            except ValueError:
+                results = None
+            if not isinstance(results, list):
+                n += 1
+                out.reject(n, f"a bucket without {time_keys} and results", brief(bucket))
+                continue
+            if not results:
+                n += 1
+                out.skip("empty_bucket")
+            for r in results:
+                n += 1
+                if not isinstance(r, dict) or not r:
+                    out.reject(n, "a result that is not an object", brief(r))
+                    continue
+                try:
+                    found = result(start, end, r)
+                except ValueError as exc:
+                    out.reject(n, str(exc), brief(r))
+                    continue
+                if isinstance(found, str):
+                    out.skip(found)
+                else:
+                    out.add(n, found)
+
+
+def read_csv(text: str, out: Buckets, row: Callable[[dict[str, str]], Reading]) -> None:
+    """The records of a CSV report (``csv_records``) into ``out``: ``row`` reads one (a
+    ``ValueError`` is its reject); the header written again is skipped."""
+    for line, record, excerpt in csv_records(text):
+        if record is None:
+            out.skip("repeated_header")
+        elif isinstance(record, str):
+            out.reject(line, record, excerpt)
+        else:
+            try:
+                found = row(record)
+            except ValueError as exc:
+                out.reject(line, str(exc), excerpt)
+                continue
+            if isinstance(found, str):
+                out.skip(found)
+            else:
+                out.add(line, found)

@@ -44,7 +44,15 @@ from datetime import datetime
 from typing import Any
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.buckets import Bucket, Buckets, brief, count, csv_records, dollars, json_pages
+from analyzer.ingest.buckets import (
+    Bucket,
+    Buckets,
+    Reading,
+    count,
+    dollars,
+    read_csv,
+    read_pages,
+)
 from analyzer.ingest.reading import read_text
 from analyzer.ingest.values import as_dict, as_str, parse_time
 
@@ -142,47 +150,27 @@ def _cost(
     )  # fmt: skip
 
 
-def _read_json(ctx: LoadContext, text: str, out: Buckets) -> None:
-    n = 0  # a record of a JSON document is numbered by its place in it (1 = the first)
-    for page in json_pages(text, ctx.source.display):
-        buckets = page.get("data") if isinstance(page, dict) else None
-        if not isinstance(buckets, list):
-            n += 1
-            out.reject(n, "not a page of the report (no data list)", brief(page))
-            continue
-        for bucket in buckets:
-            b = as_dict(bucket)
-            results = b.get("results")
-            try:
-                start, end = _times(b)
-            except ValueError:
-                results = None
-            if not isinstance(results, list):
-                n += 1
-                out.reject(n, "a bucket without start_time, end_time and results", brief(bucket))
-                continue
-            if not results:
-                n += 1
-                out.skip("empty_bucket")
-            for result in results:
-                n += 1
-                r = as_dict(result)
-                kind = as_str(r.get("object")) or ""
-                try:
-                    if not r:
-                        raise ValueError("a result that is not an object")
-                    if "amount" in r:
-                        amount = as_dict(r.get("amount"))
-                        out.add(n, _cost(start, end, r, amount.get("value"),
-                                         amount.get("currency")))  # fmt: skip
-                    elif kind.startswith("organization.usage.") and ".completions." not in kind:
-                        out.skip(kind.removeprefix("organization.usage.").split(".")[0])
-                    elif "input_tokens" in r or "output_tokens" in r:
-                        out.add(n, _usage(start, end, r))
-                    else:
-                        raise ValueError("neither tokens nor an amount")
-                except ValueError as exc:
-                    out.reject(n, str(exc), brief(result))
+def _result(start: datetime, end: datetime, r: dict[str, Any]) -> Reading:
+    kind = as_str(r.get("object")) or ""
+    if "amount" in r:
+        amount = as_dict(r.get("amount"))
+        return _cost(start, end, r, amount.get("value"), amount.get("currency"))
+    if kind.startswith("organization.usage.") and ".completions." not in kind:
+        return kind.removeprefix("organization.usage.").split(".")[0]
+    if "input_tokens" in r or "output_tokens" in r:
+        return _usage(start, end, r)
+    raise ValueError("neither tokens nor an amount")
+
+
+def _row(row: dict[str, str]) -> Reading:
+    start, end = _times(row)
+    if "amount_value" in row:
+        if not row["amount_value"]:
+            return "empty_bucket"
+        return _cost(start, end, row, row["amount_value"], row.get("amount_currency"))
+    if not row.get("num_model_requests") and not row.get("input_tokens"):
+        return "empty_bucket"
+    return _usage(start, end, row)
 
 
 def load(ctx: LoadContext) -> LoadResult:
@@ -190,27 +178,7 @@ def load(ctx: LoadContext) -> LoadResult:
     ctx.stage("reading")
     text = read_text(ctx.source, "a usage or costs report")
     if text.lstrip()[:1] in ("[", "{"):
-        _read_json(ctx, text, out)
-        return out.finish()
-    for line, row, excerpt in csv_records(text):
-        if row is None:
-            out.skip("repeated_header")
-            continue
-        if isinstance(row, str):
-            out.reject(line, row, excerpt)
-            continue
-        try:
-            start, end = _times(row)
-            if "amount_value" in row:
-                if not row["amount_value"]:
-                    out.skip("empty_bucket")
-                    continue
-                out.add(line, _cost(start, end, row, row["amount_value"],
-                                    row.get("amount_currency")))  # fmt: skip
-            elif not row.get("num_model_requests") and not row.get("input_tokens"):
-                out.skip("empty_bucket")
-            else:
-                out.add(line, _usage(start, end, row))
-        except ValueError as exc:
-            out.reject(line, str(exc), excerpt)
+        read_pages(text, ctx.source.display, out, _times, "start_time, end_time", _result)
+    else:
+        read_csv(text, out, _row)
     return out.finish()
