@@ -238,12 +238,38 @@ def audit(
 @db_option()
 @view_options
 @detector_options
+@click.option(
+    "--engine",
+    type=click.Choice(["duckdb", "spark"]),
+    default="duckdb",
+    show_default=True,
+    help="Where the detectors run: the store's DuckDB, or Spark over a Parquet "
+    "export (--parquet; needs the [spark] extra and a Java runtime).",
+)
+@click.option(
+    "--parquet",
+    "folder",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="With --engine spark: the export to read (written by `llm-forensics "
+    "export --parquet DIR`); the incidents go to DIR/detected/ and, if the "
+    "store exists, into it.",
+)
+@click.option(
+    "--master",
+    metavar="URL",
+    help="With --engine spark: the Spark master (default local[*]: every core of "
+    "this machine; spark://host:7077, yarn, k8s://... for a cluster).",
+)
 @chatter_options
 @json_option
 def detect_command(
     db: str,
     view: View,
     selection: Selection,
+    engine: str,
+    folder: str | None,
+    master: str | None,
     fail_on: str | None,
     fail_on_waste: float | None,
     as_json: bool,
@@ -254,27 +280,70 @@ def detect_command(
     (with the same numbers), not twice as many. With --since / --until the detectors see only
     the calls in that window, and the incidents recorded are those found there.
 
+    With --engine spark the same detector files run on Spark, translated from DuckDB's SQL by
+    sqlglot, over the Parquet export in --parquet DIR: for data that has outgrown one machine.
+
     \b
-    Example:
+    Examples:
       llm-forensics detect --db december.duckdb --fail-on high
+      llm-forensics export --db year.duckdb --parquet lake/
+      llm-forensics detect --engine spark --parquet lake/ --db year.duckdb
     """
-    from analyzer.detect import detect
     from analyzer.pipeline import apply_window, stages
     from analyzer.views import render_incident_list, where
 
-    with open_store(db, must_exist=True) as store:
-        apply_window(store, view.window, incidents=False)
-        with stages(store, "detect") as shown:
-            shown.stage("detecting")
-            detect(store, selection)
-        incidents = load_incidents(store, selection.names)
-        places = where(store, incidents)
+    if engine == "spark":
+        incidents, places = _detect_on_spark(db, view, selection, folder, master)
+    else:
+        if folder or master:
+            raise click.UsageError("--parquet and --master go with --engine spark")
+        from analyzer.detect import detect
+
+        with open_store(db, must_exist=True) as store:
+            apply_window(store, view.window, incidents=False)
+            with stages(store, "detect") as shown:
+                shown.stage("detecting")
+                detect(store, selection)
+            incidents = load_incidents(store, selection.names)
+            places = where(store, incidents)
     if as_json:
         print_json([i.to_json() for i in incidents])
     else:
         out(render_incident_list(incidents, places, view.tz, width()), nl=False)
     if failing(incidents, fail_on, fail_on_waste):
         sys.exit(1)
+
+
+def _detect_on_spark(
+    db: str, view: View, selection: Selection, folder: str | None, master: str | None
+) -> tuple[list[Any], dict[str, Any]]:
+    """detect --engine spark: into the store when it exists (or was named), else only beside
+    the export."""
+    from analyzer import spark_engine
+    from analyzer.pipeline import apply_window
+    from analyzer.views import where
+
+    if not spark_engine.available():
+        raise click.UsageError(f"--engine spark needs pyspark: {spark_engine.EXTRA}")
+    if not folder:
+        raise click.UsageError(
+            "--engine spark reads a Parquet export: give --parquet DIR "
+            "(write one with `llm-forensics export --parquet DIR`)"
+        )
+    ctx = click.get_current_context()
+    named = ctx.get_parameter_source("db") != click.core.ParameterSource.DEFAULT
+    if not named and not Path(db).exists():
+        incidents = spark_engine.detect_on_spark(
+            Path(folder), selection, master, view.window, None, note
+        )
+        note(f"no store at {db}: the incidents are in {Path(folder) / 'detected'} only")
+        return incidents, {}
+    with open_store(db, must_exist=True) as store:
+        apply_window(store, view.window, incidents=False)
+        incidents = spark_engine.detect_on_spark(
+            Path(folder), selection, master, view.window, store, note
+        )
+        return incidents, where(store, incidents)
 
 
 for _command in (*cli_catalog.COMMANDS, *cli_store.COMMANDS):

@@ -240,7 +240,7 @@ def bind_all(detectors: list[Detector], overrides: dict[str, dict[str, str]]) ->
 def run_detector(
     con: duckdb.DuckDBPyConnection, det: Detector, params: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    """The detector's rows, as dicts with the standard columns."""
+    """The detector's rows, run on DuckDB, as dicts with the standard columns."""
     bound = {k: v for k, v in params.items() if k in det.placeholders}
     try:
         cur = con.execute(det.sql, bound)
@@ -248,13 +248,22 @@ def run_detector(
         rows = cur.fetchall()
     except duckdb.Error as exc:
         raise ForensicsError(f"detector failed: {str(exc).splitlines()[0]}", path=det.path) from exc
+    return checked_rows(det, names, rows)
+
+
+def checked_rows(
+    det: Detector, names: list[str], rows: list[tuple[Any, ...]]
+) -> list[dict[str, Any]]:
+    """A detector's result (column ``names``, ``rows``) as dicts, checked against the contract
+    whichever engine ran it: every standard column, a known severity (else the header's)."""
     missing = [c for c in OUTPUT_COLUMNS if c not in names]
     if missing:
         raise ForensicsError(f"detector returns no column {', '.join(missing)}", path=det.path)
     out = []
     for row in rows:
         rec = dict(zip(names, row, strict=True))
-        rec.setdefault("severity", det.severity)
+        if rec.get("severity") is None:
+            rec["severity"] = det.severity
         if rec["severity"] not in SEVERITIES:
             raise ForensicsError(f"detector returned severity {rec['severity']!r}", path=det.path)
         out.append(rec)
@@ -267,8 +276,8 @@ def incident_id(detector: str, rec: dict[str, Any]) -> str:
 
 
 def detect(store: Store, selection: Selection, reuse: bool = False) -> list[Incident]:
-    """Run the selected detectors, replacing their incidents in the store; returns the new
-    incidents.
+    """Run the selected detectors on DuckDB, replacing their incidents in the store; returns
+    the new incidents.
 
     With ``reuse``, when these detectors with these parameters already ran over exactly the
     data now in the store, their stored incidents are returned instead of running again."""
@@ -279,37 +288,42 @@ def detect(store: Store, selection: Selection, reuse: bool = False) -> list[Inci
     if reuse and cache.get(store, "detect", k) is not None:
         return load_incidents(store, selection.names)
     with store.transaction():
-        for det, values in bound:
-            rows = run_detector(store.con, det, values)
-            store.con.execute(
-                "DELETE FROM incident_calls WHERE incident_id IN "
-                "(SELECT incident_id FROM incidents WHERE detector = ?)",
-                [det.name],
-            )
-            store.con.execute("DELETE FROM incidents WHERE detector = ?", [det.name])
-            for rec in rows:
-                evidence = rec["evidence"]
-                if not isinstance(evidence, str):
-                    evidence = json.dumps(evidence, default=str)
-                row = {
-                    "incident_id": incident_id(det.name, rec),
-                    "detector": det.name,
-                    "severity": rec["severity"],
-                    **{c: rec[c] for c in OUTPUT_COLUMNS},
-                    "evidence": evidence,
-                }
-                row["wasted_usd"] = Decimal(row["wasted_usd"] or 0)
-                marks = ", ".join("?" * len(row))
-                store.con.execute(
-                    f"INSERT INTO incidents ({', '.join(row)}) VALUES ({marks})", list(row.values())
-                )
-                if row["wasted_usd"] > 0 or rec.get("wasted_calls"):
-                    _record_wasted_calls(store, row, rec.get("wasted_calls"))
-        _number(store)
-        _remember_run(store, [d.name for d, _ in bound])
-        cache.bump(store, cache.INCIDENTS)
+        record(store, selection, {d.name: run_detector(store.con, d, v) for d, v in bound})
         cache.put(store, "detect", k, "")
     return load_incidents(store, selection.names)
+
+
+def record(store: Store, selection: Selection, found: dict[str, list[dict[str, Any]]]) -> None:
+    """Store what each selected detector ``found`` (its rows, whichever engine ran it) in place
+    of its earlier incidents, numbering the new ones (in the caller's transaction)."""
+    for det, _ in selection.bound:
+        store.con.execute(
+            "DELETE FROM incident_calls WHERE incident_id IN "
+            "(SELECT incident_id FROM incidents WHERE detector = ?)",
+            [det.name],
+        )
+        store.con.execute("DELETE FROM incidents WHERE detector = ?", [det.name])
+        for rec in found.get(det.name, []):
+            evidence = rec["evidence"]
+            if not isinstance(evidence, str):
+                evidence = json.dumps(evidence, default=str)
+            row = {
+                "incident_id": incident_id(det.name, rec),
+                "detector": det.name,
+                "severity": rec["severity"],
+                **{c: rec[c] for c in OUTPUT_COLUMNS},
+                "evidence": evidence,
+            }
+            row["wasted_usd"] = Decimal(row["wasted_usd"] or 0)
+            marks = ", ".join("?" * len(row))
+            store.con.execute(
+                f"INSERT INTO incidents ({', '.join(row)}) VALUES ({marks})", list(row.values())
+            )
+            if row["wasted_usd"] > 0 or rec.get("wasted_calls"):
+                _record_wasted_calls(store, row, rec.get("wasted_calls"))
+    _number(store)
+    _remember_run(store, selection.names)
+    cache.bump(store, cache.INCIDENTS)
 
 
 def _remember_run(store: Store, names: list[str]) -> None:

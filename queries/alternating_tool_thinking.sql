@@ -14,7 +14,7 @@
 WITH all_calls AS (
     SELECT call_id, stream_key, session_id, seq, ts, cost_usd, cost_basis, output_tokens,
            reasoning_tokens, reasoning_chars, response_kind,
-           response_kind IN ('thinking_only', 'empty') AS stalled,
+           response_kind IN ('thinking_only', 'empty') AS any_stall,
            response_kind IN ('tool_call', 'truncated_tool_call') AS tool,
            coalesce(turn_id, session_id, stream_key) AS scope,
            CASE WHEN turn_id IS NOT NULL THEN 'turn' ELSE 'session' END AS scope_kind
@@ -25,24 +25,23 @@ c AS (
     -- Only scopes with enough stalls at all are worth ordering.
     SELECT * FROM all_calls
     WHERE scope IN (SELECT scope FROM all_calls GROUP BY scope
-                    HAVING count(*) FILTER (WHERE stalled) >= $min_empty
+                    HAVING count(*) FILTER (WHERE any_stall) >= $min_empty
                        AND count(*) FILTER (WHERE tool) > 0)
 ),
 w0 AS (
     SELECT *,
-           sum(CASE WHEN stalled THEN 0 ELSE 1 END)
+           sum(CASE WHEN any_stall THEN 0 ELSE 1 END)
                OVER (PARTITION BY scope ORDER BY seq, ts, call_id ROWS UNBOUNDED PRECEDING)
                AS streak_no,
            -- What the agent did last, before this reply, that was not a stall.
-           last_value(CASE WHEN NOT stalled THEN response_kind END IGNORE NULLS)
+           last_value(CASE WHEN NOT any_stall THEN response_kind END IGNORE NULLS)
                OVER (PARTITION BY scope ORDER BY seq, ts, call_id
                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
     FROM c
 ),
 w AS (
     -- Only stalls that follow a tool call count: the alternation the guard's reset misses.
-    SELECT * REPLACE (stalled AND before IN ('tool_call', 'truncated_tool_call') AS stalled),
-           stalled AS any_stall
+    SELECT *, any_stall AND before IN ('tool_call', 'truncated_tool_call') AS stalled
     FROM w0
 ),
 streaks AS (

@@ -20,7 +20,7 @@ WITH c AS (
                AS low
     FROM live_calls
 ),
-w AS (
+w0 AS (
     -- One pass over every call to see its predecessor; then only short answers go on.
     SELECT *,
            low AND lag(low) OVER s
@@ -30,7 +30,10 @@ w AS (
                AS continues
     FROM c
     WINDOW s AS (PARTITION BY stream_key ORDER BY seq, ts, call_id)
-    QUALIFY low
+),
+w AS (
+    -- (A filter here, not QUALIFY: a QUALIFY over SELECT * does not translate to Spark.)
+    SELECT * FROM w0 WHERE low
 ),
 runs AS (
     SELECT *,

@@ -103,7 +103,7 @@ SELECT coalesce(any_value(x.stream_key), m.session_id) AS stream_key, m.session_
             THEN any_value(m.n_tool_calls) || ' identical ' || any_value(m.tool_name)
                  || ' calls in a row'
             ELSE 'a cycle of ' || any_value(m.period) || ' tool calls ('
-                 || string_agg(DISTINCT m.tool_name, ', ') || ') repeated '
+                 || string_agg(DISTINCT m.tool_name, ', ' ORDER BY m.tool_name) || ') repeated '
                  || (any_value(m.n_tool_calls) // any_value(m.period)) || ' times' END
        || CASE WHEN bool_and(m.result_hash IS NOT NULL)
                THEN ', the same result back each time' ELSE '' END AS summary,
