@@ -53,8 +53,10 @@ class MissingSpark(ForensicsError):
 
 
 def available() -> bool:
+    """Whether the [spark] extra is installed (pyspark, and sqlglot to translate)."""
     try:
         import pyspark  # noqa: F401
+        import sqlglot  # noqa: F401
     except ImportError:
         return False
     return True
@@ -155,17 +157,23 @@ def register(spark: Any, folder: Path, window: Window | None = None) -> dict[str
     """The export's ``calls`` and ``messages`` (and the view ``live_calls``) as Spark views,
     limited to ``window`` as the store would be; returns the export's manifest."""
     manifest = export_checked(folder)
-    for table in PARTITIONED:
-        path = folder / manifest["tables"][table]["path"]
-        frame = spark.read.option("basePath", str(path)).parquet(str(path)).drop("day")
-        frame.createOrReplaceTempView(f"{table}_all")
-        cond = window.sql() if window else "true"
-        spark.sql(to_spark(f"SELECT * FROM {table}_all WHERE {cond}")).createOrReplaceTempView(
-            table
-        )
     live = _LIVE.search(SCHEMA.read_text(encoding="utf-8"))
     if live is None:  # pragma: no cover - the schema defines it
         raise ForensicsError("schema.sql defines no live_calls view", path=SCHEMA)
+    cond = window.sql() if window else "true"
+    for table in PARTITIONED:
+        # Absolute: Spark's JVM does not follow this process's working folder.
+        path = (folder / manifest["tables"][table]["path"]).resolve()
+        try:
+            frame = spark.read.option("basePath", str(path)).parquet(str(path)).drop("day")
+            frame.createOrReplaceTempView(f"{table}_all")
+            spark.sql(to_spark(f"SELECT * FROM {table}_all WHERE {cond}")).createOrReplaceTempView(
+                table
+            )
+        except ForensicsError:
+            raise
+        except Exception as exc:
+            raise ForensicsError(f"Spark cannot read it: {spark_error(exc)}", path=path) from exc
     spark.sql(to_spark(live.group(1), SCHEMA)).createOrReplaceTempView("live_calls")
     return manifest
 

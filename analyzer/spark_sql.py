@@ -14,8 +14,9 @@ construct with a Spark equivalent of the same meaning; `queries/README.md` lists
   ``format_number``; other format strings are refused;
 - ``epoch(ts)`` keeps its fraction of a second (``unix_micros``, not ``unix_timestamp``);
 - ``json_object(...)`` becomes ``to_json(named_struct(...))`` with null fields kept;
-- ``list[i]`` is 1-based in DuckDB and ``element_at`` is 1-based in Spark (``[i]`` is not),
-  whether ``i`` is a number or a parameter;
+- ``list[$i]`` is 1-based in DuckDB; Spark's ``[i]`` is 0-based, and sqlglot shifts only a
+  literal number, so an index that is a parameter or an expression becomes ``element_at``
+  (1-based);
 - ``$name`` parameters become Spark's named markers ``:name``, bound the same way.
 
 A construct with no rule and no translation is an error naming the detector's file, never a
@@ -194,8 +195,8 @@ def _element(node: exp.Expression) -> exp.Expression:
     if not isinstance(node, exp.Bracket) or len(node.expressions) != 1:
         return node
     index = node.expressions[0]
-    if isinstance(index, exp.Literal) and index.is_string:
-        return node  # a struct's field by name
+    if isinstance(index, exp.Literal):
+        return node  # a number sqlglot shifts to Spark's 0-based [i] itself; or a field name
     return exp.Anonymous(this="element_at", expressions=[node.this, index])
 
 

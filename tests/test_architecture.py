@@ -46,6 +46,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "analyzer.usage",
             "analyzer.export",
             "analyzer.bill_views",
+            "analyzer.spark_engine",
         },
     ),
     (
@@ -61,6 +62,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "analyzer.link",
             "analyzer.recommend",
             "analyzer.reconcile",
+            "analyzer.spark_sql",
         },
     ),
     ("ingest", {"analyzer.ingest"}),

@@ -80,7 +80,11 @@ def test_every_case_names_a_detector() -> None:
 @pytest.mark.parametrize("path", case_files(), ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_golden_case(path: Path) -> None:
     case = load_case(path)
-    got = run_case(DETECTORS[path.parent.name], case)
+    check_expected(case, run_case(DETECTORS[path.parent.name], case))
+
+
+def check_expected(case: dict[str, Any], got: list[Incident]) -> None:
+    """The incidents ``got`` (in ``first_call_id`` order) are the case's expected ones."""
     expected = sorted(case["expect"], key=lambda r: str(r.get("first_call_id")))
     assert len(got) == len(expected), f"{case.get('description')}: found {got}"
     for want, have in zip(expected, got, strict=True):
@@ -92,5 +96,5 @@ def test_golden_case(path: Path) -> None:
             elif key == "summary_contains":
                 assert value in have.summary, have.summary
             else:
-                got = getattr(have, key)
-                assert same(value, got), f"{key}: {got!r}, expected {value!r}"
+                found = getattr(have, key)
+                assert same(value, found), f"{key}: {found!r}, expected {value!r}"
