@@ -422,22 +422,33 @@ def rejects_command(db: str, file: str | None, as_json: bool) -> None:
 @db_option()
 @view_options
 @click.option("--parquet", "folder", required=True, type=click.Path(file_okay=False),
-              metavar="DIR", help="Write each table as DIR/<table>.parquet.")  # fmt: skip
+              metavar="DIR", help="The folder to write (or to bring up to date).")  # fmt: skip
 @chatter_options
 def export_command(db: str, view: View, folder: str) -> None:
     """Write the store's canonical tables (sources, calls, messages, rejects, incidents...) as
-    Parquet files, with a manifest.json, for other tools (DuckDB, pandas, Spark).
+    Parquet files, with a manifest.json, for other tools (DuckDB, pandas, Polars, Spark, a
+    warehouse) and for `detect --engine spark`.
+
+    calls and messages are folders partitioned by day (DIR/calls/day=2025-12-13/, the hive
+    layout); the other tables one file each. Exporting again into the same DIR writes only the
+    days that are new or changed since, and removes the days no longer in the store (with
+    --since/--until, only that window is exported and the other days are left as they are).
 
     \b
     Example:
       llm-forensics export --db my.duckdb --parquet tables/
     """
-    from analyzer.export import export_parquet
+    from analyzer.export import export_parquet, read_manifest
 
     with _reading(db, view) as store:
         written = export_parquet(store, Path(folder))
-    for path in written:
-        click.echo(str(path))
+    for table, entry in read_manifest(Path(folder))["tables"].items():
+        line = f"{table:<17} {entry['rows']:>12,} rows  {Path(folder) / entry['path']}"
+        if entry.get("partitioned_by") == "day":
+            days, new = len(entry["days"]), len(entry["written"])
+            line += f"  ({days:,} days, {new:,} written now)"
+        click.echo(line)
+    note(f"wrote {len(written):,} files and {Path(folder) / 'manifest.json'}")
 
 
 COMMANDS = [

@@ -3,6 +3,11 @@
     python bench/run.py             # the full run: a 10-million-row export, 1 GB of transcripts
     python bench/run.py --quick     # small sizes (CI); still checks the audit's answers
     python bench/run.py --rows 1000000 --cc-mb 200
+    python bench/run.py --quick --spark-rows 0   # without the Spark comparison
+
+The Spark comparison (bench/spark_compare.py) runs ``detect`` on DuckDB and on Spark's local
+mode over the same sample export at two sizes (1,000,000 rows and a tenth of it; 20,000 with
+--quick), fails if their incidents differ, and estimates a cluster's time for a billion calls.
 
 Inputs are generated here: the billing export by ``llm-forensics sample --rows N`` (the planted
 seed incidents plus scaled healthy traffic), and a synthetic Claude Code history (many session
@@ -37,6 +42,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import spark_compare  # noqa: E402  (bench/spark_compare.py, beside this script)
+
 CLI = [sys.executable, "-m", "analyzer"]
 # The incidents the billing export alone must give (seeds 000, 001, 003), at any --rows.
 EXPECTED = {
@@ -208,6 +216,9 @@ def main() -> None:
     ap.add_argument("--cc-mb", type=int, default=None, help="MB of Claude Code history")
     ap.add_argument("--big-mb", type=int, default=None, help="MB of its largest file")
     ap.add_argument("--quick", action="store_true", help="small sizes, for CI")
+    ap.add_argument("--spark-rows", type=int, default=None,
+                    help="rows of the export detect runs on with both engines (and a tenth of "
+                         "it, for the fixed cost); 0 skips Spark")  # fmt: skip
     ap.add_argument("--work", type=Path, default=None, help="folder for inputs (default: temp)")
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
     args = ap.parse_args()
@@ -339,6 +350,23 @@ def main() -> None:
             repeat,
         ),
     ]
+    spark_rows = args.spark_rows if args.spark_rows is not None else (
+        20_000 if args.quick else 1_000_000)  # fmt: skip
+    spark: dict[str, Any] | None = None
+    skipped = "--spark-rows 0" if not spark_rows else spark_compare.why_not()
+    if skipped:
+        print(f"  spark: skipped ({skipped})", file=sys.stderr)
+    else:
+        spark = spark_compare.compare(
+            work,
+            [spark_rows // 10, spark_rows],
+            1 if args.quick else repeat,
+            env,
+            CLI,
+            run,
+            measure,
+        )
+        stages += spark["stages"]
     by = {s["stage"]: s for s in stages}
     floor_csv = by["floor: DuckDB scan of the CSV"]["seconds"]
     floor_jsonl = by["floor: line count of the JSONL"]["seconds"]
@@ -356,7 +384,9 @@ def main() -> None:
     for s in stages:
         name = s["stage"]
         ratio = None
-        if name.startswith(("ingest (CSV)", "detect", "backtest", "report", "audit", "peer")):
+        if name.startswith(("ingest (CSV)", "detect", "backtest", "report", "audit", "peer")) and (
+            "rows)" not in name  # the Spark comparison reads exports of other sizes
+        ):
             ratio = s["seconds"] / floor_csv
         if name.startswith("ingest (Claude"):
             ratio = s["seconds"] / floor_jsonl
@@ -381,15 +411,23 @@ def main() -> None:
         "missing": missing,
         "unexpected": extra,
         "pointers": pointers,
+        "spark": None if spark is None else {k: v for k, v in spark.items() if k != "stages"},
+        "spark_skipped": skipped,
     }
     print(f"\n{rows:,} rows ({csv_mb:.0f} MB CSV), {cc_bytes / 2**20:.0f} MB of JSONL in "
           f"{len(cc_files)} files; {results['machine']}; {results['date']}")  # fmt: skip
-    print(f"{'stage':<42} {'seconds':>9} {'x floor':>8} {'peak RSS':>9}")
+    print(f"{'stage':<46} {'seconds':>9} {'x floor':>8} {'peak RSS':>9}")
     for r in table:
         extra_txt = f"  ({r['mb_per_s']} MB/s)" if "mb_per_s" in r else ""
         xf = "" if r["x_floor"] is None else f"{r['x_floor']:.2f}"
-        print(f"{r['stage']:<42} {r['seconds']:>9.2f} {xf:>8} {r['peak_rss_mb']:>6} MB{extra_txt}")
+        print(f"{r['stage']:<46} {r['seconds']:>9.2f} {xf:>8} {r['peak_rss_mb']:>6} MB{extra_txt}")
     print(f"report page: {page_mb:.2f} MB")
+    if spark is not None:
+        print("\n".join(spark_compare.describe(spark)))
+        print(
+            "  (peak RSS of a Spark stage is the Python driver's; the JVM's heap is capped by "
+            "spark.driver.memory, 2g by default)"
+        )
     for p in pointers:
         print(f"pointer (low, no waste claimed; not a failure): {p[0]}, {p[1]} calls: {p[2]}")
     out = args.json or (HERE / f"results-{'quick' if args.quick else rows}.json")
