@@ -101,9 +101,9 @@ def session(
     master: str | None = None, partitions: int | None = None, app: str = "llm-forensics"
 ) -> Iterator[Any]:
     """A Spark session: ``local[*]`` unless ``master`` names a cluster. Times are read and
-    shown in UTC (the store's), and arithmetic follows DuckDB's (a division by zero or an
-    index past the end is NULL, not an error). A session already running in this process is
-    used as it is, and left running."""
+    shown in UTC (the store's), and ANSI mode is off: as in DuckDB, an index past the end of a
+    list is NULL, not an error. A session already running in this process is used as it is,
+    and left running."""
     require()
     import warnings
 
