@@ -5,8 +5,8 @@ with ``--master``).
 Each detector's SQL is translated by ``analyzer.spark_sql`` (sqlglot), its parameters bound as
 Spark's named markers, and its rows returned in the shape DuckDB's runner gives them, so that
 ``analyzer.detect`` records them the same way. ``pyspark`` is an optional extra
-(``pip install 'llm-forensics[spark]'``) and a Java runtime (17 or later) must be installed;
-without either, the error says which is missing.
+(``pip install 'llm-forensics[spark]'``, with sqlglot, imported only when Spark runs) and a
+Java runtime (17 or later) must be installed; without either, the error says which is missing.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from analyzer.detect import (
 from analyzer.errors import ForensicsError
 from analyzer.export import PARTITIONED, read_manifest
 from analyzer.incident import COLUMNS, Incident
-from analyzer.spark_sql import to_spark
 from analyzer.store import SCHEMA_VERSION, Store
 from analyzer.timewindow import Window
 
@@ -156,6 +155,8 @@ def session(
 def register(spark: Any, folder: Path, window: Window | None = None) -> dict[str, Any]:
     """The export's ``calls`` and ``messages`` (and the view ``live_calls``) as Spark views,
     limited to ``window`` as the store would be; returns the export's manifest."""
+    from analyzer.spark_sql import to_spark  # the [spark] extra's sqlglot
+
     manifest = export_checked(folder)
     live = _LIVE.search(SCHEMA.read_text(encoding="utf-8"))
     if live is None:  # pragma: no cover - the schema defines it
@@ -183,6 +184,8 @@ _TRANSLATED: dict[tuple[Path, str], str] = {}
 
 def translated(det: Detector) -> str:
     """The detector's query as Spark SQL (translated once per run)."""
+    from analyzer.spark_sql import to_spark  # the [spark] extra's sqlglot
+
     key = (det.path, det.sql)
     if key not in _TRANSLATED:
         _TRANSLATED[key] = to_spark(det.sql, det.path)

@@ -245,6 +245,23 @@ def test_without_pyspark_the_engine_is_a_usage_error_naming_the_extra(
     assert "pip install 'llm-forensics[spark]'" in result.stderr
 
 
+def test_without_the_extra_installed_at_all_the_error_is_the_same(
+    sample_db: Path, tmp_path: Path
+) -> None:
+    # pyspark and sqlglot unimportable, as after `pip install .` alone.
+    script = (
+        "import sys; sys.modules['pyspark'] = None; sys.modules['sqlglot'] = None; "
+        "from analyzer.cli import main; sys.argv = ['llm-forensics'] + sys.argv[1:]; main()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, "detect", "--db", str(sample_db), "--engine", "spark",
+         "--parquet", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "--engine spark needs pyspark: pip install 'llm-forensics[spark]'" in done.stderr
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
