@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -59,6 +60,16 @@ def available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def why_not() -> str | None:
+    """Why Spark cannot run here: the extra not installed, or no Java runtime (None if it can)."""
+    if not available():
+        return f"pyspark is not installed ({EXTRA})"
+    java_home = os.environ.get("JAVA_HOME")
+    if not (java_home and Path(java_home, "bin", "java").exists()) and not shutil.which("java"):
+        return "no Java runtime (apt-get install openjdk-17-jre-headless)"
+    return None
 
 
 def require() -> None:

@@ -30,16 +30,10 @@ def _key(i: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def why_not() -> str | None:
-    """Why Spark cannot run here (None if it can)."""
-    try:
-        import pyspark  # noqa: F401
-        import sqlglot  # noqa: F401
-    except ImportError:
-        return "pyspark is not installed (pip install 'llm-forensics[spark]')"
-    java_home = os.environ.get("JAVA_HOME")
-    if not (java_home and Path(java_home, "bin", "java").exists()) and not shutil.which("java"):
-        return "no Java runtime"
-    return None
+    """Why Spark cannot run here (None if it can): the tool's own check."""
+    from analyzer.spark_engine import why_not as reason
+
+    return reason()
 
 
 def compare(

@@ -40,18 +40,9 @@ from tests.test_detectors import DETECTORS, case_files, check_expected, load_cas
 SAMPLE_DATA = REPO / "sample_data"
 
 
-def _why_no_spark() -> str | None:
-    if not spark_engine.available():
-        return f"pyspark is not installed ({spark_engine.EXTRA})"
-    java_home = os.environ.get("JAVA_HOME")
-    if not (java_home and Path(java_home, "bin", "java").exists()) and not shutil.which("java"):
-        return "no Java runtime (apt-get install openjdk-17-jre-headless)"
-    return None
-
-
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    reason = _why_no_spark()
+    reason = spark_engine.why_not()
     if reason:
         if os.environ.get("CI"):
             pytest.fail(f"CI runs the Spark tests: {reason}")
