@@ -18,7 +18,7 @@ from __future__ import annotations
 import duckdb
 
 from analyzer.console import warn
-from analyzer.errors import InputError
+from analyzer.errors import InputError, LoaderBug
 from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.reading import utf8_copy
 from analyzer.ingest.sessions import (
@@ -235,7 +235,7 @@ def _typed_select(cols: _Columns, n_columns: int, tz: str, source: str) -> str:
 
 _TEMP_TABLES = (
     "lf_or_typed", "lf_or_rej", "lf_or_rej_scan", "lf_or_thr", "lf_or_dups", "lf_or_new",
-    "lf_or_inter",
+    "lf_or_inter", "lf_or_seq",
 )  # fmt: skip
 
 
@@ -347,7 +347,8 @@ def load(ctx: LoadContext) -> LoadResult:
 
     ctx.stage("de-duplicating")
     # The first row of each generation_id in the file wins; ids already stored are duplicates
-    # (the same generation has the same created_at, so only that time range is compared).
+    # (the same generation has the same created_at, so only that time range is compared, and
+    # only when the store holds calls of this format in it: a new store compares nothing).
     con.execute(
         """CREATE TEMP TABLE lf_or_dups AS
            SELECT generation_id, min(rowid) AS keep
@@ -357,26 +358,69 @@ def load(ctx: LoadContext) -> LoadResult:
     lo, hi = con.execute(
         "SELECT min(ts), max(ts) FROM lf_or_typed WHERE reject_reason IS NULL"
     ).fetchall()[0]
+    stored = lo is not None and _count(
+        con,
+        """SELECT count(*) FROM (SELECT 1 FROM calls
+                                 WHERE format = $fmt AND ts BETWEEN $lo AND $hi LIMIT 1)""",
+        {"fmt": NAME, "lo": lo, "hi": hi},
+    )
+    conditions = ["t.reject_reason IS NULL", "NOT t.is_header"]
+    if _count(con, "SELECT count(*) FROM lf_or_dups"):
+        conditions.append(
+            """NOT EXISTS (SELECT 1 FROM lf_or_dups d
+                           WHERE d.generation_id = t.generation_id AND d.keep <> t.rid)"""
+        )
+    if stored:
+        conditions.append(
+            """NOT EXISTS (SELECT 1 FROM calls c
+                           WHERE c.format = $fmt AND c.native_id = t.generation_id
+                             AND c.ts BETWEEN $lo AND $hi)"""
+        )
+    # The rows that load, narrow (where each is, its stream, time and id): the sessions are
+    # numbered over these few columns, not over whole rows, and the typed rows are read once
+    # more only to be stored, beside their numbers (both tables in the file's row order).
+    lines = (
+        f"JOIN {line_sql} l USING (rid)" if structural else f"CROSS JOIN (SELECT {base}) l(base)"
+    )
+    line = "l.line" if structural else "t.rid - l.base + 2"
     con.execute(
         f"""CREATE TEMP TABLE lf_or_new AS
-        SELECT t.* EXCLUDE (rid, reject_reason, excerpt, is_header), l.line,
+        SELECT t.rid, {line} AS line,
                coalesce(t.api_key, '') || '|' || coalesce(t.app, '') || '|'
                    || coalesce(t.user_id, '') || '|' || t.model AS stream_key,
-               t.generation_id AS native_id
-        FROM (SELECT rowid AS rid, * FROM lf_or_typed) t
-        JOIN {line_sql} l USING (rid)
-        WHERE t.reject_reason IS NULL AND NOT t.is_header
-          AND NOT EXISTS (SELECT 1 FROM lf_or_dups d
-                          WHERE d.generation_id = t.generation_id AND d.keep <> t.rid)
-          AND NOT EXISTS (SELECT 1 FROM calls c
-                          WHERE c.format = $fmt AND c.native_id = t.generation_id
-                            AND c.ts BETWEEN $lo AND $hi)""",
-        {"fmt": NAME, "lo": lo, "hi": hi},
+               t.ts, t.generation_id AS native_id
+        FROM (SELECT rowid AS rid, reject_reason, is_header, generation_id, ts, api_key, app,
+                     user_id, model FROM lf_or_typed) t
+        {lines}
+        WHERE {" AND ".join(conditions)}""",
+        {"fmt": NAME, "lo": lo, "hi": hi} if stored else {},
     )
     con.execute(
         f"CREATE TEMP TABLE lf_or_inter AS {interleaved_streams_sql('lf_or_new')}",
         {"fmt": NAME},
     )
+    # Every typed row, in order, with its place in its stream (NULL for a row that does not
+    # load), so the store reads the two side by side (POSITIONAL JOIN) instead of joining.
+    con.execute(
+        f"""CREATE TEMP TABLE lf_or_seq AS
+        SELECT r.rid, s.line, s.stream_key, s.seq, s.session_id
+        FROM (SELECT rowid AS rid FROM lf_or_typed) r
+        LEFT JOIN ({with_sessions_sql("lf_or_new")}) s USING (rid)
+        ORDER BY r.rid""",
+        {"fmt": NAME, "gap": ctx.options.session_gap_s},
+    )
+    misaligned = _count(
+        con,
+        """SELECT count(*) FROM (SELECT rowid AS rid FROM lf_or_typed) t
+           POSITIONAL JOIN (SELECT rid AS seq_rid FROM lf_or_seq) s
+           WHERE t.rid IS DISTINCT FROM s.seq_rid""",
+    )
+    if misaligned:  # never: both tables hold the typed rows in their order
+        raise LoaderBug(
+            f"{misaligned} staged rows out of order (a bug in llm-forensics; nothing from this "
+            "file was stored)",
+            path=src.display,
+        )
     params = {"sid": ctx.source_id, "fmt": NAME}
     ctx.stage("storing")
     inserted = con.execute(
@@ -385,7 +429,7 @@ def load(ctx: LoadContext) -> LoadResult:
             {_sql_str(CALL_PREFIX)} || generation_id AS call_id,
             $sid AS source_id,
             $fmt AS format,
-            native_id, line, ts, stream_key, seq, session_id,
+            generation_id AS native_id, line, ts, stream_key, seq, session_id,
             model, provider, app, app AS project, api_key, user_id, variant,
             tokens_prompt_d::BIGINT AS input_tokens,
             tokens_cached_d::BIGINT AS cached_input_tokens,
@@ -407,9 +451,11 @@ def load(ctx: LoadContext) -> LoadResult:
             time_to_first_token_ms_d AS ttft_ms,
             streamed,
             cancelled
-        FROM (SELECT *, lf_finish_reason(coalesce(finish_norm, finish_raw), cancelled) AS fr
-              FROM ({with_sessions_sql("lf_or_new")}))""",
-        {**params, "gap": ctx.options.session_gap_s},
+        FROM (SELECT t.*, s.line, s.stream_key, s.seq, s.session_id,
+                     lf_finish_reason(coalesce(t.finish_norm, t.finish_raw), t.cancelled) AS fr
+              FROM lf_or_typed t POSITIONAL JOIN lf_or_seq s
+              WHERE s.seq IS NOT NULL)""",
+        params,
     ).fetchall()
     result.rows_loaded = int(inserted[0][0]) if inserted else 0
     good = staged - rejected - headers
@@ -422,6 +468,8 @@ def load(ctx: LoadContext) -> LoadResult:
     return result
 
 
-def _count(con: duckdb.DuckDBPyConnection, sql: str) -> int:
-    rows = con.execute(sql).fetchall()
+def _count(
+    con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object] | None = None
+) -> int:
+    rows = con.execute(sql, params or {}).fetchall()
     return int(rows[0][0]) if rows else 0
