@@ -80,6 +80,13 @@ def link(store: Store, max_rounds: int = 20) -> int:
 
 def _link_round(store: Store) -> int:
     con = store.con
+    # Nothing to pair when one side is missing (a bill alone, logs alone): no link table.
+    if not store.scalar(
+        f"""SELECT EXISTS (SELECT 1 FROM calls WHERE NOT {is_bill()} AND billing_call_id IS NULL
+                                               AND ts IS NOT NULL)
+                  AND EXISTS (SELECT 1 FROM calls WHERE {is_bill()} AND superseded_by IS NULL)"""
+    ):
+        return 0
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE lf_links AS
         WITH logs AS (
