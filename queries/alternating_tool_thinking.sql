@@ -11,7 +11,17 @@
 -- export has no turns; its sessions end at a silence): at least min_empty thinking-only or
 -- empty replies that come right after a tool call (the stalls the guard's reset forgives),
 -- never consecutive_cap of them in a row. Waste: those thinking-only and empty calls.
-WITH all_calls AS (
+WITH busy AS (
+    -- Only scopes with enough stalls at all are worth ordering: one narrow pass over every
+    -- call finds them, and only their calls are read whole.
+    SELECT coalesce(turn_id, session_id, stream_key) AS scope
+    FROM live_calls
+    WHERE response_kind IS NOT NULL
+    GROUP BY scope
+    HAVING count(*) FILTER (WHERE response_kind IN ('thinking_only', 'empty')) >= $min_empty
+       AND count(*) FILTER (WHERE response_kind IN ('tool_call', 'truncated_tool_call')) > 0
+),
+c AS (
     SELECT call_id, stream_key, session_id, seq, ts, cost_usd, cost_basis, output_tokens,
            reasoning_tokens, reasoning_chars, response_kind,
            response_kind IN ('thinking_only', 'empty') AS any_stall,
@@ -20,13 +30,7 @@ WITH all_calls AS (
            CASE WHEN turn_id IS NOT NULL THEN 'turn' ELSE 'session' END AS scope_kind
     FROM live_calls
     WHERE response_kind IS NOT NULL
-),
-c AS (
-    -- Only scopes with enough stalls at all are worth ordering.
-    SELECT * FROM all_calls
-    WHERE scope IN (SELECT scope FROM all_calls GROUP BY scope
-                    HAVING count(*) FILTER (WHERE any_stall) >= $min_empty
-                       AND count(*) FILTER (WHERE tool) > 0)
+      AND coalesce(turn_id, session_id, stream_key) IN (SELECT scope FROM busy)
 ),
 w0 AS (
     SELECT *,

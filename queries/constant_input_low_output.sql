@@ -13,34 +13,53 @@
 -- record a streaming snapshot (often 1-4 tokens for a long answer), so those calls never
 -- qualify on output size. Waste: every call in the run.
 WITH c AS (
-    SELECT call_id, stream_key, session_id, seq, ts, input_tokens, output_tokens,
-           finish_reason, cost_usd, cost_basis,
+    -- Only what the run test needs: every call goes through the window below, so it carries
+    -- no more columns than that (the rest is joined back for the few calls of a run).
+    SELECT call_id, stream_key, seq, ts, input_tokens,
            input_tokens IS NOT NULL AND output_tokens IS NOT NULL
                AND coalesce(output_final, false) AND output_tokens <= $max_output_tokens
                AS low
     FROM live_calls
+    -- (Only the streams with enough short answers to make a run: the others have none.)
+    WHERE stream_key IN (
+        SELECT stream_key FROM live_calls
+        WHERE input_tokens IS NOT NULL AND output_tokens IS NOT NULL
+          AND coalesce(output_final, false) AND output_tokens <= $max_output_tokens
+        GROUP BY stream_key HAVING count(*) >= least($min_run, 2))
 ),
 w0 AS (
-    -- One pass over every call to see its predecessor; then only short answers go on.
+    -- One pass over every call to see its neighbours: whether it continues the short answer
+    -- before it, and whether the next call continues it.
     SELECT *,
            low AND lag(low) OVER s
                AND abs(input_tokens - lag(input_tokens) OVER s) <= $prompt_tolerance
                AND (ts IS NULL OR lag(ts) OVER s IS NULL
                     OR epoch(ts) - epoch(lag(ts) OVER s) <= $max_gap_seconds)
-               AS continues
+               AS continues,
+           low AND coalesce(lead(low) OVER s, false)
+               AND abs(input_tokens - lead(input_tokens) OVER s) <= $prompt_tolerance
+               AND (ts IS NULL OR lead(ts) OVER s IS NULL
+                    OR epoch(lead(ts) OVER s) - epoch(ts) <= $max_gap_seconds)
+               AS continued
     FROM c
     WINDOW s AS (PARTITION BY stream_key ORDER BY seq, ts, call_id)
 ),
 w AS (
-    -- (A filter here, not QUALIFY: a QUALIFY over SELECT * does not translate to Spark.)
-    SELECT * FROM w0 WHERE low
+    -- Short answers only; a call alone in its run (neither continuing nor continued) is a run
+    -- of one, which only min_run = 1 reports. (A filter here, not QUALIFY: a QUALIFY over
+    -- SELECT * does not translate to Spark.)
+    SELECT call_id, stream_key, seq, ts, continues
+    FROM w0 WHERE low AND (continues OR continued OR $min_run <= 1)
 ),
 runs AS (
-    SELECT *,
-           sum(CASE WHEN continues THEN 0 ELSE 1 END)
-               OVER (PARTITION BY stream_key ORDER BY seq, ts, call_id ROWS UNBOUNDED PRECEDING)
-               AS run_no
-    FROM w
+    SELECT r.*, l.session_id, l.input_tokens, l.output_tokens, l.finish_reason, l.cost_usd,
+           l.cost_basis, true AS low
+    FROM (SELECT *,
+                 sum(CASE WHEN continues THEN 0 ELSE 1 END)
+                     OVER (PARTITION BY stream_key ORDER BY seq, ts, call_id
+                           ROWS UNBOUNDED PRECEDING) AS run_no
+          FROM w) r
+    JOIN live_calls l ON l.call_id = r.call_id
 ),
 grouped AS (
     SELECT stream_key, run_no,

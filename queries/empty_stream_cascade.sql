@@ -11,18 +11,23 @@
 -- content, no tool call and no end marker), followed in the same session by 4xx calls, each
 -- within max_cascade_gap_seconds of the previous. Waste: the empty call and the refused calls
 -- after it (a refused call may carry no price; the count is the evidence).
-WITH c AS (
+WITH empty AS (
     SELECT call_id, stream_key, session_id, seq, ts, http_status, event_count, content_chars,
            tool_call_count, received_done, response_kind, cost_usd, cost_basis,
            input_tokens, output_tokens
     FROM live_calls
-),
-empty AS (
-    SELECT * FROM c
     WHERE coalesce(http_status, 200) BETWEEN 200 AND 299
       AND (event_count = 0
            OR (event_count IS NOT NULL AND coalesce(content_chars, 0) = 0
                AND coalesce(tool_call_count, 0) = 0 AND NOT coalesce(received_done, false)))
+),
+c AS (
+    -- Only the streams that hold an empty stream can hold its cascade.
+    SELECT call_id, stream_key, session_id, seq, ts, http_status, event_count, content_chars,
+           tool_call_count, received_done, response_kind, cost_usd, cost_basis,
+           input_tokens, output_tokens
+    FROM live_calls
+    WHERE stream_key IN (SELECT stream_key FROM empty)
 ),
 after AS (
     -- The calls that follow each empty one, numbered; a cascade is the unbroken 4xx prefix.

@@ -12,18 +12,26 @@
 -- threshold, at least one of which was a delivered answer (in a log, a text answer; in a bill,
 -- an output the next prompt kept, judged as in truncated_tool_call_streak). Information only:
 -- nothing was wasted.
-WITH c AS (
-    -- One pass over every call for its neighbours; then only max_tokens finishes go on.
-    SELECT call_id, stream_key, session_id, seq, ts, input_tokens, output_tokens,
-           finish_reason, response_kind, cost_usd, content_chars, tool_call_count,
-           content_chars IS NULL AND tool_call_count IS NULL AS billing_view,
+WITH n AS (
+    -- One pass over every call for its neighbours, carrying only what that needs; then only
+    -- max_tokens finishes go on, and their other columns are joined back.
+    SELECT call_id, finish_reason,
            row_number() OVER s AS pos,
            lead(input_tokens) OVER s AS next_in,
            epoch(lead(ts) OVER s) - epoch(ts) AS next_gap,
            epoch(ts) - epoch(lag(ts) OVER s) AS prev_gap
     FROM live_calls
+    -- (Only the streams that have such a finish: the others have nothing to find.)
+    WHERE stream_key IN (SELECT stream_key FROM live_calls WHERE finish_reason = 'length')
     WINDOW s AS (PARTITION BY stream_key ORDER BY seq, ts, call_id)
     QUALIFY finish_reason = 'length'
+),
+c AS (
+    SELECT l.call_id, l.stream_key, l.session_id, l.seq, l.ts, l.input_tokens, l.output_tokens,
+           l.finish_reason, l.response_kind, l.cost_usd, l.content_chars, l.tool_call_count,
+           l.content_chars IS NULL AND l.tool_call_count IS NULL AS billing_view,
+           n.pos, n.next_in, n.next_gap, n.prev_gap
+    FROM n JOIN live_calls l ON l.call_id = n.call_id
 ),
 -- In a bill, an output the next prompt did not keep was discarded (a cut-off tool call), as
 -- is the last of a line of such calls when it is cut at the same size.

@@ -9,11 +9,11 @@
 -- least min_usd, among at least min_sessions sessions. A pointer, not a verdict: no waste is
 -- claimed.
 WITH s AS (
+    -- Every session's cost and peer group, in one narrow pass; the rest is read only for the
+    -- sessions that stand out.
     SELECT session_id, any_value(stream_key) AS stream_key,
            coalesce(any_value(api_key), any_value(app), any_value(format)) AS peer_group,
-           min(ts) AS start_ts, max(ts) AS end_ts, count(*) AS n_calls,
-           arg_min(call_id, seq) AS first_call_id, arg_max(call_id, seq) AS last_call_id,
-           sum(cost_usd) AS usd, string_agg(DISTINCT cost_basis, ',' ORDER BY cost_basis) AS bases
+           sum(cost_usd) AS usd
     FROM live_calls
     WHERE session_id IS NOT NULL AND cost_usd IS NOT NULL
     GROUP BY session_id
@@ -22,6 +22,19 @@ g AS (
     SELECT *, median(usd) OVER (PARTITION BY peer_group) AS median_usd,
            count(*) OVER (PARTITION BY peer_group) AS peers
     FROM s
+),
+outliers AS (
+    SELECT * FROM g
+    WHERE peers >= $min_sessions AND median_usd > 0 AND usd >= $factor * median_usd
+      AND usd >= $min_usd
+),
+d AS (
+    SELECT session_id, min(ts) AS start_ts, max(ts) AS end_ts, count(*) AS n_calls,
+           arg_min(call_id, seq) AS first_call_id, arg_max(call_id, seq) AS last_call_id,
+           string_agg(DISTINCT cost_basis, ',' ORDER BY cost_basis) AS bases
+    FROM live_calls
+    WHERE session_id IN (SELECT session_id FROM outliers) AND cost_usd IS NOT NULL
+    GROUP BY session_id
 )
 SELECT stream_key, session_id, start_ts, end_ts, n_calls, first_call_id, last_call_id,
        0 AS wasted_usd, 0 AS wasted_tokens, bases AS cost_basis,
@@ -32,7 +45,5 @@ SELECT stream_key, session_id, start_ts, end_ts, n_calls, first_call_id, last_ca
            'session_usd', usd, 'median_usd', median_usd, 'peer_group', peer_group,
            'peer_sessions', peers, 'calls', n_calls
        ) AS evidence
-FROM g
-WHERE peers >= $min_sessions AND median_usd > 0 AND usd >= $factor * median_usd
-  AND usd >= $min_usd
+FROM outliers JOIN d USING (session_id)
 ORDER BY usd DESC

@@ -12,18 +12,27 @@
 -- was delivered is kept, and the user reads it before the next call). The last call of such a
 -- streak, with nothing after it, counts when it is cut at the same size as the one before.
 -- A streak is min_streak such calls in a row. Waste: every call in the streak.
-WITH c AS (
-    -- One pass over every call for its neighbours; then only max_tokens finishes go on.
-    SELECT call_id, stream_key, session_id, seq, ts, input_tokens, output_tokens,
-           finish_reason, response_kind, cost_usd, cost_basis, content_chars, tool_call_count,
-           content_chars IS NULL AND tool_call_count IS NULL AS billing_view,
+WITH n AS (
+    -- One pass over every call for its neighbours, carrying only what that needs; then only
+    -- max_tokens finishes go on, and their other columns are joined back.
+    SELECT call_id, finish_reason, response_kind,
            row_number() OVER s AS pos,
            lead(input_tokens) OVER s AS next_in,
            epoch(lead(ts) OVER s) - epoch(ts) AS next_gap,
            epoch(ts) - epoch(lag(ts) OVER s) AS prev_gap
     FROM live_calls
+    -- (Only the streams that have such a finish: the others have nothing to find.)
+    WHERE stream_key IN (SELECT stream_key FROM live_calls WHERE finish_reason = 'length' OR response_kind = 'truncated_tool_call')
     WINDOW s AS (PARTITION BY stream_key ORDER BY seq, ts, call_id)
     QUALIFY finish_reason = 'length' OR response_kind = 'truncated_tool_call'
+),
+c AS (
+    SELECT l.call_id, l.stream_key, l.session_id, l.seq, l.ts, l.input_tokens, l.output_tokens,
+           l.finish_reason, l.response_kind, l.cost_usd, l.cost_basis, l.content_chars,
+           l.tool_call_count,
+           l.content_chars IS NULL AND l.tool_call_count IS NULL AS billing_view,
+           n.pos, n.next_in, n.next_gap, n.prev_gap
+    FROM n JOIN live_calls l ON l.call_id = n.call_id
 ),
 inferred AS (
     SELECT *,
