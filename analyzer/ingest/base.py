@@ -9,6 +9,7 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -84,3 +85,11 @@ class LoadContext:
     source_id: int
     options: IngestOptions
     stage: Callable[[str], None] = lambda _step: None  # names the step under way (progress)
+    # Loaded with other files in one transaction (``analyzer.ingest.batch``): the loader
+    # writes nothing, and leaves its rows (a ``Lowering``) in ``staged`` for the batch.
+    batched: bool = False
+    staged: Any = None
+
+
+class Unbatchable(Exception):
+    """A file too big to keep in memory for a batch: it is loaded on its own."""

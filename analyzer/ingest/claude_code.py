@@ -58,6 +58,7 @@ TITLE = "Claude Code transcript (JSONL)"
 CALL_PREFIX = "cc"
 KIND = "log"
 SNIFF_ORDER = 20
+BATCH = True  # small files are loaded many at a time (analyzer.ingest.batch)
 APP = "claude-code"
 _LINE_TYPES = {
     "user", "assistant", "system", "summary", "progress", "file-history-snapshot",

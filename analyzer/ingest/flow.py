@@ -21,9 +21,16 @@ from analyzer.errors import (
     InputError,
     Interrupted,
     LoaderBug,
-    StrictRejectError,
 )
-from analyzer.ingest.base import IngestOptions, LoadContext, LoadResult, SourceFile
+from analyzer.ingest.base import IngestOptions, LoadContext, LoadResult, SourceFile, Unbatchable
+from analyzer.ingest.batch import (
+    BATCH_FILE_BYTES,
+    Batch,
+    Pending,
+    SourceIndex,
+    check_accounting,
+    strict_error,
+)
 from analyzer.ingest.checks import sha256_of
 from analyzer.ingest.discovery import Found, Walk, discover
 from analyzer.ingest.encodings import ENCODING_NAMES, LineEnds, Utf8Tally, is_utf8
@@ -70,6 +77,43 @@ def _io_problem(text: str, src: SourceFile) -> InputError:
     return InputError(f"cannot read: {first}", path=src.display)
 
 
+def _run(fmt: registry.Format, ctx: LoadContext) -> LoadResult:
+    """The format's loader, its failures turned into what the user is told."""
+    src, display = ctx.source, ctx.source.display
+    try:
+        return fmt.load(ctx)
+    except (ForensicsError, Unbatchable):
+        raise
+    except duckdb.IOException as exc:  # the file went bad under DuckDB's own reader
+        raise _io_problem(str(exc), src) from exc
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _io_problem(str(exc), src) from exc
+    except duckdb.InvalidInputException as exc:  # DuckDB's CSV reader gave up
+        first = str(exc).splitlines()[0].removeprefix("Invalid Input Error: ")
+        raise InputError(f"cannot read: {first}", path=display) from exc
+    except (MemoryError, duckdb.OutOfMemoryException):
+        raise  # the machine's limit, not the file's fault nor a loader's
+    except duckdb.InterruptException:  # Ctrl-C inside a query of DuckDB's
+        raise KeyboardInterrupt from None
+    except RuntimeError as exc:
+        if "interrupted" in str(exc).lower():  # Ctrl-C inside DuckDB's Python client
+            raise KeyboardInterrupt from None
+        raise LoaderBug(
+            f"could not be loaded: unexpected RuntimeError: {str(exc).splitlines()[0]} "
+            "(a bug in llm-forensics; nothing from this file was stored)",
+            path=display,
+        ) from exc
+    except Exception as exc:
+        # Never a traceback for a file: the user learns which file, and that the fault
+        # is ours (--traceback shows where).
+        raise LoaderBug(
+            f"could not be loaded: unexpected {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''} "
+            "(a bug in llm-forensics; nothing from this file was stored)",
+            path=display,
+        ) from exc
+
+
 def _load(
     store: Store,
     fmt: registry.Format,
@@ -88,65 +132,19 @@ def _load(
         show = options.progress and size >= PROGRESS_MIN_BYTES
         with progress(display, con.query_progress, show) as shown:
             ctx = LoadContext(con, src, source_id, options, stage=shown.stage)
-            try:
-                result: LoadResult = fmt.load(ctx)
-            except ForensicsError:
-                raise
-            except duckdb.IOException as exc:  # the file went bad under DuckDB's own reader
-                raise _io_problem(str(exc), src) from exc
-            except (OSError, EOFError, zlib.error) as exc:
-                raise _io_problem(str(exc), src) from exc
-            except duckdb.InvalidInputException as exc:  # DuckDB's CSV reader gave up
-                first = str(exc).splitlines()[0].removeprefix("Invalid Input Error: ")
-                raise InputError(f"cannot read: {first}", path=display) from exc
-            except (MemoryError, duckdb.OutOfMemoryException):
-                raise  # the machine's limit, not the file's fault nor a loader's
-            except duckdb.InterruptException:  # Ctrl-C inside a query of DuckDB's
-                raise KeyboardInterrupt from None
-            except RuntimeError as exc:
-                if "interrupted" in str(exc).lower():  # Ctrl-C inside DuckDB's Python client
-                    raise KeyboardInterrupt from None
-                raise LoaderBug(
-                    f"could not be loaded: unexpected RuntimeError: {str(exc).splitlines()[0]} "
-                    "(a bug in llm-forensics; nothing from this file was stored)",
-                    path=display,
-                ) from exc
-            except Exception as exc:
-                # Never a traceback for a file: the user learns which file, and that the fault
-                # is ours (--traceback shows where).
-                raise LoaderBug(
-                    f"could not be loaded: unexpected {type(exc).__name__}: "
-                    f"{str(exc).splitlines()[0] if str(exc) else ''} "
-                    "(a bug in llm-forensics; nothing from this file was stored)",
-                    path=display,
-                ) from exc
+            result = _run(fmt, ctx)
         if tail is not None:
             con.execute("INSERT INTO rejects VALUES (?, ?, ?, NULL)", [source_id, *tail])
             result.rows_read += 1
             result.rows_rejected += 1
-        accounted = (
-            result.rows_loaded + result.rows_rejected + result.rows_duplicate + result.rows_skipped
-        )
-        if accounted != result.rows_read:  # a bug in a loader, never the user's fault
-            raise LoaderBug(
-                f"{result.rows_read} records read but {accounted} accounted for "
-                "(a bug in llm-forensics; nothing from this file was stored)",
-                path=display,
-            )
+        check_accounting(result, display)
         if options.strict and result.rows_rejected:
             earliest = store.one(
                 "SELECT line, reason FROM rejects WHERE source_id = ? ORDER BY line LIMIT 1",
                 [source_id],
             )
             assert earliest is not None  # there are rejects
-            line, reason = earliest
-            more = result.rows_rejected - 1
-            suffix = (
-                f" (and {more} more reject{'s' if more != 1 else ''}; --strict)"
-                if more
-                else (" (--strict)")
-            )
-            raise StrictRejectError(reason + suffix, path=display, line=line)
+            raise strict_error(display, result.rows_rejected, *earliest)
         con.execute(
             """INSERT INTO sources (source_id, path, format, sha256, bytes, ingested_at,
                    rows_read, rows_loaded, rows_rejected, rows_duplicate, rows_skipped,
@@ -182,9 +180,13 @@ def ingest_file(
     explicit: bool,
     options: IngestOptions,
     name: str | None = None,
+    index: SourceIndex | None = None,
+    batch: Batch | None = None,
 ) -> FileReport:
     """Load one file in one transaction. ``display`` names it in messages, ``name`` (default:
-    ``display``) in the store and the report."""
+    ``display``) in the store and the report. With a ``batch``, a small file of a format that
+    allows it is read into the batch instead (and stored when the batch is committed: its
+    report's ``source_id`` is given then); ``index`` knows the files stored already."""
     try:
         st = path.stat()
     except OSError as exc:  # a link to nothing, or a loop of links
@@ -213,15 +215,13 @@ def ingest_file(
             )
         return FileReport(display, None, "unrecognised", bytes=size)
 
+    index = index or SourceIndex(store)
     # The same file, untouched since it was loaded (path, size and modification time, as
     # make and rsync judge it), is not read again; anything else is compared by content.
     file_stat = f"{path.resolve()}|{size}|{st.st_mtime_ns}"
-    prior = store.one(
-        "SELECT source_id FROM sources WHERE file_stat = ? ORDER BY source_id LIMIT 1",
-        [file_stat],
-    )
+    prior = index.by_stat.get(file_stat)
     if prior is not None:
-        return FileReport(display, fmt.NAME, "unchanged", source_id=int(prior[0]), bytes=size)
+        return _unchanged(display, fmt.NAME, prior, size)
     # In the same pass as the hash: whether a file without a byte-order mark is UTF-8 (judged
     # on all of it), whether it mixes line ends, and whether compressed data is sound.
     tally = Utf8Tally() if head.encoding in ("utf-8", "cp1252") else None
@@ -233,20 +233,34 @@ def ingest_file(
         head = replace(head, encoding=tally.verdict())
         src.head = head
     src.mixed_line_ends = ends is not None and ends.mixed
-    prior = store.one(
-        "SELECT source_id, path FROM sources WHERE sha256 = ? ORDER BY source_id LIMIT 1",
-        [digest],
-    )
-    if prior is not None:
+    known = index.by_sha.get(digest)
+    if known is not None:
         # Loaded before (from a store that did not note the file's stat, or touched since).
-        store.con.execute(
-            "UPDATE sources SET file_stat = ? WHERE source_id = ? AND file_stat IS NULL",
-            [file_stat, prior[0]],
-        )
-        return FileReport(display, fmt.NAME, "unchanged", source_id=int(prior[0]), bytes=size)
+        if known[1] and isinstance(known[0], int):
+            store.con.execute(
+                "UPDATE sources SET file_stat = ? WHERE source_id = ? AND file_stat IS NULL",
+                [file_stat, known[0]],
+            )
+            index.noted(digest, file_stat)
+        return _unchanged(display, fmt.NAME, known[0], size)
 
     if not is_utf8(head.encoding):
         warn(f"{display}: not UTF-8; read as {ENCODING_NAMES.get(head.encoding, head.encoding)}")
+    if (
+        batch is not None
+        and getattr(fmt, "BATCH", False)
+        and head.compression is None
+        and size <= BATCH_FILE_BYTES
+    ):
+        pending = _stage(store, fmt, src, options, name or display, digest, file_stat)
+        if pending is not None:
+            batch.add(pending)
+            index.add(pending, digest, file_stat)
+            report = FileReport(display, fmt.NAME, "loaded", bytes=size)
+            pending.report = report
+            return report
+    if batch is not None:
+        _commit(batch, index)  # what was read before this file is stored before it
     try:
         if damage is not None:
             raise DamagedGzipError(f"damaged gzip data ({damage})", path=display)
@@ -260,9 +274,14 @@ def ingest_file(
             source_id, result = _load(
                 store, fmt, salvaged, options, name or display, digest, file_stat, tail
             )
+    index.add(source_id, digest, file_stat)
+    return _report(display, fmt.NAME, size, source_id, result)
+
+
+def _report(display: str, fmt: str, size: int, source_id: int, result: LoadResult) -> FileReport:
     return FileReport(
         display,
-        fmt.NAME,
+        fmt,
         "loaded",
         source_id=source_id,
         bytes=size,
@@ -272,6 +291,57 @@ def ingest_file(
         rows_duplicate=result.rows_duplicate,
         rows_skipped=result.rows_skipped,
     )
+
+
+def _unchanged(display: str, fmt: str, prior: int | Pending, size: int) -> FileReport:
+    report = FileReport(display, fmt, "unchanged", bytes=size)
+    if isinstance(prior, int):
+        report.source_id = prior
+    else:  # the file read earlier into the batch under way: its id comes when it is written
+        prior.aliases.append(report)
+    return report
+
+
+def _stage(
+    store: Store,
+    fmt: registry.Format,
+    src: SourceFile,
+    options: IngestOptions,
+    name: str,
+    digest: str,
+    file_stat: str,
+) -> Pending | None:
+    """The file read into memory for a batch (nothing written), or None when it is too big
+    to keep there."""
+    ctx = LoadContext(store.con, src, 0, options, batched=True)
+    try:
+        _run(fmt, ctx)
+    except Unbatchable:
+        return None
+    assert ctx.staged is not None, f"{fmt.NAME} declares BATCH but does not stage its rows"
+    return Pending(
+        low=ctx.staged,
+        fmt=fmt.NAME,
+        name=name,
+        display=src.display,
+        digest=digest,
+        file_stat=file_stat,
+        size=src.size,
+        encoding=src.head.encoding,
+        options=json.dumps({"tz": options.tz, "session_gap_s": options.session_gap_s}),
+        strict=options.strict,
+        at=datetime.now(UTC).replace(tzinfo=None),
+    )
+
+
+def _commit(batch: Batch, index: SourceIndex) -> None:
+    """Write the batch; each file's report then gets its accounting and source id."""
+    for f in batch.commit():
+        assert f.report is not None and f.source_id is not None
+        loaded = _report(f.display, f.fmt, f.size, f.source_id, f.low.result)
+        f.report.__dict__.update(loaded.__dict__)
+        for alias in f.aliases:
+            alias.source_id = f.source_id
 
 
 class Loaded(list[FileReport]):
@@ -297,18 +367,56 @@ def load_paths(store: Store, paths: list[str], options: IngestOptions) -> Loaded
 
 
 def load_files(store: Store, files: list[Found], options: IngestOptions) -> list[FileReport]:
-    """Load ``files`` in order, counting them on a terminal. Ctrl-C stops between two records
-    of a file, and nothing of that file is stored (its transaction is rolled back)."""
+    """Load ``files`` in order, counting them on a terminal (small agent logs a batch at a
+    time, see ``analyzer.ingest.batch``). Ctrl-C stops between two records of a file, and
+    nothing of that file is stored (its transaction is rolled back)."""
     counter = Counter("reading files", len(files), minimum=20 if options.progress else 10**12)
-    reports = []
+    reports: list[FileReport] = []
+    index = SourceIndex(store)
+    batch = Batch(store)
     try:
         for i, f in enumerate(files):
             counter.step(i, f.display[-50:])
             try:
-                reports.append(ingest_file(store, f.path, f.display, f.explicit, options, f.name))
+                report = ingest_file(
+                    store, f.path, f.display, f.explicit, options, f.name, index, batch
+                )
             except KeyboardInterrupt:
                 counter.done()
+                _commit_after_interrupt(batch, index)
                 raise Interrupted(f"interrupted: nothing from {f.display} was stored") from None
+            except ForensicsError:
+                _commit(batch, index)  # the files read before this one are stored
+                raise
+            reports.append(report)
+            if batch.full():
+                _commit_or_stop(batch, index, counter)
+        _commit_or_stop(batch, index, counter)
     finally:
         counter.done()
     return reports
+
+
+def _commit_or_stop(batch: Batch, index: SourceIndex, counter: Counter) -> None:
+    first = batch.files[0].display if batch.files else ""
+    n = len(batch.files)
+    try:
+        _commit(batch, index)
+    except KeyboardInterrupt:
+        counter.done()
+        more = f" nor from the {n - 1:,} files read with it" if n > 1 else ""
+        raise Interrupted(f"interrupted: nothing from {first} was stored{more}") from None
+
+
+def _commit_after_interrupt(batch: Batch, index: SourceIndex) -> None:
+    """Ctrl-C while reading a file: the files read before it are stored (a second Ctrl-C
+    leaves them out too)."""
+    n = len(batch.files)
+    if not n:
+        return
+    first = batch.files[0].display
+    try:
+        _commit(batch, index)
+    except KeyboardInterrupt:
+        more = f" nor from the {n - 1:,} files read with it" if n > 1 else ""
+        raise Interrupted(f"interrupted: nothing from {first} was stored{more}") from None

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+import duckdb
 import orjson
 import pyarrow as pa
 
-from analyzer.ingest.base import LoadContext, LoadResult
+from analyzer.ingest.base import LoadContext, LoadResult, Unbatchable
 from analyzer.pricing import COST_SQL, WEB_SEARCH_SQL, PriceKey, price_table
 
 # Columns a log ingestor may fill for a call; everything else in `calls` stays NULL. The raw
@@ -200,6 +202,63 @@ def _column(values: list[object], t: pa.DataType) -> pa.Array:
         return pa.array([_fits(v, t) for v in values], type=t)
 
 
+def table_of(rows: list[dict[str, Any]], columns: dict[str, pa.DataType]) -> pa.Table:
+    """The rows as an Arrow table of ``columns`` (a value of another type is NULL)."""
+    try:  # all at once, in Arrow's own code; a value of another type fails it
+        return pa.Table.from_struct_array(pa.array(rows, type=pa.struct(list(columns.items()))))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+        pass
+    return pa.table({name: _column([r.get(name) for r in rows], t) for name, t in columns.items()})
+
+
+_NOT_STORED = """WHERE NOT EXISTS (SELECT 1 FROM calls c
+                          WHERE c.format = $fmt AND c.native_id = b.native_id)"""
+StoredReplays = Callable[[list[str], list[str]], set[str]]
+
+
+def insert_calls(con: duckdb.DuckDBPyConnection, prefix: str, fmt: str, sid: int | None) -> None:
+    """Insert the calls of ``lf_call_batch`` priced by ``lf_price`` (both registered), those
+    of this format stored already left out. ``sid`` is their source; None: the batch has a
+    ``source_id`` column (many files at once, their duplicates settled before)."""
+    # Logs carry tokens, and some a cost of their own ('reported'); every call with tokens is
+    # also estimated from list prices (cost_estimate_usd), and the estimate is its cost when
+    # the log states none.
+    con.execute(
+        f"""INSERT INTO calls BY NAME
+        SELECT b.* EXCLUDE (n_records, parts, replay, cost_usd, cost_basis, fr, estimate
+                            {", source_id" if sid is None else ""}),
+               b.parts AS record_count,
+               $prefix || ':' || b.native_id AS call_id,
+               {"b.source_id" if sid is None else "$sid"} AS source_id,
+               $fmt AS format,
+               coalesce(b.cost_usd, b.estimate)::DECIMAL(18, 10) AS cost_usd,
+               CASE WHEN b.cost_usd IS NOT NULL THEN b.cost_basis
+                    WHEN b.estimate IS NOT NULL THEN 'estimated' END AS cost_basis,
+               b.estimate::DECIMAL(18, 10) AS cost_estimate_usd,
+               CASE WHEN b.cost_usd IS NULL AND b.estimate IS NOT NULL
+                         AND b.web_search_requests > 0
+                    THEN {WEB_SEARCH_SQL} END::DECIMAL(18, 10) AS cost_extra_usd,
+               b.fr AS finish_reason,
+               lf_response_kind(b.fr, b.http_status, b.output_tokens, b.reasoning_tokens,
+                                b.content_chars, b.visible_chars, b.reasoning_chars,
+                                b.tool_call_count) AS response_kind
+        FROM (SELECT b.*, lf_finish_reason(b.finish_reason_raw, b.cancelled) AS fr,
+                     CASE WHEN p.model IS NOT NULL
+                          THEN {COST_SQL} + {WEB_SEARCH_SQL} END AS estimate
+              FROM lf_call_batch b
+              LEFT JOIN lf_price p
+                ON p.model = b.model
+               AND (b.input_tokens IS NOT NULL OR b.output_tokens IS NOT NULL)
+               AND p.provider IS NOT DISTINCT FROM b.provider
+               AND p.day IS NOT DISTINCT FROM b.ts::DATE
+               AND p.fast = (b.variant IS NOT DISTINCT FROM 'fast')
+               AND coalesce(b.input_tokens, 0) > p.above
+               AND (p.upto IS NULL OR coalesce(b.input_tokens, 0) <= p.upto)) b
+        {"" if sid is None else _NOT_STORED}""",
+        {"prefix": prefix, "fmt": fmt} | ({} if sid is None else {"sid": sid}),
+    )
+
+
 class Lowering:
     """Collects a file's calls and messages and writes them to the store."""
 
@@ -229,6 +288,8 @@ class Lowering:
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
         self.rejects.append((line, reason, text[:300] if text else None))
         if len(self.rejects) >= MESSAGE_BATCH:
+            if self.ctx.batched:
+                raise Unbatchable
             self._flush_rejects()
 
     def call_id(self, native_id: str) -> str:
@@ -240,14 +301,11 @@ class Lowering:
     def add_message(self, row: dict[str, Any]) -> None:
         self.messages.append(row)
         if len(self.messages) >= MESSAGE_BATCH:
+            if self.ctx.batched:
+                raise Unbatchable
             self._flush_messages()
 
     # -- writing ----------------------------------------------------------------------------
-
-    def _table(self, rows: list[dict[str, Any]], columns: dict[str, pa.DataType]) -> pa.Table:
-        return pa.table(
-            {name: _column([r.get(name) for r in rows], t) for name, t in columns.items()}
-        )
 
     def _flush_rejects(self) -> None:
         if not self.rejects:
@@ -264,7 +322,7 @@ class Lowering:
         if not self.messages:
             return
         con = self.ctx.con
-        batch = self._table(self.messages, MESSAGE_COLUMNS)
+        batch = table_of(self.messages, MESSAGE_COLUMNS)
         con.register("lf_msg_batch", batch)
         try:
             # A message of a session already stored (a log file that grew and is read again)
@@ -288,7 +346,20 @@ class Lowering:
         self.result.rows_loaded += total - int(dup)
         self.messages = []
 
-    def _drop_replays(self) -> None:
+    def _stored_replays(self, ids: list[str], natives: list[str]) -> set[str]:
+        """Which of the response ids ``ids`` a stored call of this format has (one not among
+        ``natives``)."""
+        return {
+            rid
+            for (rid,) in self.ctx.con.execute(
+                """SELECT DISTINCT response_id FROM calls
+                   WHERE format = $fmt AND response_id IN (SELECT unnest($ids))
+                     AND native_id NOT IN (SELECT unnest($natives))""",
+                {"fmt": self.fmt, "ids": ids, "natives": natives},
+            ).fetchall()
+        }
+
+    def _drop_replays(self, stored_replays: StoredReplays | None = None) -> None:
         """A replay (a call flagged ``replay`` whose response_id another call of this format
         has, earlier in this file or in the store) is the same API response written again:
         its records are duplicates, and the messages it carried are not kept twice."""
@@ -305,19 +376,9 @@ class Lowering:
                 dropped.append(row)
             else:
                 seen.add(row["response_id"])
-        stored = {
-            rid
-            for (rid,) in self.ctx.con.execute(
-                """SELECT DISTINCT response_id FROM calls
-                   WHERE format = $fmt AND response_id IN (SELECT unnest($ids))
-                     AND native_id NOT IN (SELECT unnest($natives))""",
-                {
-                    "fmt": self.fmt,
-                    "ids": sorted({r["response_id"] for r in replays}),
-                    "natives": [r["native_id"] for r in replays],
-                },
-            ).fetchall()
-        }
+        stored = (stored_replays or self._stored_replays)(
+            sorted({r["response_id"] for r in replays}), [r["native_id"] for r in replays]
+        )
         gone = {id(r) for r in dropped}
         dropped += [r for r in replays if r["response_id"] in stored and id(r) not in gone]
         if not dropped:
@@ -333,10 +394,10 @@ class Lowering:
         self.result.rows_duplicate += records
         self._flushed_replay_ids |= ids
 
-    def _flush_calls(self) -> None:
-        if not self.calls:
-            return
-        con = self.ctx.con
+    def settle_calls(self, stored_replays: StoredReplays | None = None) -> set[PriceKey]:
+        """The file's calls made ready to store, without the store's duplicates (checked when
+        they are inserted): one per native id, replays dropped, each filled in; returns the
+        prices they need."""
         # The same call twice in one file (a conversation that saved a message twice): the
         # first is the call, the records of the others are duplicates.
         unique: dict[object, dict[str, Any]] = {}
@@ -348,7 +409,7 @@ class Lowering:
                 unique[row.get("native_id")] = row
         self.calls = list(unique.values())
         self.result.rows_duplicate += in_file_dup
-        self._drop_replays()
+        self._drop_replays(stored_replays)
         to_price: set[PriceKey] = set()
         for row in self.calls:
             row.setdefault("stream_key", row.get("session_id"))
@@ -368,7 +429,14 @@ class Lowering:
                 provider = row["provider"] if isinstance(row["provider"], str) else None
                 day = ts.date() if isinstance(ts, datetime) else None
                 to_price.add((str(model), provider, day, fast))
-        batch = self._table(self.calls, CALL_COLUMNS)
+        return to_price
+
+    def _flush_calls(self) -> None:
+        if not self.calls:
+            return
+        con = self.ctx.con
+        to_price = self.settle_calls()
+        batch = table_of(self.calls, CALL_COLUMNS)
         con.register("lf_call_batch", batch)
         con.register("lf_price", price_table(to_price))
         try:
@@ -395,43 +463,7 @@ class Lowering:
                     "UPDATE calls SET superseded_by = NULL WHERE superseded_by IN ?", [grown]
                 )
                 con.execute("DELETE FROM calls WHERE call_id IN ?", [grown])
-            # Logs carry tokens, and some a cost of their own ('reported'); every call with
-            # tokens is also estimated from list prices (cost_estimate_usd), and the estimate
-            # is its cost when the log states none.
-            con.execute(
-                f"""INSERT INTO calls BY NAME
-                SELECT b.* EXCLUDE (n_records, parts, replay, cost_usd, cost_basis, fr, estimate),
-                       b.parts AS record_count,
-                       $prefix || ':' || b.native_id AS call_id,
-                       $sid AS source_id,
-                       $fmt AS format,
-                       coalesce(b.cost_usd, b.estimate)::DECIMAL(18, 10) AS cost_usd,
-                       CASE WHEN b.cost_usd IS NOT NULL THEN b.cost_basis
-                            WHEN b.estimate IS NOT NULL THEN 'estimated' END AS cost_basis,
-                       b.estimate::DECIMAL(18, 10) AS cost_estimate_usd,
-                       CASE WHEN b.cost_usd IS NULL AND b.estimate IS NOT NULL
-                                 AND b.web_search_requests > 0
-                            THEN {WEB_SEARCH_SQL} END::DECIMAL(18, 10) AS cost_extra_usd,
-                       b.fr AS finish_reason,
-                       lf_response_kind(b.fr, b.http_status, b.output_tokens, b.reasoning_tokens,
-                                        b.content_chars, b.visible_chars, b.reasoning_chars,
-                                        b.tool_call_count) AS response_kind
-                FROM (SELECT b.*, lf_finish_reason(b.finish_reason_raw, b.cancelled) AS fr,
-                             CASE WHEN p.model IS NOT NULL
-                                  THEN {COST_SQL} + {WEB_SEARCH_SQL} END AS estimate
-                      FROM lf_call_batch b
-                      LEFT JOIN lf_price p
-                        ON p.model = b.model
-                       AND (b.input_tokens IS NOT NULL OR b.output_tokens IS NOT NULL)
-                       AND p.provider IS NOT DISTINCT FROM b.provider
-                       AND p.day IS NOT DISTINCT FROM b.ts::DATE
-                       AND p.fast = (b.variant IS NOT DISTINCT FROM 'fast')
-                       AND coalesce(b.input_tokens, 0) > p.above
-                       AND (p.upto IS NULL OR coalesce(b.input_tokens, 0) <= p.upto)) b
-                WHERE NOT EXISTS (SELECT 1 FROM calls c
-                                  WHERE c.format = $fmt AND c.native_id = b.native_id)""",
-                {"prefix": self.call_prefix, "sid": self.ctx.source_id, "fmt": self.fmt},
-            )
+            insert_calls(con, self.call_prefix, self.fmt, self.ctx.source_id)
             total = sum(int(c.get("n_records") or 0) for c in self.calls)
         finally:
             con.unregister("lf_call_batch")
@@ -441,15 +473,21 @@ class Lowering:
         self.calls = []
 
     def finish(self) -> LoadResult:
-        """Write what is left and return the file's accounting."""
-        self._flush_calls()
-        self._flush_messages()
+        """Write what is left and return the file's accounting. Loaded with other files in
+        one batch (``ctx.batched``), nothing is written: the rows are kept for the batch, which
+        settles their duplicates against the store and completes the accounting."""
+        if self.ctx.batched:
+            self.ctx.staged = self
+        else:
+            self._flush_calls()
+            self._flush_messages()
         if self._flushed_replay_ids:  # a replay's messages written in an earlier batch
             self.ctx.con.execute(
                 "DELETE FROM messages WHERE source_id = ? AND call_id IN ?",
                 [self.ctx.source_id, sorted(self._flushed_replay_ids)],
             )
-        self._flush_rejects()
+        if not self.ctx.batched:
+            self._flush_rejects()
         self.result.rows_read = self._read
         self.result.rows_skipped = sum(self.skipped.values())
         self.result.skipped_kinds = dict(sorted(self.skipped.items()))

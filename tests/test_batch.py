@@ -1,0 +1,110 @@
+"""Small agent logs are loaded many at a time (``analyzer.ingest.batch``): the store must hold
+exactly what loading them one file at a time holds, and each file stays whole or absent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import analyzer.ingest.flow as flow
+from analyzer.errors import StrictRejectError
+from analyzer.ingest.base import IngestOptions
+from analyzer.ingest.discovery import discover
+from analyzer.store import Store, open_store
+from tests.test_claude_code import SESSION, SESSION_LINES, assistant, line, user, write
+
+SIDE = {"isSidechain": True, "agentId": "a1b2c3d"}
+
+
+def history(root: Path) -> list[Path]:
+    """Files that share calls and messages: a transcript and its grown copy, a replay in a
+    sidechain, the same content twice, a reject, and files of their own."""
+    files = [
+        write(root / "a" / f"{SESSION}.jsonl", SESSION_LINES[:6]),
+        write(root / "b" / f"{SESSION}.jsonl", SESSION_LINES),
+        write(
+            root / "b" / SESSION / "subagents" / "agent-a1b2c3d.jsonl",
+            [assistant(20, "msg_A", "req_BTW", {"type": "text", "text": "again"}, 5, **SIDE)],
+        ),
+        write(root / "c" / "copy.jsonl", SESSION_LINES),
+        write(root / "d" / "broken.jsonl", [user(1, "hi", sessionId="s2"), "{not json"]),
+    ]
+    for n in range(5):
+        sid = f"s-{n}"
+        files.append(
+            write(
+                root / "e" / f"{sid}.jsonl",
+                [
+                    user(1, f"task {n}", sessionId=sid),
+                    assistant(
+                        2, f"m{n}", f"r{n}", {"type": "text", "text": "ok"}, 3, sessionId=sid
+                    ),
+                    assistant(3, "msg_B", "req_B", {"type": "text", "text": "x"}, 9, sessionId=sid),
+                    line("progress", 4, sessionId=sid),
+                ],
+            )
+        )
+    return files
+
+
+def load(db: Path, files: list[Path], **options: Any) -> list[tuple[Any, ...]]:
+    store = open_store(str(db))
+    try:
+        found = discover([str(f) for f in files])
+        reports = flow.load_files(store, found.files, IngestOptions(progress=False, **options))
+        return [(r.path, r.status, r.source_id, r.rows_read, r.rows_loaded, r.rows_rejected,
+                 r.rows_duplicate, r.rows_skipped) for r in reports]  # fmt: skip
+    finally:
+        store.close()
+
+
+def tables(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    store = open_store(str(db))
+    try:
+        return {
+            t: sorted(store.con.execute(f"SELECT * EXCLUDE ({skip}) FROM {t}").fetchall(), key=repr)
+            for t, skip in (
+                ("calls", "cost_usd"),
+                ("messages", "ts"),
+                ("rejects", "excerpt"),
+                ("sources", "ingested_at"),
+            )
+        }
+    finally:
+        store.close()
+
+
+def test_a_batch_stores_what_one_file_at_a_time_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = history(tmp_path / "in")
+    first, rest = files[:2], files[2:]
+    batched, single = tmp_path / "batched.duckdb", tmp_path / "single.duckdb"
+    # In two runs (the second one meets what the first stored), and the last file twice.
+    got = load(batched, first) + load(batched, rest + files[-1:])
+    monkeypatch.setattr(flow, "BATCH_FILE_BYTES", -1)  # every file on its own
+    want = load(single, first) + load(single, rest + files[-1:])
+    assert got == want
+    assert got[-1][1:3] == ("unchanged", got[-2][2])
+    assert tables(batched) == tables(single)
+
+
+def test_a_failing_file_of_a_batch_stores_nothing_and_the_files_before_it_are_kept(
+    tmp_path: Path,
+) -> None:
+    good = write(tmp_path / "1.jsonl", [user(1, "hi", sessionId="g1")])
+    bad = write(tmp_path / "2.jsonl", [user(1, "hi", sessionId="g2"), "{not json"])
+    after = write(tmp_path / "3.jsonl", [user(1, "hi", sessionId="g3")])
+    db = tmp_path / "s.duckdb"
+    with pytest.raises(StrictRejectError) as err:
+        load(db, [good, bad, after], strict=True)
+    assert err.value.path == str(bad) and err.value.line == 2
+    store: Store = open_store(str(db))
+    try:
+        assert store.con.execute("SELECT path FROM sources").fetchall() == [(good.name,)]
+        assert store.con.execute("SELECT DISTINCT session_id FROM messages").fetchall() == [("g1",)]
+        assert store.con.execute("SELECT count(*) FROM rejects").fetchall() == [(0,)]
+    finally:
+        store.close()
