@@ -58,13 +58,16 @@ def backtest(
     policies: list[Policy],
     sweeps: dict[str, tuple[str, list[float]]] | None = None,
     labels: Path | None = None,
+    stops: bool = True,
 ) -> list[Result]:
-    """Replay the store through ``policies``; ``sweeps`` maps a policy to (param, values)."""
+    """Replay the store through ``policies``; ``sweeps`` maps a policy to (param, values).
+    Every result lists its nudges, and its stops too unless ``stops`` is false (a table of
+    the figures needs none of them)."""
     sweeps = sweeps or {}
     replay = Replay(store, labels)
     results: list[Result] = []
     for p in policies:
-        results.extend(replay.run(p, sweeps.get(p.name)))
+        results.extend(replay.run(p, sweeps.get(p.name), stops=stops))
     return results
 
 

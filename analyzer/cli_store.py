@@ -142,7 +142,8 @@ def backtest_command(
     how early, the waste it would have prevented, and the harm it would have done (legitimate
     work killed), in separate columns.
 
-    The ground truth is the incidents `detect` found (medium and high severity).
+    The ground truth is the incidents `detect` found (medium and high severity). With
+    --json, every stop and nudge of every policy is listed as well.
 
     \b
     Examples:
@@ -181,7 +182,10 @@ def backtest_command(
             if recommend:
                 _recommend(store, policies, parsed, max_false_trips, max_false_usd, as_json)
                 return
-            results = backtest(store, policies, parsed, Path(labels) if labels else None)
+            # Only JSON lists every stop; the table needs the figures alone.
+            results = backtest(
+                store, policies, parsed, Path(labels) if labels else None, stops=as_json
+            )
     if as_json:
         print_json([r.to_json() for r in results])
     else:

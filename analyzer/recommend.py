@@ -100,7 +100,8 @@ def recommend(
         param, values = (sweeps or {}).get(p.name, ("stop", default_sweep(p)))
         if param == "stop" and float(p.stop) not in values:
             values = sorted({*values, float(p.stop)})
-        for value, r in zip(values, replay.run(p, (param, values)), strict=True):
+        swept = replay.run(p, (param, values), detail=set())  # figures only: no trips listed
+        for value, r in zip(values, swept, strict=True):
             weighed += 1
             if not budget.allows(r):
                 continue
@@ -112,7 +113,9 @@ def recommend(
                 best = (rank, p.with_param(param, value), r)
     if best is None:
         return None, weighed, within
-    _, policy, result = best
+    _, policy, _ = best
+    # The winner replayed alone, its trips listed (the same replay as its swept variant's).
+    [result] = replay.run(policy)
     return Recommendation(policy, result, budget, weighed, within), weighed, within
 
 

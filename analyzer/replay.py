@@ -35,52 +35,79 @@ _ORDER = ("turn", "session", "stream")  # finest first
 
 def _prepare_events(store: Store) -> int:
     """The replay (``lf_events``): every live call in stream order, with what a guard can key
-    on (``EVENT_COLUMNS``), the unit numbers of each scope, and what the scoring needs."""
+    on (``EVENT_COLUMNS``), the unit numbers of each scope, and what the scoring needs.
+
+    Sorted once: the calls are written in stream order (``lf_sorted``), and every column that
+    depends on the order (positions, neighbours, unit numbers, running counts) is computed
+    over that table with windows over no partition and no order (``OVER ()``), which DuckDB
+    streams in the table's own order without sorting again. ``lf_events`` keeps that order,
+    so each policy's trace streams over it the same way (``analyzer.primitives``)."""
+    con = store.con
     for scope in UNIT:
-        store.con.execute(f"DROP TABLE IF EXISTS lf_rest_{scope}")
-    store.con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE lf_events AS
+        con.execute(f"DROP TABLE IF EXISTS lf_unit_{scope}")
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE lf_sorted AS
         WITH tools AS (
             SELECT call_id,
                    string_agg(tool_name || ':' || coalesce(tool_args_hash, ''), ';'
                               ORDER BY tool_name, tool_args_hash) AS tool_key
             FROM messages WHERE kind = 'tool_call' AND call_id IS NOT NULL
             GROUP BY call_id
-        ),
-        -- Streams as whole numbers (fast to partition by).
-        streams AS (
-            SELECT stream_key, row_number() OVER (ORDER BY stream_key) AS sk
-            FROM (SELECT DISTINCT stream_key FROM live_calls)
-        ),
-        -- The order and the neighbours, over narrow rows (the rest is joined back after).
-        c AS (
-            SELECT l.rowid AS rid, s.sk,
-                   row_number() OVER w AS pos,
-                   lead(l.input_tokens) OVER w AS next_in,
-                   epoch(lead(l.ts) OVER w) - epoch(l.ts) AS next_gap,
-                   l.input_tokens - lag(l.input_tokens) OVER w AS prompt_delta,
-                   coalesce(l.session_id, l.stream_key) IS DISTINCT FROM
-                       lag(coalesce(l.session_id, l.stream_key)) OVER w AS new_session,
-                   coalesce(l.turn_id, l.session_id, l.stream_key) IS DISTINCT FROM
-                       lag(coalesce(l.turn_id, l.session_id, l.stream_key)) OVER w AS new_turn
-            FROM calls l JOIN streams s USING (stream_key)
-            WHERE l.superseded_by IS NULL
-            WINDOW w AS (PARTITION BY s.sk ORDER BY l.seq, l.ts, l.call_id)
-        ),
-        -- The session's and the turn's number within the stream (both are runs of calls in
-        -- stream order), so every unit is a whole number too.
-        n AS (
-            SELECT *, sum(new_session::INTEGER) OVER s AS session_no,
-                   sum(new_turn::INTEGER) OVER s AS turn_no
-            FROM c
-            WINDOW s AS (PARTITION BY sk ORDER BY pos ROWS UNBOUNDED PRECEDING)
-        ),
-        j AS (
-            SELECT n.*, l.*, t.tool_key,
-                   coalesce(l.response_kind IN ('tool_call', 'truncated_tool_call'), false)
-                       OR t.tool_key IS NOT NULL AS tc
-            FROM n JOIN calls l ON l.rowid = n.rid LEFT JOIN tools t ON t.call_id = l.call_id
         )
+        SELECT l.call_id, l.stream_key, l.session_id, l.turn_id, l.ts, l.model, l.app,
+               l.api_key, l.response_kind, l.finish_reason, l.input_tokens, l.output_tokens,
+               l.reasoning_tokens, l.cost_usd, l.visible_chars, l.content_chars, l.reply_saved,
+               l.http_status, l.output_final, t.tool_key, l.tool_call_count, l.format,
+               l.parent_session_id
+        FROM calls l LEFT JOIN tools t ON t.call_id = l.call_id
+        WHERE l.superseded_by IS NULL
+        ORDER BY l.stream_key, l.seq, l.ts, l.call_id"""
+    )
+    # The order's own columns, over narrow rows: each layer reads the one below in the table's
+    # order (where a stream, a session and a turn begin, the neighbours; then running counts;
+    # then positions and unit numbers within the stream).
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE lf_order AS
+        WITH a AS (
+            SELECT stream_key IS DISTINCT FROM lag(stream_key) OVER () AS new_stream,
+                   coalesce(lead(stream_key) OVER () = stream_key, false) AS has_next,
+                   lead(input_tokens) OVER () AS lead_in,
+                   epoch(lead(ts) OVER ()) - epoch(ts) AS lead_gap,
+                   input_tokens - lag(input_tokens) OVER () AS lag_delta,
+                   coalesce(session_id, stream_key) IS DISTINCT FROM
+                       lag(coalesce(session_id, stream_key)) OVER () AS session_change,
+                   coalesce(turn_id, session_id, stream_key) IS DISTINCT FROM
+                       lag(coalesce(turn_id, session_id, stream_key)) OVER () AS turn_change,
+                   coalesce(response_kind IN ('tool_call', 'truncated_tool_call'), false)
+                       OR tool_key IS NOT NULL AS tc,
+                   coalesce(cost_usd, 0) AS usd
+            FROM lf_sorted),
+        b AS (
+            SELECT *, row_number() OVER () AS gi,
+                   sum(new_stream::INTEGER) OVER r AS n_stream,
+                   sum((new_stream OR session_change)::INTEGER) OVER r AS n_session,
+                   sum((new_stream OR turn_change)::INTEGER) OVER r AS n_turn,
+                   sum(tc::INTEGER) OVER r - tc::INTEGER AS tc_before,
+                   sum(usd) OVER r AS usd_through
+            FROM a WINDOW r AS (ROWS UNBOUNDED PRECEDING))
+        SELECT tc, usd_through,
+               gi - max(CASE WHEN new_stream THEN gi - 1 END) OVER r AS pos,
+               n_stream::BIGINT AS u_stream,
+               n_stream::BIGINT * 16777216
+                   + (n_session - max(CASE WHEN new_stream THEN n_session - 1 END) OVER r)
+                   AS u_session,
+               n_stream::BIGINT * 16777216
+                   + (n_turn - max(CASE WHEN new_stream THEN n_turn - 1 END) OVER r) AS u_turn,
+               (tc_before - max(CASE WHEN new_stream OR turn_change THEN tc_before END)
+                   OVER r)::BIGINT AS tools_before,
+               CASE WHEN has_next THEN lead_in END AS next_in,
+               CASE WHEN has_next THEN lead_gap END AS next_gap,
+               CASE WHEN NOT new_stream THEN lag_delta END AS prompt_delta
+        FROM b WINDOW r AS (ROWS UNBOUNDED PRECEDING)"""
+    )
+    # The calls with their order's columns, row by row (a positional join keeps the order).
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE lf_events AS
         SELECT call_id, stream_key, session_id, turn_id, pos, ts, model, app, api_key,
                response_kind, finish_reason, input_tokens, output_tokens, reasoning_tokens,
                cost_usd, visible_chars, content_chars, reply_saved,
@@ -98,15 +125,12 @@ def _prepare_events(store: Store) -> int:
                                                       output_tokens, next_in, next_gap,
                                                       {TRUNCATION_GAP_S}, {KEPT_RATIO}), false)
                END AS truncated,
-               coalesce(count(*) FILTER (WHERE tc) OVER (PARTITION BY sk, turn_no ORDER BY pos
-                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS tools_before,
-               {is_bill("format")} AS is_bill,
-               sk AS u_stream,
-               sk * 16777216 + session_no AS u_session,
-               sk * 16777216 + turn_no AS u_turn,
-               parent_session_id
-        FROM j"""
+               tools_before, {is_bill("format")} AS is_bill, u_stream, u_session, u_turn,
+               parent_session_id, usd_through
+        FROM lf_sorted POSITIONAL JOIN lf_order"""
     )
+    con.execute("DROP TABLE lf_sorted")
+    con.execute("DROP TABLE lf_order")
     return int(store.scalar("SELECT count(*) FROM lf_events"))
 
 
@@ -143,16 +167,17 @@ def _prepare_truth(store: Store, labels: Path | None = None) -> None:
     con.execute(
         """CREATE OR REPLACE TEMP TABLE lf_truth_span AS
            WITH ends AS (
-               SELECT t.incident_id, f.stream_key, f.pos AS first_pos, l.pos AS last_pos,
-                      f.ts AS first_ts
+               SELECT t.incident_id, f.stream_key, f.u_stream, f.pos AS first_pos,
+                      l.pos AS last_pos, f.ts AS first_ts
                FROM lf_truth t JOIN incidents i USING (incident_id)
                JOIN lf_events f ON f.call_id = i.first_call_id
                JOIN lf_events l ON l.call_id = i.last_call_id AND l.stream_key = f.stream_key)
-           SELECT incident_id, stream_key, min(first_pos) AS first_pos,
-                  max(last_pos) AS last_pos, min(first_ts) AS first_ts
+           SELECT incident_id, stream_key, any_value(u_stream) AS u_stream,
+                  min(first_pos) AS first_pos, max(last_pos) AS last_pos,
+                  min(first_ts) AS first_ts
            FROM (SELECT * FROM ends
                  UNION ALL
-                 SELECT incident_id, stream_key, pos, pos, ts FROM lf_truth_calls)
+                 SELECT incident_id, stream_key, u_stream, pos, pos, ts FROM lf_truth_calls)
            GROUP BY incident_id, stream_key"""
     )
     con.execute(
@@ -161,7 +186,8 @@ def _prepare_truth(store: Store, labels: Path | None = None) -> None:
     )
     con.execute(
         """CREATE OR REPLACE TEMP TABLE lf_children AS
-           SELECT e.parent_session_id, e.stream_key, min(e.ts) AS first_ts, count(*) AS n,
+           SELECT e.parent_session_id, e.stream_key, any_value(e.u_stream) AS u_stream,
+                  min(e.ts) AS first_ts, count(*) AS n,
                   coalesce(sum(e.cost_usd), 0) AS usd,
                   coalesce(sum(e.cost_usd) FILTER (WHERE w.call_id IS NOT NULL), 0) AS waste
            FROM lf_events e LEFT JOIN lf_waste w USING (call_id)
@@ -219,21 +245,16 @@ def _apply_labels(store: Store, path: Path) -> None:
 
 
 def _prepare_rest(store: Store, reach: str) -> None:
-    """What follows each call in its unit of ``reach`` (what a stop there ends): calls,
-    dollars, dollars of incident waste, and when the unit ends. Made once per replay."""
+    """Each unit of ``reach`` (what a stop there ends): its last position, the dollars spent
+    in its stream up to its end (``usd_through``, a running sum in the replay's order) and
+    when it ends. What follows a call in its unit is then a difference, read only at the
+    stops (``analyzer.scoring``). Made once per replay."""
     unit = UNIT[reach]
     store.con.execute(
-        f"""CREATE TEMP TABLE IF NOT EXISTS lf_rest_{reach} AS
-            SELECT {unit} AS unit, pos,
-                   count(*) OVER u - row_number() OVER o AS rest_n,
-                   coalesce(sum(cost_usd) OVER u, 0) - coalesce(sum(cost_usd) OVER o, 0)
-                       AS rest_usd,
-                   coalesce(sum(w) OVER u, 0) - coalesce(sum(w) OVER o, 0) AS rest_waste,
-                   max(ts) OVER u AS unit_end_ts
-            FROM (SELECT e.*, CASE WHEN x.call_id IS NOT NULL THEN e.cost_usd END AS w
-                  FROM lf_events e LEFT JOIN lf_waste x USING (call_id))
-            WINDOW u AS (PARTITION BY {unit}),
-                   o AS (PARTITION BY {unit} ORDER BY pos ROWS UNBOUNDED PRECEDING)"""
+        f"""CREATE TEMP TABLE IF NOT EXISTS lf_unit_{reach} AS
+            SELECT {unit} AS unit, max(pos) AS last_pos,
+                   arg_max(usd_through, pos) AS end_usd, max(ts) AS unit_end_ts
+            FROM lf_events GROUP BY {unit}"""
     )
 
 
@@ -274,9 +295,10 @@ class Replay:
         p: Policy,
         sweep: tuple[str, list[float]] | None = None,
         detail: set[int] | None = None,
+        stops: bool = True,
     ) -> list[Result]:
         """One result for the policy, or one per swept value (with its trips listed if its
-        index is in ``detail``; all by default)."""
+        index is in ``detail``; all by default - without their stops if ``stops`` is false)."""
         if sweep is not None and sweep[0] == "stop":
             variants = [p.with_param("stop", v) for v in sweep[1]]
             self._trace(p, None)  # one trace, every threshold read off it
@@ -287,59 +309,61 @@ class Replay:
                 self._trace(v, i)
                 self._trips([v], i)
         _prepare_rest(self.store, p.reaches)
-        return score(self.store, variants, blind_sql(p), detail)
+        return score(self.store, variants, blind_sql(p), detail, stops)
 
     def _trace(self, p: Policy, variant: int | None) -> None:
         """The guard's value after every call it sees (``lf_trace``; of one variant, or of all
         when ``variant`` is None), with the units its stop reaches and the group a trip is
-        counted in (the finer of scope and reach)."""
-        grp = UNIT[_finer(p.scope, p.reaches)]
+        counted in (the finer of scope and reach). Narrow rows: a call is its stream and
+        position."""
+        carry = {
+            "reach_unit": UNIT[p.reaches],
+            "grp": UNIT[_finer(p.scope, p.reaches)],
+            "blind": f"({blind_sql(p)})",
+        }
         fresh = variant is None or variant == 0
         self.store.con.execute(
             ("CREATE OR REPLACE TEMP TABLE lf_trace AS " if fresh else "INSERT INTO lf_trace ")
             + f"""SELECT {"NULL::INTEGER" if variant is None else variant} AS variant,
-                       t.unit, t.stream_key, t.pos, t.call_id, t.value, t.before,
-                       e.{UNIT[p.reaches]} AS reach_unit, e.{grp} AS grp,
-                       ({blind_sql(p)}) AS blind
-                FROM ({p.primitive.trace(p, before=True)}) t
-                JOIN lf_events e ON e.call_id = t.call_id"""
+                       unit, u_stream, pos, value, before, reach_unit, grp, blind
+                FROM ({p.primitive.trace(p, carry, before=True)})"""
         )
 
     def _trips(self, variants: list[Policy], variant0: int) -> None:
         """Add to ``lf_trips`` each variant's stops (the first crossing of its threshold in
         each group, then the first in each reach unit) and nudges (the crossings of its nudge
-        level before the stop of their reach unit)."""
+        level before the stop of their reach unit). Every threshold is read in one pass over
+        the trace."""
         con = self.store.con
         mine = f"(variant IS NULL OR variant = {variant0})"
         if variant0 == 0:
             con.execute(
                 """CREATE OR REPLACE TEMP TABLE lf_trips (variant INTEGER, reach_unit BIGINT,
-                       stream_key VARCHAR, pos BIGINT, call_id VARCHAR, action VARCHAR)"""
+                       u_stream BIGINT, pos BIGINT, action VARCHAR)"""
             )
         p = variants[0]
         stops = [float(v.stop) for v in variants]
         picks = ", ".join(
-            f"min(pos) FILTER (WHERE {p.crosses('value', t)}) AS p{i}, "
-            f"arg_min(call_id, pos) FILTER (WHERE {p.crosses('value', t)}) AS c{i}"
-            for i, t in enumerate(stops)
+            f"min(pos) FILTER (WHERE {p.crosses('value', t)}) AS p{i}" for i, t in enumerate(stops)
         )
         where = p.crosses("value", min(stops))
         latched = _finer(p.scope, p.reaches) != p.scope  # the value carries over its groups
         if p.primitive.unit_steps(p) and not latched:  # rising by one from 0: where it equals
             first = [math.floor(t) + 1 if p.compare == ">" else math.ceil(t) for t in stops]
             where = f"value IN ({', '.join(str(x) for x in sorted(set(first)))})"
+        # A group lies in one reach unit, and both in one stream: a trip is the stream and
+        # the least position.
         con.execute(
             f"""CREATE OR REPLACE TEMP TABLE lf_first AS
                 SELECT grp, any_value(reach_unit) AS reach_unit,
-                       any_value(stream_key) AS stream_key, {picks}
+                       any_value(u_stream) AS u_stream, {picks}
                 FROM lf_trace WHERE {mine} AND {where} GROUP BY grp"""
         )
         con.execute(
             "INSERT INTO lf_trips "
             + " UNION ALL ".join(
-                f"SELECT {variant0 + i}, reach_unit, any_value(stream_key), min(p{i}), "
-                f"arg_min(c{i}, p{i}), 'stop' FROM lf_first WHERE p{i} IS NOT NULL "
-                "GROUP BY reach_unit"
+                f"SELECT {variant0 + i}, reach_unit, any_value(u_stream), min(p{i}), 'stop' "
+                f"FROM lf_first WHERE p{i} IS NOT NULL GROUP BY reach_unit"
                 for i in range(len(stops))
             )
         )
@@ -350,7 +374,7 @@ class Replay:
             before = f"n.before <= {level!r}" if v.compare == ">" else f"n.before < {level!r}"
             con.execute(
                 f"""INSERT INTO lf_trips
-                    SELECT $v, n.reach_unit, n.stream_key, n.pos, n.call_id, 'nudge'
+                    SELECT $v, n.reach_unit, n.u_stream, n.pos, 'nudge'
                     FROM lf_trace n
                     LEFT JOIN lf_trips s
                       ON s.variant = $v AND s.action = 'stop' AND s.reach_unit = n.reach_unit

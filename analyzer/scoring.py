@@ -90,24 +90,41 @@ def _f(x: Any) -> float:
 
 
 def score(
-    store: Store, variants: list[Policy], blind: str, detail: set[int] | None = None
+    store: Store,
+    variants: list[Policy],
+    blind: str,
+    detail: set[int] | None = None,
+    stops: bool = True,
 ) -> list[Result]:
     """Score every variant's trips at once, set-based. The trips themselves are listed for
-    the variants in ``detail`` (all by default)."""
+    the variants in ``detail`` (all by default): their nudges, and unless ``stops`` is false
+    their stops (a table of figures needs none of them; there may be one per unit)."""
     con = store.con
     p = variants[0]
     reach, unit = p.reaches, UNIT[p.reaches]
     fail = "true" if p.on_trip == "fail" else "false"
     params: dict[str, Any] = {"targets": list(p.targets or [])}
     target = "(t.detector IS NULL OR list_contains($targets, t.detector))" if p.targets else "true"
+    # What follows each stop in its reach unit: calls and dollars (the unit's end less the
+    # stop's running sum, ``replay._prepare_rest``), and dollars of incident waste.
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE lf_stops AS
-            SELECT t.variant, t.reach_unit, t.stream_key, t.pos, t.call_id, e.ts, e.session_id,
-                   coalesce(e.cost_usd, 0) AS trip_cost, w.call_id IS NOT NULL AS trip_is_waste,
-                   r.rest_n, r.rest_usd, r.rest_waste, r.unit_end_ts, ({blind}) AS blind
-            FROM lf_trips t JOIN lf_events e ON e.call_id = t.call_id
-            JOIN lf_rest_{reach} r ON r.unit = t.reach_unit AND r.pos = t.pos
-            LEFT JOIN lf_waste w ON w.call_id = t.call_id
+            WITH tw AS (SELECT DISTINCT call_id, cost_usd, {unit} AS unit, pos
+                        FROM lf_truth_calls),
+            rw AS (
+                SELECT t.variant, t.u_stream, t.pos, sum(tw.cost_usd) AS usd
+                FROM lf_trips t JOIN tw ON tw.unit = t.reach_unit AND tw.pos > t.pos
+                WHERE t.action = 'stop' GROUP BY ALL)
+            SELECT t.variant, t.reach_unit, t.u_stream, e.stream_key, t.pos, e.call_id, e.ts,
+                   e.session_id, coalesce(e.cost_usd, 0) AS trip_cost,
+                   w.call_id IS NOT NULL AS trip_is_waste, r.last_pos - t.pos AS rest_n,
+                   r.end_usd - e.usd_through AS rest_usd, coalesce(rw.usd, 0) AS rest_waste,
+                   r.unit_end_ts, ({blind}) AS blind
+            FROM lf_trips t JOIN lf_events e ON e.u_stream = t.u_stream AND e.pos = t.pos
+            JOIN lf_unit_{reach} r ON r.unit = t.reach_unit
+            LEFT JOIN lf_waste w ON w.call_id = e.call_id
+            LEFT JOIN rw ON rw.variant = t.variant AND rw.u_stream = t.u_stream
+                        AND rw.pos = t.pos
             WHERE t.action = 'stop'"""
     )
     # The sub-agent runs a stop ends: of the tripping call's session, started after the trip
@@ -115,8 +132,8 @@ def score(
     in_reach = "c.first_ts <= s.unit_end_ts" if reach == "turn" else "true"
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE lf_stop_children AS
-            SELECT s.variant, s.call_id AS stop_call, c.stream_key AS child, c.n, c.usd,
-                   c.waste
+            SELECT s.variant, s.call_id AS stop_call, c.stream_key AS child,
+                   c.u_stream AS child_u, c.n, c.usd, c.waste
             FROM lf_stops s JOIN lf_children c
               ON c.parent_session_id = s.session_id AND c.first_ts > s.ts AND {in_reach}
             WHERE NOT s.blind"""
@@ -124,7 +141,7 @@ def score(
     # A stop inside a sub-agent run that an earlier stop never let start is moot.
     con.execute(
         """DELETE FROM lf_trips t USING lf_stop_children c
-           WHERE t.variant = c.variant AND t.stream_key = c.child"""
+           WHERE t.variant = c.variant AND t.u_stream = c.child_u"""
     )
     con.execute(
         """DELETE FROM lf_stops s USING lf_stop_children c
@@ -202,7 +219,7 @@ def score(
                JOIN lf_truth_span sp ON sp.incident_id = f.incident_id
                                     AND sp.stream_key = f.stream
                JOIN lf_trace tr ON (tr.variant IS NULL OR tr.variant = f.variant)
-                               AND tr.stream_key = f.stream
+                               AND tr.u_stream = sp.u_stream
                                AND tr.pos BETWEEN sp.first_pos AND f.trip_pos
                GROUP BY ALL),
            spent AS (  -- the incident's waste spent up to the stop
@@ -251,23 +268,25 @@ def score(
                        (SELECT DISTINCT {unit} FROM lf_truth_calls))
             FROM lf_events"""
     ).fetchall()[0]
-    listed = range(len(variants)) if detail is None else sorted(detail)
+    listed = list(range(len(variants)) if detail is None else sorted(detail))
+    actions = ["stop", "nudge"] if stops else ["nudge"]
     trips = con.execute(
         f"""WITH named AS (
                SELECT variant, stop, arg_max(incident_id, cost) AS incident_id
                FROM (SELECT variant, stop, incident_id, sum(cost_usd) AS cost
                      FROM lf_killed GROUP BY ALL)
                GROUP BY ALL)
-           SELECT t.variant, t.action, t.stream_key, t.pos, e.session_id, e.call_id, e.ts,
+           SELECT t.variant, t.action, e.stream_key, t.pos, e.session_id, e.call_id, e.ts,
                   CASE WHEN t.action = 'stop' THEN coalesce(n.incident_id, (
                       SELECT min(sp.incident_id) FROM lf_truth_span sp
-                      WHERE sp.stream_key = t.stream_key
+                      WHERE sp.u_stream = t.u_stream
                         AND t.pos BETWEEN sp.first_pos AND sp.last_pos)) END
-           FROM lf_trips t JOIN lf_events e ON e.call_id = t.call_id
-           LEFT JOIN named n ON n.variant = t.variant AND n.stop = t.call_id
-           WHERE t.variant IN (SELECT unnest($v)) AND NOT ({blind.replace("is_bill", "e.is_bill")})
-           ORDER BY t.variant, t.action DESC, e.ts, t.stream_key, t.pos""",
-        {"v": list(listed)},
+           FROM lf_trips t JOIN lf_events e ON e.u_stream = t.u_stream AND e.pos = t.pos
+           LEFT JOIN named n ON n.variant = t.variant AND n.stop = e.call_id
+           WHERE t.variant IN (SELECT unnest($v)) AND t.action IN (SELECT unnest($a))
+             AND NOT ({blind.replace("is_bill", "e.is_bill")})
+           ORDER BY t.variant, t.action DESC, e.ts, e.stream_key, t.pos""",
+        {"v": listed, "a": actions},
     ).fetchall()
     stopped_of: dict[int, list[tuple[Any, ...]]] = {}
     for r in stopped_rows:

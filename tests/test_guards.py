@@ -400,4 +400,7 @@ def test_the_replay_has_exactly_the_columns_a_policy_may_use() -> None:
         Replay(store)
         got = {r[0]: r[1] for r in store.con.execute("DESCRIBE lf_events").fetchall()}
     assert {c: got[c] for c in EVENT_COLUMNS} == EVENT_COLUMNS
-    assert set(got) - set(EVENT_COLUMNS) == {"u_stream", "u_session", "u_turn", "parent_session_id"}
+    # The replay's own: the units, the parent session, the running dollars of the stream order.
+    assert set(got) - set(EVENT_COLUMNS) == {
+        "u_stream", "u_session", "u_turn", "parent_session_id", "usd_through"
+    }  # fmt: skip
