@@ -43,6 +43,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import agent_logs  # noqa: E402  (bench/agent_logs.py, beside this script)
 import spark_compare  # noqa: E402  (bench/spark_compare.py, beside this script)
 
 CLI = [sys.executable, "-m", "analyzer"]
@@ -54,6 +55,8 @@ EXPECTED = {
     ("truncated_tool_call_streak", 6, None),
     ("length_counter_false_alarm", 3, 0.0),
 }
+# The stages over the CSV store (their ratios are to DuckDB's scan of the CSV).
+CSV_STAGES = ("ingest (CSV)", "detect", "backtest", "report", "audit")
 SWEEP_POLICIES = [
     "penguin_consecutive_trivial", "penguin_token_trivial", "penguin_stale_context",
     "session_cost_cap", "netclaw_reset_on_tool", "netclaw_cumulative_per_turn",
@@ -124,63 +127,6 @@ def measure(
             "peak_rss_mb": max(rss), "output": out}  # fmt: skip
 
 
-def write_claude_history(root: Path, total_mb: int, big_mb: int) -> tuple[int, int]:
-    """Synthetic Claude Code projects: one big session file and many small ones, each line as
-    Claude Code writes it (assistant content blocks, tool results, progress lines)."""
-    root.mkdir(parents=True, exist_ok=True)
-    filler = "x" * 2400
-    written, files = 0, 0
-
-    def session(path: Path, target: int, n: int) -> int:
-        sid = f"{n:08x}-0000-4000-8000-{n:012x}"
-        size = 0
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as fh:
-            i = 0
-            while size < target:
-                hms = f"{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}"
-                ts = f"2026-01-{1 + n % 28:02d}T{hms}.000Z"
-                usage = {"input_tokens": 3, "cache_creation_input_tokens": 400,
-                         "cache_read_input_tokens": 9000 + 40 * i, "output_tokens": 4}  # fmt: skip
-                lines = [
-                    {"type": "assistant", "sessionId": sid, "uuid": f"a{i}", "timestamp": ts,
-                     "requestId": f"req_{n}_{i}", "message": {
-                         "model": "claude-sonnet-4-5-20250929", "id": f"msg_{n}_{i}",
-                         "role": "assistant", "stop_reason": None, "usage": usage,
-                         "content": [{"type": "text", "text": "Checking the next file."}]}},
-                    {"type": "assistant", "sessionId": sid, "uuid": f"b{i}", "timestamp": ts,
-                     "requestId": f"req_{n}_{i}", "message": {
-                         "model": "claude-sonnet-4-5-20250929", "id": f"msg_{n}_{i}",
-                         "role": "assistant", "stop_reason": None, "usage": usage,
-                         "content": [{"type": "tool_use", "id": f"t{i}", "name": "Read",
-                                      "input": {"file_path": f"/src/m{i % 400}.py"}}]}},
-                    {"type": "user", "sessionId": sid, "uuid": f"u{i}", "timestamp": ts,
-                     "message": {"role": "user", "content": [
-                         {"type": "tool_result", "tool_use_id": f"t{i}", "content": filler}]}},
-                    {"type": "progress", "sessionId": sid, "data": {"type": "hook_progress"}},
-                ]  # fmt: skip
-                text = "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines)
-                fh.write(text)
-                size += len(text)
-                i += 1
-        return size
-
-    written += session(root / "big-project" / "session-big.jsonl", big_mb << 20, 0)
-    files += 1
-    n = 1
-    # The rest in files of 1/200 of it (5 MB for 1 GB), at least 1 MB each.
-    small = max(1 << 20, ((total_mb - big_mb) << 20) // 200)
-    while written < total_mb << 20:
-        folder = root / f"project-{n % 20:02d}"
-        folder.mkdir(parents=True, exist_ok=True)
-        written += session(
-            folder / f"session-{n:05d}.jsonl", min(small, (total_mb << 20) - written), n
-        )
-        files += 1
-        n += 1
-    return written, files
-
-
 PANDAS_BASELINE = textwrap.dedent(
     """
     import sys, pandas as pd
@@ -213,8 +159,11 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--rows", type=int, default=None, help="rows in the billing export")
-    ap.add_argument("--cc-mb", type=int, default=None, help="MB of Claude Code history")
-    ap.add_argument("--big-mb", type=int, default=None, help="MB of its largest file")
+    ap.add_argument("--cc-mb", type=float, default=None, help="MiB of Claude Code history")
+    ap.add_argument("--big-mb", type=float, default=None, help="MiB of its largest file")
+    ap.add_argument("--small-mb", type=float, default=None, help="MiB of each of the others")
+    ap.add_argument("--files", type=int, default=None,
+                    help="small files (25 KiB each) for the fixed cost of a file")  # fmt: skip
     ap.add_argument("--quick", action="store_true", help="small sizes, for CI")
     ap.add_argument("--spark-rows", type=int, default=None,
                     help="rows of the export detect runs on with both engines (and a tenth of "
@@ -223,8 +172,11 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
     args = ap.parse_args()
     rows = args.rows or (100_000 if args.quick else 10_000_000)
-    cc_mb = args.cc_mb or (24 if args.quick else 1024)
-    big_mb = args.big_mb or (12 if args.quick else 500)
+    # The issue's history: 300 MiB, one file of 100 MiB and 80 of 2.5 MiB.
+    cc_mb = args.cc_mb or (24 if args.quick else 300)
+    big_mb = args.big_mb or (12 if args.quick else 100)
+    small_mb = args.small_mb or (1 if args.quick else 2.5)
+    n_small = args.files or (100 if args.quick else 400)
     repeat = 3
 
     work = args.work or Path(tempfile.mkdtemp(prefix="lf-bench-"))
@@ -238,21 +190,29 @@ def main() -> None:
         shutil.rmtree(data, ignore_errors=True)
         t, _, _ = run([*CLI, "sample", "-o", str(data), "--rows", str(rows)], env=env)
         print(f"  generated {rows:,} rows in {t:.1f} s", file=sys.stderr)
-    cc = work / "claude"
-    done = work / f"claude-{cc_mb}-{big_mb}.done"
-    if not done.exists():
+    cc = work / f"claude-{cc_mb:g}-{big_mb:g}-{small_mb:g}"
+    cc_done = work / f"{cc.name}.done"
+    if not cc_done.exists():
         shutil.rmtree(cc, ignore_errors=True)
         started = time.perf_counter()
-        written, files = write_claude_history(cc, cc_mb, big_mb)
-        print(f"  wrote {written / 2**20:.0f} MB of transcripts in {files} files, "
+        written, files = agent_logs.write_history(cc, cc_mb, big_mb, small_mb)
+        print(f"  wrote {written / 2**20:.0f} MiB of transcripts in {files} files, "
               f"{time.perf_counter() - started:.1f} s", file=sys.stderr)  # fmt: skip
-        done.touch()
+        cc_done.touch()
+    per_file = work / f"claude-files-{n_small}"
+    if not (per_file / ".done").exists():
+        shutil.rmtree(per_file, ignore_errors=True)
+        agent_logs.write_files(per_file, n_small, 25)
+        (per_file / ".done").touch()
+    ccusage_cmd, ccusage_says = agent_logs.ccusage(work)
+    print(f"  ccusage: {ccusage_says}", file=sys.stderr)
     csv_mb = csv.stat().st_size / 2**20
     cc_files = sorted(cc.rglob("*.jsonl"))
     cc_bytes = sum(f.stat().st_size for f in cc_files)
 
     db = work / "store.duckdb"
     cc_db = work / "cc.duckdb"
+    files_db = work / "files.duckdb"
     report = work / "report.html"
 
     def fresh(*paths: Path) -> Any:
@@ -344,6 +304,32 @@ def main() -> None:
             before=fresh(cc_db),
             env=env,
         ),
+        *(
+            [
+                measure(
+                    "peer: ccusage session --offline --json",
+                    ccusage_cmd,
+                    repeat,
+                    env=agent_logs.ccusage_env(cc),
+                )
+            ]
+            if ccusage_cmd
+            else []
+        ),
+        measure(
+            f"ingest: {n_small} files of 25 KiB",
+            [*CLI, "ingest", "--db", str(files_db), str(per_file / "many")],
+            repeat,
+            before=fresh(files_db),
+            env=env,
+        ),
+        measure(
+            "ingest: the same lines in one file",
+            [*CLI, "ingest", "--db", str(files_db), str(per_file / "one")],
+            repeat,
+            before=fresh(files_db),
+            env=env,
+        ),
         measure(
             "peer: pandas constant-input detector",
             [sys.executable, "-c", PANDAS_BASELINE, str(csv)],
@@ -384,18 +370,47 @@ def main() -> None:
     for s in stages:
         name = s["stage"]
         ratio = None
-        if name.startswith(("ingest (CSV)", "detect", "backtest", "report", "audit", "peer")) and (
+        if name.startswith((*CSV_STAGES, "peer: pandas")) and (
             "rows)" not in name  # the Spark comparison reads exports of other sizes
         ):
             ratio = s["seconds"] / floor_csv
-        if name.startswith("ingest (Claude"):
+        if name.startswith(("ingest (Claude", "peer: ccusage")):
             ratio = s["seconds"] / floor_jsonl
         row = {"stage": name, "seconds": round(s["seconds"], 2), "runs": s["runs"],
                "peak_rss_mb": s["peak_rss_mb"],
                "x_floor": None if ratio is None else round(ratio, 2)}  # fmt: skip
-        if name.startswith("ingest (Claude"):
+        if name.startswith(("ingest (Claude", "peer: ccusage")):
             row["mb_per_s"] = round(cc_bytes / 2**20 / s["seconds"], 1)
         table.append(row)
+    many = by[f"ingest: {n_small} files of 25 KiB"]["seconds"]
+    one = by["ingest: the same lines in one file"]["seconds"]
+    per_file_ms = 1000 * (many - one) / (n_small - 1)
+    cc_s = by["ingest (Claude Code JSONL)"]["seconds"]
+    if ccusage_cmd:
+        ccusage_s = by["peer: ccusage session --offline --json"]["seconds"]
+        ccusage_basis = f"{ccusage_says}, this run"
+    else:
+        ccusage_s = cc_bytes / 2**20 / agent_logs.RECORDED_CCUSAGE_MIB_S
+        ccusage_basis = (f"not run here ({ccusage_says}); its recorded "
+                         f"{agent_logs.RECORDED_CCUSAGE_MIB_S:g} MiB/s")  # fmt: skip
+
+    def x(stage: str) -> float:
+        return float(by[stage]["seconds"]) / floor_csv
+
+    csv_rss = max(by[k]["peak_rss_mb"] for k in by if k.startswith(CSV_STAGES) and "rows)" not in k)
+    # Issue 17's targets: (what, measured, target, met).
+    targets = [
+        ("agent logs: ingest / ccusage", cc_s / ccusage_s, 1.0),
+        ("agent logs: ingest peak RSS, MB", by["ingest (Claude Code JSONL)"]["peak_rss_mb"], 1024),
+        ("agent logs: fixed cost of a file, ms", per_file_ms, 5.0),
+        ("CSV: audit -o report.html, x scan", x("audit -o report.html (CSV, new store)"), 10.0),
+        ("CSV: ingest, x scan", x("ingest (CSV)"), 6.0),
+        ("CSV: detect, x scan", x("detect"), 3.0),
+        ("CSV: backtest 10 x 10, x scan", x("backtest (10 policies x 10 thresholds)"), 6.0),
+        ("CSV: report, nothing cached, x scan", x("report (guards replayed, nothing cached)"), 3.0),
+        ("CSV: audit again, s", by["audit again (store already loaded)"]["seconds"], 1.0),
+        ("CSV: peak RSS of any stage, MB", csv_rss, 2048),
+    ]
     results = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
@@ -406,6 +421,12 @@ def main() -> None:
         "jsonl_mb": round(cc_bytes / 2**20, 1),
         "jsonl_files": len(cc_files),
         "report_mb": round(page_mb, 2),
+        "per_file_ms": round(per_file_ms, 2),
+        "ccusage": ccusage_basis,
+        "targets": [
+            {"what": t[0], "measured": round(t[1], 2), "target": t[2], "met": t[1] <= t[2]}
+            for t in targets
+        ],
         "stages": table,
         "audit_incidents_ok": not missing and not extra,
         "missing": missing,
@@ -422,6 +443,12 @@ def main() -> None:
         xf = "" if r["x_floor"] is None else f"{r['x_floor']:.2f}"
         print(f"{r['stage']:<46} {r['seconds']:>9.2f} {xf:>8} {r['peak_rss_mb']:>6} MB{extra_txt}")
     print(f"report page: {page_mb:.2f} MB")
+    print(f"fixed cost of a file: {per_file_ms:.1f} ms ({n_small} files of 25 KiB against the "
+          "same lines in one file)")  # fmt: skip
+    print(f"ccusage: {ccusage_basis}")
+    print("\ntargets (issue 17; at 10 million rows and the 300 MiB history)")
+    for what, measured, target, met in ((*t, t[1] <= t[2]) for t in targets):
+        print(f"  {what:<42} {measured:>9.2f}  target <= {target:g}  {'met' if met else 'MISSED'}")
     if spark is not None:
         print("\n".join(spark_compare.describe(spark)))
         print(
