@@ -23,8 +23,9 @@ from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.reading import utf8_copy
 from analyzer.ingest.sessions import (
     interleaved_streams_sql,
+    numbered_sql,
     renumber_streams,
-    with_sessions_sql,
+    session_id_sql,
 )
 
 NAME = "openrouter_csv"
@@ -235,8 +236,16 @@ def _typed_select(cols: _Columns, n_columns: int, tz: str, source: str) -> str:
 
 _TEMP_TABLES = (
     "lf_or_typed", "lf_or_rej", "lf_or_rej_scan", "lf_or_thr", "lf_or_dups", "lf_or_new",
-    "lf_or_inter", "lf_or_seq",
+    "lf_or_inter", "lf_or_sk", "lf_or_seq",
 )  # fmt: skip
+
+
+def _stream_key(t: str) -> str:
+    """A bill's stream (api key, app, user, model) from the typed row ``t``."""
+    return (
+        f"coalesce({t}.api_key, '') || '|' || coalesce({t}.app, '') || '|' "
+        f"|| coalesce({t}.user_id, '') || '|' || {t}.model"
+    )
 
 
 def load(ctx: LoadContext) -> LoadResult:
@@ -358,11 +367,20 @@ def load(ctx: LoadContext) -> LoadResult:
     lo, hi = con.execute(
         "SELECT min(ts), max(ts) FROM lf_or_typed WHERE reject_reason IS NULL"
     ).fetchall()[0]
-    stored = lo is not None and _count(
-        con,
-        """SELECT count(*) FROM (SELECT 1 FROM calls
-                                 WHERE format = $fmt AND ts BETWEEN $lo AND $hi LIMIT 1)""",
-        {"fmt": NAME, "lo": lo, "hi": hi},
+    # Whether the store holds calls of this format at all (else no stream continues, none is
+    # interleaved) and in the file's time range (else no row can be a duplicate).
+    any_stored = _count(
+        con, "SELECT count(*) FROM (SELECT 1 FROM calls WHERE format = $fmt LIMIT 1)", {"fmt": NAME}
+    )
+    stored = (
+        any_stored
+        and lo is not None
+        and _count(
+            con,
+            """SELECT count(*) FROM (SELECT 1 FROM calls
+                                     WHERE format = $fmt AND ts BETWEEN $lo AND $hi LIMIT 1)""",
+            {"fmt": NAME, "lo": lo, "hi": hi},
+        )
     )
     conditions = ["t.reject_reason IS NULL", "NOT t.is_header"]
     if _count(con, "SELECT count(*) FROM lf_or_dups"):
@@ -385,9 +403,7 @@ def load(ctx: LoadContext) -> LoadResult:
     line = "l.line" if structural else "t.rid - l.base + 2"
     con.execute(
         f"""CREATE TEMP TABLE lf_or_new AS
-        SELECT t.rid, {line} AS line,
-               coalesce(t.api_key, '') || '|' || coalesce(t.app, '') || '|'
-                   || coalesce(t.user_id, '') || '|' || t.model AS stream_key,
+        SELECT t.rid, {line} AS line, {_stream_key("t")} AS stream_key,
                t.ts, t.generation_id AS native_id
         FROM (SELECT rowid AS rid, reject_reason, is_header, generation_id, ts, api_key, app,
                      user_id, model FROM lf_or_typed) t
@@ -395,17 +411,28 @@ def load(ctx: LoadContext) -> LoadResult:
         WHERE {" AND ".join(conditions)}""",
         {"fmt": NAME, "lo": lo, "hi": hi} if stored else {},
     )
+    inter = (
+        interleaved_streams_sql("lf_or_new")
+        if any_stored
+        else "SELECT ''::VARCHAR AS stream_key LIMIT 0"
+    )
+    con.execute(f"CREATE TEMP TABLE lf_or_inter AS {inter}", {"fmt": NAME} if any_stored else {})
+    # Streams get integer ids, so the sessions are numbered sorting numbers, not text.
     con.execute(
-        f"CREATE TEMP TABLE lf_or_inter AS {interleaved_streams_sql('lf_or_new')}",
-        {"fmt": NAME},
+        """CREATE TEMP TABLE lf_or_sk AS
+           SELECT stream_key, (row_number() OVER ())::INTEGER AS sk
+           FROM (SELECT DISTINCT stream_key FROM lf_or_new)"""
     )
     # Every typed row, in order, with its place in its stream (NULL for a row that does not
-    # load), so the store reads the two side by side (POSITIONAL JOIN) instead of joining.
+    # load), so the store reads the two side by side (POSITIONAL JOIN) instead of joining. The
+    # stream key and session id are not carried: the store rebuilds them from the typed row.
+    rows = """(SELECT n.rid, n.line, k.sk, n.ts, n.native_id
+                FROM lf_or_new n JOIN lf_or_sk k USING (stream_key))"""
     con.execute(
         f"""CREATE TEMP TABLE lf_or_seq AS
-        SELECT r.rid, s.line, s.stream_key, s.seq, s.session_id
+        SELECT r.rid, s.line, s.seq, s.session_start, s.session_given
         FROM (SELECT rowid AS rid FROM lf_or_typed) r
-        LEFT JOIN ({with_sessions_sql("lf_or_new")}) s USING (rid)
+        LEFT JOIN ({numbered_sql(rows, "lf_or_sk")}) s USING (rid)
         ORDER BY r.rid""",
         {"fmt": NAME, "gap": ctx.options.session_gap_s},
     )
@@ -429,7 +456,9 @@ def load(ctx: LoadContext) -> LoadResult:
             {_sql_str(CALL_PREFIX)} || generation_id AS call_id,
             $sid AS source_id,
             $fmt AS format,
-            generation_id AS native_id, line, ts, stream_key, seq, session_id,
+            generation_id AS native_id, line, ts, stream_key, seq,
+            CASE WHEN session_start IS NULL THEN session_given
+                 ELSE {session_id_sql("stream_key", "session_start")} END AS session_id,
             model, provider, app, app AS project, api_key, user_id, variant,
             tokens_prompt_d::BIGINT AS input_tokens,
             tokens_cached_d::BIGINT AS cached_input_tokens,
@@ -451,7 +480,8 @@ def load(ctx: LoadContext) -> LoadResult:
             time_to_first_token_ms_d AS ttft_ms,
             streamed,
             cancelled
-        FROM (SELECT t.*, s.line, s.stream_key, s.seq, s.session_id,
+        FROM (SELECT t.*, s.line, s.seq, s.session_start, s.session_given,
+                     {_stream_key("t")} AS stream_key,
                      lf_finish_reason(coalesce(t.finish_norm, t.finish_raw), t.cancelled) AS fr
               FROM lf_or_typed t POSITIONAL JOIN lf_or_seq s
               WHERE s.seq IS NOT NULL)""",
