@@ -369,19 +369,11 @@ def load(ctx: LoadContext) -> LoadResult:
     ).fetchall()[0]
     # Whether the store holds calls of this format at all (else no stream continues, none is
     # interleaved) and in the file's time range (else no row can be a duplicate).
-    any_stored = _count(
-        con, "SELECT count(*) FROM (SELECT 1 FROM calls WHERE format = $fmt LIMIT 1)", {"fmt": NAME}
-    )
-    stored = (
-        any_stored
-        and lo is not None
-        and _count(
-            con,
-            """SELECT count(*) FROM (SELECT 1 FROM calls
-                                     WHERE format = $fmt AND ts BETWEEN $lo AND $hi LIMIT 1)""",
-            {"fmt": NAME, "lo": lo, "hi": hi},
-        )
-    )
+    stored_sql = "SELECT count(*) FROM (SELECT 1 FROM calls WHERE format = $fmt {} LIMIT 1)"
+    any_stored = _count(con, stored_sql.format(""), {"fmt": NAME})
+    stored = any_stored and lo is not None and _count(
+        con, stored_sql.format("AND ts BETWEEN $lo AND $hi"), {"fmt": NAME, "lo": lo, "hi": hi}
+    )  # fmt: skip
     conditions = ["t.reject_reason IS NULL", "NOT t.is_header"]
     if _count(con, "SELECT count(*) FROM lf_or_dups"):
         conditions.append(
@@ -411,12 +403,11 @@ def load(ctx: LoadContext) -> LoadResult:
         WHERE {" AND ".join(conditions)}""",
         {"fmt": NAME, "lo": lo, "hi": hi} if stored else {},
     )
-    inter = (
-        interleaved_streams_sql("lf_or_new")
-        if any_stored
-        else "SELECT ''::VARCHAR AS stream_key LIMIT 0"
-    )
-    con.execute(f"CREATE TEMP TABLE lf_or_inter AS {inter}", {"fmt": NAME} if any_stored else {})
+    if not any_stored:  # nothing stored of this format: no stream can interleave
+        con.execute("CREATE TEMP TABLE lf_or_inter (stream_key VARCHAR)")
+    else:
+        con.execute(f"CREATE TEMP TABLE lf_or_inter AS {interleaved_streams_sql('lf_or_new')}",
+                    {"fmt": NAME})  # fmt: skip
     # Streams get integer ids, so the sessions are numbered sorting numbers, not text.
     con.execute(
         """CREATE TEMP TABLE lf_or_sk AS
