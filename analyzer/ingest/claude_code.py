@@ -130,6 +130,7 @@ def load(ctx: LoadContext) -> LoadResult:
     low = Lowering(ctx, NAME, CALL_PREFIX)
     sessions: dict[tuple[str, str | None], _Session] = {}
     calls: dict[tuple[str, str], dict[str, Any]] = {}
+    usages: dict[tuple[str, str], object] = {}  # the usage object a call's counts last took in
     file_session = Path(ctx.source.path).stem
     folder = _project_folder(Path(ctx.source.path))
     parent_name = Path(ctx.source.path).parent.name or None
@@ -148,7 +149,7 @@ def load(ctx: LoadContext) -> LoadResult:
     for lineno, obj in json_lines(ctx.source, low):
         kind = kind_of(obj)
         if kind == "assistant":
-            call = _assistant(low, obj, lineno, session_of(obj), calls, ctx.options.tz)
+            call = _assistant(low, obj, lineno, session_of(obj), calls, usages, ctx.options.tz)
             if call is not None and not call.get("project"):
                 call["project"] = folder or as_str(obj.get("cwd")) or parent_name
         elif kind == "user":
@@ -191,6 +192,7 @@ def _assistant(
     lineno: int,
     s: _Session,
     calls: dict[tuple[str, str], dict[str, Any]],
+    usages: dict[tuple[str, str], object],
     tz: str,
 ) -> dict[str, Any] | None:
     msg = obj.get("message")
@@ -220,9 +222,18 @@ def _assistant(
     if isinstance(cost, int | float) and not isinstance(cost, bool) and 0 <= cost < 1e6:
         call["cost_usd"] = max(call.get("cost_usd") or 0.0, float(cost))
         call["cost_basis"] = "reported"
-    # output_tokens is a streaming snapshot: the largest of the call's lines is kept.
-    for column, value in token_counts(msg.get("usage")).items():
-        call[column] = value if column == "variant" else max(call.get(column) or 0, value)
+    # output_tokens is a streaming snapshot: the largest of the call's lines is kept. (Taking
+    # in counts the call holds already changes nothing: the lines of a call mostly repeat
+    # its usage object, and an equal one is not read again.)
+    usage = msg.get("usage")
+    try:
+        same = usage == usages.get(key)
+    except RecursionError:  # objects nested deeper than Python compares: read it again
+        same = False
+    if not same:
+        usages[key] = usage
+        for column, value in token_counts(usage).items():
+            call[column] = value if column == "variant" else max(call.get(column) or 0, value)
     if msg.get("stop_reason"):
         call["finish_reason_raw"] = as_str(msg["stop_reason"])
     if obj.get("isApiErrorMessage"):

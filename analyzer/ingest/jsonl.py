@@ -46,7 +46,7 @@ def json_lines(src: SourceFile, low: Lowering) -> Iterator[tuple[int, dict[str, 
                 low.read()
                 if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                     raw = raw[3:]
-                if not raw.strip():
+                if raw[:1] != b"{" and not raw.strip():  # (a line of an object is not blank)
                     low.skip("blank")
                     continue
                 try:

@@ -32,7 +32,11 @@ def token_counts(usage: object) -> dict[str, Any]:
     ``web_search_requests``) and ``variant`` ('fast') a usage object states."""
     if not isinstance(usage, dict):
         return {}
-    if any(k in usage for k in ("prompt_tokens", "completion_tokens", "prompt_cache_hit_tokens")):
+    if (
+        "prompt_tokens" in usage
+        or "completion_tokens" in usage
+        or "prompt_cache_hit_tokens" in usage
+    ):
         out = _openai_chat(usage)
     elif "input_tokens_details" in usage or "cached_input_tokens" in usage:
         out = _openai_responses(usage)

@@ -11,12 +11,33 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+_TIMES: dict[str, dict[str, datetime | None]] = {}  # naive_tz -> text -> parse_time(text)
+_TIMES_MAX = 4096  # a cache emptied when it holds this many (a log repeats recent times)
+
 
 def parse_time(value: object, naive_tz: str = "UTC") -> datetime | None:
     """An ISO-8601 string or epoch seconds (or milliseconds) as a naive UTC datetime.
 
-    A string without a zone is read in ``naive_tz``.
+    A string without a zone is read in ``naive_tz``. (A string read before is answered from a
+    small cache: the lines of one call, and its tool results, repeat its time.)
     """
+    if value.__class__ is str:
+        cache = _TIMES.get(naive_tz)
+        if cache is None:
+            cache = _TIMES[naive_tz] = {}
+        else:
+            try:
+                return cache[value]
+            except KeyError:
+                pass
+        if len(cache) >= _TIMES_MAX:
+            cache.clear()
+        found = cache[value] = _parse_time(value, naive_tz)
+        return found
+    return _parse_time(value, naive_tz)
+
+
+def _parse_time(value: object, naive_tz: str) -> datetime | None:
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, int | float):
@@ -31,6 +52,8 @@ def parse_time(value: object, naive_tz: str = "UTC") -> datetime | None:
         dt = datetime.fromisoformat(value)
     except ValueError:
         return None
+    if dt.tzinfo is UTC:  # "Z" or "+00:00", most logs: already UTC
+        return dt.replace(tzinfo=None)
     if dt.tzinfo is None:
         if naive_tz.upper() == "UTC":
             return dt
@@ -51,6 +74,8 @@ MAX_COUNT = 10**12  # a token or character count beyond this is a broken value, 
 
 def as_int(value: object, limit: int = MAX_COUNT) -> int | None:
     """A count from a log: a non-negative whole number below ``limit``, else None."""
+    if value.__class__ is int:  # the usual case, first
+        return value if 0 <= value < limit else None
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, float):
