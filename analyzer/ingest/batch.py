@@ -134,7 +134,13 @@ class _Known:
         con = store.con
         self.calls: dict[tuple[str, str], list[_Call]] = {}
         self.responses: dict[tuple[str, str], set[str]] = {}
+        # The (session_id, idx) the store holds of the batch's sessions (and possibly more of
+        # them), and those the files settled so far added; ``sessions`` holds every session of
+        # those keys, also of the files whose keys are not put in ``messages`` until a later
+        # file shares a session with them (``unindexed``).
         self.messages: set[tuple[str, int]] = set()
+        self.sessions: set[str] = set()
+        self.unindexed: list[list[dict[str, Any]]] = []
         for fmt in sorted({f.fmt for f in files}):
             lows = [f.low for f in files if f.fmt == fmt]
             natives = {r.get("native_id") for low in lows for r in low.calls}
@@ -160,25 +166,36 @@ class _Known:
             finally:
                 con.unregister("lf_keys")
                 con.unregister("lf_rids")
-        keys = [k for f in files for k in map(_message_key, f.low.messages) if k is not None]
+        # A message is a duplicate if its key is stored: the stored keys of the batch's
+        # sessions are all that can match (none, when the sessions are new to the store).
+        sessions = {
+            sid
+            for f in files
+            for m in f.low.messages
+            if isinstance(sid := m.get("session_id"), str) and isinstance(m.get("idx"), int)
+        }
         if (
-            not keys
+            not sessions
             or not con.execute("SELECT count(*) FROM (FROM messages LIMIT 1)").fetchall()[0][0]
         ):
             return
-        sessions, idxs = zip(*keys, strict=True)
-        con.register("lf_keys", pa.table({"s": pa.array(sessions, pa.string()),
-                                          "i": pa.array(idxs, pa.int64())}))  # fmt: skip
+        con.register("lf_keys", pa.table({"s": pa.array(sorted(sessions), pa.string())}))
         try:
             self.messages = set(
                 con.execute(
-                    """SELECT m.session_id, m.idx FROM messages m
-                       WHERE EXISTS (SELECT 1 FROM lf_keys k
-                                     WHERE k.s = m.session_id AND k.i = m.idx)"""
+                    """SELECT session_id, idx FROM messages
+                       WHERE idx IS NOT NULL AND session_id IN (SELECT s FROM lf_keys)"""
                 ).fetchall()
             )
         finally:
             con.unregister("lf_keys")
+        self.sessions = {sid for sid, _ in self.messages}
+
+    def index(self) -> None:
+        """The keys of the files settled without them put in ``messages``."""
+        for messages in self.unindexed:
+            self.messages.update(k for k in map(_message_key, messages) if k is not None)
+        self.unindexed = []
 
     def replayed(self, fmt: str, ids: list[str], natives: list[str]) -> set[str]:
         """``Lowering._stored_replays``, answered from memory."""
@@ -237,16 +254,29 @@ def _settle(f: Pending, known: _Known) -> None:
         res.rows_loaded += total - int(dup)
     if low.messages:
         dup = 0
-        added = []
-        stored = known.messages
-        for m, key in zip(low.messages, map(_message_key, low.messages), strict=True):
-            if key is not None and key in stored:
-                dup += int(m.get("n_records") or 0)
-            else:
-                f.messages.append(m)
-                if key is not None:
-                    added.append(key)
-        stored.update(added)
+        try:
+            own: set[object] | None = {m.get("session_id") for m in low.messages}
+        except TypeError:  # a session id that is not a string (nor anything hashable)
+            own = None
+        if own is not None and own.isdisjoint(known.sessions):
+            # No session of this file has a key stored or added before it: nothing is a
+            # duplicate, and its keys are only needed should a later file share a session.
+            f.messages.extend(low.messages)
+            known.sessions.update(sid for sid in own if isinstance(sid, str))
+            known.unindexed.append(low.messages)
+        else:
+            known.index()
+            added = []
+            stored = known.messages
+            for m, key in zip(low.messages, map(_message_key, low.messages), strict=True):
+                if key is not None and key in stored:
+                    dup += int(m.get("n_records") or 0)
+                else:
+                    f.messages.append(m)
+                    if key is not None:
+                        added.append(key)
+            stored.update(added)
+            known.sessions.update(sid for sid, _ in added)
         total = sum(int(m.get("n_records") or 0) for m in low.messages)
         res.rows_duplicate += dup
         res.rows_loaded += total - dup

@@ -415,8 +415,12 @@ class Lowering:
             row.setdefault("stream_key", row.get("session_id"))
             row["parts"] = max(row.get("parts") or 0, row.get("n_records") or 0)
             # Priced by name: only a string names a model (see ``_column``).
-            row["model"] = model = _fits(row.get("model"), pa.string())
-            row["provider"] = _fits(row.get("provider"), pa.string())
+            model = row.get("model")
+            row["model"] = model = model if model.__class__ is str else _fits(model, pa.string())
+            provider = row.get("provider")
+            row["provider"] = (
+                provider if provider.__class__ is str else _fits(provider, pa.string())
+            )
             if (
                 model
                 and model not in UNPRICED_MODELS
