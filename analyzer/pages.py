@@ -11,21 +11,23 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import jinja2
 from markupsafe import Markup, escape
 
 from analyzer import cache
-from analyzer.backtest import GuardRun
 from analyzer.errors import ForensicsError
-from analyzer.export import incident_csv, write_incident_parquet
 from analyzer.formatting import cost, money
-from analyzer.report import DEFAULT_TOP_INCIDENTS, Report, build_report
 from analyzer.resources import resource_dir
 from analyzer.store import Store
 from analyzer.summary import Summary
+
+if TYPE_CHECKING:  # imported where used: a command that writes no page does without them
+    import jinja2
+
+    from analyzer.backtest import GuardRun
+    from analyzer.report import Report
 
 REPORT_FORMATS = ("html", "md", "json", "csv", "parquet")
 _EXTENSIONS = {"html": "html", "htm": "html", "md": "md", "markdown": "md", "json": "json",
@@ -67,6 +69,8 @@ def _pct(x: float) -> str:
 
 
 def html_env() -> jinja2.Environment:
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resource_dir("reports"))),
         autoescape=True,
@@ -176,6 +180,8 @@ def _md_whole(value: Any) -> Any:
 
 
 def md_env() -> jinja2.Environment:
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resource_dir("reports"))),
         autoescape=False,
@@ -210,7 +216,7 @@ def render(report: Report, fmt: str) -> str:
 
 
 def write_report(
-    store: Store, out: Path, fmt: str = "html", top_incidents: int = DEFAULT_TOP_INCIDENTS,
+    store: Store, out: Path, fmt: str = "html", top_incidents: int | None = None,
     summary: Summary | None = None, guards: GuardRun | None = None, top: int = 10,
     reuse: bool = False,
 ) -> Path:  # fmt: skip
@@ -218,6 +224,11 @@ def write_report(
     ``csv`` and ``parquet`` the incident table. With ``reuse``, a page kept from an earlier
     run over the same data, incidents, guards and options is written again as it was (the same
     inputs give the same bytes), and a newly built one is kept."""
+    from analyzer.export import incident_csv, write_incident_parquet
+    from analyzer.report import DEFAULT_TOP_INCIDENTS, build_report
+
+    if top_incidents is None:
+        top_incidents = DEFAULT_TOP_INCIDENTS
     if fmt == "parquet":
         if str(out) == STDOUT:
             raise ForensicsError("a Parquet file cannot be written to standard output")

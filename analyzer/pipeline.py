@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from analyzer.backtest import GuardRun, guard_run
 from analyzer.console import Progress, note, progress
 from analyzer.detect import Selection, detect
 from analyzer.errors import NothingFound
@@ -23,10 +23,12 @@ from analyzer.ingest import default_homes
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.flow import FileReport, Loaded, find_files, load_files
 from analyzer.link import link_if_needed
-from analyzer.pages import write_report
 from analyzer.store import Store
 from analyzer.summary import Summary, build_summary, warn_unpriced
 from analyzer.timewindow import Window
+
+if TYPE_CHECKING:  # the guards and the page are imported where used (ingest does without)
+    from analyzer.backtest import GuardRun
 
 # Calls from which the steps after loading show what they are doing (on a terminal, unless
 # --quiet): below it every step takes well under a second.
@@ -154,6 +156,9 @@ def audit(
     """Ingest, detect, replay the guards, and (with ``output``) write the report, over the
     calls in ``window`` (all by default). Unchanged data, detectors and policies: the results
     kept in the store are reused."""
+    from analyzer.backtest import guard_run
+    from analyzer.pages import write_report
+
     reports = ingest_paths(store, inputs, options)
     if on_files is not None:
         on_files(reports)
@@ -197,6 +202,9 @@ def report(
     policies: list[Policy],
 ) -> Path:
     """Write the report of what the store holds (the guards replayed, or reused)."""
+    from analyzer.backtest import guard_run
+    from analyzer.pages import write_report
+
     with stages(store, "report") as shown:
         shown.stage("replaying guards")
         guards = guard_run(store, policies, reuse=True)
