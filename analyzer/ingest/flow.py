@@ -297,6 +297,8 @@ def _unchanged(display: str, fmt: str, prior: int | Pending, size: int) -> FileR
     report = FileReport(display, fmt, "unchanged", bytes=size)
     if isinstance(prior, int):
         report.source_id = prior
+    elif prior.source_id is not None:  # read in a batch written already
+        report.source_id = prior.source_id
     else:  # the file read earlier into the batch under way: its id comes when it is written
         prior.aliases.append(report)
     return report
