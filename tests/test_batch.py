@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import analyzer.ingest.batch as batch
 import analyzer.ingest.flow as flow
 from analyzer.errors import StrictRejectError
 from analyzer.ingest.base import IngestOptions
@@ -105,6 +106,51 @@ def test_a_failing_file_of_a_batch_stores_nothing_and_the_files_before_it_are_ke
     try:
         assert store.con.execute("SELECT path FROM sources").fetchall() == [(good.name,)]
         assert store.con.execute("SELECT DISTINCT session_id FROM messages").fetchall() == [("g1",)]
+        assert store.con.execute("SELECT count(*) FROM rejects").fetchall() == [(0,)]
+    finally:
+        store.close()
+
+
+def test_batches_committed_while_the_next_files_are_read_store_what_one_file_at_a_time_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A batch of two files: each full batch is committed while the next files are read, and
+    # the next batch meets what it stored (the grown copy, the replay, the same content twice).
+    files = history(tmp_path / "in")
+    monkeypatch.setattr(batch, "BATCH_FILES", 2)
+    background: list[batch._Commit] = []
+    run = batch._Commit.run
+
+    def counted(self: batch._Commit) -> None:
+        background.append(self)
+        run(self)
+
+    monkeypatch.setattr(batch._Commit, "run", counted)
+    got = load(tmp_path / "batched.duckdb", files + files[-1:])
+    assert len(background) >= 3 and not any(c.error for c in background)
+    monkeypatch.setattr(flow, "BATCH_FILE_BYTES", -1)  # every file on its own
+    want = load(tmp_path / "single.duckdb", files + files[-1:])
+    assert got == want
+    assert tables(tmp_path / "batched.duckdb") == tables(tmp_path / "single.duckdb")
+
+
+def test_a_failing_file_after_batches_committed_in_the_background_keeps_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good = [write(tmp_path / f"{n}.jsonl", [user(1, "hi", sessionId=f"g{n}")]) for n in (1, 2)]
+    bad = write(tmp_path / "3.jsonl", [user(1, "hi", sessionId="g3"), "{not json"])
+    after = write(tmp_path / "4.jsonl", [user(1, "hi", sessionId="g4")])
+    monkeypatch.setattr(batch, "BATCH_FILES", 1)
+    db = tmp_path / "s.duckdb"
+    with pytest.raises(StrictRejectError) as err:
+        load(db, [*good, bad, after], strict=True)
+    assert err.value.path == str(bad) and err.value.line == 2
+    store: Store = open_store(str(db))
+    try:
+        assert store.con.execute("SELECT path FROM sources ORDER BY 1").fetchall() == [
+            ("1.jsonl",),
+            ("2.jsonl",),
+        ]
         assert store.con.execute("SELECT count(*) FROM rejects").fetchall() == [(0,)]
     finally:
         store.close()

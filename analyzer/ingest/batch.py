@@ -19,6 +19,7 @@ memory (their ``Lowering`` writes nothing), and a batch of them is settled and w
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -370,6 +371,23 @@ def _write(store: Store, files: list[Pending]) -> None:
     cache.bump(store, cache.DATA)
 
 
+class _Commit(threading.Thread):
+    """A batch's ``COMMIT`` under way: DuckDB writes it to disk (without holding Python's lock)
+    while the next files are read. Nothing else uses the connection until it is waited for."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(name="llm-forensics-commit")
+        self.con = store.con
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.con.execute("COMMIT")
+        except BaseException as exc:  # raised in the reading thread, by ``Batch.wait``
+            self.error = exc
+
+
 class Batch:
     """Files read into memory, written together by ``commit``."""
 
@@ -377,6 +395,7 @@ class Batch:
         self.store = store
         self.files: list[Pending] = []
         self.bytes = 0
+        self.writing: _Commit | None = None
 
     def add(self, f: Pending) -> None:
         self.files.append(f)
@@ -385,16 +404,40 @@ class Batch:
     def full(self) -> bool:
         return self.bytes >= BATCH_BYTES or len(self.files) >= BATCH_FILES
 
-    def commit(self) -> list[Pending]:
+    def wait(self, quiet: bool = False) -> None:
+        """Wait until the batch committed ``later`` is written, and raise its error (unless
+        ``quiet``: another error is on its way). Ctrl-C waits for it too, then stops."""
+        writing, self.writing = self.writing, None
+        if writing is None:
+            return
+        interrupted = False
+        while writing.is_alive():
+            try:
+                writing.join()
+            except KeyboardInterrupt:
+                interrupted = True
+        if quiet:
+            return
+        if writing.error is not None:
+            raise writing.error
+        if interrupted:
+            raise KeyboardInterrupt
+
+    def commit(self, later: bool = False) -> list[Pending]:
         """Settle and write the files in one transaction; returns them, each with its source
         id. The first file that fails is not written, the ones before it are: its error is
-        raised once they are committed (the ones after it are not written either)."""
+        raised once they are committed (the ones after it are not written either). With
+        ``later``, the transaction is committed while the caller reads on (``wait``); the
+        store is not used before, as any commit waits for the one before it."""
+        self.wait()
         files, self.files, self.bytes = self.files, [], 0
         if not files:
             return []
         failure: ForensicsError | None = None
         done: list[Pending] = []
-        with self.store.transaction():
+        con = self.store.con
+        con.execute("BEGIN TRANSACTION")  # all or nothing, as ``Store.transaction``
+        try:
             known = _Known(self.store, files)
             for f in files:
                 try:
@@ -414,6 +457,15 @@ class Batch:
                 done.append(f)
             if done:
                 _write(self.store, done)
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        try:
+            self.writing = _Commit(self.store) if later and failure is None else None
+        except RuntimeError:  # no thread to be had: committed here
+            self.writing = None
+        if self.writing is None:
+            con.execute("COMMIT")
         if failure is not None:
             raise failure
         return done

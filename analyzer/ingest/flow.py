@@ -237,6 +237,8 @@ def ingest_file(
     if known is not None:
         # Loaded before (from a store that did not note the file's stat, or touched since).
         if known[1] and isinstance(known[0], int):
+            if batch is not None:
+                batch.wait()  # the store is free again
             store.con.execute(
                 "UPDATE sources SET file_stat = ? WHERE source_id = ? AND file_stat IS NULL",
                 [file_stat, known[0]],
@@ -336,9 +338,10 @@ def _stage(
     )
 
 
-def _commit(batch: Batch, index: SourceIndex) -> None:
-    """Write the batch; each file's report then gets its accounting and source id."""
-    for f in batch.commit():
+def _commit(batch: Batch, index: SourceIndex, later: bool = False) -> None:
+    """Write the batch; each file's report then gets its accounting and source id. With
+    ``later``, the commit is finished while the next files are read (``Batch.wait``)."""
+    for f in batch.commit(later):
         assert f.report is not None and f.source_id is not None
         loaded = _report(f.display, f.fmt, f.size, f.source_id, f.low.result)
         f.report.__dict__.update(loaded.__dict__)
@@ -392,18 +395,21 @@ def load_files(store: Store, files: list[Found], options: IngestOptions) -> list
                 raise
             reports.append(report)
             if batch.full():
-                _commit_or_stop(batch, index, counter)
+                _commit_or_stop(batch, index, counter, later=True)
         _commit_or_stop(batch, index, counter)
     finally:
+        batch.wait(quiet=True)  # (when an error stops the files: the store is closed next)
         counter.done()
     return reports
 
 
-def _commit_or_stop(batch: Batch, index: SourceIndex, counter: Counter) -> None:
+def _commit_or_stop(
+    batch: Batch, index: SourceIndex, counter: Counter, later: bool = False
+) -> None:
     first = batch.files[0].display if batch.files else ""
     n = len(batch.files)
     try:
-        _commit(batch, index)
+        _commit(batch, index, later)
     except KeyboardInterrupt:
         counter.done()
         more = f" nor from the {n - 1:,} files read with it" if n > 1 else ""
