@@ -64,7 +64,7 @@ def backtest(
     Every result lists its nudges, and its stops too unless ``stops`` is false (a table of
     the figures needs none of them)."""
     sweeps = sweeps or {}
-    replay = Replay(store, labels)
+    replay = Replay(store, labels, policies)
     results: list[Result] = []
     for p in policies:
         results.extend(replay.run(p, sweeps.get(p.name), stops=stops))
@@ -141,7 +141,7 @@ def guard_run(
 
 
 def _guard_run(store: Store, policies: list[Policy], labels: Path | None) -> GuardRun:
-    replay = Replay(store, labels)
+    replay = Replay(store, labels, policies)
     results: list[Result] = []
     sweeps: dict[str, list[Result]] = {}
     for p in policies:

@@ -93,7 +93,7 @@ def recommend(
 ) -> tuple[Recommendation | None, int, int]:
     """The best variant within ``budget`` (None when no variant within it prevents waste),
     with the number of variants weighed and of those within the budget."""
-    replay = Replay(store)
+    replay = Replay(store, policies=policies)
     best: tuple[tuple[float, float, int, float], Policy, Result] | None = None  # (rank, ...)
     weighed = within = 0
     for p in policies:

@@ -18,6 +18,7 @@ import csv
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 from analyzer.errors import ForensicsError
 from analyzer.guards import Policy
@@ -33,35 +34,79 @@ KEPT_RATIO = 0.5
 _ORDER = ("turn", "session", "stream")  # finest first
 
 
-def _prepare_events(store: Store) -> int:
-    """The replay (``lf_events``): every live call in stream order, with what a guard can key
-    on (``EVENT_COLUMNS``), the unit numbers of each scope, and what the scoring needs.
+# The calls' own columns the replay carries (``EVENT_COLUMNS`` less those it derives), and
+# those it always needs: what the scoring reads and what the order's columns are made of.
+_STORED = (
+    "call_id", "stream_key", "session_id", "turn_id", "ts", "model", "app", "api_key",
+    "response_kind", "finish_reason", "input_tokens", "output_tokens", "reasoning_tokens",
+    "cost_usd", "visible_chars", "content_chars", "reply_saved", "http_status", "output_final",
+    "tool_key", "tool_call_count", "parent_session_id",
+)  # fmt: skip
+_ALWAYS = {
+    "call_id", "stream_key", "session_id", "turn_id", "ts", "cost_usd", "parent_session_id",
+    "input_tokens", "response_kind", "tool_key",
+}  # fmt: skip
+# A derived column's inputs (the others are made of ``_ALWAYS`` or of the order alone).
+_DERIVED = {
+    "truncated": {"finish_reason", "content_chars", "tool_call_count", "output_tokens"},
+}
 
-    Sorted once: the calls are written in stream order (``lf_sorted``), and every column that
-    depends on the order (positions, neighbours, unit numbers, running counts) is computed
-    over that table with windows over no partition and no order (``OVER ()``), which DuckDB
-    streams in the table's own order without sorting again. ``lf_events`` keeps that order,
-    so each policy's trace streams over it the same way (``analyzer.primitives``)."""
+
+def columns_of(policies: list[Policy] | None) -> frozenset[str]:
+    """The columns of ``EVENT_COLUMNS`` the replay must carry for ``policies`` (every one when
+    None): those their expressions name (outside quoted strings), and those the scoring and the
+    order need. A name found where it is no column (in a function name, say) only widens it."""
+    if policies is None:
+        return frozenset(EVENT_COLUMNS)
+    text = " ".join(
+        _unquoted(str(expr))
+        for p in policies
+        for expr in (p.watch, *(p.setting(s) for s in p.primitive.expressions))
+        if expr
+    )
+    used = {c for c in EVENT_COLUMNS if re.search(rf"\b{c}\b", text)}
+    return frozenset(used | _ALWAYS)
+
+
+def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLUMNS)) -> int:
+    """The replay (``lf_events``): every live call in stream order, with what a guard can key
+    on (``EVENT_COLUMNS``; of the calls' own columns, those in ``columns``), the unit numbers of
+    each scope, and what the scoring needs.
+
+    Sorted once: the calls are written in stream order (``lf_sorted``; a stream is numbered
+    in the order of its key, so the sort compares integers), and every column that depends on
+    the order (positions, neighbours, unit numbers, running counts) is computed over that table
+    with windows over no partition and no order (``OVER ()``), which DuckDB streams in the
+    table's own order without sorting again (``lf_order``). ``lf_events`` is a view reading the
+    two row by row (a positional join: the same order, nothing copied), so each policy's trace
+    streams over it the same way (``analyzer.primitives``)."""
     con = store.con
     for scope in UNIT:
         con.execute(f"DROP TABLE IF EXISTS lf_unit_{scope}")
+    needed = set(columns) | _ALWAYS
+    for made, inputs in _DERIVED.items():
+        if made in columns:
+            needed |= inputs
+    kept = [c for c in _STORED if c in needed]
+    select = ", ".join("t.tool_key" if c == "tool_key" else f"l.{c}" for c in kept)
     con.execute(
-        """CREATE OR REPLACE TEMP TABLE lf_sorted AS
+        f"""CREATE OR REPLACE TEMP TABLE lf_sorted AS
         WITH tools AS (
             SELECT call_id,
                    string_agg(tool_name || ':' || coalesce(tool_args_hash, ''), ';'
                               ORDER BY tool_name, tool_args_hash) AS tool_key
             FROM messages WHERE kind = 'tool_call' AND call_id IS NOT NULL
             GROUP BY call_id
+        ),
+        streams AS (  -- numbered in the order of their keys: the same order, integer keys
+            SELECT stream_key, row_number() OVER (ORDER BY stream_key) AS sk
+            FROM (SELECT DISTINCT stream_key FROM calls WHERE superseded_by IS NULL)
         )
-        SELECT l.call_id, l.stream_key, l.session_id, l.turn_id, l.ts, l.model, l.app,
-               l.api_key, l.response_kind, l.finish_reason, l.input_tokens, l.output_tokens,
-               l.reasoning_tokens, l.cost_usd, l.visible_chars, l.content_chars, l.reply_saved,
-               l.http_status, l.output_final, t.tool_key, l.tool_call_count, l.format,
-               l.parent_session_id
-        FROM calls l LEFT JOIN tools t ON t.call_id = l.call_id
+        SELECT {select}, {is_bill("l.format")} AS is_bill
+        FROM calls l JOIN streams s ON s.stream_key = l.stream_key
+        LEFT JOIN tools t ON t.call_id = l.call_id
         WHERE l.superseded_by IS NULL
-        ORDER BY l.stream_key, l.seq, l.ts, l.call_id"""
+        ORDER BY s.sk, l.seq, l.ts, l.call_id"""
     )
     # The order's own columns, over narrow rows: each layer reads the one below in the table's
     # order (where a stream, a session and a turn begin, the neighbours; then running counts;
@@ -106,17 +151,14 @@ def _prepare_events(store: Store) -> int:
         FROM b WINDOW r AS (ROWS UNBOUNDED PRECEDING)"""
     )
     # The calls with their order's columns, row by row (a positional join keeps the order).
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE lf_events AS
-        SELECT call_id, stream_key, session_id, turn_id, pos, ts, model, app, api_key,
-               response_kind, finish_reason, input_tokens, output_tokens, reasoning_tokens,
-               cost_usd, visible_chars, content_chars, reply_saved,
-               http_status, output_final, tool_key, prompt_delta,
-               coalesce(response_kind IN ('thinking_only', 'empty'), false) AS stalled,
-               tc AS tool_call,
-               -- A cut-off tool call: known in a log; in a bill inferred from the next call's
-               -- prompt - and unknown (NULL) where there is no next call to judge by.
-               CASE WHEN response_kind = 'truncated_tool_call' THEN true
+    derived = {
+        "pos": "pos",
+        "prompt_delta": "prompt_delta",
+        "stalled": "coalesce(response_kind IN ('thinking_only', 'empty'), false)",
+        "tool_call": "tc",
+        # A cut-off tool call: known in a log; in a bill inferred from the next call's prompt -
+        # and unknown (NULL) where there is no next call to judge by.
+        "truncated": f"""CASE WHEN response_kind = 'truncated_tool_call' THEN true
                     WHEN finish_reason = 'length' AND content_chars IS NULL
                          AND tool_call_count IS NULL
                          AND (next_in IS NULL OR next_gap > {TRUNCATION_GAP_S}) THEN NULL
@@ -124,9 +166,18 @@ def _prepare_events(store: Store) -> int:
                                                       tool_call_count, input_tokens,
                                                       output_tokens, next_in, next_gap,
                                                       {TRUNCATION_GAP_S}, {KEPT_RATIO}), false)
-               END AS truncated,
-               tools_before, {is_bill("format")} AS is_bill, u_stream, u_session, u_turn,
-               parent_session_id, usd_through
+               END""",
+        "tools_before": "tools_before",
+        "is_bill": "is_bill",
+    }
+    cols = [
+        c if c in kept or derived[c] == c else f"{derived[c]} AS {c}"
+        for c in EVENT_COLUMNS
+        if c in kept or (c in derived and (c != "truncated" or c in columns))
+    ]
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE lf_events AS
+        SELECT {", ".join(cols)}, u_stream, u_session, u_turn, parent_session_id, usd_through
         FROM lf_sorted POSITIONAL JOIN lf_order"""
     )
     con.execute("DROP TABLE lf_sorted")
@@ -284,11 +335,21 @@ class Replay:
     order) and the ground truth are prepared on construction, in that order, so a policy is run
     only over a replay that has both."""
 
-    def __init__(self, store: Store, labels: Path | None = None) -> None:
+    def __init__(
+        self, store: Store, labels: Path | None = None, policies: list[Policy] | None = None
+    ) -> None:
+        """``policies``: those to be run (the replay then carries only the columns they and the
+        scoring read; a policy needing more widens it when run). None: every column."""
         self.store = store
-        self.calls = _prepare_events(store)
-        _prepare_truth(store, labels)
-        self.total = int(store.scalar("SELECT count(DISTINCT event_id) FROM lf_truth"))
+        self.labels = labels
+        self._prepare(columns_of(policies))
+
+    def _prepare(self, columns: frozenset[str]) -> None:
+        self.columns = columns
+        self.calls = _prepare_events(self.store, columns)
+        _prepare_truth(self.store, self.labels)
+        self.total = int(self.store.scalar("SELECT count(DISTINCT event_id) FROM lf_truth"))
+        self._totals: dict[tuple[str, str], tuple[Any, ...]] = {}
 
     def run(
         self,
@@ -299,6 +360,8 @@ class Replay:
     ) -> list[Result]:
         """One result for the policy, or one per swept value (with its trips listed if its
         index is in ``detail``; all by default - without their stops if ``stops`` is false)."""
+        if not columns_of([p]) <= self.columns:
+            self._prepare(self.columns | columns_of([p]))
         if sweep is not None and sweep[0] == "stop":
             variants = [p.with_param("stop", v) for v in sweep[1]]
             self._trace(p, None)  # one trace, every threshold read off it
@@ -309,7 +372,7 @@ class Replay:
                 self._trace(v, i)
                 self._trips([v], i)
         _prepare_rest(self.store, p.reaches)
-        return score(self.store, variants, blind_sql(p), detail, stops)
+        return score(self.store, variants, blind_sql(p), detail, stops, self._totals)
 
     def _trace(self, p: Policy, variant: int | None) -> None:
         """The guard's value after every call it sees (``lf_trace``; of one variant, or of all

@@ -95,10 +95,14 @@ def score(
     blind: str,
     detail: set[int] | None = None,
     stops: bool = True,
+    memo: dict[tuple[str, str], tuple[Any, ...]] | None = None,
 ) -> list[Result]:
     """Score every variant's trips at once, set-based. The trips themselves are listed for
     the variants in ``detail`` (all by default): their nudges, and unless ``stops`` is false
-    their stops (a table of figures needs none of them; there may be one per unit)."""
+    their stops (a table of figures needs none of them; there may be one per unit).
+
+    ``memo``: the replay's totals of calls and healthy units by blindness and unit, kept
+    between policies (they depend on the replay alone, not on a guard's trips)."""
     con = store.con
     p = variants[0]
     reach, unit = p.reaches, UNIT[p.reaches]
@@ -262,12 +266,17 @@ def score(
                 WHERE NOT blind AND {healthy} GROUP BY 1"""
         ).fetchall()
     )
-    blind_calls, calls_total, healthy_units = con.execute(
-        f"""SELECT count(*) FILTER (WHERE ({blind})), count(*),
-                   count(DISTINCT {unit}) FILTER (WHERE NOT ({blind}) AND {unit} NOT IN
-                       (SELECT DISTINCT {unit} FROM lf_truth_calls))
-            FROM lf_events"""
-    ).fetchall()[0]
+    totals = (memo or {}).get((blind, unit))
+    if totals is None:
+        totals = con.execute(
+            f"""SELECT count(*) FILTER (WHERE ({blind})), count(*),
+                       count(DISTINCT {unit}) FILTER (WHERE NOT ({blind}) AND {unit} NOT IN
+                           (SELECT DISTINCT {unit} FROM lf_truth_calls))
+                FROM lf_events"""
+        ).fetchall()[0]
+        if memo is not None:
+            memo[(blind, unit)] = totals
+    blind_calls, calls_total, healthy_units = totals
     listed = list(range(len(variants)) if detail is None else sorted(detail))
     actions = ["stop", "nudge"] if stops else ["nudge"]
     trips = con.execute(

@@ -1,0 +1,41 @@
+"""The replay carries only the columns its policies read; a policy reading more widens it."""
+
+from __future__ import annotations
+
+from analyzer.primitives import EVENT_COLUMNS
+from analyzer.replay import Replay, columns_of
+from tests.test_guards import S, X, kinds, make_store, policy
+
+
+def test_the_replay_carries_the_columns_its_policies_name() -> None:
+    narrow = policy(type="counter", count="stalled AND response_kind <> 'model'", stop=2)
+    wide = policy(type="counter", count="model = 'b' AND http_status = 200", stop=2)
+    assert "model" not in columns_of([narrow])  # a name in a quoted string is no column
+    assert {"model", "http_status"} <= columns_of([wide])
+    assert columns_of(None) == frozenset(EVENT_COLUMNS)
+    with make_store(kinds(S, X)) as store:
+        Replay(store, policies=[narrow])
+        got = {r[0] for r in store.con.execute("DESCRIBE lf_events").fetchall()}
+    assert "stalled" in got and "model" not in got
+
+
+def test_a_policy_reading_more_columns_widens_the_replay() -> None:
+    calls = [
+        {"response_kind": k, "model": m}
+        for k, m in [(S, "a"), (X, "b"), (S, "b"), (X, "a"), (X, "b"), (S, "b")]
+    ]
+    narrow = policy(type="counter", count="stalled", stop=2)
+    wide = policy(type="counter", count="model = 'b'", stop=3)
+    with make_store(calls) as store:
+        replay = Replay(store, policies=[narrow])
+        [r_narrow] = replay.run(narrow)
+        [r_wide] = replay.run(wide)
+        [again] = replay.run(narrow)
+    with make_store(calls) as store:
+        full = Replay(store)
+        [f_narrow] = full.run(narrow)
+        [f_wide] = full.run(wide)
+    assert [t.call_id for t in r_wide.trips] == [t.call_id for t in f_wide.trips] == ["c5"]
+    assert [t.call_id for t in r_narrow.trips] == [t.call_id for t in f_narrow.trips] == ["c3"]
+    assert [t.call_id for t in again.trips] == ["c3"]
+    assert (r_wide.calls_saved, r_wide.headroom) == (f_wide.calls_saved, f_wide.headroom)
