@@ -35,7 +35,9 @@ _ORDER = ("turn", "session", "stream")  # finest first
 
 
 # The calls' own columns the replay carries (``EVENT_COLUMNS`` less those it derives), and
-# those it always needs: what the scoring reads and what the order's columns are made of.
+# those it always needs: what the scoring reads and what the order's columns are made of. A
+# stream is its number (``u_stream``, in the order of the keys); its key is in ``lf_streams``,
+# and in the replay only for a policy that names it.
 _STORED = (
     "call_id", "stream_key", "session_id", "turn_id", "ts", "model", "app", "api_key",
     "response_kind", "finish_reason", "input_tokens", "output_tokens", "reasoning_tokens",
@@ -43,8 +45,8 @@ _STORED = (
     "tool_key", "tool_call_count", "parent_session_id",
 )  # fmt: skip
 _ALWAYS = {
-    "call_id", "stream_key", "session_id", "turn_id", "ts", "cost_usd", "parent_session_id",
-    "input_tokens", "response_kind", "tool_key",
+    "call_id", "session_id", "turn_id", "ts", "cost_usd", "parent_session_id", "input_tokens",
+    "response_kind", "tool_key",
 }  # fmt: skip
 # A derived column's inputs (the others are made of ``_ALWAYS`` or of the order alone).
 _DERIVED = {
@@ -77,9 +79,10 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
     in the order of its key, so the sort compares integers), and every column that depends on
     the order (positions, neighbours, unit numbers, running counts) is computed over that table
     with windows over no partition and no order (``OVER ()``), which DuckDB streams in the
-    table's own order without sorting again (``lf_order``). ``lf_events`` is a view reading the
-    two row by row (a positional join: the same order, nothing copied), so each policy's trace
-    streams over it the same way (``analyzer.primitives``)."""
+    table's own order without sorting again (``lf_order``). ``lf_events`` reads the two row by
+    row (a positional join: the same order), so each policy's trace streams over it the same way
+    (``analyzer.primitives``). The stream's key is not carried through the sort: its number is,
+    and the key is read back from the list of keys by that number (``lf_keys``)."""
     con = store.con
     for scope in UNIT:
         con.execute(f"DROP TABLE IF EXISTS lf_unit_{scope}")
@@ -88,7 +91,23 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
         if made in columns:
             needed |= inputs
     kept = [c for c in _STORED if c in needed]
-    select = ", ".join("t.tool_key" if c == "tool_key" else f"l.{c}" for c in kept)
+    select = ", ".join(
+        "t.tool_key" if c == "tool_key" else f"l.{c}" for c in kept if c != "stream_key"
+    )
+    # The streams numbered in the order of their keys: sorting by the number is sorting by
+    # the key, comparing integers.
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE lf_streams AS
+        SELECT stream_key, row_number() OVER (ORDER BY stream_key) AS sk
+        FROM (SELECT DISTINCT stream_key FROM calls WHERE superseded_by IS NULL)"""
+    )
+    # The keys in one list, a stream's key read by its number: one row joined to every row
+    # (a cross product with one row keeps the order of the other side).
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE lf_keys AS
+        SELECT list(stream_key ORDER BY sk) AS stream_keys FROM lf_streams"""
+    )
+    key = "list_extract(stream_keys, sk)"
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE lf_sorted AS
         WITH tools AS (
@@ -97,13 +116,9 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
                               ORDER BY tool_name, tool_args_hash) AS tool_key
             FROM messages WHERE kind = 'tool_call' AND call_id IS NOT NULL
             GROUP BY call_id
-        ),
-        streams AS (  -- numbered in the order of their keys: the same order, integer keys
-            SELECT stream_key, row_number() OVER (ORDER BY stream_key) AS sk
-            FROM (SELECT DISTINCT stream_key FROM calls WHERE superseded_by IS NULL)
         )
-        SELECT {select}, {is_bill("l.format")} AS is_bill
-        FROM calls l JOIN streams s ON s.stream_key = l.stream_key
+        SELECT s.sk, {select}, {is_bill("l.format")} AS is_bill
+        FROM calls l JOIN lf_streams s ON s.stream_key = l.stream_key
         LEFT JOIN tools t ON t.call_id = l.call_id
         WHERE l.superseded_by IS NULL
         ORDER BY s.sk, l.seq, l.ts, l.call_id"""
@@ -112,21 +127,23 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
     # order (where a stream, a session and a turn begin, the neighbours; then running counts;
     # then positions and unit numbers within the stream).
     con.execute(
-        """CREATE OR REPLACE TEMP TABLE lf_order AS
+        f"""CREATE OR REPLACE TEMP TABLE lf_order AS
         WITH a AS (
-            SELECT stream_key IS DISTINCT FROM lag(stream_key) OVER () AS new_stream,
-                   coalesce(lead(stream_key) OVER () = stream_key, false) AS has_next,
+            SELECT sk IS DISTINCT FROM lag(sk) OVER () AS new_stream,
+                   coalesce(lead(sk) OVER () = sk, false) AS has_next,
                    lead(input_tokens) OVER () AS lead_in,
                    epoch(lead(ts) OVER ()) - epoch(ts) AS lead_gap,
                    input_tokens - lag(input_tokens) OVER () AS lag_delta,
-                   coalesce(session_id, stream_key) IS DISTINCT FROM
-                       lag(coalesce(session_id, stream_key)) OVER () AS session_change,
-                   coalesce(turn_id, session_id, stream_key) IS DISTINCT FROM
-                       lag(coalesce(turn_id, session_id, stream_key)) OVER () AS turn_change,
+                   session IS DISTINCT FROM lag(session) OVER () AS session_change,
+                   turn IS DISTINCT FROM lag(turn) OVER () AS turn_change,
                    coalesce(response_kind IN ('tool_call', 'truncated_tool_call'), false)
                        OR tool_key IS NOT NULL AS tc,
                    coalesce(cost_usd, 0) AS usd
-            FROM lf_sorted),
+            FROM (  -- the session and turn as named, the stream's key where they are not
+                SELECT sk, input_tokens, ts, response_kind, tool_key, cost_usd,
+                       coalesce(session_id, {key}) AS session,
+                       coalesce(turn_id, session_id, {key}) AS turn
+                FROM lf_sorted CROSS JOIN lf_keys)),
         b AS (
             SELECT *, row_number() OVER () AS gi,
                    sum(new_stream::INTEGER) OVER r AS n_stream,
@@ -169,19 +186,24 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
                END""",
         "tools_before": "tools_before",
         "is_bill": "is_bill",
+        "stream_key": key,
     }
     cols = [
-        c if c in kept or derived[c] == c else f"{derived[c]} AS {c}"
+        c if derived.get(c, c) == c else f"{derived[c]} AS {c}"
         for c in EVENT_COLUMNS
-        if c in kept or (c in derived and (c != "truncated" or c in columns))
+        if c in kept
+        or (c in derived and c not in ("truncated", "stream_key"))
+        or (c == "truncated" and c in columns)
     ]
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE lf_events AS
         SELECT {", ".join(cols)}, u_stream, u_session, u_turn, parent_session_id, usd_through
-        FROM lf_sorted POSITIONAL JOIN lf_order"""
+        FROM (lf_sorted POSITIONAL JOIN lf_order)
+        {"CROSS JOIN lf_keys" if "stream_key" in kept else ""}"""
     )
     con.execute("DROP TABLE lf_sorted")
     con.execute("DROP TABLE lf_order")
+    con.execute("DROP TABLE lf_keys")
     return int(store.scalar("SELECT count(*) FROM lf_events"))
 
 
@@ -218,18 +240,18 @@ def _prepare_truth(store: Store, labels: Path | None = None) -> None:
     con.execute(
         """CREATE OR REPLACE TEMP TABLE lf_truth_span AS
            WITH ends AS (
-               SELECT t.incident_id, f.stream_key, f.u_stream, f.pos AS first_pos,
+               SELECT t.incident_id, f.u_stream, f.pos AS first_pos,
                       l.pos AS last_pos, f.ts AS first_ts
                FROM lf_truth t JOIN incidents i USING (incident_id)
                JOIN lf_events f ON f.call_id = i.first_call_id
-               JOIN lf_events l ON l.call_id = i.last_call_id AND l.stream_key = f.stream_key)
-           SELECT incident_id, stream_key, any_value(u_stream) AS u_stream,
+               JOIN lf_events l ON l.call_id = i.last_call_id AND l.u_stream = f.u_stream)
+           SELECT incident_id, u_stream,
                   min(first_pos) AS first_pos, max(last_pos) AS last_pos,
                   min(first_ts) AS first_ts
            FROM (SELECT * FROM ends
                  UNION ALL
-                 SELECT incident_id, stream_key, u_stream, pos, pos, ts FROM lf_truth_calls)
-           GROUP BY incident_id, stream_key"""
+                 SELECT incident_id, u_stream, pos, pos, ts FROM lf_truth_calls)
+           GROUP BY incident_id, u_stream"""
     )
     con.execute(
         """CREATE OR REPLACE TEMP TABLE lf_waste AS
@@ -237,7 +259,7 @@ def _prepare_truth(store: Store, labels: Path | None = None) -> None:
     )
     con.execute(
         """CREATE OR REPLACE TEMP TABLE lf_children AS
-           SELECT e.parent_session_id, e.stream_key, any_value(e.u_stream) AS u_stream,
+           SELECT e.parent_session_id, e.u_stream,
                   min(e.ts) AS first_ts, count(*) AS n,
                   coalesce(sum(e.cost_usd), 0) AS usd,
                   coalesce(sum(e.cost_usd) FILTER (WHERE w.call_id IS NOT NULL), 0) AS waste
@@ -285,7 +307,8 @@ def _apply_labels(store: Store, path: Path) -> None:
     con.execute(f"DELETE FROM lf_truth_calls WHERE incident_id IN ({legit})")
     con.execute(
         """INSERT INTO lf_truth_calls
-           SELECT 'label:' || e.stream_key, e.* FROM lf_events e
+           SELECT 'label:' || k.stream_key, e.* FROM lf_events e
+           JOIN lf_streams k ON k.sk = e.u_stream
            JOIN lf_labels l ON l.id = e.call_id AND l.label = 'runaway'
            WHERE e.call_id NOT IN (SELECT call_id FROM incident_calls)"""
     )

@@ -119,7 +119,7 @@ def score(
                 SELECT t.variant, t.u_stream, t.pos, sum(tw.cost_usd) AS usd
                 FROM lf_trips t JOIN tw ON tw.unit = t.reach_unit AND tw.pos > t.pos
                 WHERE t.action = 'stop' GROUP BY ALL)
-            SELECT t.variant, t.reach_unit, t.u_stream, e.stream_key, t.pos, e.call_id, e.ts,
+            SELECT t.variant, t.reach_unit, t.u_stream, t.pos, e.call_id, e.ts,
                    e.session_id, coalesce(e.cost_usd, 0) AS trip_cost,
                    w.call_id IS NOT NULL AS trip_is_waste, r.last_pos - t.pos AS rest_n,
                    r.end_usd - e.usd_through AS rest_usd, coalesce(rw.usd, 0) AS rest_waste,
@@ -136,8 +136,8 @@ def score(
     in_reach = "c.first_ts <= s.unit_end_ts" if reach == "turn" else "true"
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE lf_stop_children AS
-            SELECT s.variant, s.call_id AS stop_call, c.stream_key AS child,
-                   c.u_stream AS child_u, c.n, c.usd, c.waste
+            SELECT s.variant, s.call_id AS stop_call, c.u_stream AS child, c.n, c.usd,
+                   c.waste
             FROM lf_stops s JOIN lf_children c
               ON c.parent_session_id = s.session_id AND c.first_ts > s.ts AND {in_reach}
             WHERE NOT s.blind"""
@@ -145,11 +145,11 @@ def score(
     # A stop inside a sub-agent run that an earlier stop never let start is moot.
     con.execute(
         """DELETE FROM lf_trips t USING lf_stop_children c
-           WHERE t.variant = c.variant AND t.u_stream = c.child_u"""
+           WHERE t.variant = c.variant AND t.u_stream = c.child"""
     )
     con.execute(
         """DELETE FROM lf_stops s USING lf_stop_children c
-           WHERE s.variant = c.variant AND s.stream_key = c.child"""
+           WHERE s.variant = c.variant AND s.u_stream = c.child"""
     )
     per_variant = {
         r[0]: r[1:]
@@ -186,16 +186,16 @@ def score(
         f"""CREATE OR REPLACE TEMP TABLE lf_killed AS
             WITH k AS (
                 SELECT s.variant, tc.incident_id, tc.call_id, tc.cost_usd, s.call_id AS stop,
-                       s.stream_key AS stop_stream, s.pos AS trip_pos, s.ts AS trip_ts
+                       s.u_stream AS stop_stream, s.pos AS trip_pos, s.ts AS trip_ts
                 FROM lf_stops s JOIN lf_truth_calls tc
                   ON tc.{unit} = s.reach_unit AND tc.pos > s.pos
                 WHERE NOT s.blind
                 UNION ALL
                 SELECT s.variant, tc.incident_id, tc.call_id, tc.cost_usd, s.call_id,
-                       s.stream_key, s.pos, s.ts
+                       s.u_stream, s.pos, s.ts
                 FROM lf_stop_children c
                 JOIN lf_stops s ON s.variant = c.variant AND s.call_id = c.stop_call
-                JOIN lf_truth_calls tc ON tc.stream_key = c.child)
+                JOIN lf_truth_calls tc ON tc.u_stream = c.child)
             SELECT k.variant, k.incident_id, t.event_id, k.call_id,
                    any_value(k.cost_usd) AS cost_usd,
                    arg_min(k.stop, (k.trip_ts, k.trip_pos)) AS stop,
@@ -221,7 +221,7 @@ def score(
                SELECT f.variant, f.incident_id, count(tr.pos) AS n
                FROM first f
                JOIN lf_truth_span sp ON sp.incident_id = f.incident_id
-                                    AND sp.stream_key = f.stream
+                                    AND sp.u_stream = f.stream
                JOIN lf_trace tr ON (tr.variant IS NULL OR tr.variant = f.variant)
                                AND tr.u_stream = sp.u_stream
                                AND tr.pos BETWEEN sp.first_pos AND f.trip_pos
@@ -229,8 +229,8 @@ def score(
            spent AS (  -- the incident's waste spent up to the stop
                SELECT f.variant, f.incident_id, sum(tc.cost_usd) AS usd
                FROM first f JOIN lf_truth_calls tc ON tc.incident_id = f.incident_id
-               WHERE (tc.stream_key = f.stream AND tc.pos <= f.trip_pos)
-                  OR (tc.stream_key <> f.stream AND tc.ts <= f.trip_ts)
+               WHERE (tc.u_stream = f.stream AND tc.pos <= f.trip_pos)
+                  OR (tc.u_stream <> f.stream AND tc.ts <= f.trip_ts)
                GROUP BY ALL)
            SELECT f.variant, f.incident_id, f.event_id, f.stop, f.prevented,
                   coalesce(ev.n, 0) AS latency_events,
@@ -285,16 +285,17 @@ def score(
                FROM (SELECT variant, stop, incident_id, sum(cost_usd) AS cost
                      FROM lf_killed GROUP BY ALL)
                GROUP BY ALL)
-           SELECT t.variant, t.action, e.stream_key, t.pos, e.session_id, e.call_id, e.ts,
+           SELECT t.variant, t.action, k.stream_key, t.pos, e.session_id, e.call_id, e.ts,
                   CASE WHEN t.action = 'stop' THEN coalesce(n.incident_id, (
                       SELECT min(sp.incident_id) FROM lf_truth_span sp
                       WHERE sp.u_stream = t.u_stream
                         AND t.pos BETWEEN sp.first_pos AND sp.last_pos)) END
            FROM lf_trips t JOIN lf_events e ON e.u_stream = t.u_stream AND e.pos = t.pos
+           JOIN lf_streams k ON k.sk = t.u_stream
            LEFT JOIN named n ON n.variant = t.variant AND n.stop = e.call_id
            WHERE t.variant IN (SELECT unnest($v)) AND t.action IN (SELECT unnest($a))
              AND NOT ({blind.replace("is_bill", "e.is_bill")})
-           ORDER BY t.variant, t.action DESC, e.ts, e.stream_key, t.pos""",
+           ORDER BY t.variant, t.action DESC, e.ts, t.u_stream, t.pos""",
         {"v": listed, "a": actions},
     ).fetchall()
     stopped_of: dict[int, list[tuple[Any, ...]]] = {}

@@ -288,6 +288,7 @@ def test_ladder_nudges_match_the_reference(calls: list[dict[str, Any]]) -> None:
                scope="session")  # fmt: skip
     with make_store(calls) as store:
         [r] = backtest(store, [p])
+        Replay(store)  # every column, for the reference
         ref_stops, ref_nudges = reference(_events(store), p)
     assert sorted(t.call_id for t in r.trips) == ref_stops
     assert sorted(t.call_id for t in r.nudges) == ref_nudges

@@ -39,3 +39,18 @@ def test_a_policy_reading_more_columns_widens_the_replay() -> None:
     assert [t.call_id for t in r_narrow.trips] == [t.call_id for t in f_narrow.trips] == ["c3"]
     assert [t.call_id for t in again.trips] == ["c3"]
     assert (r_wide.calls_saved, r_wide.headroom) == (f_wide.calls_saved, f_wide.headroom)
+
+
+def test_a_policy_naming_the_stream_reads_its_key() -> None:
+    """The sort carries a stream's number; a policy naming ``stream_key`` reads the key back
+    (and streams are replayed in the order of their keys, whatever order they came in)."""
+    calls = [
+        {"response_kind": S, "stream_key": k, "session_id": k}
+        for k in ["zeta", "alpha", "Beta", "zeta", "alpha", "zeta"]
+    ]
+    p = policy(type="counter", count="stream_key = 'zeta' OR stream_key = 'Beta'", stop=2)
+    with make_store(calls) as store:
+        [r] = Replay(store, policies=[p]).run(p)
+        keys = [k for (k,) in store.con.execute("SELECT stream_key FROM lf_events").fetchall()]
+    assert keys == ["Beta", "alpha", "alpha", "zeta", "zeta", "zeta"]
+    assert [(t.stream_key, t.call_id) for t in r.trips] == [("zeta", "c4")]
