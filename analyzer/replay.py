@@ -155,11 +155,12 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
         SELECT tc, usd_through,
                gi - max(CASE WHEN new_stream THEN gi - 1 END) OVER r AS pos,
                n_stream::BIGINT AS u_stream,
-               n_stream::BIGINT * 16777216
+               (n_stream * 16777216
                    + (n_session - max(CASE WHEN new_stream THEN n_session - 1 END) OVER r)
-                   AS u_session,
-               n_stream::BIGINT * 16777216
-                   + (n_turn - max(CASE WHEN new_stream THEN n_turn - 1 END) OVER r) AS u_turn,
+               )::BIGINT AS u_session,
+               (n_stream * 16777216
+                   + (n_turn - max(CASE WHEN new_stream THEN n_turn - 1 END) OVER r)
+               )::BIGINT AS u_turn,
                (tc_before - max(CASE WHEN new_stream OR turn_change THEN tc_before END)
                    OVER r)::BIGINT AS tools_before,
                CASE WHEN has_next THEN lead_in END AS next_in,
