@@ -101,13 +101,6 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
         SELECT stream_key, row_number() OVER (ORDER BY stream_key) AS sk
         FROM (SELECT DISTINCT stream_key FROM calls WHERE superseded_by IS NULL)"""
     )
-    # The keys in one list, a stream's key read by its number: one row joined to every row
-    # (a cross product with one row keeps the order of the other side).
-    con.execute(
-        """CREATE OR REPLACE TEMP TABLE lf_keys AS
-        SELECT list(stream_key ORDER BY sk) AS stream_keys FROM lf_streams"""
-    )
-    key = "list_extract(stream_keys, sk)"
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE lf_sorted AS
         WITH tools AS (
@@ -117,7 +110,10 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
             FROM messages WHERE kind = 'tool_call' AND call_id IS NOT NULL
             GROUP BY call_id
         )
-        SELECT s.sk, {select}, {is_bill("l.format")} AS is_bill
+        SELECT s.sk, {select}, {is_bill("l.format")} AS is_bill,
+               -- where a session (a turn) named as the stream's key meets one not named
+               coalesce(l.session_id = l.stream_key, false) AS session_is_key,
+               coalesce(coalesce(l.turn_id, l.session_id) = l.stream_key, false) AS turn_is_key
         FROM calls l JOIN lf_streams s ON s.stream_key = l.stream_key
         LEFT JOIN tools t ON t.call_id = l.call_id
         WHERE l.superseded_by IS NULL
@@ -127,23 +123,24 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
     # order (where a stream, a session and a turn begin, the neighbours; then running counts;
     # then positions and unit numbers within the stream).
     con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE lf_order AS
+        """CREATE OR REPLACE TEMP TABLE lf_order AS
         WITH a AS (
             SELECT sk IS DISTINCT FROM lag(sk) OVER () AS new_stream,
                    coalesce(lead(sk) OVER () = sk, false) AS has_next,
                    lead(input_tokens) OVER () AS lead_in,
                    epoch(lead(ts) OVER ()) - epoch(ts) AS lead_gap,
                    input_tokens - lag(input_tokens) OVER () AS lag_delta,
-                   session IS DISTINCT FROM lag(session) OVER () AS session_change,
-                   turn IS DISTINCT FROM lag(turn) OVER () AS turn_change,
+                   NOT (session_id IS NOT DISTINCT FROM lag(session_id) OVER ()
+                        OR (session_id IS NULL AND lag(session_is_key) OVER ())
+                        OR (lag(session_id) OVER () IS NULL AND session_is_key))
+                       AS session_change,
+                   NOT (turn IS NOT DISTINCT FROM lag(turn) OVER ()
+                        OR (turn IS NULL AND lag(turn_is_key) OVER ())
+                        OR (lag(turn) OVER () IS NULL AND turn_is_key)) AS turn_change,
                    coalesce(response_kind IN ('tool_call', 'truncated_tool_call'), false)
                        OR tool_key IS NOT NULL AS tc,
                    coalesce(cost_usd, 0) AS usd
-            FROM (  -- the session and turn as named, the stream's key where they are not
-                SELECT sk, input_tokens, ts, response_kind, tool_key, cost_usd,
-                       coalesce(session_id, {key}) AS session,
-                       coalesce(turn_id, session_id, {key}) AS turn
-                FROM lf_sorted CROSS JOIN lf_keys)),
+            FROM (SELECT *, coalesce(turn_id, session_id) AS turn FROM lf_sorted)),
         b AS (
             SELECT *, row_number() OVER () AS gi,
                    sum(new_stream::INTEGER) OVER r AS n_stream,
@@ -169,6 +166,14 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
         FROM b WINDOW r AS (ROWS UNBOUNDED PRECEDING)"""
     )
     # The calls with their order's columns, row by row (a positional join keeps the order).
+    # A policy naming the stream's key reads it from the list of keys by the stream's number
+    # (one row joined to every row: a cross product with one row keeps the other side's order).
+    key = "list_extract(stream_keys, sk)"
+    if "stream_key" in kept:
+        con.execute(
+            """CREATE OR REPLACE TEMP TABLE lf_keys AS
+            SELECT list(stream_key ORDER BY sk) AS stream_keys FROM lf_streams"""
+        )
     derived = {
         "pos": "pos",
         "prompt_delta": "prompt_delta",
@@ -204,7 +209,7 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
     )
     con.execute("DROP TABLE lf_sorted")
     con.execute("DROP TABLE lf_order")
-    con.execute("DROP TABLE lf_keys")
+    con.execute("DROP TABLE IF EXISTS lf_keys")
     return int(store.scalar("SELECT count(*) FROM lf_events"))
 
 

@@ -54,3 +54,21 @@ def test_a_policy_naming_the_stream_reads_its_key() -> None:
         keys = [k for (k,) in store.con.execute("SELECT stream_key FROM lf_events").fetchall()]
     assert keys == ["Beta", "alpha", "alpha", "zeta", "zeta", "zeta"]
     assert [(t.stream_key, t.call_id) for t in r.trips] == [("zeta", "c4")]
+
+
+def test_a_call_without_a_session_is_in_the_session_named_as_its_stream() -> None:
+    """A session is its id, or the stream's key where there is none: a call with no session
+    beside one whose session is named as the stream's key is in that same session (as are the
+    turns: turn, else session, else the stream's key)."""
+    sessions = ["k", None, None, "x", None, "k"]
+    calls = [
+        {"response_kind": S, "stream_key": "k", "session_id": s, "turn_id": None} for s in sessions
+    ]
+    p = policy(type="counter", count="stalled", scope="session", stop=3)
+    with make_store(calls) as store:
+        [r] = Replay(store, policies=[p]).run(p)
+        units = store.con.execute(
+            "SELECT count(DISTINCT u_session), count(DISTINCT u_turn) FROM lf_events"
+        ).fetchall()
+    assert units == [(3, 3)]  # k k k | x | k k
+    assert [t.call_id for t in r.trips] == ["c3"]
