@@ -16,6 +16,7 @@ import click
 import duckdb
 
 from analyzer import __version__, cli_catalog, cli_store
+from analyzer.arrow_setup import skip_pandas
 from analyzer.cli_options import (
     View,
     chatter_options,
@@ -351,6 +352,7 @@ for _command in (*cli_catalog.COMMANDS, *cli_store.COMMANDS):
 
 
 def main() -> None:
+    skip_pandas()
     try:
         cli(prog_name="llm-forensics")
     except BrokenPipeError:  # `llm-forensics ... | head`: the reader left; not an error

@@ -287,3 +287,33 @@ def test_unpriced_models_are_named(runner: CliRunner, tmp_path: Path) -> None:
     assert result.stderr.count("no price known for model 'acme/secret-model-9'") == 1
     text = runner.invoke(cli, ["audit", str(f)]).stdout
     assert "Unpriced acme/secret-model-9 (1): no known price, counted as $0" in text
+
+
+def test_ingest_of_a_log_does_not_import_pandas(tmp_path: Path) -> None:
+    """pyarrow's first conversion would import pandas (0.2 s of every log ingest); the CLI
+    lets that look fail, and pandas still works for whoever asks for it by name."""
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('pandas imported:', 'pandas' in sys.modules))\n"
+        "from analyzer.cli import main\n"
+        f"sys.argv = ['llm-forensics', 'ingest', '-q', '--db', {str(tmp_path / 's.duckdb')!r},"
+        f" {str(SAMPLE_DATA / 'claude-code')!r}]\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "pandas imported: False" in done.stdout
+    assert "loaded" in done.stdout
+
+    after = (
+        "import pyarrow as pa\n"
+        "from analyzer.arrow_setup import skip_pandas\n"
+        "skip_pandas()\n"
+        "t = pa.table({'k': pa.array(['a', None])})\n"
+        "df = t.to_pandas()\n"
+        "assert type(df).__module__.startswith('pandas'), type(df)\n"
+        "assert pa.Table.from_pandas(df, preserve_index=False).to_pylist() == t.to_pylist()\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", after], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
