@@ -79,6 +79,26 @@ def test_matching_by_time_model_and_tokens(store: Store, tmp_path: Path) -> None
     assert summary.usd_by_basis["billed"] == Decimal("0.0606")
 
 
+def test_unmatched_bills_are_counted_near_a_logged_session_of_their_model(
+    store: Store, tmp_path: Path
+) -> None:
+    """A bill counts as "should have matched" only within 300 s of a logged session of the same
+    model, however the model is written (the bill's vendor prefix, the log's bare name)."""
+    bills = [
+        bill(0, "10:00:00.000", 1000, 50, "0.01"),  # matched by the log
+        bill(1, "10:04:59.000", 900, 10, "0.01"),  # 299 s after the session: unmatched
+        bill(2, "10:05:01.000", 900, 10, "0.01"),  # 301 s after: not near the logs
+        bill(3, "09:55:00.000", 900, 10, "0.01"),  # 300 s before: unmatched
+        bill(4, "10:00:30.000", 900, 10, "0.01"),  # another model: not its logs
+    ]
+    bills[4]["model_permaslug"] = "anthropic/claude-opus-4.5"
+    load(store, tmp_path, bills, [said("10:00:00.000", 1000, 50)])
+    rec = reconciliation(store)
+    assert rec is not None
+    assert rec.matched == 1
+    assert rec.billing_rows_unmatched == 2  # bills 1 and 3
+
+
 def test_linking_works_when_logs_arrive_first(store: Store, tmp_path: Path) -> None:
     load(store, tmp_path, [bill(0, "10:00:00.000", 1000, 50, "0.01")],
          [said("10:00:00.000", 1000, 50)], logs_first=True)  # fmt: skip
