@@ -87,30 +87,57 @@ def _link_round(store: Store) -> int:
                   AND EXISTS (SELECT 1 FROM calls WHERE {is_bill()} AND superseded_by IS NULL)"""
     ):
         return 0
+    # The logs still unlinked, as a table of their own: few next to the bills, and the
+    # planner then knows it (a CTE's size is guessed, and 10M bills were hashed for it).
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE lf_link_logs AS
+            SELECT call_id, ts, lf_model_key(model) AS mk, input_tokens, output_tokens,
+                   output_final, response_id,
+                   epoch_us(ts) // {WINDOW_S * 1_000_000} AS bk
+            FROM calls
+            WHERE NOT {is_bill()} AND billing_call_id IS NULL AND ts IS NOT NULL"""
+    )
+    # Bills are compared only within the logs' time range: given as values, the range lets
+    # the scan skip the row groups outside it.
+    lo, hi = con.execute(
+        f"""SELECT min(ts) - INTERVAL {WINDOW_S} SECOND, max(ts) + INTERVAL {WINDOW_S} SECOND
+            FROM lf_link_logs"""
+    ).fetchall()[0]
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE lf_links AS
-        WITH logs AS (
-            SELECT call_id, ts, lf_model_key(model) AS mk, input_tokens, output_tokens,
-                   output_final, response_id
-            FROM calls
-            WHERE NOT {is_bill()} AND billing_call_id IS NULL AND ts IS NOT NULL
-        ),
-        bills AS (
-            SELECT call_id, ts, lf_model_key(model) AS mk, input_tokens, output_tokens, native_id
-            FROM calls WHERE {is_bill()} AND superseded_by IS NULL
-        ),
-        by_id AS (
+        WITH by_id AS (
             SELECT l.call_id AS log_id, b.call_id AS bill_id, -1.0 AS dt
-            FROM logs l JOIN bills b ON b.native_id = l.response_id
+            FROM lf_link_logs l
+            JOIN (SELECT call_id, native_id FROM calls
+                  WHERE {is_bill()} AND superseded_by IS NULL
+                    AND native_id IN (SELECT response_id FROM lf_link_logs)) b
+              ON b.native_id = l.response_id
+        ),
+        -- A model's key once per model (not per billing row), for the models logs have.
+        keys AS (
+            SELECT model, mk
+            FROM (SELECT model, lf_model_key(model) AS mk
+                  FROM (SELECT DISTINCT model FROM calls
+                        WHERE {is_bill()} AND ts BETWEEN $lo AND $hi))
+            WHERE mk IN (SELECT mk FROM lf_link_logs)
+        ),
+        -- A bill within the window of a log lies in the log's bucket of the window's width or
+        -- a bucket beside it: bills are joined on (model key, bucket), the window then checked.
+        near AS (
+            SELECT b.call_id, b.ts, k.mk, b.input_tokens, b.output_tokens,
+                   epoch_us(b.ts) // {WINDOW_S * 1_000_000} AS bucket
+            FROM calls b JOIN keys k ON b.model = k.model
+            WHERE {is_bill("b.format")} AND b.superseded_by IS NULL
+              AND b.ts BETWEEN $lo AND $hi
         ),
         by_time AS (
             SELECT l.call_id AS log_id, b.call_id AS bill_id,
                    abs(epoch(b.ts) - epoch(l.ts)) AS dt
-            FROM logs l JOIN bills b
-              ON b.ts BETWEEN l.ts - INTERVAL {WINDOW_S} SECOND
-                          AND l.ts + INTERVAL {WINDOW_S} SECOND
-             AND b.mk = l.mk
-            WHERE (l.input_tokens IS NULL OR l.input_tokens = b.input_tokens)
+            FROM (SELECT *, unnest([bk - 1, bk, bk + 1]) AS bucket FROM lf_link_logs) l
+            JOIN near b ON b.mk = l.mk AND b.bucket = l.bucket
+            WHERE b.ts BETWEEN l.ts - INTERVAL {WINDOW_S} SECOND
+                           AND l.ts + INTERVAL {WINDOW_S} SECOND
+              AND (l.input_tokens IS NULL OR l.input_tokens = b.input_tokens)
               AND (l.output_tokens IS NULL OR NOT coalesce(l.output_final, false)
                    OR l.output_tokens = b.output_tokens)
         ),
@@ -120,7 +147,8 @@ def _link_round(store: Store) -> int:
                    row_number() OVER (PARTITION BY bill_id ORDER BY dt, log_id) AS r_bill
             FROM (SELECT * FROM by_id UNION ALL SELECT * FROM by_time)
         )
-        SELECT log_id, bill_id FROM ranked WHERE r_log = 1 AND r_bill = 1"""
+        SELECT log_id, bill_id FROM ranked WHERE r_log = 1 AND r_bill = 1""",
+        {"lo": lo, "hi": hi},
     )
     n = int(store.scalar("SELECT count(*) FROM lf_links"))
     if n:
@@ -153,6 +181,7 @@ def _link_round(store: Store) -> int:
                FROM lf_links k WHERE calls.call_id = k.bill_id"""
         )
     con.execute("DROP TABLE lf_links")
+    con.execute("DROP TABLE lf_link_logs")
     return n
 
 

@@ -7,6 +7,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from analyzer.ingest.base import IngestOptions
 from analyzer.link import reconciliation
 from analyzer.pipeline import ingest_paths
@@ -97,6 +99,30 @@ def test_unmatched_bills_are_counted_near_a_logged_session_of_their_model(
     assert rec is not None
     assert rec.matched == 1
     assert rec.billing_rows_unmatched == 2  # bills 1 and 3
+
+
+@pytest.mark.parametrize(
+    ("bill_at", "linked"),
+    [("10:00:02.000", True), ("09:59:58.000", True), ("10:00:02.001", False),
+     ("09:59:57.999", False), ("10:00:01.999", True)],
+)  # fmt: skip
+def test_the_time_window_is_two_seconds_each_way(
+    store: Store, tmp_path: Path, bill_at: str, linked: bool
+) -> None:
+    """Bills are found by buckets of the window's width: a bill at the window's very edge, in
+    the bucket beside the log's, is still linked, and one a millisecond beyond is not."""
+    load(store, tmp_path, [bill(0, bill_at, 1000, 50, "0.01")], [said("10:00:00.000", 1000, 50)])
+    assert len(links(store)) == (1 if linked else 0)
+
+
+def test_logs_hours_apart_are_each_linked(store: Store, tmp_path: Path) -> None:
+    bills = [bill(0, "01:00:00.500", 1000, 50, "0.01"), bill(1, "23:00:00.500", 2000, 60, "0.02")]
+    messages = [said("01:00:00.000", 1000, 50), said("23:00:00.000", 2000, 60)]
+    load(store, tmp_path, bills, messages)
+    assert [(r[0], r[2]) for r in links(store)] == [
+        ("conv:1", Decimal("0.01")),
+        ("conv:2", Decimal("0.02")),
+    ]
 
 
 def test_linking_works_when_logs_arrive_first(store: Store, tmp_path: Path) -> None:
