@@ -360,8 +360,11 @@ def load(ctx: LoadContext) -> LoadResult:
     # only when the store holds calls of this format in it: a new store compares nothing).
     con.execute(
         """CREATE TEMP TABLE lf_or_dups AS
-           SELECT generation_id, min(rowid) AS keep
-           FROM lf_or_typed WHERE reject_reason IS NULL AND NOT is_header
+           SELECT generation_id, min(rid) AS keep
+           FROM (SELECT rowid AS rid, generation_id FROM lf_or_typed
+                 WHERE reject_reason IS NULL AND NOT is_header AND hash(generation_id) IN (
+                   SELECT hash(generation_id) FROM lf_or_typed  -- numbers group fast
+                   WHERE reject_reason IS NULL AND NOT is_header GROUP BY 1 HAVING count(*) > 1))
            GROUP BY generation_id HAVING count(*) > 1"""
     )
     lo, hi = con.execute(
