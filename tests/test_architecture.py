@@ -77,6 +77,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "analyzer.console",
             "analyzer.resources",
             "analyzer.timewindow",
+            "analyzer.arrow_setup",
         },
     ),
 ]
