@@ -75,14 +75,15 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
     on (``EVENT_COLUMNS``; of the calls' own columns, those in ``columns``), the unit numbers of
     each scope, and what the scoring needs.
 
-    Sorted once: the calls are written in stream order (``lf_sorted``; a stream is numbered
+    Sorted once, in one statement: the calls are sorted in stream order (a stream is numbered
     in the order of its key, so the sort compares integers), and every column that depends on
-    the order (positions, neighbours, unit numbers, running counts) is computed over that table
-    with windows over no partition and no order (``OVER ()``), which DuckDB streams in the
-    table's own order without sorting again (``lf_order``). ``lf_events`` reads the two row by
-    row (a positional join: the same order), so each policy's trace streams over it the same way
-    (``analyzer.primitives``). The stream's key is not carried through the sort: its number is,
-    and the key is read back from the list of keys by that number (``lf_keys``)."""
+    the order (positions, neighbours, unit numbers, running counts) is computed with windows
+    over no partition and no order (``OVER ()``), which DuckDB streams in the order the sort
+    emits the rows, as they are written: no sorted copy is kept beside ``lf_events``, and no
+    second pass joins one to the other. Each policy's trace then streams over ``lf_events`` the
+    same way, in its own order (``analyzer.primitives``). The stream's key is not carried
+    through the sort: its number is, and the key is read back from the list of keys by that
+    number (``lf_keys``)."""
     con = store.con
     for scope in UNIT:
         con.execute(f"DROP TABLE IF EXISTS lf_unit_{scope}")
@@ -101,71 +102,6 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
         SELECT stream_key, row_number() OVER (ORDER BY stream_key) AS sk
         FROM (SELECT DISTINCT stream_key FROM calls WHERE superseded_by IS NULL)"""
     )
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE lf_sorted AS
-        WITH tools AS (
-            SELECT call_id,
-                   string_agg(tool_name || ':' || coalesce(tool_args_hash, ''), ';'
-                              ORDER BY tool_name, tool_args_hash) AS tool_key
-            FROM messages WHERE kind = 'tool_call' AND call_id IS NOT NULL
-            GROUP BY call_id
-        )
-        SELECT s.sk, {select}, {is_bill("l.format")} AS is_bill,
-               -- where a session (a turn) named as the stream's key meets one not named
-               coalesce(l.session_id = l.stream_key, false) AS session_is_key,
-               coalesce(coalesce(l.turn_id, l.session_id) = l.stream_key, false) AS turn_is_key
-        FROM calls l JOIN lf_streams s ON s.stream_key = l.stream_key
-        LEFT JOIN tools t ON t.call_id = l.call_id
-        WHERE l.superseded_by IS NULL
-        ORDER BY s.sk, l.seq, l.ts, l.call_id"""
-    )
-    # The order's own columns, over narrow rows: each layer reads the one below in the table's
-    # order (where a stream, a session and a turn begin, the neighbours; then running counts;
-    # then positions and unit numbers within the stream).
-    con.execute(
-        """CREATE OR REPLACE TEMP TABLE lf_order AS
-        WITH a AS (
-            SELECT sk IS DISTINCT FROM lag(sk) OVER () AS new_stream,
-                   coalesce(lead(sk) OVER () = sk, false) AS has_next,
-                   lead(input_tokens) OVER () AS lead_in,
-                   epoch(lead(ts) OVER ()) - epoch(ts) AS lead_gap,
-                   input_tokens - lag(input_tokens) OVER () AS lag_delta,
-                   NOT (session_id IS NOT DISTINCT FROM lag(session_id) OVER ()
-                        OR (session_id IS NULL AND lag(session_is_key) OVER ())
-                        OR (lag(session_id) OVER () IS NULL AND session_is_key))
-                       AS session_change,
-                   NOT (turn IS NOT DISTINCT FROM lag(turn) OVER ()
-                        OR (turn IS NULL AND lag(turn_is_key) OVER ())
-                        OR (lag(turn) OVER () IS NULL AND turn_is_key)) AS turn_change,
-                   coalesce(response_kind IN ('tool_call', 'truncated_tool_call'), false)
-                       OR tool_key IS NOT NULL AS tc,
-                   coalesce(cost_usd, 0) AS usd
-            FROM (SELECT *, coalesce(turn_id, session_id) AS turn FROM lf_sorted)),
-        b AS (
-            SELECT *, row_number() OVER () AS gi,
-                   sum(new_stream::INTEGER) OVER r AS n_stream,
-                   sum((new_stream OR session_change)::INTEGER) OVER r AS n_session,
-                   sum((new_stream OR turn_change)::INTEGER) OVER r AS n_turn,
-                   sum(tc::INTEGER) OVER r - tc::INTEGER AS tc_before,
-                   sum(usd) OVER r AS usd_through
-            FROM a WINDOW r AS (ROWS UNBOUNDED PRECEDING))
-        SELECT tc, usd_through,
-               gi - max(CASE WHEN new_stream THEN gi - 1 END) OVER r AS pos,
-               n_stream::BIGINT AS u_stream,
-               (n_stream * 16777216
-                   + (n_session - max(CASE WHEN new_stream THEN n_session - 1 END) OVER r)
-               )::BIGINT AS u_session,
-               (n_stream * 16777216
-                   + (n_turn - max(CASE WHEN new_stream THEN n_turn - 1 END) OVER r)
-               )::BIGINT AS u_turn,
-               (tc_before - max(CASE WHEN new_stream OR turn_change THEN tc_before END)
-                   OVER r)::BIGINT AS tools_before,
-               CASE WHEN has_next THEN lead_in END AS next_in,
-               CASE WHEN has_next THEN lead_gap END AS next_gap,
-               CASE WHEN NOT new_stream THEN lag_delta END AS prompt_delta
-        FROM b WINDOW r AS (ROWS UNBOUNDED PRECEDING)"""
-    )
-    # The calls with their order's columns, row by row (a positional join keeps the order).
     # A policy naming the stream's key reads it from the list of keys by the stream's number
     # (one row joined to every row: a cross product with one row keeps the other side's order).
     key = "list_extract(stream_keys, sk)"
@@ -201,14 +137,73 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
         or (c in derived and c not in ("truncated", "stream_key"))
         or (c == "truncated" and c in columns)
     ]
+    # One statement: the calls sorted (``s``), then the order's own columns in layers, each
+    # reading the one below in the sort's order (where a stream, a session and a turn begin,
+    # the neighbours; then running counts; then positions and unit numbers within the
+    # stream), written as they stream out of the sort: no sorted copy and no second pass.
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE lf_events AS
+        WITH tools AS (
+            SELECT call_id,
+                   string_agg(tool_name || ':' || coalesce(tool_args_hash, ''), ';'
+                              ORDER BY tool_name, tool_args_hash) AS tool_key
+            FROM messages WHERE kind = 'tool_call' AND call_id IS NOT NULL
+            GROUP BY call_id
+        ),
+        s AS (
+            SELECT s.sk, {select}, {is_bill("l.format")} AS is_bill,
+                   -- where a session (a turn) named as the stream's key meets one not named
+                   coalesce(l.session_id = l.stream_key, false) AS session_is_key,
+                   coalesce(coalesce(l.turn_id, l.session_id) = l.stream_key, false)
+                       AS turn_is_key
+            FROM calls l JOIN lf_streams s ON s.stream_key = l.stream_key
+            LEFT JOIN tools t ON t.call_id = l.call_id
+            WHERE l.superseded_by IS NULL
+            ORDER BY s.sk, l.seq, l.ts, l.call_id),
+        a AS (
+            SELECT *, sk IS DISTINCT FROM lag(sk) OVER () AS new_stream,
+                   coalesce(lead(sk) OVER () = sk, false) AS has_next,
+                   lead(input_tokens) OVER () AS lead_in,
+                   epoch(lead(ts) OVER ()) - epoch(ts) AS lead_gap,
+                   input_tokens - lag(input_tokens) OVER () AS lag_delta,
+                   NOT (session_id IS NOT DISTINCT FROM lag(session_id) OVER ()
+                        OR (session_id IS NULL AND lag(session_is_key) OVER ())
+                        OR (lag(session_id) OVER () IS NULL AND session_is_key))
+                       AS session_change,
+                   NOT (turn IS NOT DISTINCT FROM lag(turn) OVER ()
+                        OR (turn IS NULL AND lag(turn_is_key) OVER ())
+                        OR (lag(turn) OVER () IS NULL AND turn_is_key)) AS turn_change,
+                   coalesce(response_kind IN ('tool_call', 'truncated_tool_call'), false)
+                       OR tool_key IS NOT NULL AS tc,
+                   coalesce(cost_usd, 0) AS usd
+            FROM (SELECT *, coalesce(turn_id, session_id) AS turn FROM s)),
+        b AS (
+            SELECT *, row_number() OVER () AS gi,
+                   sum(new_stream::INTEGER) OVER r AS n_stream,
+                   sum((new_stream OR session_change)::INTEGER) OVER r AS n_session,
+                   sum((new_stream OR turn_change)::INTEGER) OVER r AS n_turn,
+                   sum(tc::INTEGER) OVER r - tc::INTEGER AS tc_before,
+                   sum(usd) OVER r AS usd_through
+            FROM a WINDOW r AS (ROWS UNBOUNDED PRECEDING)),
+        o AS (
+            SELECT *,
+                   gi - max(CASE WHEN new_stream THEN gi - 1 END) OVER r AS pos,
+                   n_stream::BIGINT AS u_stream,
+                   (n_stream * 16777216
+                       + (n_session - max(CASE WHEN new_stream THEN n_session - 1 END) OVER r)
+                   )::BIGINT AS u_session,
+                   (n_stream * 16777216
+                       + (n_turn - max(CASE WHEN new_stream THEN n_turn - 1 END) OVER r)
+                   )::BIGINT AS u_turn,
+                   (tc_before - max(CASE WHEN new_stream OR turn_change THEN tc_before END)
+                       OVER r)::BIGINT AS tools_before,
+                   CASE WHEN has_next THEN lead_in END AS next_in,
+                   CASE WHEN has_next THEN lead_gap END AS next_gap,
+                   CASE WHEN NOT new_stream THEN lag_delta END AS prompt_delta
+            FROM b WINDOW r AS (ROWS UNBOUNDED PRECEDING))
         SELECT {", ".join(cols)}, u_stream, u_session, u_turn, parent_session_id, usd_through
-        FROM (lf_sorted POSITIONAL JOIN lf_order)
-        {"CROSS JOIN lf_keys" if "stream_key" in kept else ""}"""
+        FROM o {"CROSS JOIN lf_keys" if "stream_key" in kept else ""}"""
     )
-    con.execute("DROP TABLE lf_sorted")
-    con.execute("DROP TABLE lf_order")
     con.execute("DROP TABLE IF EXISTS lf_keys")
     return int(store.scalar("SELECT count(*) FROM lf_events"))
 
