@@ -37,7 +37,9 @@ _ORDER = ("turn", "session", "stream")  # finest first
 # The calls' own columns the replay carries (``EVENT_COLUMNS`` less those it derives), and
 # those it always needs: what the scoring reads and what the order's columns are made of. A
 # stream is its number (``u_stream``, in the order of the keys); its key is in ``lf_streams``,
-# and in the replay only for a policy that names it.
+# and in the replay only for a policy that names it. So are sessions and turns: their ids are
+# numbered (``lf_names``, one list for both, so equal ids are equal numbers), the replay
+# carries the session's number (``sid``), and the ids only for a policy that names them.
 _STORED = (
     "call_id", "stream_key", "session_id", "turn_id", "ts", "model", "app", "api_key",
     "response_kind", "finish_reason", "input_tokens", "output_tokens", "reasoning_tokens",
@@ -45,8 +47,7 @@ _STORED = (
     "tool_key", "tool_call_count", "parent_session_id",
 )  # fmt: skip
 _ALWAYS = {
-    "call_id", "session_id", "turn_id", "ts", "cost_usd", "parent_session_id", "input_tokens",
-    "response_kind", "tool_key",
+    "call_id", "ts", "cost_usd", "parent_session_id", "input_tokens", "response_kind", "tool_key",
 }  # fmt: skip
 # A derived column's inputs (the others are made of ``_ALWAYS`` or of the order alone).
 _DERIVED = {
@@ -102,6 +103,14 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
         SELECT stream_key, row_number() OVER (ORDER BY stream_key) AS sk
         FROM (SELECT DISTINCT stream_key FROM calls WHERE superseded_by IS NULL)"""
     )
+    # The session and turn ids, numbered: what the order compares, and the scoring joins on.
+    con.execute(
+        """CREATE OR REPLACE TEMP TABLE lf_names AS
+        SELECT name, row_number() OVER () AS id FROM (
+            SELECT session_id AS name FROM calls WHERE superseded_by IS NULL
+            UNION SELECT turn_id FROM calls WHERE superseded_by IS NULL)
+        WHERE name IS NOT NULL"""
+    )
     # A policy naming the stream's key reads it from the list of keys by the stream's number
     # (one row joined to every row: a cross product with one row keeps the other side's order).
     key = "list_extract(stream_keys, sk)"
@@ -151,13 +160,16 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
             GROUP BY call_id
         ),
         s AS (
-            SELECT s.sk, {select}, {is_bill("l.format")} AS is_bill,
+            SELECT s.sk, {select}, sn.id AS sid, tn.id AS tid,
+                   {is_bill("l.format")} AS is_bill,
                    -- where a session (a turn) named as the stream's key meets one not named
                    coalesce(l.session_id = l.stream_key, false) AS session_is_key,
                    coalesce(coalesce(l.turn_id, l.session_id) = l.stream_key, false)
                        AS turn_is_key
             FROM calls l JOIN lf_streams s ON s.stream_key = l.stream_key
             LEFT JOIN tools t ON t.call_id = l.call_id
+            LEFT JOIN lf_names sn ON sn.name = l.session_id
+            LEFT JOIN lf_names tn ON tn.name = l.turn_id
             WHERE l.superseded_by IS NULL
             ORDER BY s.sk, l.seq, l.ts, l.call_id),
         a AS (
@@ -166,9 +178,9 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
                    lead(input_tokens) OVER () AS lead_in,
                    epoch(lead(ts) OVER ()) - epoch(ts) AS lead_gap,
                    input_tokens - lag(input_tokens) OVER () AS lag_delta,
-                   NOT (session_id IS NOT DISTINCT FROM lag(session_id) OVER ()
-                        OR (session_id IS NULL AND lag(session_is_key) OVER ())
-                        OR (lag(session_id) OVER () IS NULL AND session_is_key))
+                   NOT (sid IS NOT DISTINCT FROM lag(sid) OVER ()
+                        OR (sid IS NULL AND lag(session_is_key) OVER ())
+                        OR (lag(sid) OVER () IS NULL AND session_is_key))
                        AS session_change,
                    NOT (turn IS NOT DISTINCT FROM lag(turn) OVER ()
                         OR (turn IS NULL AND lag(turn_is_key) OVER ())
@@ -176,7 +188,7 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
                    coalesce(response_kind IN ('tool_call', 'truncated_tool_call'), false)
                        OR tool_key IS NOT NULL AS tc,
                    coalesce(cost_usd, 0) AS usd
-            FROM (SELECT *, coalesce(turn_id, session_id) AS turn FROM s)),
+            FROM (SELECT *, coalesce(tid, sid) AS turn FROM s)),
         b AS (
             SELECT *, row_number() OVER () AS gi,
                    sum(new_stream::INTEGER) OVER r AS n_stream,
@@ -201,7 +213,8 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
                    CASE WHEN has_next THEN lead_gap END AS next_gap,
                    CASE WHEN NOT new_stream THEN lag_delta END AS prompt_delta
             FROM b WINDOW r AS (ROWS UNBOUNDED PRECEDING))
-        SELECT {", ".join(cols)}, u_stream, u_session, u_turn, parent_session_id, usd_through
+        SELECT {", ".join(cols)}, u_stream, u_session, u_turn, sid, parent_session_id,
+               usd_through
         FROM o {"CROSS JOIN lf_keys" if "stream_key" in kept else ""}"""
     )
     con.execute("DROP TABLE IF EXISTS lf_keys")
@@ -260,11 +273,12 @@ def _prepare_truth(store: Store, labels: Path | None = None) -> None:
     )
     con.execute(
         """CREATE OR REPLACE TEMP TABLE lf_children AS
-           SELECT e.parent_session_id, e.u_stream,
+           SELECT e.parent_session_id, n.id AS parent_sid, e.u_stream,
                   min(e.ts) AS first_ts, count(*) AS n,
                   coalesce(sum(e.cost_usd), 0) AS usd,
                   coalesce(sum(e.cost_usd) FILTER (WHERE w.call_id IS NOT NULL), 0) AS waste
            FROM lf_events e LEFT JOIN lf_waste w USING (call_id)
+           LEFT JOIN lf_names n ON n.name = e.parent_session_id
            WHERE e.parent_session_id IS NOT NULL GROUP BY ALL"""
     )
 

@@ -120,7 +120,7 @@ def score(
                 FROM lf_trips t JOIN tw ON tw.unit = t.reach_unit AND tw.pos > t.pos
                 WHERE t.action = 'stop' GROUP BY ALL)
             SELECT t.variant, t.reach_unit, t.u_stream, t.pos, e.call_id, e.ts,
-                   e.session_id, coalesce(e.cost_usd, 0) AS trip_cost,
+                   e.sid, coalesce(e.cost_usd, 0) AS trip_cost,
                    w.call_id IS NOT NULL AS trip_is_waste, r.last_pos - t.pos AS rest_n,
                    r.end_usd - e.usd_through AS rest_usd, coalesce(rw.usd, 0) AS rest_waste,
                    r.unit_end_ts, ({blind}) AS blind
@@ -139,7 +139,7 @@ def score(
             SELECT s.variant, s.call_id AS stop_call, c.u_stream AS child, c.n, c.usd,
                    c.waste
             FROM lf_stops s JOIN lf_children c
-              ON c.parent_session_id = s.session_id AND c.first_ts > s.ts AND {in_reach}
+              ON c.parent_sid = s.sid AND c.first_ts > s.ts AND {in_reach}
             WHERE NOT s.blind"""
     )
     # A stop inside a sub-agent run that an earlier stop never let start is moot.
@@ -285,13 +285,14 @@ def score(
                FROM (SELECT variant, stop, incident_id, sum(cost_usd) AS cost
                      FROM lf_killed GROUP BY ALL)
                GROUP BY ALL)
-           SELECT t.variant, t.action, k.stream_key, t.pos, e.session_id, e.call_id, e.ts,
+           SELECT t.variant, t.action, k.stream_key, t.pos, sn.name, e.call_id, e.ts,
                   CASE WHEN t.action = 'stop' THEN coalesce(n.incident_id, (
                       SELECT min(sp.incident_id) FROM lf_truth_span sp
                       WHERE sp.u_stream = t.u_stream
                         AND t.pos BETWEEN sp.first_pos AND sp.last_pos)) END
            FROM lf_trips t JOIN lf_events e ON e.u_stream = t.u_stream AND e.pos = t.pos
            JOIN lf_streams k ON k.sk = t.u_stream
+           LEFT JOIN lf_names sn ON sn.id = e.sid
            LEFT JOIN named n ON n.variant = t.variant AND n.stop = e.call_id
            WHERE t.variant IN (SELECT unnest($v)) AND t.action IN (SELECT unnest($a))
              AND NOT ({blind.replace("is_bill", "e.is_bill")})

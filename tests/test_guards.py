@@ -401,7 +401,8 @@ def test_the_replay_has_exactly_the_columns_a_policy_may_use() -> None:
         Replay(store)
         got = {r[0]: r[1] for r in store.con.execute("DESCRIBE lf_events").fetchall()}
     assert {c: got[c] for c in EVENT_COLUMNS} == EVENT_COLUMNS
-    # The replay's own: the units, the parent session, the running dollars of the stream order.
+    # The replay's own: the units, the session's number, the parent session, the running
+    # dollars of the stream order.
     assert set(got) - set(EVENT_COLUMNS) == {
-        "u_stream", "u_session", "u_turn", "parent_session_id", "usd_through"
+        "u_stream", "u_session", "u_turn", "sid", "parent_session_id", "usd_through"
     }  # fmt: skip
