@@ -84,7 +84,13 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
     second pass joins one to the other. Each policy's trace then streams over ``lf_events`` the
     same way, in its own order (``analyzer.primitives``). The stream's key is not carried
     through the sort: its number is, and the key is read back from the list of keys by that
-    number (``lf_keys``)."""
+    number (``lf_keys``).
+
+    The table lives in an in-memory database of its own (``lf_mem``, read and written even
+    beside a read-only store), which compresses it when it is large for the memory limit
+    (``Store.compress_if_large``); ``lf_events`` is a view of it. Compressed, a replay of ten
+    million calls stays in memory, where otherwise every trace and scoring would read much of
+    it back from disk."""
     con = store.con
     for scope in UNIT:
         con.execute(f"DROP TABLE IF EXISTS lf_unit_{scope}")
@@ -150,8 +156,9 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
     # reading the one below in the sort's order (where a stream, a session and a turn begin,
     # the neighbours; then running counts; then positions and unit numbers within the
     # stream), written as they stream out of the sort: no sorted copy and no second pass.
+    con.execute("ATTACH IF NOT EXISTS ':memory:' AS lf_mem (COMPRESS, READ_WRITE)")
     con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE lf_events AS
+        f"""CREATE OR REPLACE TABLE lf_mem.lf_events AS
         WITH tools AS (
             SELECT call_id,
                    string_agg(tool_name || ':' || coalesce(tool_args_hash, ''), ';'
@@ -218,6 +225,8 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
         FROM o {"CROSS JOIN lf_keys" if "stream_key" in kept else ""}"""
     )
     con.execute("DROP TABLE IF EXISTS lf_keys")
+    store.compress_if_large("lf_mem")
+    con.execute("CREATE OR REPLACE TEMP VIEW lf_events AS SELECT * FROM lf_mem.lf_events")
     return int(store.scalar("SELECT count(*) FROM lf_events"))
 
 

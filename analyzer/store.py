@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -104,6 +105,36 @@ class Store:
     def scalar(self, sql: str, params: list[object] | None = None) -> Any:
         row = self.one(sql, params)
         return None if row is None else row[0]
+
+    def memory_limit(self) -> float | None:
+        """DuckDB's memory limit in bytes (None if it cannot be read)."""
+        text = str(self.scalar("SELECT current_setting('memory_limit')") or "").strip()
+        m = re.fullmatch(r"([\d.]+)\s*(bytes|[KMGT]i?B|B)", text)
+        if m is None:
+            return None
+        unit = m.group(2)
+        scale = 1 if unit in ("bytes", "B") else 1024 if "i" in unit else 1000
+        return float(m.group(1)) * float(scale) ** (" KMGT".index(unit[0]) if scale > 1 else 0)
+
+    def compress_if_large(self, database: str) -> None:
+        """Compress an attached in-memory ``database`` (attached with ``COMPRESS``: it
+        compresses what it checkpoints) when the in-memory tables take more than half the
+        memory limit, so what is scanned again and again stays in memory instead of being read
+        back from disk each time. Strings are left as they are (compressing them costs more
+        time than it saves here)."""
+        used = self.scalar(
+            """SELECT sum(memory_usage_bytes + temporary_storage_bytes) FROM duckdb_memory()
+               WHERE tag = 'IN_MEMORY_TABLE'"""
+        )
+        limit = self.memory_limit()
+        if limit is None or float(used or 0) <= limit / 2:
+            return
+        was = self.scalar("SELECT current_setting('disabled_compression_methods')")
+        self.con.execute("SET disabled_compression_methods = 'dict_fsst'")
+        try:
+            self.con.execute(f"CHECKPOINT {database}")
+        finally:
+            self.con.execute("SET disabled_compression_methods = $was", {"was": was or ""})
 
 
 def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | None) -> None:
