@@ -29,13 +29,8 @@ import pyarrow as pa
 from analyzer import cache
 from analyzer.errors import ForensicsError, LoaderBug, StrictRejectError
 from analyzer.ingest.base import LoadResult
-from analyzer.ingest.lowering import (
-    CALL_COLUMNS,
-    MESSAGE_COLUMNS,
-    Lowering,
-    insert_calls,
-    table_of,
-)
+from analyzer.ingest.lowering import insert_calls
+from analyzer.ingest.staged import Staged
 from analyzer.pricing import PriceKey, price_table
 from analyzer.store import Store
 
@@ -97,7 +92,7 @@ class SourceIndex:
 class Pending:
     """A file read into memory, waiting for its batch to be written."""
 
-    low: Lowering
+    low: Staged
     fmt: str
     name: str  # as the store names it
     display: str
@@ -109,6 +104,12 @@ class Pending:
     strict: bool
     at: datetime
     source_id: int | None = None  # given when written
+
+    @property
+    def sid(self) -> int:
+        assert self.source_id is not None
+        return self.source_id
+
     report: Any = None  # the file's report (its accounting and id filled in when written)
     aliases: list[Any] = field(default_factory=list)  # reports of the same file, "unchanged"
     calls: list[dict[str, Any]] = field(default_factory=list)  # to insert
@@ -302,34 +303,31 @@ def _write(store: Store, files: list[Pending]) -> None:
     if deleted:
         con.execute("UPDATE calls SET superseded_by = NULL WHERE superseded_by IN ?", [deleted])
         con.execute("DELETE FROM calls WHERE call_id IN ?", [deleted])
-    calls: list[dict[str, Any]] = []
-    messages: list[dict[str, Any]] = []
     rejects: list[tuple[int, int | None, str, str | None]] = []
     for f, source_id in zip(files, ids, strict=True):
         f.source_id = source_id
-        for row in f.calls:
-            if id(row) not in replaced:
-                row["source_id"] = source_id
-                calls.append(row)
-        for m in f.messages:
-            m["source_id"] = source_id
-        messages += f.messages
         rejects += [(source_id, *r) for r in f.low.rejects]
     for fmt, prefix in sorted({(f.fmt, f.low.call_prefix) for f in files}):
-        rows = [r for f in files if f.fmt == fmt for r in f.calls if id(r) not in replaced]
-        if not rows:
+        tables = [
+            t
+            for f in files
+            if f.fmt == fmt
+            and (t := f.low.kept_calls([r for r in f.calls if id(r) not in replaced], f.sid))
+            is not None
+        ]
+        if not tables:
             continue
         to_price = set().union(*(f.to_price for f in files if f.fmt == fmt))
-        con.register("lf_call_batch", table_of(rows, CALL_COLUMNS | {"source_id": pa.int64()}))
+        con.register("lf_call_batch", pa.concat_tables(tables).combine_chunks())
         con.register("lf_price", price_table(to_price))
         try:
             insert_calls(con, prefix, fmt, None)
         finally:
             con.unregister("lf_call_batch")
             con.unregister("lf_price")
-    if messages:
-        columns = MESSAGE_COLUMNS | {"source_id": pa.int64()}
-        con.register("lf_msg_batch", table_of(messages, columns))
+    tables = [t for f in files if (t := f.low.kept_messages(f.messages, f.sid)) is not None]
+    if tables:
+        con.register("lf_msg_batch", pa.concat_tables(tables))
         try:
             con.execute(
                 "INSERT INTO messages BY NAME SELECT * EXCLUDE (n_records) FROM lf_msg_batch"

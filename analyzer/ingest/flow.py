@@ -35,6 +35,7 @@ from analyzer.ingest.checks import sha256_of
 from analyzer.ingest.discovery import Found, Walk, discover
 from analyzer.ingest.encodings import ENCODING_NAMES, LineEnds, Utf8Tally, is_utf8
 from analyzer.ingest.reading import read_head, salvage_gzip
+from analyzer.ingest.staged import stage
 from analyzer.store import Store
 
 PROGRESS_MIN_BYTES = 50 * 1024 * 1024
@@ -324,7 +325,7 @@ def _stage(
         return None
     assert ctx.staged is not None, f"{fmt.NAME} declares BATCH but does not stage its rows"
     return Pending(
-        low=ctx.staged,
+        low=stage(ctx.staged),
         fmt=fmt.NAME,
         name=name,
         display=src.display,

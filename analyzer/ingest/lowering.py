@@ -167,10 +167,7 @@ def excerpt(text: object) -> str | None:
     return text[:EXCERPT_CHARS]
 
 
-_INT_RANGE = {
-    pa.int64(): (-(2**63), 2**63),
-    pa.int32(): (-(2**31), 2**31),
-}
+_INT_RANGE = {pa.int64(): (-(2**63), 2**63), pa.int32(): (-(2**31), 2**31)}
 
 
 def _fits(value: object, t: pa.DataType) -> object:
@@ -209,6 +206,30 @@ def table_of(rows: list[dict[str, Any]], columns: dict[str, pa.DataType]) -> pa.
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
         pass
     return pa.table({name: _column([r.get(name) for r in rows], t) for name, t in columns.items()})
+
+
+def fill_call(row: dict[str, Any]) -> PriceKey | None:
+    """A call's row filled in to be stored; returns the price it needs (None: unpriced)."""
+    row.setdefault("stream_key", row.get("session_id"))
+    row["parts"] = max(row.get("parts") or 0, row.get("n_records") or 0)
+    # Priced by name: only a string names a model (see ``_column``).
+    model = row.get("model")
+    row["model"] = model = model if model.__class__ is str else _fits(model, pa.string())
+    provider = row.get("provider")
+    row["provider"] = provider if provider.__class__ is str else _fits(provider, pa.string())
+    if (
+        model
+        and model not in UNPRICED_MODELS
+        and (row.get("input_tokens") is not None or row.get("output_tokens") is not None)
+    ):
+        # Every logged call with tokens gets its list-price estimate, also when the log
+        # states a cost itself (kept beside it).
+        ts = row.get("ts")
+        fast = row.get("variant") == "fast"
+        provider = row["provider"] if isinstance(row["provider"], str) else None
+        day = ts.date() if isinstance(ts, datetime) else None
+        return (str(model), provider, day, fast)
+    return None
 
 
 _NOT_STORED = """WHERE NOT EXISTS (SELECT 1 FROM calls c
@@ -394,12 +415,9 @@ class Lowering:
         self.result.rows_duplicate += records
         self._flushed_replay_ids |= ids
 
-    def settle_calls(self, stored_replays: StoredReplays | None = None) -> set[PriceKey]:
-        """The file's calls made ready to store, without the store's duplicates (checked when
-        they are inserted): one per native id, replays dropped, each filled in; returns the
-        prices they need."""
-        # The same call twice in one file (a conversation that saved a message twice): the
-        # first is the call, the records of the others are duplicates.
+    def dedupe_calls(self) -> None:
+        """The same call twice in one file (a conversation that saved a message twice): the
+        first is the call, the records of the others are duplicates."""
         unique: dict[object, dict[str, Any]] = {}
         in_file_dup = 0
         for row in self.calls:
@@ -409,31 +427,14 @@ class Lowering:
                 unique[row.get("native_id")] = row
         self.calls = list(unique.values())
         self.result.rows_duplicate += in_file_dup
+
+    def settle_calls(self, stored_replays: StoredReplays | None = None) -> set[PriceKey]:
+        """The file's calls made ready to store, without the store's duplicates (checked when
+        they are inserted): one per native id, replays dropped, each filled in; returns the
+        prices they need."""
+        self.dedupe_calls()
         self._drop_replays(stored_replays)
-        to_price: set[PriceKey] = set()
-        for row in self.calls:
-            row.setdefault("stream_key", row.get("session_id"))
-            row["parts"] = max(row.get("parts") or 0, row.get("n_records") or 0)
-            # Priced by name: only a string names a model (see ``_column``).
-            model = row.get("model")
-            row["model"] = model = model if model.__class__ is str else _fits(model, pa.string())
-            provider = row.get("provider")
-            row["provider"] = (
-                provider if provider.__class__ is str else _fits(provider, pa.string())
-            )
-            if (
-                model
-                and model not in UNPRICED_MODELS
-                and (row.get("input_tokens") is not None or row.get("output_tokens") is not None)
-            ):
-                # Every logged call with tokens gets its list-price estimate, also when the log
-                # states a cost itself (kept beside it).
-                ts = row.get("ts")
-                fast = row.get("variant") == "fast"
-                provider = row["provider"] if isinstance(row["provider"], str) else None
-                day = ts.date() if isinstance(ts, datetime) else None
-                to_price.add((str(model), provider, day, fast))
-        return to_price
+        return {key for key in map(fill_call, self.calls) if key is not None}
 
     def _flush_calls(self) -> None:
         if not self.calls:
