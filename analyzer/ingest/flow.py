@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import stat
 import zlib
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -31,11 +31,12 @@ from analyzer.ingest.batch import (
     check_accounting,
     strict_error,
 )
-from analyzer.ingest.checks import sha256_of
 from analyzer.ingest.discovery import Found, Walk, discover
-from analyzer.ingest.encodings import ENCODING_NAMES, LineEnds, Utf8Tally, is_utf8
+from analyzer.ingest.encodings import ENCODING_NAMES, is_utf8
+from analyzer.ingest.prepare import fingerprint, read_staged, run_loader, sniff
 from analyzer.ingest.reading import read_head, salvage_gzip
-from analyzer.ingest.staged import stage
+from analyzer.ingest.staged import from_wire
+from analyzer.ingest.workers import Job, Prepared, Workers, count
 from analyzer.store import Store
 
 PROGRESS_MIN_BYTES = 50 * 1024 * 1024
@@ -133,7 +134,7 @@ def _load(
         show = options.progress and size >= PROGRESS_MIN_BYTES
         with progress(display, con.query_progress, show) as shown:
             ctx = LoadContext(con, src, source_id, options, stage=shown.stage)
-            result = _run(fmt, ctx)
+            result = run_loader(fmt, ctx)
         if tail is not None:
             con.execute("INSERT INTO rejects VALUES (?, ?, ?, NULL)", [source_id, *tail])
             result.rows_read += 1
@@ -183,11 +184,14 @@ def ingest_file(
     name: str | None = None,
     index: SourceIndex | None = None,
     batch: Batch | None = None,
+    ahead: Workers | None = None,
+    number: int = 0,
 ) -> FileReport:
     """Load one file in one transaction. ``display`` names it in messages, ``name`` (default:
     ``display``) in the store and the report. With a ``batch``, a small file of a format that
     allows it is read into the batch instead (and stored when the batch is committed: its
-    report's ``source_id`` is given then); ``index`` knows the files stored already."""
+    report's ``source_id`` is given then); ``index`` knows the files stored already. ``ahead``:
+    the workers that may have read it already (as file ``number``)."""
     try:
         st = path.stat()
     except OSError as exc:  # a link to nothing, or a loop of links
@@ -208,7 +212,7 @@ def ingest_file(
         return FileReport(display, None, "unrecognised")
     head = read_head(path, display)
     src = SourceFile(path=path, display=display, size=size, head=head, explicit=explicit)
-    fmt = _sniff(src, options)
+    fmt = sniff(src, options)
     if fmt is None:
         if explicit:
             raise InputError(
@@ -223,17 +227,16 @@ def ingest_file(
     prior = index.by_stat.get(file_stat)
     if prior is not None:
         return _unchanged(display, fmt.NAME, prior, size)
-    # In the same pass as the hash: whether a file without a byte-order mark is UTF-8 (judged
-    # on all of it), whether it mixes line ends, and whether compressed data is sound.
-    tally = Utf8Tally() if head.encoding in ("utf-8", "cp1252") else None
-    ends = LineEnds() if head.encoding in ("utf-8", "utf-8-sig", "cp1252") else None
-    digest, damage = sha256_of(
-        path, [t for t in (tally, ends) if t is not None], gz=head.compression == "gzip"
-    )
-    if tally is not None and tally.verdict() != head.encoding:
-        head = replace(head, encoding=tally.verdict())
-        src.head = head
-    src.mixed_line_ends = ends is not None and ends.mixed
+    pre = ahead.take(number) if ahead is not None else None
+    if pre is not None and (size, st.st_mtime_ns) != pre.stat:
+        pre = None
+    if pre is not None and (pre.fmt, pre.head) != (fmt.NAME, head):
+        pre = None  # (the file changed since the worker read it)
+    if pre is not None:
+        digest, damage, head, mixed = pre.digest, pre.damage, pre.checked_head, pre.mixed
+    else:
+        digest, damage, head, mixed = fingerprint(path, head)
+    src.head, src.mixed_line_ends = head, mixed
     known = index.by_sha.get(digest)
     if known is not None:
         # Loaded before (from a store that did not note the file's stat, or touched since).
@@ -255,7 +258,7 @@ def ingest_file(
         and head.compression is None
         and size <= BATCH_FILE_BYTES
     ):
-        pending = _stage(store, fmt, src, options, name or display, digest, file_stat)
+        pending = _stage(store, fmt, src, options, name or display, digest, file_stat, pre)
         if pending is not None:
             batch.add(pending)
             index.add(pending, digest, file_stat)
@@ -315,17 +318,19 @@ def _stage(
     name: str,
     digest: str,
     file_stat: str,
+    pre: Prepared | None = None,
 ) -> Pending | None:
     """The file read into memory for a batch (nothing written), or None when it is too big
-    to keep there."""
-    ctx = LoadContext(store.con, src, 0, options, batched=True)
-    try:
-        _run(fmt, ctx)
-    except Unbatchable:
+    to keep there. ``pre``: what a worker read of it."""
+    if pre is not None and (pre.staged is not None or pre.unbatchable or pre.error):
+        pre.raise_error()
+        staged = from_wire(pre.staged) if pre.staged is not None else None
+    else:
+        staged = read_staged(fmt, src, options, store.con)
+    if staged is None:
         return None
-    assert ctx.staged is not None, f"{fmt.NAME} declares BATCH but does not stage its rows"
     return Pending(
-        low=stage(ctx.staged),
+        low=staged,
         fmt=fmt.NAME,
         name=name,
         display=src.display,
@@ -380,28 +385,81 @@ def load_files(store: Store, files: list[Found], options: IngestOptions) -> list
     reports: list[FileReport] = []
     index = SourceIndex(store)
     batch = Batch(store)
+    ahead = _Ahead(files, options, index)
     try:
         for i, f in enumerate(files):
             counter.step(i, f.display[-50:])
+            ahead.ask(i)
             try:
                 report = ingest_file(
-                    store, f.path, f.display, f.explicit, options, f.name, index, batch
-                )
+                    store, f.path, f.display, f.explicit, options, f.name, index, batch,
+                    ahead.workers, i,
+                )  # fmt: skip
             except KeyboardInterrupt:
                 counter.done()
+                ahead.close()
                 _commit_after_interrupt(batch, index)
                 raise Interrupted(f"interrupted: nothing from {f.display} was stored") from None
             except ForensicsError:
+                ahead.close()
                 _commit(batch, index)  # the files read before this one are stored
                 raise
+            ahead.done(i)
             reports.append(report)
             if batch.full():
                 _commit_or_stop(batch, index, counter, later=True)
+        ahead.close()
         _commit_or_stop(batch, index, counter)
     finally:
+        ahead.close()
         batch.wait(quiet=True)  # (when an error stops the files: the store is closed next)
         counter.done()
     return reports
+
+
+class _Ahead:
+    """The files the workers are asked to read ahead of the writer (``analyzer.ingest.workers``):
+    the next ones not known to be unchanged, while the input asked for stays small."""
+
+    def __init__(self, files: list[Found], options: IngestOptions, index: SourceIndex) -> None:
+        self.files, self.index, self.next = files, index, 0
+        self.jobs: list[Job | None] = []
+        for f in files:
+            try:
+                st = f.path.stat()
+            except OSError:
+                self.jobs.append(None)
+                continue
+            ok = stat.S_ISREG(st.st_mode) and st.st_size > 0
+            self.jobs.append(
+                Job(str(f.path), f.display, f.explicit, st.st_size, st.st_mtime_ns,
+                    st.st_size <= BATCH_FILE_BYTES) if ok else None
+            )  # fmt: skip
+        n = count(sum(j.size for j in self.jobs if j is not None and j.small))
+        self.workers = Workers(n, options) if n else None
+
+    def ask(self, upto: int) -> None:
+        """Have the files from ``upto`` on read, as far as there is room."""
+        w = self.workers
+        if w is None:
+            return
+        self.next = max(self.next, upto)
+        while self.next < len(self.jobs) and w.room():
+            job = self.jobs[self.next]
+            if job is not None and (
+                f"{Path(job.path).resolve()}|{job.size}|{job.mtime_ns}" not in self.index.by_stat
+            ):
+                w.ask(self.next, job)
+            self.next += 1
+
+    def done(self, number: int) -> None:
+        if self.workers is not None:
+            self.workers.drop(number)
+
+    def close(self) -> None:
+        if self.workers is not None:
+            self.workers.close()
+            self.workers = None
 
 
 def _commit_or_stop(

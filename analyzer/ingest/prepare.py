@@ -1,0 +1,109 @@
+"""What is done to a file before it is stored, the same in this process and in a worker
+(``analyzer.ingest.workers``): its format sniffed, its bytes hashed and checked, and a loader
+run, its failures turned into what the user is told."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import replace
+from pathlib import Path
+
+import duckdb
+
+import analyzer.ingest as registry  # read at call time: the registry imports this module
+from analyzer.errors import DamagedGzipError, ForensicsError, InputError, LoaderBug
+from analyzer.ingest.base import (
+    Head,
+    IngestOptions,
+    LoadContext,
+    LoadResult,
+    SourceFile,
+    Unbatchable,
+)
+from analyzer.ingest.checks import sha256_of
+from analyzer.ingest.encodings import LineEnds, Utf8Tally
+from analyzer.ingest.staged import Staged, stage
+
+
+def fingerprint(path: Path, head: Head) -> tuple[str, str | None, Head, bool]:
+    """The file's SHA-256, what is wrong with its compressed data (None: sound), its head with
+    the encoding judged on all of it, and whether it mixes line ends: all in one pass."""
+    # In the same pass as the hash: whether a file without a byte-order mark is UTF-8 (judged
+    # on all of it), whether it mixes line ends, and whether compressed data is sound.
+    tally = Utf8Tally() if head.encoding in ("utf-8", "cp1252") else None
+    ends = LineEnds() if head.encoding in ("utf-8", "utf-8-sig", "cp1252") else None
+    digest, damage = sha256_of(
+        path, [t for t in (tally, ends) if t is not None], gz=head.compression == "gzip"
+    )
+    if tally is not None and tally.verdict() != head.encoding:
+        head = replace(head, encoding=tally.verdict())
+    return digest, damage, head, ends is not None and ends.mixed
+
+
+def read_staged(
+    fmt: registry.Format, src: SourceFile, options: IngestOptions, con: object = None
+) -> Staged | None:
+    """The file read into memory for a batch (nothing written), or None when it is too big
+    to keep there."""
+    ctx = LoadContext(con, src, 0, options, batched=True)  # type: ignore[arg-type]
+    try:
+        run_loader(fmt, ctx)
+    except Unbatchable:
+        return None
+    assert ctx.staged is not None, f"{fmt.NAME} declares BATCH but does not stage its rows"
+    return stage(ctx.staged)
+
+
+def sniff(src: SourceFile, options: IngestOptions) -> registry.Format | None:
+    if options.format:
+        return registry.format_by_name(options.format)
+    for fmt in registry.FORMATS:
+        if fmt.sniff(src.head):
+            return fmt
+    return None
+
+
+def io_problem(text: str, src: SourceFile) -> InputError:
+    first = text.splitlines()[0] if text else "read error"
+    path = str(src.path)
+    first = first.removeprefix("IO Error: ").replace(f": {path}", "").replace(path, "file")
+    if src.head.compression and ("gzip" in first.lower() or "compressed" in first.lower()):
+        return DamagedGzipError(f"damaged gzip data ({first})", path=src.display)
+    return InputError(f"cannot read: {first}", path=src.display)
+
+
+def run_loader(fmt: registry.Format, ctx: LoadContext) -> LoadResult:
+    """The format's loader, its failures turned into what the user is told."""
+    src, display = ctx.source, ctx.source.display
+    try:
+        return fmt.load(ctx)
+    except (ForensicsError, Unbatchable):
+        raise
+    except duckdb.IOException as exc:  # the file went bad under DuckDB's own reader
+        raise io_problem(str(exc), src) from exc
+    except (OSError, EOFError, zlib.error) as exc:
+        raise io_problem(str(exc), src) from exc
+    except duckdb.InvalidInputException as exc:  # DuckDB's CSV reader gave up
+        first = str(exc).splitlines()[0].removeprefix("Invalid Input Error: ")
+        raise InputError(f"cannot read: {first}", path=display) from exc
+    except (MemoryError, duckdb.OutOfMemoryException):
+        raise  # the machine's limit, not the file's fault nor a loader's
+    except duckdb.InterruptException:  # Ctrl-C inside a query of DuckDB's
+        raise KeyboardInterrupt from None
+    except RuntimeError as exc:
+        if "interrupted" in str(exc).lower():  # Ctrl-C inside DuckDB's Python client
+            raise KeyboardInterrupt from None
+        raise LoaderBug(
+            f"could not be loaded: unexpected RuntimeError: {str(exc).splitlines()[0]} "
+            "(a bug in llm-forensics; nothing from this file was stored)",
+            path=display,
+        ) from exc
+    except Exception as exc:
+        # Never a traceback for a file: the user learns which file, and that the fault
+        # is ours (--traceback shows where).
+        raise LoaderBug(
+            f"could not be loaded: unexpected {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''} "
+            "(a bug in llm-forensics; nothing from this file was stored)",
+            path=display,
+        ) from exc
