@@ -42,6 +42,7 @@ from typing import Any
 from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import (
+    EXCERPT_CHARS,
     Lowering,
     args_excerpt,
     args_hash,
@@ -106,14 +107,6 @@ class _Session:
         return self.idx
 
 
-def _blocks(content: object) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    if isinstance(content, list):
-        return [b for b in content if isinstance(b, dict)]
-    return []
-
-
 def _result_text(content: object) -> str:
     if isinstance(content, str):
         return content
@@ -136,18 +129,20 @@ def load(ctx: LoadContext) -> LoadResult:
     parent_name = Path(ctx.source.path).parent.name or None
 
     def session_of(obj: dict[str, Any]) -> _Session:
-        sid = as_str(obj.get("sessionId")) or file_session
+        sid = obj.get("sessionId")
+        if sid.__class__ is not str or not sid:
+            sid = as_str(sid) or file_session
         agent = as_str(obj.get("agentId")) if obj.get("isSidechain") else None
-        key = (sid, agent)
-        if key not in sessions:
+        s = sessions.get((sid, agent))
+        if s is None:
             if agent:
-                sessions[key] = _Session(f"{sid}:agent-{agent}", sid, agent)
+                s = sessions[sid, agent] = _Session(f"{sid}:agent-{agent}", sid, agent)
             else:
-                sessions[key] = _Session(sid, None, None)
-        return sessions[key]
+                s = sessions[sid, agent] = _Session(sid, None, None)
+        return s
 
     for lineno, obj in json_lines(ctx.source, low):
-        kind = kind_of(obj)
+        kind = obj.get("type")  # (only a string is one of these; see ``kind_of`` below)
         if kind == "assistant":
             call = _assistant(low, obj, lineno, session_of(obj), calls, usages, ctx.options.tz)
             if call is not None and not call.get("project"):
@@ -168,7 +163,7 @@ def load(ctx: LoadContext) -> LoadResult:
                 }
             )
         else:
-            low.skip(str(kind or "untyped"))
+            low.skip(str(kind_of(obj) or "untyped"))
 
     for call in calls.values():
         low.add_call(call)
@@ -242,10 +237,27 @@ def _assistant(
         m = _API_ERROR.search(text)
         call["http_status"] = int(m.group(1)) if m else None
     ts = call["ts"]
-    for block in _blocks(msg.get("content")):
+    content = msg.get("content")
+    if isinstance(content, list):
+        blocks: list[Any] | tuple[dict[str, Any], ...] = content
+    elif isinstance(content, str):
+        blocks = ({"type": "text", "text": content},)
+    else:
+        return call
+    call_id = None
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
         btype = block.get("type")
         if btype == "text":
-            chars, visible = text_measure(block.get("text"))
+            said = block.get("text")
+            if isinstance(said, str):  # (as ``text_measure`` and ``excerpt``, inline)
+                chars = len(said)
+                visible = sum(map(len, said.split())) if chars else 0
+                cut: str | None = said[:EXCERPT_CHARS]
+            else:
+                chars = visible = 0
+                cut = None
             call["content_chars"] += chars
             call["visible_chars"] += visible
             low.add_message(
@@ -258,8 +270,8 @@ def _assistant(
                     "turn_id": s.turn,
                     "text_chars": chars,
                     "visible_chars": visible,
-                    "call_id": low.call_id(call["native_id"]),
-                    "excerpt": excerpt(block.get("text")),
+                    "call_id": call_id or (call_id := low.call_id(call["native_id"])),
+                    "excerpt": cut,
                     "n_records": 0,
                 }
             )
@@ -269,6 +281,7 @@ def _assistant(
             )
         elif btype in ("tool_use", "server_tool_use"):
             call["tool_call_count"] += 1
+            args = block.get("input")
             low.add_message(
                 {
                     "session_id": s.session_id,
@@ -278,10 +291,10 @@ def _assistant(
                     "ts": ts,
                     "turn_id": s.turn,
                     "tool_name": as_str(block.get("name")),
-                    "tool_args_hash": args_hash(block.get("input")),
-                    "excerpt": args_excerpt(block.get("input")),
+                    "tool_args_hash": args_hash(args),
+                    "excerpt": args_excerpt(args),
                     "tool_use_id": as_str(block.get("id")),
-                    "call_id": low.call_id(call["native_id"]),
+                    "call_id": call_id or (call_id := low.call_id(call["native_id"])),
                     "n_records": 0,
                 }
             )
@@ -293,36 +306,45 @@ def _user(low: Lowering, obj: dict[str, Any], s: _Session, tz: str) -> None:
     content = msg.get("content") if isinstance(msg, dict) else None
     ts = parse_time(obj.get("timestamp"), tz)
     meta = bool(obj.get("isMeta")) or bool(obj.get("isCompactSummary"))
-    blocks = _blocks(content)
-    results = [b for b in blocks if b.get("type") == "tool_result"]
-    texts = [b for b in blocks if b.get("type") == "text"]
-    first = True
-
-    def add(row: dict[str, Any]) -> None:
-        nonlocal first
-        row.update(session_id=s.session_id, idx=s.next_idx(), role="user", ts=ts)
-        row["n_records"] = 1 if first else 0
-        first = False
-        low.add_message(row)
+    results: list[dict[str, Any]] = []
+    texts: list[dict[str, Any]] = []
+    if isinstance(content, list):  # its blocks (objects), sorted out in one pass
+        for b in content:
+            if isinstance(b, dict):
+                btype = b.get("type")
+                if btype == "tool_result":
+                    results.append(b)
+                elif btype == "text":
+                    texts.append(b)
+    elif isinstance(content, str):
+        texts.append({"type": "text", "text": content})
+    first = True  # the line's first message accounts for it (n_records)
 
     if texts and not results and not meta:
         s.turn = f"{s.session_id}:{as_str(obj.get('uuid')) or s.idx + 1}"
     for b in texts:
         chars, visible = text_measure(b.get("text"))
-        add(
+        low.add_message(
             {
                 "kind": "system" if meta else "prompt",
                 "turn_id": s.turn,
                 "text_chars": chars,
                 "visible_chars": visible,
                 "excerpt": excerpt(b.get("text")),
+                "session_id": s.session_id,
+                "idx": s.next_idx(),
+                "role": "user",
+                "ts": ts,
+                "n_records": 1 if first else 0,
             }
         )
+        first = False
     for b in results:
-        text = _result_text(b.get("content"))
+        result = b.get("content")
+        text = _result_text(result)
         chars, visible = text_measure(text)
         is_error = bool(b.get("is_error"))
-        add(
+        low.add_message(
             {
                 "kind": "tool_result",
                 "turn_id": s.turn,
@@ -330,9 +352,15 @@ def _user(low: Lowering, obj: dict[str, Any], s: _Session, tz: str) -> None:
                 "visible_chars": visible,
                 "is_error": is_error,
                 "tool_use_id": as_str(b.get("tool_use_id")),
-                "tool_result_hash": result_hash(b.get("content"), is_error),
+                "tool_result_hash": result_hash(result, is_error),
                 "excerpt": excerpt(text),
+                "session_id": s.session_id,
+                "idx": s.next_idx(),
+                "role": "user",
+                "ts": ts,
+                "n_records": 1 if first else 0,
             }
         )
+        first = False
     if first:  # nothing kept from this line (an image, an empty message)
         low.skip("user_without_text")

@@ -43,7 +43,6 @@ def json_lines(src: SourceFile, low: Lowering) -> Iterator[tuple[int, dict[str, 
     try:
         with open_binary(src) as fh:
             for lineno, raw in enumerate(utf8_lines(fh, src.head.encoding), 1):
-                low.read()
                 if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                     raw = raw[3:]
                 if raw[:1] != b"{" and not raw.strip():  # (a line of an object is not blank)
@@ -67,6 +66,8 @@ def json_lines(src: SourceFile, low: Lowering) -> Iterator[tuple[int, dict[str, 
                 yield lineno, obj
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise DamagedGzipError(f"damaged gzip data ({exc})", src.display) from exc
+    finally:
+        low.read(lineno)  # every line counted as read (once, not a call per line)
 
 
 def _is_utf8(raw: bytes) -> bool:
