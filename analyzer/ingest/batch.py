@@ -113,7 +113,7 @@ class Pending:
     report: Any = None  # the file's report (its accounting and id filled in when written)
     aliases: list[Any] = field(default_factory=list)  # reports of the same file, "unchanged"
     calls: list[dict[str, Any]] = field(default_factory=list)  # to insert
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[dict[str, Any]] | None = field(default_factory=list)  # None: all
     to_price: set[PriceKey] = field(default_factory=set)
     deleted: list[str] = field(default_factory=list)  # stored calls it replaces (grown)
     replaced: list[dict[str, Any]] = field(default_factory=list)  # calls of earlier files
@@ -142,7 +142,7 @@ class _Known:
         # file shares a session with them (``unindexed``).
         self.messages: set[tuple[str, int]] = set()
         self.sessions: set[str] = set()
-        self.unindexed: list[list[dict[str, Any]]] = []
+        self.unindexed: list[Staged] = []
         for fmt in sorted({f.fmt for f in files}):
             lows = [f.low for f in files if f.fmt == fmt]
             natives = {r.get("native_id") for low in lows for r in low.calls}
@@ -170,12 +170,7 @@ class _Known:
                 con.unregister("lf_rids")
         # A message is a duplicate if its key is stored: the stored keys of the batch's
         # sessions are all that can match (none, when the sessions are new to the store).
-        sessions = {
-            sid
-            for f in files
-            for m in f.low.messages
-            if isinstance(sid := m.get("session_id"), str) and isinstance(m.get("idx"), int)
-        }
+        sessions = {sid for f in files for sid in f.low.keyed_sessions()}
         if (
             not sessions
             or not con.execute("SELECT count(*) FROM (FROM messages LIMIT 1)").fetchall()[0][0]
@@ -195,8 +190,8 @@ class _Known:
 
     def index(self) -> None:
         """The keys of the files settled without them put in ``messages``."""
-        for messages in self.unindexed:
-            self.messages.update(k for k in map(_message_key, messages) if k is not None)
+        for low in self.unindexed:
+            self.messages.update(k for k in map(_message_key, low.messages) if k is not None)
         self.unindexed = []
 
     def replayed(self, fmt: str, ids: list[str], natives: list[str]) -> set[str]:
@@ -254,32 +249,31 @@ def _settle(f: Pending, known: _Known) -> None:
         total = sum(int(c.get("n_records") or 0) for c in low.calls)
         res.rows_duplicate += int(dup)
         res.rows_loaded += total - int(dup)
-    if low.messages:
+    if low.message_count():
         dup = 0
-        try:
-            own: set[object] | None = {m.get("session_id") for m in low.messages}
-        except TypeError:  # a session id that is not a string (nor anything hashable)
-            own = None
-        if own is not None and own.isdisjoint(known.sessions):
+        own = low.message_sessions()
+        if own.isdisjoint(known.sessions):
             # No session of this file has a key stored or added before it: nothing is a
             # duplicate, and its keys are only needed should a later file share a session.
-            f.messages.extend(low.messages)
+            f.messages = None  # all of them
             known.sessions.update(sid for sid in own if isinstance(sid, str))
-            known.unindexed.append(low.messages)
+            known.unindexed.append(low)
         else:
             known.index()
             added = []
+            fresh: list[dict[str, Any]] = []
             stored = known.messages
             for m, key in zip(low.messages, map(_message_key, low.messages), strict=True):
                 if key is not None and key in stored:
                     dup += int(m.get("n_records") or 0)
                 else:
-                    f.messages.append(m)
+                    fresh.append(m)
                     if key is not None:
                         added.append(key)
+            f.messages = fresh
             stored.update(added)
             known.sessions.update(sid for sid, _ in added)
-        total = sum(int(m.get("n_records") or 0) for m in low.messages)
+        total = low.message_records()
         res.rows_duplicate += dup
         res.rows_loaded += total - dup
     res.rows_rejected += len(low.rejects)
