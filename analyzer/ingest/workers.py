@@ -35,8 +35,8 @@ from analyzer.ingest.base import Head, IngestOptions, SourceFile
 
 ENV = "LLM_FORENSICS_INGEST_WORKERS"
 MIN_BYTES = 24 << 20  # input of small files that pays for starting the workers
-AHEAD_BYTES = 64 << 20  # input asked for and not yet taken, at most
-AHEAD_FILES = 64
+AHEAD_BYTES = 256 << 20  # input asked for and not yet taken, at most (results ~40% of it)
+AHEAD_FILES = 512
 _FRAME = struct.Struct("<Q")
 
 
