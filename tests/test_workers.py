@@ -132,3 +132,13 @@ def test_a_worker_that_dies_leaves_the_file_to_the_writer(
     monkeypatch.setattr(flow, "BATCH_FILE_BYTES", -1)
     monkeypatch.setenv(workers.ENV, "0")
     assert load(tmp_path / "single.duckdb", files) == got
+
+
+def test_no_worker_to_be_had_reads_the_files_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = [write(tmp_path / f"{n}.jsonl", [user(1, "hi", sessionId=f"n{n}")]) for n in range(3)]
+    monkeypatch.setattr(workers.sys, "executable", str(tmp_path / "no-python-here"))
+    monkeypatch.setenv(workers.ENV, "2")
+    got = load(tmp_path / "s.duckdb", files)
+    assert [r[1] for r in got] == ["loaded"] * 3

@@ -436,7 +436,10 @@ class _Ahead:
                     st.st_size <= BATCH_FILE_BYTES) if ok else None
             )  # fmt: skip
         n = count(sum(j.size for j in self.jobs if j is not None and j.small))
-        self.workers = Workers(n, options) if n else None
+        try:
+            self.workers = Workers(n, options) if n else None
+        except OSError:  # no worker to be had (no interpreter to start): read them here
+            self.workers = None
 
     def ask(self, upto: int) -> None:
         """Have the files from ``upto`` on read, as far as there is room."""

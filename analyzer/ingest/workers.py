@@ -197,7 +197,13 @@ class Workers:
     def __init__(self, count: int, options: IngestOptions) -> None:
         self.cv = threading.Condition()
         self.results: dict[int, Any] = {}
-        self.workers = [_Worker(options, self.results, self.cv) for _ in range(count)]
+        self.workers: list[_Worker] = []
+        try:
+            for _ in range(count):
+                self.workers.append(_Worker(options, self.results, self.cv))
+        except BaseException:  # (no process to be had: the caller reads the files itself)
+            self.close()
+            raise
         self.asked: dict[int, _Worker] = {}
         self.ahead = 0  # bytes asked for and not yet taken
         self.sizes: dict[int, int] = {}
