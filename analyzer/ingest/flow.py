@@ -435,6 +435,8 @@ class _Ahead:
                 Job(str(f.path), f.display, f.explicit, st.st_size, st.st_mtime_ns,
                     st.st_size <= BATCH_FILE_BYTES) if ok else None
             )  # fmt: skip
+        # Workers only for small files to read (not those known to be unchanged).
+        self.jobs = [j if j is None or not self._unchanged(j) else None for j in self.jobs]
         n = count(sum(j.size for j in self.jobs if j is not None and j.small))
         try:
             self.workers = Workers(n, options) if n else None
@@ -449,11 +451,12 @@ class _Ahead:
         self.next = max(self.next, upto)
         while self.next < len(self.jobs) and w.room():
             job = self.jobs[self.next]
-            if job is not None and (
-                f"{Path(job.path).resolve()}|{job.size}|{job.mtime_ns}" not in self.index.by_stat
-            ):
+            if job is not None and not self._unchanged(job):
                 w.ask(self.next, job)
             self.next += 1
+
+    def _unchanged(self, job: Job) -> bool:
+        return f"{Path(job.path).resolve()}|{job.size}|{job.mtime_ns}" in self.index.by_stat
 
     def done(self, number: int) -> None:
         if self.workers is not None:

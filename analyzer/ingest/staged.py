@@ -18,7 +18,6 @@ from collections import Counter
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from analyzer.ingest.base import LoadResult
 from analyzer.ingest.lowering import (
@@ -101,12 +100,16 @@ class Staged(Lowering):
 
     def message_sessions(self) -> set[object]:
         """The session ids of the file's messages (None among them if one has none)."""
+        import pyarrow.compute as pc  # (imported when needed: it takes a while)
+
         if self.messages_filtered:
             return {m.get("session_id") for m in self.messages}
         return set(pc.unique(self.message_table.column("session_id")).to_pylist())
 
     def keyed_sessions(self) -> set[str]:
         """The sessions of the messages with a key (a session id and an index)."""
+        import pyarrow.compute as pc  # (imported when needed: it takes a while)
+
         if self.messages_filtered:
             return {
                 sid
@@ -118,6 +121,8 @@ class Staged(Lowering):
 
     def message_records(self) -> int:
         """The records the file's messages account for."""
+        import pyarrow.compute as pc  # (imported when needed: it takes a while)
+
         if self.messages_filtered:
             return sum(int(m.get("n_records") or 0) for m in self.messages)
         return int(pc.sum(self.message_table.column("n_records")).as_py() or 0)
