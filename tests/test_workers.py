@@ -58,11 +58,20 @@ def test_workers_store_what_this_process_stores(
     assert ordered(tmp_path / "workers.duckdb") == ordered(tmp_path / "here.duckdb")
 
 
-def test_no_workers_for_little_input(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_workers_for_little_input_or_without_cores_to_spare(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv(workers.ENV, raising=False)
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(workers.os, "getloadavg", lambda: (0.1, 0.1, 0.1))
     assert workers.count(100_000) == 0
-    assert workers.count(workers.MIN_BYTES) >= 1
+    assert workers.count(workers.MIN_BYTES) == 2
     assert workers.count(0) == 0
+    # A machine busy with other work: one core to spare, then none.
+    monkeypatch.setattr(workers.os, "getloadavg", lambda: (1.2, 1.0, 1.0))
+    assert workers.count(workers.MIN_BYTES) == 1
+    monkeypatch.setattr(workers.os, "getloadavg", lambda: (3.5, 3.0, 3.0))
+    assert workers.count(workers.MIN_BYTES) == 0
     monkeypatch.setenv(workers.ENV, "0")
     assert workers.count(10 * workers.MIN_BYTES) == 0
 

@@ -1,7 +1,8 @@
 """Reading small agent logs in worker processes while this one writes the store.
 
 A history of many small transcripts is mostly Python reading JSON lines. When there is enough
-of it (``MIN_BYTES``, or ``$LLM_FORENSICS_INGEST_WORKERS`` says how many workers, 0 for none),
+of it (``MIN_BYTES``) and cores to spare (up to two workers, as many as the cores the load
+average leaves; ``$LLM_FORENSICS_INGEST_WORKERS`` says how many instead, 0 for none),
 a few worker processes read the files ahead of the one that writes the store: each hashes a
 file, checks its bytes and, for a small file of a format that is loaded in batches, reads it
 into Arrow tables (``analyzer.ingest.staged``), exactly as this process would
@@ -269,7 +270,13 @@ def count(total_small: int) -> int:
             pass
     if total_small < MIN_BYTES:
         return 0
-    return max(1, min(2, (os.cpu_count() or 1)))
+    # Workers pay only with cores to spare: on a machine busy with other work they add their
+    # start-up and the results' passing to what the writer does alone.
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):  # (no load average on this system)
+        busy = 0.0
+    return max(0, min(2, int((os.cpu_count() or 1) - busy + 0.5)))
 
 
 _ROOT = str(Path(__file__).resolve().parents[2])  # where this ``analyzer`` package lies
