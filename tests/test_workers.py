@@ -62,16 +62,13 @@ def test_no_workers_for_little_input_or_without_cores_to_spare(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv(workers.ENV, raising=False)
-    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(workers.os, "getloadavg", lambda: (0.1, 0.1, 0.1))
-    assert workers.count(100_000) == 0
-    assert workers.count(workers.MIN_BYTES) == 2
-    assert workers.count(0) == 0
+    assert workers.count(100_000, spare=2.0) == 0
+    assert workers.count(workers.MIN_BYTES, spare=2.0) == 2
+    assert workers.count(0, spare=2.0) == 0
     # A machine busy with other work: one core to spare, then none.
-    monkeypatch.setattr(workers.os, "getloadavg", lambda: (1.2, 1.0, 1.0))
-    assert workers.count(workers.MIN_BYTES) == 1
-    monkeypatch.setattr(workers.os, "getloadavg", lambda: (3.5, 3.0, 3.0))
-    assert workers.count(workers.MIN_BYTES) == 0
+    assert workers.count(workers.MIN_BYTES, spare=0.8) == 1
+    assert workers.count(workers.MIN_BYTES, spare=0.2) == 0
+    assert 0 <= workers.spare_cores(0.01) <= (os.cpu_count() or 1) + 0.01
     monkeypatch.setenv(workers.ENV, "0")
     assert workers.count(10 * workers.MIN_BYTES) == 0
 

@@ -1,8 +1,8 @@
 """Reading small agent logs in worker processes while this one writes the store.
 
 A history of many small transcripts is mostly Python reading JSON lines. When there is enough
-of it (``MIN_BYTES``) and cores to spare (up to two workers, as many as the cores the load
-average leaves; ``$LLM_FORENSICS_INGEST_WORKERS`` says how many instead, 0 for none),
+of it (``MIN_BYTES``) and cores to spare (up to two workers, as many as the cores idle when
+ingest starts; ``$LLM_FORENSICS_INGEST_WORKERS`` says how many instead, 0 for none),
 a few worker processes read the files ahead of the one that writes the store: each hashes a
 file, checks its bytes and, for a small file of a format that is loaded in batches, reads it
 into Arrow tables (``analyzer.ingest.staged``), exactly as this process would
@@ -27,6 +27,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -260,8 +261,9 @@ class Workers:
                 w.proc.stdout.close()
 
 
-def count(total_small: int) -> int:
-    """How many workers ``total_small`` bytes of small files get (0: none)."""
+def count(total_small: int, spare: float | None = None) -> int:
+    """How many workers ``total_small`` bytes of small files get (0: none), with ``spare``
+    cores (default: measured, ``spare_cores``)."""
     wanted = os.environ.get(ENV, "").strip()
     if wanted:
         try:
@@ -272,11 +274,32 @@ def count(total_small: int) -> int:
         return 0
     # Workers pay only with cores to spare: on a machine busy with other work they add their
     # start-up and the results' passing to what the writer does alone.
+    return max(0, min(2, int((spare_cores() if spare is None else spare) + 0.5)))
+
+
+def spare_cores(window: float = 0.05) -> float:
+    """The cores idle now: measured over ``window`` seconds from ``/proc/stat`` (Linux), else
+    the cores less the 1-minute load average."""
+    cpus = os.cpu_count() or 1
     try:
-        busy = os.getloadavg()[0]
+        total, idle = _cpu_ticks()
+        time.sleep(window)
+        total2, idle2 = _cpu_ticks()
+        if total2 > total:
+            return cpus * (idle2 - idle) / (total2 - total)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return cpus - os.getloadavg()[0]
     except (AttributeError, OSError):  # (no load average on this system)
-        busy = 0.0
-    return max(0, min(2, int((os.cpu_count() or 1) - busy + 0.5)))
+        return float(cpus)
+
+
+def _cpu_ticks() -> tuple[int, int]:
+    """All CPUs' time so far, and the idle part of it (idle and waiting for I/O), in ticks."""
+    with open("/proc/stat") as fh:
+        ticks = [int(v) for v in fh.readline().split()[1:9]]
+    return sum(ticks), ticks[3] + ticks[4]
 
 
 _ROOT = str(Path(__file__).resolve().parents[2])  # where this ``analyzer`` package lies
