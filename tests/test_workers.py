@@ -12,7 +12,7 @@ import pytest
 
 import analyzer.ingest.flow as flow
 import analyzer.ingest.workers as workers
-from analyzer.errors import StrictRejectError
+from analyzer.errors import ForensicsError, StrictRejectError
 from analyzer.ingest.base import IngestOptions
 from analyzer.store import Store, open_store
 from tests.test_batch import history, load
@@ -148,3 +148,12 @@ def test_no_worker_to_be_had_reads_the_files_here(
     monkeypatch.setenv(workers.ENV, "2")
     got = load(tmp_path / "s.duckdb", files)
     assert [r[1] for r in got] == ["loaded"] * 3
+
+
+def test_a_worker_count_that_is_not_a_number_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(workers.ENV, "two")
+    with pytest.raises(ForensicsError, match=r"LLM_FORENSICS_INGEST_WORKERS = 'two' is not"):
+        workers.count(100 << 20, spare=2)
+    monkeypatch.setenv(workers.ENV, "3")
+    assert workers.count(100 << 20, spare=0) == 3  # asked for: started whatever the load
+    assert workers.count(0, spare=2) == 0  # nothing small to read

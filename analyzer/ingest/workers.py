@@ -268,10 +268,9 @@ def count(total_small: int, spare: float | None = None) -> int:
     cores (default: measured, ``spare_cores``)."""
     wanted = os.environ.get(ENV, "").strip()
     if wanted:
-        try:
-            return max(0, int(wanted)) if total_small else 0
-        except ValueError:
-            pass
+        if not wanted.isdigit():
+            raise ForensicsError(f"${ENV} = {wanted!r} is not a number of workers (0 for none)")
+        return int(wanted) if total_small else 0
     if total_small < MIN_BYTES:
         return 0
     # Workers pay only with cores to spare: on a machine busy with other work they add their
