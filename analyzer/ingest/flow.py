@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import json
 import stat
-import zlib
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-
-import duckdb
 
 import analyzer.ingest as registry  # read at call time: the registry imports this module
 from analyzer import cache
@@ -20,9 +17,8 @@ from analyzer.errors import (
     ForensicsError,
     InputError,
     Interrupted,
-    LoaderBug,
 )
-from analyzer.ingest.base import IngestOptions, LoadContext, LoadResult, SourceFile, Unbatchable
+from analyzer.ingest.base import IngestOptions, LoadContext, LoadResult, SourceFile
 from analyzer.ingest.batch import (
     BATCH_FILE_BYTES,
     Batch,
@@ -59,61 +55,6 @@ class FileReport:
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
-
-
-def _sniff(src: SourceFile, options: IngestOptions) -> registry.Format | None:
-    if options.format:
-        return registry.format_by_name(options.format)
-    for fmt in registry.FORMATS:
-        if fmt.sniff(src.head):
-            return fmt
-    return None
-
-
-def _io_problem(text: str, src: SourceFile) -> InputError:
-    first = text.splitlines()[0] if text else "read error"
-    path = str(src.path)
-    first = first.removeprefix("IO Error: ").replace(f": {path}", "").replace(path, "file")
-    if src.head.compression and ("gzip" in first.lower() or "compressed" in first.lower()):
-        return DamagedGzipError(f"damaged gzip data ({first})", path=src.display)
-    return InputError(f"cannot read: {first}", path=src.display)
-
-
-def _run(fmt: registry.Format, ctx: LoadContext) -> LoadResult:
-    """The format's loader, its failures turned into what the user is told."""
-    src, display = ctx.source, ctx.source.display
-    try:
-        return fmt.load(ctx)
-    except (ForensicsError, Unbatchable):
-        raise
-    except duckdb.IOException as exc:  # the file went bad under DuckDB's own reader
-        raise _io_problem(str(exc), src) from exc
-    except (OSError, EOFError, zlib.error) as exc:
-        raise _io_problem(str(exc), src) from exc
-    except duckdb.InvalidInputException as exc:  # DuckDB's CSV reader gave up
-        first = str(exc).splitlines()[0].removeprefix("Invalid Input Error: ")
-        raise InputError(f"cannot read: {first}", path=display) from exc
-    except (MemoryError, duckdb.OutOfMemoryException):
-        raise  # the machine's limit, not the file's fault nor a loader's
-    except duckdb.InterruptException:  # Ctrl-C inside a query of DuckDB's
-        raise KeyboardInterrupt from None
-    except RuntimeError as exc:
-        if "interrupted" in str(exc).lower():  # Ctrl-C inside DuckDB's Python client
-            raise KeyboardInterrupt from None
-        raise LoaderBug(
-            f"could not be loaded: unexpected RuntimeError: {str(exc).splitlines()[0]} "
-            "(a bug in llm-forensics; nothing from this file was stored)",
-            path=display,
-        ) from exc
-    except Exception as exc:
-        # Never a traceback for a file: the user learns which file, and that the fault
-        # is ours (--traceback shows where).
-        raise LoaderBug(
-            f"could not be loaded: unexpected {type(exc).__name__}: "
-            f"{str(exc).splitlines()[0] if str(exc) else ''} "
-            "(a bug in llm-forensics; nothing from this file was stored)",
-            path=display,
-        ) from exc
 
 
 def _load(
