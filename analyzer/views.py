@@ -165,9 +165,13 @@ def where(store: Store, incidents: list[Incident]) -> dict[str, Where]:
                   UNION
                   SELECT incident_id, first_call_id FROM incidents
                   WHERE incident_id IN (SELECT incident_id FROM i))
-           SELECT ic.incident_id, mode(c.app), mode(c.api_key), mode(c.model),
-                  mode(c.project)
-           FROM ic JOIN calls c USING (call_id) GROUP BY 1""",
+           -- ties go to the first name in order, whatever order the scan gives the rows in
+           SELECT ic.incident_id, mode(c.app ORDER BY c.app), mode(c.api_key ORDER BY c.api_key),
+                  mode(c.model ORDER BY c.model), mode(c.project ORDER BY c.project)
+           -- (the calls filtered first: then only those few carry their other columns)
+           FROM ic JOIN (SELECT call_id, app, api_key, model, project FROM calls
+                         WHERE call_id IN (SELECT call_id FROM ic)) c USING (call_id)
+           GROUP BY 1""",
         {"ids": [i.incident_id for i in incidents]},
     ).fetchall()
     return {str(r[0]): Where(*(None if v is None else str(v) for v in r[1:])) for r in rows}

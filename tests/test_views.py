@@ -313,3 +313,35 @@ def test_one_summary_line_for_many_files_and_every_file_with_verbose(
         cli, ["ingest", "--db", str(tmp_path / "b.duckdb"), str(tmp_path / "in"), "--verbose"]
     )
     assert len(verbose.stdout.splitlines()) == 31
+
+
+def test_an_incidents_place_is_its_calls_most_common_and_ties_go_by_name(tmp_path: Path) -> None:
+    """``where`` names the app, key, model and project most of an incident's calls carry; a tie
+    goes to the first name in order, not to whichever row a parallel scan met first."""
+    from types import SimpleNamespace
+
+    from analyzer.store import open_store
+    from analyzer.views import where
+
+    with open_store(tmp_path / "s.duckdb") as store:
+        con = store.con
+        rows = [("c1", "zeta", "k2", "m1", "p"), ("c2", "alpha", "k1", "m1", "p"),
+                ("c3", "zeta", "k1", "m2", "q"), ("c4", "alpha", "k2", "m1", "q"),
+                ("c5", "solo", "k9", "m9", "r")]  # fmt: skip
+        for cid, app, key, model, project in rows:
+            con.execute(
+                """INSERT INTO calls (call_id, source_id, format, stream_key, app, api_key, model,
+                                      project)
+                   VALUES (?, 1, 'test', 's', ?, ?, ?, ?)""",
+                [cid, app, key, model, project],
+            )
+        con.execute(
+            """INSERT INTO incidents (incident_id, detector, severity, first_call_id)
+               VALUES ('i1', 'd', 'low', 'c1'), ('i2', 'd', 'low', 'c5')"""
+        )
+        con.execute("INSERT INTO incident_calls VALUES ('i1', 'c2'), ('i1', 'c3'), ('i1', 'c4')")
+        got = where(store, [SimpleNamespace(incident_id="i1"), SimpleNamespace(incident_id="i2")])
+    assert (got["i1"].app, got["i1"].api_key, got["i1"].model, got["i1"].project) == (
+        "alpha", "k1", "m1", "p"
+    )  # fmt: skip
+    assert (got["i2"].app, got["i2"].model) == ("solo", "m9")  # only its first call
