@@ -17,7 +17,7 @@ from analyzer.store import Store
 from analyzer.views import incident_table, incidents_csv, where
 
 # The canonical tables (sql/schema.sql), in the order a reader joins them.
-TABLES = ("sources", "calls", "messages", "rejects", "bill_buckets", "incidents",
+TABLES = ("sources", "calls", "messages", "runs", "rejects", "bill_buckets", "incidents",
           "incident_calls", "incident_numbers")  # fmt: skip
 # Tables written as one folder per day (hive layout), so that a re-export writes only new days
 # and a distributed engine reads a day as a partition.

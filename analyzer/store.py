@@ -23,10 +23,10 @@ MEMORY_ENV = "LLM_FORENSICS_MEMORY_LIMIT"
 # allocations DuckDB does not count) comes on top of it (10 million rows: peak RSS 1.68 GB at a
 # limit of 1.5GB, 2.18 GB at 2GB).
 DEFAULT_MEMORY_LIMIT = "1.7GB"
-SCHEMA_VERSION = "7"
+SCHEMA_VERSION = "8"
 # Store formats this version upgrades in place when it opens them for writing (the tables they
-# lack are added): 6 had no ``bill_buckets``.
-UPGRADES_FROM = {"6"}
+# lack are added): 6 had no ``bill_buckets``, 7 no ``runs``.
+UPGRADES_FROM = {"6", "7"}
 
 
 class Store:

@@ -33,7 +33,7 @@ from analyzer.errors import ForensicsError
 from analyzer.export import export_parquet, read_manifest
 from analyzer.incident import Incident
 from analyzer.spark_sql import macros, to_spark
-from analyzer.store import open_store
+from analyzer.store import SCHEMA_VERSION, open_store
 from tests.helpers import REPO, fill_calls, fill_messages, insert
 from tests.test_detectors import DETECTORS, case_files, check_expected, load_case
 
@@ -127,7 +127,7 @@ def test_export_is_partitioned_by_day_and_accounts_for_every_row(
     assert result.exit_code == 0, result.output
     manifest = read_manifest(out)
     calls = manifest["tables"]["calls"]
-    assert calls["partitioned_by"] == "day" and manifest["schema_version"] == "7"
+    assert calls["partitioned_by"] == "day" and manifest["schema_version"] == SCHEMA_VERSION
     days = sorted(p.name for p in (out / "calls").iterdir())
     assert days == [f"day={d}" for d in calls["days"]] and len(days) > 20
     con = duckdb.connect()

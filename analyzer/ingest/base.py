@@ -76,6 +76,8 @@ class LoadResult:
     rows_duplicate: int = 0
     rows_skipped: int = 0
     skipped_kinds: dict[str, int] = field(default_factory=dict)
+    calls: int | None = None  # calls the file holds (None: a format that does not count them)
+    note: str | None = None  # why the file holds no calls, when its loader knows better
 
 
 @dataclass

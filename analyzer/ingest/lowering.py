@@ -21,7 +21,9 @@ import duckdb
 import orjson
 import pyarrow as pa
 
+from analyzer.ingest.arrow_rows import fits, table_of
 from analyzer.ingest.base import LoadContext, LoadResult, Unbatchable
+from analyzer.ingest.runs import store_runs
 from analyzer.pricing import COST_SQL, WEB_SEARCH_SQL, PriceKey, price_table
 
 # Columns a log ingestor may fill for a call; everything else in `calls` stays NULL. The raw
@@ -167,56 +169,15 @@ def excerpt(text: object) -> str | None:
     return text[:EXCERPT_CHARS]
 
 
-_INT_RANGE = {pa.int64(): (-(2**63), 2**63), pa.int32(): (-(2**31), 2**31)}
-
-
-def _fits(value: object, t: pa.DataType) -> object:
-    """``value`` if it is of column type ``t`` (and in its range), else None."""
-    if t == pa.string():
-        return value if isinstance(value, str) else None
-    if t == pa.bool_():
-        return value if isinstance(value, bool) else None
-    if t in _INT_RANGE:
-        lo, hi = _INT_RANGE[t]
-        ok = isinstance(value, int) and not isinstance(value, bool) and lo <= value < hi
-        return value if ok else None
-    if t == pa.float64():
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return None
-        return float(value) if abs(value) < 1e300 else None
-    if pa.types.is_timestamp(t):
-        return value if isinstance(value, datetime) else None
-    return value
-
-
-def _column(values: list[object], t: pa.DataType) -> pa.Array:
-    """An Arrow column of type ``t``. The loaders read every log value as what it should be;
-    should one slip through as another type or out of range, that value is stored as NULL
-    rather than failing the file."""
-    try:
-        return pa.array(values, type=t)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
-        return pa.array([_fits(v, t) for v in values], type=t)
-
-
-def table_of(rows: list[dict[str, Any]], columns: dict[str, pa.DataType]) -> pa.Table:
-    """The rows as an Arrow table of ``columns`` (a value of another type is NULL)."""
-    try:  # all at once, in Arrow's own code; a value of another type fails it
-        return pa.Table.from_struct_array(pa.array(rows, type=pa.struct(list(columns.items()))))
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
-        pass
-    return pa.table({name: _column([r.get(name) for r in rows], t) for name, t in columns.items()})
-
-
 def fill_call(row: dict[str, Any]) -> PriceKey | None:
     """A call's row filled in to be stored; returns the price it needs (None: unpriced)."""
     row.setdefault("stream_key", row.get("session_id"))
     row["parts"] = max(row.get("parts") or 0, row.get("n_records") or 0)
     # Priced by name: only a string names a model (see ``_column``).
     model = row.get("model")
-    row["model"] = model = model if model.__class__ is str else _fits(model, pa.string())
+    row["model"] = model = model if model.__class__ is str else fits(model, pa.string())
     provider = row.get("provider")
-    row["provider"] = provider if provider.__class__ is str else _fits(provider, pa.string())
+    row["provider"] = provider if provider.__class__ is str else fits(provider, pa.string())
     if (
         model
         and model not in UNPRICED_MODELS
@@ -289,6 +250,7 @@ class Lowering:
         self.call_prefix = call_prefix
         self.calls: list[dict[str, Any]] = []
         self.messages: list[dict[str, Any]] = []
+        self.runs: list[dict[str, Any]] = []
         self.rejects: list[tuple[int | None, str, str | None]] = []
         self.result = LoadResult()
         self.skipped: Counter[str] = Counter()
@@ -296,6 +258,11 @@ class Lowering:
         self._flushed_replay_ids: set[str] = set()
 
     # -- what the format module reports ----------------------------------------------------
+
+    @property
+    def records_read(self) -> int:
+        """The records read so far (the number of the last one)."""
+        return self._read
 
     def read(self, n: int = 1) -> None:
         """``n`` input records were read."""
@@ -325,6 +292,17 @@ class Lowering:
             if self.ctx.batched:
                 raise Unbatchable
             self._flush_messages()
+
+    def add_run(self, row: dict[str, Any]) -> None:
+        """What the log says of a whole run (``runs``): its verdict, stated totals and limits.
+        With ``cost_apportioned`` its stated cost is divided over the session's calls that
+        have no cost of their own stated (see ``apportion``). Formats that write runs are not
+        batched."""
+        if self.ctx.batched:
+            raise Unbatchable
+        row.setdefault("stream_key", row.get("session_id"))
+        row.setdefault("n_records", 0)
+        self.runs.append(row)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -441,6 +419,7 @@ class Lowering:
             return
         con = self.ctx.con
         to_price = self.settle_calls()
+        self.result.calls = (self.result.calls or 0) + len(self.calls)
         batch = table_of(self.calls, CALL_COLUMNS)
         con.register("lf_call_batch", batch)
         con.register("lf_price", price_table(to_price))
@@ -477,6 +456,16 @@ class Lowering:
         self.result.rows_loaded += total - int(dup)
         self.calls = []
 
+    def _flush_runs(self) -> None:
+        """Store the runs (``analyzer.ingest.runs.store_runs``) and account for their records."""
+        if not self.runs:
+            return
+        total = sum(int(r.get("n_records") or 0) for r in self.runs)
+        dup = store_runs(self.ctx.con, self.ctx.source_id, self.fmt, self.runs)
+        self.result.rows_duplicate += dup
+        self.result.rows_loaded += total - dup
+        self.runs = []
+
     def finish(self) -> LoadResult:
         """Write what is left and return the file's accounting. Loaded with other files in
         one batch (``ctx.batched``), nothing is written: the rows are kept for the batch, which
@@ -484,8 +473,10 @@ class Lowering:
         if self.ctx.batched:
             self.ctx.staged = self
         else:
+            self.result.calls = self.result.calls or 0
             self._flush_calls()
             self._flush_messages()
+            self._flush_runs()
         if self._flushed_replay_ids:  # a replay's messages written in an earlier batch
             self.ctx.con.execute(
                 "DELETE FROM messages WHERE source_id = ? AND call_id IN ?",

@@ -19,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from analyzer.ingest.arrow_rows import table_of
 from analyzer.ingest.base import LoadResult
 from analyzer.ingest.lowering import (
     CALL_COLUMNS,
@@ -26,7 +27,6 @@ from analyzer.ingest.lowering import (
     Lowering,
     StoredReplays,
     fill_call,
-    table_of,
 )
 from analyzer.pricing import PriceKey
 
@@ -165,6 +165,7 @@ def _with_source(table: pa.Table, source_id: int) -> pa.Table:
 def stage(low: Lowering) -> Staged:
     """A file's ``Lowering`` (read with ``batched``) staged for its batch."""
     low.dedupe_calls()
+    low.result.calls = len(low.calls)
     prices: dict[PriceKey, int] = {}
     of = array(
         "i",

@@ -65,7 +65,9 @@ CREATE TABLE IF NOT EXISTS calls (
     output_final        BOOLEAN,            -- output_tokens is the final count (false: a
                                             -- streaming snapshot, as in Claude Code logs)
     cost_usd            DECIMAL(18, 10),
-    cost_basis          VARCHAR,            -- billed | reported | estimated | NULL
+    cost_basis          VARCHAR,            -- billed | reported | apportioned (the run's
+                                            -- stated cost divided over its calls, see
+                                            -- runs) | estimated | NULL
     cost_cache_usd      DECIMAL(18, 10),    -- negative = cache discount (already in cost_usd)
     cost_extra_usd      DECIMAL(18, 10),    -- web search + file processing (already in cost_usd)
     cost_estimate_usd   DECIMAL(18, 10),    -- on a logged call: what list prices say it cost,
@@ -99,7 +101,10 @@ CREATE TABLE IF NOT EXISTS calls (
 CREATE OR REPLACE VIEW live_calls AS SELECT * FROM calls WHERE superseded_by IS NULL;
 
 -- Conversation content where a format has it (excerpts only, never whole contents).
--- kind: prompt (a user's turn), text, thinking, tool_call, tool_result, system, placeholder.
+-- kind: prompt (a user's turn), text, thinking, tool_call, tool_result, system, placeholder,
+-- compaction, format_error (the agent refused a reply it could not parse and said so: call_id
+-- is the refused call, tool_result_hash the refusal's text), synthetic (a reply the agent
+-- wrote itself without calling a model, such as Claude Code's `<synthetic>` limit notices).
 CREATE TABLE IF NOT EXISTS messages (
     source_id      INTEGER NOT NULL,
     session_id     VARCHAR,
@@ -151,6 +156,43 @@ CREATE TABLE IF NOT EXISTS bill_buckets (
     web_search_requests   BIGINT,
     cost_usd              DECIMAL(18, 10),    -- what the report says was charged
     cost_estimate_usd     DECIMAL(18, 10)     -- its tokens at list prices (usage rows)
+);
+
+-- One row per agent run whose log says how it ended or what it cost: a Claude Code `result`
+-- line, a mini-swe-agent or SWE-agent trajectory's `info`, an OpenHands instance's `error` and
+-- metrics, a Gemini CLI `result` line. Its calls are the calls of `session_id` (one run is
+-- one session). The run's own verdict is evidence a detector may read; by itself it is never
+-- an incident.
+CREATE TABLE IF NOT EXISTS runs (
+    source_id              INTEGER NOT NULL,
+    session_id             VARCHAR NOT NULL,   -- the session its calls carry
+    stream_key             VARCHAR NOT NULL,   -- the stream the session is in
+    seq                    BIGINT,             -- the run's order in its stream (relaunches)
+    line                   BIGINT,             -- the record that says how it ended (or began)
+    agent                  VARCHAR,            -- claude-code, mini-swe-agent, swe-agent, ...
+    model                  VARCHAR,            -- as the run's configuration names it
+    exit_status            VARCHAR,            -- as the log writes it: LimitsExceeded,
+                                               -- exit_cost, submitted, error_max_turns...
+    outcome                VARCHAR,            -- completed, step_limit, cost_limit,
+                                               -- context_limit, format_error, error, stuck,
+                                               -- interrupted, other; NULL: the log says none
+    is_error               BOOLEAN,            -- the log marks the run as failed
+    result_excerpt         VARCHAR,            -- its result text or error (200 characters)
+    reported_calls         BIGINT,             -- model calls or turns the log counts for it
+    reported_input_tokens  BIGINT,             -- its stated totals (whole prompt)
+    reported_cached_tokens BIGINT,             -- of which read from the cache
+    reported_output_tokens BIGINT,
+    reported_cost_usd      DECIMAL(18, 10),    -- the cost the log states (NULL: none; a 0 the
+                                               -- agent writes when it could not price is none)
+    cost_apportioned       BOOLEAN,            -- that cost was divided over the run's calls,
+                                               -- which then have cost_basis 'apportioned'
+    cost_estimate_usd      DECIMAL(18, 10),    -- its stated tokens at list prices, where the
+                                               -- log states the run's tokens but no cost and
+                                               -- no call's tokens (divided over the calls as
+                                               -- their 'estimated' cost)
+    duration_ms            DOUBLE,
+    step_limit             BIGINT,             -- the run's own limits, where its log says them
+    cost_limit_usd         DECIMAL(18, 10)
 );
 
 -- Every input record that could not be loaded, with the reason.

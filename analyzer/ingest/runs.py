@@ -1,0 +1,215 @@
+"""A run's own verdict (the ``runs`` table): how an agent's log says a run ended, stored with
+what it states the run cost, and that cost divided over the run's calls.
+
+Agents write how a run ended in their own words: mini-swe-agent's ``exit_status`` is the name of
+the exception that ended it (``Submitted``, ``LimitsExceeded`` for its step or cost limit,
+``FormatError``...); SWE-agent's is ``submitted``, ``exit_cost``, ``exit_context``,
+``exit_format``, ``exit_error`` or one of those after an automatic submission (``submitted
+(exit_cost)``); Claude Code's ``result`` line has a ``subtype`` (``success``,
+``error_max_turns``, ``error_during_execution``...) and ``is_error``; an OpenHands instance an
+``error`` text ("Agent reached maximum iteration...", "Agent got stuck in a loop"); Gemini CLI's
+``result`` line a ``status``. ``outcome`` maps each to one word a detector and a reader can use;
+the log's own words stay in ``runs.exit_status``.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from analyzer.ingest.arrow_rows import table_of
+from analyzer.pricing import tier_prices
+
+# Outcomes, in the order a reader meets them (the column's values; NULL: the log says none).
+OUTCOMES = (
+    "completed",  # the run ended as it should (submitted, a success result)
+    "step_limit",  # it reached its step, turn or iteration limit (or a limit the log names
+    # without saying which: mini-swe-agent's LimitsExceeded is its step or its cost limit)
+    "cost_limit",  # it reached its cost limit
+    "context_limit",  # its context window was full
+    "format_error",  # the agent gave up on replies it could not parse
+    "stuck",  # the agent's own stuck detector ended it
+    "error",  # an error ended it (the log marks it failed)
+    "interrupted",  # a person or the harness stopped it
+    "other",  # the log names an ending this table does not know
+)
+
+_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"stuck|loop detected|repeat(ing|ed) (action|itself)", re.I), "stuck"),
+    (re.compile(r"cost|budget|credit", re.I), "cost_limit"),
+    (re.compile(r"context|too.?long|token.?limit", re.I), "context_limit"),
+    (re.compile(r"format", re.I), "format_error"),
+    (
+        re.compile(r"limit|max(imum)?[ _]?(session[ _]?)?(turn|iteration|step)", re.I),
+        "step_limit",
+    ),
+    (re.compile(r"interrupt|cancel|abort|keyboard|paus", re.I), "interrupted"),
+    (re.compile(r"error|exception|fail|timeout", re.I), "error"),
+    (re.compile(r"^(submitted|success|completed?|finish(ed)?|done|stop)$", re.I), "completed"),
+)
+
+
+def outcome(exit_status: str | None, is_error: bool | None = None) -> str | None:
+    """The outcome a log's own exit status (or error text) means, or None when it says none.
+
+    >>> outcome("LimitsExceeded"), outcome("submitted (exit_cost)"), outcome("Submitted")
+    ('step_limit', 'cost_limit', 'completed')
+    >>> outcome("error_max_turns", True), outcome("success", True), outcome(None, True)
+    ('step_limit', 'error', 'error')
+    >>> outcome("Agent got stuck in a loop"), outcome("exit_format"), outcome("early_exit")
+    ('stuck', 'format_error', 'other')
+    >>> outcome("Maximum session turns exceeded"), outcome("MaxSessionTurnsError", True)
+    ('step_limit', 'step_limit')
+    """
+    if not exit_status:
+        return "error" if is_error else None
+    for pattern, name in _RULES:
+        if pattern.search(exit_status):
+            if name == "completed" and is_error:
+                return "error"
+            return name
+    return "error" if is_error else "other"
+
+
+# A run: what an agent's log says of one whole run (the ``runs`` table), one per session.
+RUN_COLUMNS: dict[str, pa.DataType] = {
+    "session_id": pa.string(),
+    "stream_key": pa.string(),
+    "seq": pa.int64(),
+    "line": pa.int64(),
+    "agent": pa.string(),
+    "model": pa.string(),
+    "exit_status": pa.string(),
+    "outcome": pa.string(),
+    "is_error": pa.bool_(),
+    "result_excerpt": pa.string(),
+    "reported_calls": pa.int64(),
+    "reported_input_tokens": pa.int64(),
+    "reported_cached_tokens": pa.int64(),
+    "reported_output_tokens": pa.int64(),
+    "reported_cost_usd": pa.float64(),
+    "cost_apportioned": pa.bool_(),
+    "cost_estimate_usd": pa.float64(),
+    "duration_ms": pa.float64(),
+    "step_limit": pa.int64(),
+    "cost_limit_usd": pa.float64(),
+    "n_records": pa.int64(),  # input records this run row accounts for
+}
+
+
+def estimate_of_totals(
+    model: str | None,
+    provider: str | None,
+    day: date | None,
+    tokens: tuple[int | None, int | None, int | None],
+    calls: int,
+) -> float | None:
+    """A run's stated totals (``tokens``: the whole prompt, its cached part, the output billed
+    as output, thinking included) at list prices, for a log that states a run's tokens but
+    neither its cost nor any call's tokens. The price tier is the one an average call of the
+    run falls in (the totals do not say how the prompts were spread). None: no model, no
+    tokens, or no known price."""
+    prompt, cached, output = tokens
+    tiers = tier_prices(model, provider, day) if model else None
+    if not tiers or (prompt is None and output is None):
+        return None
+    each = (prompt or 0) / max(calls, 1)
+    inside = [t for t in tiers if each > t.above and (t.upto is None or each <= t.upto)]
+    tier = inside[0] if inside else tiers[0]
+    read = min(cached or 0, prompt or 0)
+    total = (
+        ((prompt or 0) - read) * tier.input + read * tier.cache_read + (output or 0) * tier.output
+    )
+    return float(total)
+
+
+def store_runs(
+    con: duckdb.DuckDBPyConnection, source_id: int, fmt: str, runs: list[dict[str, Any]]
+) -> int:
+    """Store a file's runs; returns the records of those stored already (duplicates). A run of
+    a session stored already is a duplicate - unless this file says more of it (a log read
+    while the run went on, read again once it ended: a verdict or a stated cost the stored
+    run lacks): then this run replaces the stored one. Then each new run's stated cost is
+    divided over its calls where it says so (``apportion``)."""
+    con.register("lf_run_batch", table_of(runs, RUN_COLUMNS))
+    try:
+        # A stored run this file says more of is replaced.
+        con.execute(
+            """DELETE FROM runs WHERE session_id IN (
+                   SELECT b.session_id FROM lf_run_batch b JOIN runs r USING (session_id)
+                   WHERE (b.exit_status IS NOT NULL AND r.exit_status IS NULL)
+                      OR (b.reported_cost_usd IS NOT NULL AND r.reported_cost_usd
+                          IS DISTINCT FROM b.reported_cost_usd::DECIMAL(18, 10))
+                      OR coalesce(b.reported_calls, 0) > coalesce(r.reported_calls, 0))"""
+        )
+        dup = con.execute(
+            """SELECT coalesce(sum(n_records), 0) FROM lf_run_batch b
+               WHERE EXISTS (SELECT 1 FROM runs r WHERE r.session_id = b.session_id)"""
+        ).fetchall()[0][0]
+        con.execute(
+            """INSERT INTO runs BY NAME
+               SELECT $sid AS source_id,
+                      * EXCLUDE (n_records, reported_cost_usd, cost_limit_usd,
+                                 cost_estimate_usd),
+                      reported_cost_usd::DECIMAL(18, 10) AS reported_cost_usd,
+                      cost_estimate_usd::DECIMAL(18, 10) AS cost_estimate_usd,
+                      cost_limit_usd::DECIMAL(18, 10) AS cost_limit_usd
+               FROM lf_run_batch b
+               WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.session_id = b.session_id)""",
+            {"sid": source_id},
+        )
+    finally:
+        con.unregister("lf_run_batch")
+    apportion(con, source_id, fmt)
+    return int(dup)
+
+
+def apportion(con: duckdb.DuckDBPyConnection, source_id: int, fmt: str) -> None:
+    """Divide the stated cost of each run of ``source_id`` that says ``cost_apportioned`` over
+    its session's calls of format ``fmt`` that carry no billed or reported cost of their own
+    (those divided before, from an earlier version of the run, again): in proportion to their
+    list-price estimates where every one of them has one, else evenly. Each share is the
+    difference of two rounded running totals, so the shares add up to the stated cost exactly;
+    such calls get ``cost_basis = 'apportioned'`` (their estimate stays in
+    ``cost_estimate_usd``). A run that states no cost but its tokens (``cost_estimate_usd``:
+    those tokens at list prices) has that estimate divided the same way, as its calls'
+    ``estimated`` cost."""
+    con.execute(
+        """WITH c AS (
+               SELECT c.call_id, c.session_id, c.seq,
+                      coalesce(r.reported_cost_usd, r.cost_estimate_usd) AS total,
+                      CASE WHEN r.reported_cost_usd IS NOT NULL THEN 'apportioned'
+                           ELSE 'estimated' END AS basis,
+                      c.cost_estimate_usd::DOUBLE AS est
+               FROM calls c JOIN runs r ON r.session_id = c.session_id
+               WHERE r.source_id = $sid AND r.cost_apportioned
+                 AND coalesce(r.reported_cost_usd, r.cost_estimate_usd) IS NOT NULL
+                 AND c.format = $fmt
+                 AND coalesce(c.cost_basis, 'estimated') IN ('estimated', 'apportioned')),
+           w AS (
+               SELECT *, CASE WHEN bool_and(coalesce(est, 0) > 0) OVER (PARTITION BY session_id)
+                              THEN est ELSE 1.0 END AS w
+               FROM c),
+           cum AS (
+               SELECT call_id, session_id, seq, basis,
+                      round(total::DOUBLE * sum(w) OVER (PARTITION BY session_id
+                                                         ORDER BY seq NULLS LAST, call_id
+                                                         ROWS UNBOUNDED PRECEDING)
+                            / sum(w) OVER (PARTITION BY session_id), 10)::DECIMAL(18, 10)
+                          AS upto
+               FROM w)
+           UPDATE calls SET cost_usd = s.share, cost_basis = s.basis,
+                            cost_estimate_usd = CASE WHEN s.basis = 'estimated' THEN s.share
+                                                     ELSE calls.cost_estimate_usd END
+           FROM (SELECT call_id, basis,
+                        upto - coalesce(lag(upto) OVER (PARTITION BY session_id
+                                                       ORDER BY seq NULLS LAST, call_id), 0)
+                            AS share
+                 FROM cum) s
+           WHERE calls.call_id = s.call_id""",
+        {"sid": source_id, "fmt": fmt},
+    )
