@@ -116,14 +116,42 @@ def _tier_starts(model: str, provider: str | None, when: datetime | None) -> lis
     return sorted(starts)
 
 
+def _candidates(model: str, provider: str | None) -> list[tuple[str, str | None]]:
+    """The names to look ``model`` up by, in order: as logged (with its provider, then
+    without, as a gateway's provider name such as "Google AI Studio" is none the price data
+    knows), then without each routing prefix in turn, the prefix taken as the provider
+    (``google/gemini-3-pro-preview`` is Google's ``gemini-3-pro-preview``;
+    ``openrouter/anthropic/claude-sonnet-4`` is Anthropic's ``claude-sonnet-4``)."""
+    found: list[tuple[str, str | None]] = [(model, provider)]
+    if provider is not None:
+        found.append((model, None))
+    rest = model
+    while "/" in rest:
+        prefix, rest = rest.split("/", 1)
+        if not rest:
+            break
+        found += [(rest, prefix.lower()), (rest, None)]
+    return list(dict.fromkeys(found))
+
+
 @lru_cache(maxsize=4096)
 def tier_prices(model: str, provider: str | None, day: date | None) -> tuple[TierPrice, ...] | None:
-    """Per-token prices of ``model`` on ``day`` for each of its tiers; None if unknown."""
+    """Per-token prices of ``model`` on ``day`` for each of its tiers; None if unknown. A name
+    the price data does not know as logged is looked up as its model (``_candidates``)."""
     when = datetime(day.year, day.month, day.day, 12, tzinfo=UTC) if day else None
-    try:
-        starts = _tier_starts(model, provider, when)
-    except Exception:  # genai-prices raises LookupError and friends for unknown models
-        return None
+    for name, by in _candidates(model, provider):
+        try:
+            starts = _tier_starts(name, by, when)
+        except Exception:  # genai-prices raises LookupError and friends for unknown models
+            continue
+        return _tiers(name, by, when, starts)
+    return None
+
+
+def _tiers(
+    model: str, provider: str | None, when: datetime | None, starts: list[int]
+) -> tuple[TierPrice, ...]:
+    """Per-token prices of each tier of a model the price data knows."""
     bounds = [-1, *starts]
     tiers = []
     for i, above in enumerate(bounds):

@@ -122,3 +122,28 @@ def test_fast_prices_multiply_every_token_kind() -> None:
             assert f_row[kind] == pytest.approx(6 * s_row[kind], rel=1e-12)
     # Anthropic's fast-mode table for Opus 4.6: $30 / MTok input, $150 / MTok output.
     assert fast[0]["p_in"] == pytest.approx(30e-6) and fast[0]["p_out"] == pytest.approx(150e-6)
+
+
+@pytest.mark.parametrize(
+    ("logged", "provider", "priced_as", "by"),
+    [
+        # a gateway's name for the provider is none the price data knows: priced as the model
+        ("google/gemini-3-pro-preview", "Google AI Studio", "gemini-3-pro-preview", "google"),
+        ("google/gemini-3-pro-preview", None, "gemini-3-pro-preview", "google"),
+        ("openrouter/meta-llama/llama-4-maverick", None, "meta-llama/llama-4-maverick", None),
+        ("anthropic/claude-sonnet-4", None, "anthropic/claude-sonnet-4", None),
+    ],
+)
+def test_a_prefixed_model_name_is_priced_as_its_model(
+    logged: str, provider: str | None, priced_as: str, by: str | None
+) -> None:
+    from analyzer.pricing import tier_prices
+
+    got = tier_prices(logged, provider, DAY)
+    assert got is not None and got == tier_prices(priced_as, by, DAY)
+
+
+def test_a_name_no_prefix_explains_stays_unpriced() -> None:
+    from analyzer.pricing import tier_prices
+
+    assert tier_prices("openai/openrouter-llama-4-maverick", None, DAY) is None  # a proxy alias
