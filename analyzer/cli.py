@@ -1,7 +1,8 @@
 """The command line: thin commands over the library, one error boundary.
 
 Exit codes: 0 ran clean; 1 findings at or above --fail-on; 2 usage error; 3 input or runtime
-error (one line ``Error: <file>:<line>: <what>``, no traceback unless --traceback).
+error (one line ``Error: <file>:<line>: <what>``, no traceback unless --traceback); 4 ran, but
+some input found in a folder was not read (each file named on stderr).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from analyzer.cli_options import (
 )
 from analyzer.console import note, out, verbose, width
 from analyzer.detect import Selection, load_incidents
-from analyzer.errors import ForensicsError, Interrupted
+from analyzer.errors import NOT_ALL_READ_EXIT, ForensicsError, Interrupted
 from analyzer.ingest.base import IngestOptions
 from analyzer.pipeline import Inputs, default_inputs
 from analyzer.store import open_new_or_existing, open_store
@@ -99,9 +100,13 @@ def _set_traceback(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 def cli() -> None:
     """Find the money LLM agents burn in runaway loops.
 
-    Load agent logs (Claude Code, Codex, NEXUS3, saved conversations) and bills (OpenRouter
-    activity exports) into a local DuckDB store, find the runaway loops, price the waste, and
+    Load agent logs (Claude Code, Codex, Gemini CLI, OpenCode, Cline, Aider, mini-swe-agent,
+    SWE-agent, OpenHands, saved conversations) and bills (OpenRouter, LiteLLM, Anthropic and
+    OpenAI usage) into a local DuckDB store, find the runaway loops, price the waste, and
     backtest the loop guards that would have stopped them. Nothing leaves the machine.
+
+    Exit codes: 0 ran clean; 1 findings at --fail-on; 2 usage error; 3 input or runtime
+    error; 4 some input found in a folder was not read (each file named on stderr).
 
     \b
     Examples:
@@ -113,6 +118,19 @@ def cli() -> None:
 def _inputs(paths: tuple[str, ...]) -> Inputs | list[str]:
     """The user's paths, or with none the places agents keep their logs by default."""
     return list(paths) if paths else default_inputs(os.environ, Path.home())
+
+
+def _exit_if_not_all_read(reports: list[Any]) -> None:
+    """Exit 4 when input was not read (the files were named as they were met)."""
+    missed = [r.path for r in reports if r.not_read]
+    if missed:
+        more = f" and {len(missed) - 3:,} more" if len(missed) > 3 else ""
+        click.echo(
+            f"exit {NOT_ALL_READ_EXIT}: {len(missed):,} "
+            f"{'file' if len(missed) == 1 else 'files'} not read ({', '.join(missed[:3])}{more})",
+            err=True,
+        )
+        sys.exit(NOT_ALL_READ_EXIT)
 
 
 def _said_files(reports: list[Any]) -> None:
@@ -156,6 +174,7 @@ def ingest(paths: tuple[str, ...], db: str, options: IngestOptions, as_json: boo
             click.echo(line)
     else:
         click.echo(files_summary(reports))
+    _exit_if_not_all_read(reports)
 
 
 @cli.command()
@@ -233,6 +252,7 @@ def audit(
         out(render_backtest(done.guards.results, w), nl=False)
     if failing(done.incidents, fail_on, fail_on_waste):
         sys.exit(1)
+    _exit_if_not_all_read(done.reports)
 
 
 @cli.command("detect")

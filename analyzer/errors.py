@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# The exit code of a run that read what it could but not all of its input: a file found in a
+# folder failed to load, held data no reader recognises, or had every record rejected (each is
+# named on stderr). Findings at or above --fail-on still exit 1; an error exits 3.
+NOT_ALL_READ_EXIT = 4
+
 
 class ForensicsError(Exception):
     """An input or runtime problem the user can act on (exit code 3).

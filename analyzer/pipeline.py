@@ -92,12 +92,34 @@ def ingest_paths(store: Store, inputs: Inputs | list[str], options: IngestOption
         ]
         note("reading " + _first_in_full(said))
     reports = Loaded(load_files(store, walk.files, options), walk.hidden_skipped)
-    if not any(r.status in ("loaded", "unchanged") for r in reports):
+    if not any(r.status in ("loaded", "unchanged", "read_with") for r in reports):
         raise NothingFound(_nothing(inputs, reports, walk.hidden_skipped))
+    _say_no_calls(reports)
     if walk.hidden_skipped:
         note(f"skipped hidden folders: {_some(walk.hidden_skipped)} (name one to read it)")
     link_if_needed(store, loaded=any(r.status == "loaded" for r in reports))
     return reports
+
+
+NO_CALLS_SHOWN = 5  # files with no calls named one a line; the rest counted
+
+
+def _say_no_calls(reports: list[FileReport]) -> None:
+    """Name each log that was read but holds no call, and why (``X: recognised as Y, 0 calls:
+    why``): a file read to no effect is never a silent "loaded"."""
+    from analyzer.ingest import format_by_name
+
+    # (A file of a kind that never holds calls, such as a session manifest, is said only
+    # with --verbose.)
+    empty = [
+        r for r in reports if r.status == "loaded" and r.calls == 0 and r.reason and not r.expected
+    ]
+    for r in empty[:NO_CALLS_SHOWN]:
+        title = format_by_name(r.format).TITLE if r.format else "?"
+        note(f"{r.path}: recognised as {title}, 0 calls: {r.reason}")
+    if len(empty) > NO_CALLS_SHOWN:
+        note(f"and {len(empty) - NO_CALLS_SHOWN:,} more files with no calls "
+             "(--verbose lists every file)")  # fmt: skip
 
 
 def _first_in_full(said: list[str]) -> str:
@@ -120,6 +142,9 @@ def _nothing(inputs: Inputs, reports: list[FileReport], hidden: list[str]) -> st
         why.append("no files in it" if len(inputs.paths) == 1 else "no files in them")
     unknown = [r.path for r in reports if r.status == "unrecognised"]
     unreadable = [r.path for r in reports if r.status == "unreadable"]
+    failed = [r.path for r in reports if r.status == "failed"]
+    if failed:
+        why.append(f"{len(failed):,} could not be loaded ({_some(failed, 3)}; said above)")
     if unknown:
         why.append(f"{len(unknown):,} not a recognised format ({_some(unknown, 3)})")
     if unreadable:

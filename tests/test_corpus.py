@@ -28,8 +28,8 @@ class Outcome:
         self.db = root / f"{case.name}.duckdb"
         assert "Traceback" not in self.proc.stderr, self.proc.stderr
 
-    def loaded(self) -> list[dict[str, object]]:
-        assert self.proc.returncode == 0, self.proc.stderr
+    def loaded(self, exit_code: int = 0) -> list[dict[str, object]]:
+        assert self.proc.returncode == exit_code, self.proc.stderr
         files = json.loads(self.proc.stdout)
         for f in files:
             if f["status"] == "loaded":
@@ -38,8 +38,8 @@ class Outcome:
                 )
         return files
 
-    def one(self) -> dict[str, object]:
-        files = self.loaded()
+    def one(self, exit_code: int = 0) -> dict[str, object]:
+        files = self.loaded(exit_code)
         assert len(files) == 1 and files[0]["status"] == "loaded", files
         return files[0]
 
@@ -176,7 +176,9 @@ def test_50mb_line(corpus) -> None:
 
 def test_bad_numbers_are_rejected_by_column(corpus) -> None:
     o = outcome(corpus, "csv_bad_numbers")
-    f = o.one()
+    # Every row rejected: read, but nothing of it loaded, so the run says so (exit 4).
+    f = o.one(exit_code=4)
+    assert o.proc.stderr.strip().splitlines()[-1] == "exit 4: 1 file not read (numbers.csv)"
     assert (f["rows_loaded"], f["rows_rejected"]) == (0, 8)
     rejects = o.rejects()
     assert [line for line, _ in rejects] == list(range(2, 10))

@@ -106,7 +106,8 @@ def test_nothing_found_is_exit_3_naming_what_was_looked_at(
         "~/.gemini/tmp, ~/.local/share/opencode/storage/message, "
         "~/.local/share/opencode/storage/part, ~/.cline/data/sessions, "
         "~/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks, "
-        "~/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks: not there); give a "
+        "~/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks, "
+        "~/.openhands/conversations: not there); give a "
         "file or folder, e.g. `llm-forensics audit exports/`"
     )
     folder = tmp_path / "notes"

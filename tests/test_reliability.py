@@ -178,8 +178,9 @@ def test_a_loader_failure_is_one_line_naming_the_file(
     runner: CliRunner, tmp_path: Path, monkeypatch
 ) -> None:
     """Should a loader still trip over a file (here made to), the user gets one line naming
-    the file and saying the fault is ours, exit 3, and nothing of the file in the store; the
-    file before it stays loaded, and --traceback shows where it happened."""
+    the file and saying the fault is ours, and nothing of the file in the store; found in a
+    folder, the rest of the folder is read (exit 4); named, the run stops (exit 3); and
+    --traceback shows where it happened."""
     from analyzer.ingest import claude_code
 
     def broken(_ctx: object) -> None:
@@ -195,12 +196,20 @@ def test_a_loader_failure_is_one_line_naming_the_file(
         b'{"type":"user","sessionId":"s","message":{"role":"user","content":"hi"}}\n'
     )
     result = runner.invoke(cli, ["ingest", "--db", str(db), str(tmp_path / "a")])
-    assert result.exit_code == 3
-    assert result.stderr.strip() == (
+    assert result.exit_code == 4
+    assert result.stderr.strip().splitlines() == [
+        f"warning: {transcript}: could not be loaded: unexpected TypeError: 'int' object is not "
+        "iterable (a bug in llm-forensics; nothing from this file was stored) (not read; the "
+        "rest is)",
+        f"exit 4: 1 file not read ({transcript})",
+    ]
+    assert _paths(db) == ["a/1.csv"]
+    named = runner.invoke(cli, ["ingest", "--db", str(db), str(transcript)])
+    assert named.exit_code == 3
+    assert named.stderr.strip() == (
         f"Error: {transcript}: could not be loaded: unexpected TypeError: 'int' object is not "
         "iterable (a bug in llm-forensics; nothing from this file was stored)"
     )
-    assert _paths(db) == ["a/1.csv"]
     traced = runner.invoke(cli, ["--traceback", "ingest", "--db", str(db), str(transcript)])
     assert isinstance(traced.exception, ForensicsError)
     assert isinstance(traced.exception.__cause__, TypeError)

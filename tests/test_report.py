@@ -161,7 +161,8 @@ def hostile_store(tmp_path: Path) -> Path:
     write_csv(broken, [or_row(50, tokens_prompt=f"{HOSTILE[0]} {KEY}")])
     db = tmp_path / "h.duckdb"
     result = CliRunner().invoke(cli, ["ingest", "--db", str(db), str(csv), str(conv), str(broken)])
-    assert result.exit_code == 0, result.output
+    # broken.csv's one row is rejected: read, nothing of it loaded (exit 4; its reject is kept).
+    assert result.exit_code == 4, result.output
     assert CliRunner().invoke(cli, ["detect", "--db", str(db)]).exit_code == 0
     return db
 

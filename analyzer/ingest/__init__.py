@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Mapping
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Protocol, cast
 
@@ -87,6 +88,31 @@ def agent_folders() -> frozenset[str]:
     """The hidden folders that are an agent's own (``.claude``, ``.codex``...): a walk of a
     home folder enters them."""
     return frozenset(d for f in FORMATS for d in getattr(f, "AGENT_FOLDERS", ()))
+
+
+def owner_of(path: Path) -> tuple[str, Path] | None:
+    """The format and the file that read ``path`` with them (an OpenHands event file is read
+    with its conversation's ``base_state.json``: ``member_of`` of the format modules that have
+    one), or None."""
+    for f in FORMATS:
+        member_of = getattr(f, "member_of", None)
+        owner = member_of(path) if member_of is not None else None
+        if owner is not None:
+            return f.NAME, owner
+    return None
+
+
+def agent_own_file(path: Path) -> str | None:
+    """What an unrecognised file is when it belongs to an agent but holds no call (an index,
+    settings, a prompt log): named by a format's ``OWN_FILES`` (name patterns), or lying in an
+    agent's own hidden folder (``.claude``, ``.gemini``...). None: unknown."""
+    for f in FORMATS:
+        if any(fnmatch(path.name, p) for p in getattr(f, "OWN_FILES", ())):
+            return f"{f.TITLE}: a file of its own that holds no call"
+    inside = set(path.parts[:-1]) & agent_folders()
+    if inside:
+        return f"a file of an agent's own folder ({sorted(inside)[0]}) that holds no call"
+    return None
 
 
 def default_homes(env: Mapping[str, str], home: Path) -> list[tuple[str, Path]]:

@@ -85,6 +85,8 @@ TITLE = "Cline / Roo Code task messages (ui_messages.json)"
 CALL_PREFIX = "clinetask"
 KIND = "log"
 SNIFF_ORDER = 55  # after Cline's SDK sessions (54), before saved conversations (90)
+# Files of its layout that hold no call (named as such, never counted as input not read).
+OWN_FILES = ("task_metadata.json",)
 MAX_COST = 1e6  # a stated cost of a million dollars or more for one request is broken
 # The VS Code extensions (publisher.name, as VS Code lowercases it for globalStorage).
 EXTENSIONS = {

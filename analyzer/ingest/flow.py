@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import stat
-from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from analyzer.errors import (
     ForensicsError,
     InputError,
     Interrupted,
+    NothingFound,
 )
 from analyzer.ingest.base import IngestOptions, LoadContext, LoadResult, SourceFile
 from analyzer.ingest.batch import (
@@ -31,30 +31,15 @@ from analyzer.ingest.discovery import Found, Walk, discover
 from analyzer.ingest.encodings import ENCODING_NAMES, is_utf8
 from analyzer.ingest.prepare import fingerprint, read_staged, run_loader, sniff
 from analyzer.ingest.reading import read_head, salvage_gzip
+from analyzer.ingest.reports import (
+    FileReport as FileReport,  # re-exported: what ingest reports of each file
+)
+from analyzer.ingest.reports import looks_like_data, no_calls_reason
 from analyzer.ingest.staged import from_wire
 from analyzer.ingest.workers import Job, Prepared, Workers, count
 from analyzer.store import Store
 
 PROGRESS_MIN_BYTES = 50 * 1024 * 1024
-
-
-@dataclass
-class FileReport:
-    """What happened to one file; ``status`` is loaded, unchanged or unrecognised."""
-
-    path: str
-    format: str | None
-    status: str
-    source_id: int | None = None
-    bytes: int = 0
-    rows_read: int = 0
-    rows_loaded: int = 0
-    rows_rejected: int = 0
-    rows_duplicate: int = 0
-    rows_skipped: int = 0
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def _load(
@@ -147,6 +132,10 @@ def ingest_file(
         warn(f"{display}: skipped: not a regular file")
         return FileReport(display, None, "unreadable")
     size = st.st_size
+    owner = None if explicit else registry.owner_of(path)
+    if owner is not None:  # a part of a log another file stands for (read with it)
+        where = f"{owner[1].parent.name}/{owner[1].name}"
+        return FileReport(display, owner[0], "read_with", bytes=size, reason=f"read with {where}")
     if size == 0:
         if explicit:
             raise InputError(f"empty file (expected: {registry.expected_formats()})", path=display)
@@ -159,7 +148,10 @@ def ingest_file(
             raise InputError(
                 f"not a recognised input format (expected: {registry.expected_formats()})", display
             )
-        return FileReport(display, None, "unrecognised", bytes=size)
+        own = registry.agent_own_file(path)
+        data = None if own else looks_like_data(head)
+        why = own or (f"{data} that no reader recognises" if data else "not an agent log or bill")
+        return FileReport(display, None, "unrecognised", bytes=size, reason=why, data=bool(data))
 
     index = index or SourceIndex(store)
     # The same file, untouched since it was loaded (path, size and modification time, as
@@ -226,6 +218,7 @@ def ingest_file(
 
 
 def _report(display: str, fmt: str, size: int, source_id: int, result: LoadResult) -> FileReport:
+    no_calls = result.calls == 0 and registry.format_by_name(fmt).KIND == "log"
     return FileReport(
         display,
         fmt,
@@ -237,6 +230,9 @@ def _report(display: str, fmt: str, size: int, source_id: int, result: LoadResul
         rows_rejected=result.rows_rejected,
         rows_duplicate=result.rows_duplicate,
         rows_skipped=result.rows_skipped,
+        calls=result.calls,
+        reason=no_calls_reason(result) if no_calls else None,
+        expected=result.note is not None,
     )
 
 
@@ -341,6 +337,15 @@ def load_files(store: Store, files: list[Found], options: IngestOptions) -> list
                 ahead.close()
                 _commit_after_interrupt(batch, index)
                 raise Interrupted(f"interrupted: nothing from {f.display} was stored") from None
+            except InputError as exc:
+                if f.explicit or options.strict or isinstance(exc, NothingFound):
+                    ahead.close()
+                    _commit(batch, index)  # the files read before this one are stored
+                    raise
+                # A file found in a folder that cannot be loaded: nothing of it is stored (its
+                # transaction was rolled back), it is named, and the rest is read.
+                warn(f"{exc} (not read; the rest is)")
+                report = FileReport(f.display, None, "failed", reason=exc.message)
             except ForensicsError:
                 ahead.close()
                 _commit(batch, index)  # the files read before this one are stored

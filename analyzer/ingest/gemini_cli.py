@@ -89,6 +89,8 @@ SNIFF_ORDER = 50  # after the other agent logs, before saved conversations (90) 
 APP = "gemini-cli"
 PROVIDER = "google"
 AGENT_FOLDERS = (".gemini",)  # a hidden folder a walk of a home folder enters
+# Files of its layout that hold no call: the prompt log (named, never counted as not read).
+OWN_FILES = ("logs.json",)
 # The prompts Gemini CLI sends on its own to make the model go on (client.ts).
 _AGENT_PROMPTS = {"Please continue.", "System: Please continue."}
 _TOOL_ERROR = {"success": False, "error": True, "cancelled": True}
