@@ -1,0 +1,303 @@
+"""Claude Code's stream-json output (``claude -p --output-format stream-json``) on the two real
+logs of an outer relaunch loop in ../shared/samples/real-loops (read in place), against the
+figures truth.json states for them, and on small hand-written streams of the same shape."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analyzer.ingest import claude_code, claude_stream
+from analyzer.ingest.base import Head, IngestOptions
+from analyzer.ingest.flow import FileReport
+from analyzer.pipeline import ingest_paths
+from analyzer.store import Store, open_store
+from tests.helpers import assert_accounted, q, shared_samples
+
+LOOP = "claude_stream_json/lantos1618__better-ui/claude_output.jsonl"  # 133 failed relaunches
+HEALTHY = "claude_stream_json/repomirrorhq__better-use/claude_output.jsonl"
+
+
+def real_loops() -> Path:
+    return shared_samples() / "real-loops"
+
+
+def truth_of(rel: str) -> dict[str, Any]:
+    files: dict[str, Any] = json.loads((real_loops() / "truth.json").read_text())["files"]
+    return dict(files[rel])
+
+
+def ingest(store: Store, *paths: Path) -> list[FileReport]:
+    return ingest_paths(store, [str(p) for p in paths], IngestOptions(progress=False))
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, dict[str, int]]]:
+    with open_store(tmp_path_factory.mktemp("stream") / "s.duckdb") as store:
+        reports = ingest(store, real_loops() / LOOP, real_loops() / HEALTHY)
+        assert [r.format for r in reports] == ["claude_stream_json"] * 2
+        ids = {LOOP: reports[0].source_id, HEALTHY: reports[1].source_id}
+        yield store, {k: int(v) for k, v in ids.items() if v is not None}
+
+
+@pytest.mark.parametrize("rel", [LOOP, HEALTHY])
+def test_calls_and_tokens_equal_the_truth(real: tuple[Store, dict[str, int]], rel: str) -> None:
+    """One call per message id; the CLI's own <synthetic> replies are no calls (truth.json
+    counts them as calls of model <synthetic>: they are kept as messages instead)."""
+    store, ids = real
+    want = truth_of(rel)
+    synthetic = want.get("synthetic_calls", 0)
+    [(calls, prompt, output, models)] = q(
+        store,
+        """SELECT count(*), sum(input_tokens), sum(output_tokens), list(DISTINCT model)
+           FROM calls WHERE source_id = ?""",
+        [ids[rel]],
+    )
+    assert calls == want["calls"] - synthetic
+    assert (prompt, output) == (want["prompt_tokens"], want["output_tokens"])
+    assert "<synthetic>" not in models
+    assert q(
+        store,
+        "SELECT count(*) FROM messages WHERE kind = 'synthetic' AND source_id = ?",
+        [ids[rel]],
+    ) == [(synthetic,)]
+    assert_accounted(store)
+
+
+@pytest.mark.parametrize("rel", [LOOP, HEALTHY])
+def test_one_session_per_run_in_one_stream_without_times(
+    real: tuple[Store, dict[str, int]], rel: str
+) -> None:
+    store, ids = real
+    want = truth_of(rel)
+    [(runs, streams, results)] = q(
+        store,
+        """SELECT count(*), count(DISTINCT stream_key), count(exit_status) FROM runs
+           WHERE source_id = ?""",
+        [ids[rel]],
+    )
+    assert runs == want["sessions_in_file"] and streams == 1
+    assert results == want["runs_in_file"]
+    [(sessions, stream_keys, timed, seqs, first, last)] = q(
+        store,
+        """SELECT count(DISTINCT session_id), count(DISTINCT stream_key), count(ts),
+                  count(DISTINCT seq), min(seq), max(seq)
+           FROM calls WHERE source_id = ?""",
+        [ids[rel]],
+    )
+    calls = want["calls"] - want.get("synthetic_calls", 0)
+    assert stream_keys == 1 and timed == 0  # no time invented
+    assert (seqs, first, last) == (calls, 1, calls)  # the file's order is the stream's
+    assert sessions <= runs
+
+
+def test_each_run_keeps_its_verdict_and_the_failed_relaunches_are_visible(
+    real: tuple[Store, dict[str, int]],
+) -> None:
+    store, ids = real
+    want = truth_of(LOOP)
+    results = want["result_lines"]
+    got = q(
+        store,
+        """SELECT exit_status, is_error, reported_calls, result_excerpt, outcome
+           FROM runs WHERE source_id = ? AND exit_status IS NOT NULL ORDER BY seq""",
+        [ids[LOOP]],
+    )
+    assert [(s, e, n) for s, e, n, _, _ in got] == [
+        (r["subtype"], r["is_error"], r["num_turns"]) for r in results
+    ]
+    assert [x for _, _, _, x, _ in got] == [r["result"][:200] for r in results]
+    # truth: result lines 10-142 are 133 is_error runs in a row, "5-hour limit reached"
+    [[start, length]] = want["consecutive_error_run_streaks_ge3"]
+    failed = [i for i, (_, e, _, _, o) in enumerate(got, 1) if e and o == "error"]
+    assert failed == list(range(start, start + length))
+    assert {x for _, e, _, x, _ in got if e} == set(want["error_results"])
+
+
+@pytest.mark.parametrize("rel", [LOOP, HEALTHY])
+def test_dollars_are_the_clis_own_per_run(real: tuple[Store, dict[str, int]], rel: str) -> None:
+    """Each run's stated total_cost_usd is divided over its calls (apportioned): the file's
+    dollars are the CLI's own, to the cent; a run cut off before its result line keeps its
+    calls' list-price estimates."""
+    store, ids = real
+    want = truth_of(rel)
+    rows = q(
+        store,
+        """SELECT r.reported_cost_usd, r.cost_apportioned, sum(c.cost_usd), count(c.call_id),
+                  list(DISTINCT c.cost_basis)
+           FROM runs r LEFT JOIN calls c USING (session_id)
+           WHERE r.source_id = ? GROUP BY ALL""",
+        [ids[rel]],
+    )
+    stated = [r for r in rows if r[0] is not None]
+    # truth.json sums the result lines rounded to 6 places
+    assert round(sum(r[0] for r in stated), 6) == Decimal(str(want["reported_cost_usd"]))
+    for cost, shared, total, n, bases in stated:
+        if n and cost > 0:
+            assert shared and total == cost and bases == ["apportioned"]
+        else:  # a refused relaunch: no model call, $0 stated
+            assert n == 0 and cost == 0
+    for cost, _, _, n, bases in rows:
+        if cost is None and n:
+            assert bases == ["estimated"]
+    assert q(store, "SELECT count(*) FROM calls WHERE cost_basis IS NULL") == [(0,)]
+
+
+def test_tool_calls_are_tied_to_their_results(real: tuple[Store, dict[str, int]]) -> None:
+    store, ids = real
+    [(calls, tied)] = q(
+        store,
+        """SELECT count(*), count(r.tool_use_id) FROM messages c
+           LEFT JOIN messages r ON r.kind = 'tool_result' AND r.tool_use_id = c.tool_use_id
+                               AND r.session_id = c.session_id
+           WHERE c.kind = 'tool_call' AND c.source_id = ?""",
+        [ids[HEALTHY]],
+    )
+    assert calls == 289 and tied == 288  # the last run was cut off before its last result
+
+
+# --- hand-written streams ----------------------------------------------------------------------
+
+
+def line(**obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def usage(inp: int, read: int, out: int) -> dict[str, int]:
+    return {"input_tokens": inp, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": read, "output_tokens": out}  # fmt: skip
+
+
+def run_lines(sid: str, cost: float | None, *, error: str | None = None) -> list[str]:
+    """A run of two calls (a tool call and its result, then a text answer) and its result."""
+    out = [line(type="system", subtype="init", session_id=sid, model="claude-sonnet-4-5",
+                cwd="/work/app", tools=["Bash"])]  # fmt: skip
+    if error:
+        out.append(line(type="assistant", session_id=sid, parent_tool_use_id=None,
+                        message={"id": f"{sid}-syn", "model": "<synthetic>", "role": "assistant",
+                                 "content": [{"type": "text", "text": error}],
+                                 "usage": usage(0, 0, 0)}))  # fmt: skip
+    else:
+        out += [
+            line(type="assistant", session_id=sid, parent_tool_use_id=None,
+                 message={"id": f"{sid}-1", "model": "claude-sonnet-4-5", "role": "assistant",
+                          "content": [{"type": "tool_use", "id": f"{sid}-t", "name": "Bash",
+                                       "input": {"command": "ls"}}],
+                          "stop_reason": None, "usage": usage(3, 1000, 2)}),
+            line(type="user", session_id=sid, parent_tool_use_id=None,
+                 message={"role": "user", "content": [{"type": "tool_result",
+                          "tool_use_id": f"{sid}-t", "content": "a.py"}]}),
+            line(type="assistant", session_id=sid, parent_tool_use_id=None,
+                 message={"id": f"{sid}-2", "model": "claude-sonnet-4-5", "role": "assistant",
+                          "content": [{"type": "text", "text": "Done."}],
+                          "stop_reason": None, "usage": usage(3, 1100, 4)}),
+        ]  # fmt: skip
+    if cost is not None:
+        out.append(line(type="result", subtype="success", is_error=error is not None,
+                        num_turns=1 if error else 2, duration_ms=1200, session_id=sid,
+                        result=error or "Done.", total_cost_usd=cost,
+                        usage=usage(3, 1100, 4)))  # fmt: skip
+    return out
+
+
+def write(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def test_a_relaunch_loop_reads_as_runs_of_one_stream(store: Store, tmp_path: Path) -> None:
+    lines = run_lines("a", 0.012) + run_lines("b", 0.0, error="Credit balance is too low")
+    lines += run_lines("c", 0.0, error="Credit balance is too low") + run_lines("d", None)
+    [report] = ingest(store, write(tmp_path / "claude_output.jsonl", lines))
+    assert (report.format, report.calls) == ("claude_stream_json", 4)
+    # 4 inits, 3 results, 4 + 1 + 1 + 3 assistant/user lines: every line accounted for
+    assert (report.rows_read, report.rows_loaded) == (len(lines), len(lines))
+    assert q(store, "SELECT session_id, seq, outcome, is_error, result_excerpt FROM runs "
+                    "ORDER BY seq") == [
+        ("a", 1, "completed", False, "Done."),
+        ("b", 2, "error", True, "Credit balance is too low"),
+        ("c", 3, "error", True, "Credit balance is too low"),
+        ("d", 4, None, None, None),
+    ]  # fmt: skip
+    assert q(store, "SELECT DISTINCT stream_key FROM calls") == [("a",)]
+    assert q(store, "SELECT session_id, seq, project, cost_basis FROM calls ORDER BY seq") == [
+        ("a", 1, "/work/app", "apportioned"),
+        ("a", 2, "/work/app", "apportioned"),
+        ("d", 3, "/work/app", "estimated"),
+        ("d", 4, "/work/app", "estimated"),
+    ]
+    [(total,)] = q(store, "SELECT sum(cost_usd) FROM calls WHERE session_id = 'a'")
+    assert total == Decimal("0.012")
+    # the shares follow the calls' list-price estimates (the second read more cache)
+    a1, a2 = (x for (x,) in q(store, "SELECT cost_usd FROM calls WHERE session_id = 'a' "
+                                    "ORDER BY seq"))  # fmt: skip
+    assert a1 < a2
+    assert q(store, "SELECT session_id, kind, excerpt, call_id FROM messages "
+                    "WHERE kind = 'synthetic' ORDER BY session_id") == [
+        ("b", "synthetic", "Credit balance is too low", None),
+        ("c", "synthetic", "Credit balance is too low", None),
+    ]  # fmt: skip
+    assert_accounted(store)
+
+
+def test_a_grown_stream_adds_only_its_new_runs(store: Store, tmp_path: Path) -> None:
+    path = write(tmp_path / "claude_output.jsonl", run_lines("a", 0.01))
+    ingest(store, path)
+    write(path, run_lines("a", 0.01) + run_lines("b", 0.02))
+    [report] = ingest(store, path)
+    assert report.rows_duplicate == len(run_lines("a", 0.01))
+    assert q(store, "SELECT count(*), count(DISTINCT session_id) FROM runs") == [(2, 2)]
+    assert q(store, "SELECT session_id, sum(cost_usd) FROM calls GROUP BY 1 ORDER BY 1") == [
+        ("a", Decimal("0.01")),
+        ("b", Decimal("0.02")),
+    ]
+    assert_accounted(store)
+
+
+def test_sniffing_tells_the_stream_from_a_transcript() -> None:
+    stream = "\n".join(run_lines("a", 0.01)).encode()
+    assert claude_stream.sniff(Head(stream, None, "utf-8"))
+    assert not claude_code.sniff(Head(stream, None, "utf-8"))
+    transcript = real_loops() / "claude_code/Strawhat404__TASK-31/sessions__session-2.jsonl"
+    head = Head(transcript.read_bytes()[:65536], None, "utf-8")
+    assert claude_code.sniff(head) and not claude_stream.sniff(head)
+
+
+def test_a_damaged_line_is_rejected_with_its_line(store: Store, tmp_path: Path) -> None:
+    lines = run_lines("a", 0.01)
+    lines.insert(2, '{"type": "assistant", "message": 5, "session_id": "a"')  # cut off
+    lines.insert(3, line(type="assistant", session_id=7, message={"usage": "x", "content": 5}))
+    [report] = ingest(store, write(tmp_path / "claude_output.jsonl", lines))
+    assert report.rows_rejected == 2
+    assert [r[0] for r in q(store, "SELECT line FROM rejects ORDER BY line")] == [3, 4]
+    assert report.calls == 2
+    assert q(store, "SELECT session_id FROM runs") == [("a",)]  # a broken line starts no run
+    assert_accounted(store)
+
+
+def test_a_run_read_before_it_ended_gets_its_verdict_when_read_again(
+    store: Store, tmp_path: Path
+) -> None:
+    """Read while the run went on (no result line yet), then once it ended: the stored run is
+    replaced by the one that says more, and the calls stored from the first read are priced at
+    the run's stated cost."""
+    whole = run_lines("a", 0.03)
+    path = write(tmp_path / "claude_output.jsonl", whole[:-1])
+    ingest(store, path)
+    assert q(store, "SELECT outcome, reported_cost_usd FROM runs") == [(None, None)]
+    assert q(store, "SELECT DISTINCT cost_basis FROM calls") == [("estimated",)]
+    write(path, whole)
+    [report] = ingest(store, path)
+    assert (report.rows_loaded, report.rows_duplicate) == (2, len(whole) - 2)  # init + result
+    assert q(store, "SELECT outcome, reported_cost_usd FROM runs") == [
+        ("completed", Decimal("0.03"))
+    ]
+    assert q(store, "SELECT DISTINCT cost_basis, sum(cost_usd) FROM calls GROUP BY 1") == [
+        ("apportioned", Decimal("0.03"))
+    ]
+    assert_accounted(store)
