@@ -321,7 +321,16 @@ def _utc(epoch: float) -> datetime:
 def test_mini_swe_agent_calls_read_from_extra(store: Store, tmp_path: Path) -> None:
     doc = mini_swe_agent_doc()
     [report] = ingest(store, write(tmp_path / "run__sqlfluff-2419.traj.json", doc))
-    assert (report.format, report.rows_read, report.rows_loaded) == ("conversation_json", 8, 8)
+    # 8 messages and ``info``, the run (its verdict and stated totals).
+    assert (report.format, report.rows_read, report.rows_loaded) == ("conversation_json", 9, 9)
+    assert rows(
+        store,
+        """SELECT session_id, agent, exit_status, outcome, is_error, reported_calls,
+                  reported_cost_usd::DOUBLE, cost_apportioned FROM runs""",
+    ) == [
+        ("run__sqlfluff-2419.traj", "mini-swe-agent", "Submitted", "completed", None, 3,
+         doc["info"]["model_stats"]["instance_cost"], False),
+    ]  # fmt: skip
     got = rows(
         store,
         """SELECT seq, model, response_id, input_tokens, cached_input_tokens, output_tokens,

@@ -18,9 +18,12 @@
   assistant message, what litellm returned: ``extra.response`` (the whole chat completion:
   ``model``, ``id``, ``created``, ``usage``, ``choices[0].finish_reason``), ``extra.cost`` and
   ``extra.timestamp``; its ``tool`` messages keep ``extra.returncode``, ``extra.timestamp``,
-  ``extra.raw_output`` and ``extra.exception_info``. Any conversation whose messages carry this
-  ``extra`` is read so, whatever the file is called. A field of the message itself wins over
-  the same field under ``extra``. What is read from there, and how sure its meaning is:
+  ``extra.raw_output`` and ``extra.exception_info``; ``info`` says how the run ended
+  (``exit_status``) and what it cost (``model_stats``): the run's own verdict, kept as a
+  ``runs`` row as for mini-swe-agent 1.x (``analyzer.ingest.mini_swe_agent``). Any
+  conversation whose messages carry this ``extra`` is read so, whatever the file is called. A
+  field of the message itself wins over the same field under ``extra``. What is read from
+  there, and how sure its meaning is:
 
   - ``extra.response.model`` / ``.id`` - the model that answered and the provider's response
     id (``response_id``). ``usage`` - OpenAI usage: ``prompt_tokens`` is the whole prompt,
@@ -78,6 +81,7 @@ from analyzer.ingest.lowering import (
     result_hash,
     text_measure,
 )
+from analyzer.ingest.mini_swe_agent import run_of_info
 from analyzer.ingest.reading import read_json_document
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_dict, as_list, as_str, as_text, parse_time
@@ -222,6 +226,15 @@ class _Reader:
             self.match_lifecycles(calls, lifecycles)
         for call, _m in calls:
             self.low.add_call(call)
+        info = self.doc.get("info")
+        if isinstance(info, dict) and str(self.doc.get("trajectory_format", "")).startswith(
+            "mini-swe-agent"
+        ):
+            # The run's own verdict and stated cost (``info``: one more record).
+            self.low.read()
+            model = as_str(as_dict(as_dict(info.get("config")).get("model")).get("model_name"))
+            stated = any(c.get("cost_basis") for c, _m in calls)
+            self.low.add_run(run_of_info(info, self.session, model, stated))
         return self.low.finish()
 
     def other(self, m: dict[str, Any]) -> None:
