@@ -149,13 +149,18 @@ def test_found_by_content_under_another_name(store: Store, tmp_path: Path) -> No
     reports = {Path(r.path).name: r for r in ingest(store, other.parent)}
     r = reports["export.txt"]
     assert (r.format, r.status, r.rows_rejected) == ("cline", "loaded", 0)
-    assert reports["session.json"].status == "unrecognised"  # the manifest is passed over
+    # The manifest beside it is the run's verdict (no call).
+    manifest = reports["session.json"]
+    assert (manifest.format, manifest.status, manifest.calls) == ("cline", "loaded", 0)
+    assert q(store, "SELECT session_id, agent, exit_status, outcome, is_error FROM runs") == [
+        ("1784094124598_rruoq", "cline", "completed", "completed", False)
+    ]
 
 
 def test_the_sniffer_takes_only_cline_sessions() -> None:
     assert cline.sniff(head((real_dir() / REAL).read_bytes()))
     assert cline.sniff(head(SESSION.read_bytes()))
-    assert not cline.sniff(head((real_dir() / MANIFEST).read_bytes()))
+    assert cline.sniff(head((real_dir() / MANIFEST).read_bytes()))  # the run's manifest
     # Saved conversations stay saved conversations, and are not Cline's.
     for raw in CONVERSATION_SEEDS.values():
         assert not cline.sniff(head(raw)) and conversation_json.sniff(head(raw))

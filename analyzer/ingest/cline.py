@@ -31,10 +31,14 @@ cacheReadTokens, cacheWriteTokens, cost}}``. Blocks are Anthropic-shaped: ``text
   except a text starting ``[SYSTEM]``, which the runtime sends on its own (its XML tool-call
   reminder): that is the agent's. ``tool_result`` blocks are tool results (paired with the
   ``tool_use`` blocks of the assistant by id); ``is_error`` absent means no error.
-* Session: ``sessionId`` (else the file's name). No project: the folder and working directory
-  are in the session manifest beside it (``session.json`` in the fixture), which is left
-  unread and is not sniffed (a walk passes it over). ``agent`` (``lead``) and the fork and
-  team fields of the manifest are not read.
+* Session: ``sessionId`` (else the file's name). No project: the working directory is in the
+  session manifest beside it (``<id>.json``; ``session.json`` in the fixture). ``agent``
+  (``lead``) and the fork and team fields of the manifest are not read.
+* **The manifest** (``{version, session_id, source, pid, started_at, ended_at, exit_code,
+  status, model, cwd, ..., messages_path}``, ``SessionManifest`` in ``core/src/session``) says
+  how the run ended: it is read as the session's run (``runs``: ``status`` as exit status -
+  ``completed``, ``failed``, ``cancelled``, ``running`` -, ``exit_code`` not 0 as an error, the
+  time from ``started_at`` to ``ended_at``, the model); it holds no call.
 
 A reject's line is the message's number in ``messages`` (the first 1).
 """
@@ -58,6 +62,7 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.reading import read_json_document
+from analyzer.ingest.runs import outcome
 from analyzer.ingest.values import as_dict, as_int, as_list, as_str, as_text, kind_of, parse_time
 
 NAME = "cline"
@@ -67,11 +72,18 @@ KIND = "log"
 SNIFF_ORDER = 54  # after Gemini CLI (50), before saved conversations (90) take the JSON
 APP = "cline"
 AGENT_FOLDERS = (".cline",)  # a hidden folder a walk of a home folder enters
+# Files of its layout that hold no call (named as such, never counted as input not read).
+OWN_FILES = ("sessions.index.json",)
 MAX_COST = 1e6  # a stated cost of a million dollars or more for one call is a broken value
 _GATEWAYS = {"cline"}  # providers that are Cline's own gateway (OpenRouter's model ids)
 _DOC_START = re.compile(rb"^\s*\{")
 _DOC_KEYS = tuple(
     re.compile(rb'"%s"\s*:' % k) for k in (b"version", b"updated_at", b"sessionId", b"messages")
+)
+# A session's manifest (``<id>.json`` beside ``<id>.messages.json``): how the run ended.
+_MANIFEST_KEYS = tuple(
+    re.compile(rb'"%s"\s*:' % k)
+    for k in (b"version", b"session_id", b"started_at", b"status", b"messages_path")
 )
 
 
@@ -88,9 +100,12 @@ def homes(env: Mapping[str, str], home: Path) -> list[Path]:
 
 
 def sniff(head: Head) -> bool:
-    """One JSON object whose head holds the keys a session messages file starts with."""
+    """One JSON object whose head holds the keys a session messages file (or the session's
+    manifest) starts with."""
     data = head.utf8
-    return bool(_DOC_START.match(data)) and all(k.search(data) for k in _DOC_KEYS)
+    if not _DOC_START.match(data):
+        return False
+    return all(k.search(data) for k in _DOC_KEYS) or all(k.search(data) for k in _MANIFEST_KEYS)
 
 
 def _cost(value: object) -> float | None:
@@ -246,8 +261,37 @@ def _load_session(ctx: LoadContext, doc: dict[str, Any]) -> LoadResult:
     return reader.low.finish()
 
 
+def _load_manifest(ctx: LoadContext, doc: dict[str, Any]) -> LoadResult:
+    """The session manifest: how the run ended (one record, the run), no call."""
+    low = Lowering(ctx, NAME, CALL_PREFIX)
+    low.read()
+    session = as_str(doc.get("session_id")) or Path(ctx.source.path).name.split(".", 1)[0]
+    status = as_str(doc.get("status"))
+    code = as_int(doc.get("exit_code"))
+    started, ended = parse_time(doc.get("started_at")), parse_time(doc.get("ended_at"))
+    low.add_run(
+        {
+            "session_id": session,
+            "line": 1,
+            "agent": "cline",
+            "model": as_str(doc.get("model")),
+            "exit_status": status,
+            "outcome": outcome(status, None if code is None else code != 0),
+            "is_error": None if code is None else code != 0,
+            "duration_ms": (ended - started).total_seconds() * 1000
+            if started is not None and ended is not None
+            else None,
+            "n_records": 1,
+        }
+    )
+    low.result.note = "a session manifest: the run's verdict, its calls are in .messages.json"
+    return low.finish()
+
+
 def load(ctx: LoadContext) -> LoadResult:
     doc = read_json_document(ctx.source)
     if isinstance(doc, dict) and isinstance(doc.get("messages"), list):
         return _load_session(ctx, doc)
+    if isinstance(doc, dict) and "session_id" in doc and "messages" not in doc:
+        return _load_manifest(ctx, doc)
     raise InputError("a JSON document without a list of messages", ctx.source.display)
