@@ -32,6 +32,8 @@ from analyzer.report_model import (
     IncidentRow,
     IncidentSection,
     RejectRow,
+    RunRow,
+    Runs,
     SourceRow,
 )
 from analyzer.report_model import (
@@ -39,11 +41,13 @@ from analyzer.report_model import (
 )
 from analyzer.store import Store
 from analyzer.summary import Summary, build_summary
+from analyzer.verdicts import verdicts
 from analyzer.views import where
 
 DEFAULT_TOP_INCIDENTS = 20
 MAX_CALLS_SHOWN = 60  # per incident section: the first and last 30 calls
 MAX_REJECTS_SHOWN = 20
+MAX_RUNS_SHOWN = 20  # runs that did not complete, listed on the page
 
 
 def _clean(value: Any) -> Any:
@@ -219,6 +223,26 @@ def _recommended(
     return None if best is None else (best[1], best[2])
 
 
+def _runs(store: Store, by_outcome: dict[str, int]) -> Runs | None:
+    """How the runs ended: counts by outcome, and the runs that did not complete."""
+    if not by_outcome:
+        return None
+    rows = [
+        RunRow(
+            session_id=_clean(v.session_id),
+            agent=v.agent,
+            outcome=v.outcome,
+            exit_status=_clean(v.exit_status),
+            calls=v.calls,
+            stated_usd=None if v.reported_cost_usd is None else float(v.reported_cost_usd),
+            said=_clean(v.describe()),
+        )
+        for v in verdicts(store).values()
+        if v.outcome != "completed"
+    ]
+    return Runs(sum(by_outcome.values()), by_outcome, rows[:MAX_RUNS_SHOWN], len(rows))
+
+
 def build_report(
     store: Store, top_incidents: int = DEFAULT_TOP_INCIDENTS, top: int = 10,
     summary: Summary | None = None, charts_on: bool = True, guards: GuardRun | None = None,
@@ -256,6 +280,7 @@ def build_report(
     titles = {d.name: d.title for d in discover()}
     headline.checked = [(n, titles.get(n, n)) for n in detectors_run(store)]
     places = where(store, summary.incidents)
+    ran = verdicts(store, [i.session_id for i in summary.incidents if i.session_id])
     daily = store.con.execute(
         """WITH spend AS (SELECT ts::DATE AS d, sum(cost_usd) AS usd FROM live_calls
                           WHERE ts IS NOT NULL GROUP BY 1),
@@ -290,6 +315,7 @@ def build_report(
             last_call_id=_clean(i.last_call_id),
             title=titles.get(i.detector, ""),
             where=_clean(places[i.incident_id].label()) if i.incident_id in places else "",
+            run=_clean(ran[i.session_id].describe()) if i.session_id in ran else "",
         )
         for r, i in enumerate(summary.incidents, 1)
     ]
@@ -342,6 +368,7 @@ def build_report(
     )
     if guards is not None:
         report.guards = _guards(guards, incidents)
+    report.runs = _runs(store, summary.runs_by_outcome)
     if charts_on:
         draw(report)
     return report

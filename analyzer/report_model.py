@@ -58,6 +58,7 @@ class IncidentRow:
     last_provider_id: str | None = None
     title: str = ""  # the detector's plain title ("Same context re-sent, near-empty answers")
     where: str = ""  # app · API key · model (· project), as the CLI shows it
+    run: str = ""  # how its run ended, in its log's words (``Verdict.describe``), if said
 
     @property
     def anchor(self) -> str:
@@ -90,6 +91,29 @@ class IncidentSection:
     chart_svg: str = ""
     chart_label: str = ""  # what the chart shows, for its aria-label
     bases: str = ""  # the cost bases of its calls when they are not all the incident's own
+
+
+@dataclass
+class RunRow:
+    """A run whose log says it ended other than as it should (or says nothing)."""
+
+    session_id: str
+    agent: str | None
+    outcome: str | None
+    exit_status: str | None
+    calls: int
+    stated_usd: float | None
+    said: str  # the verdict in words
+
+
+@dataclass
+class Runs:
+    """How the runs ended, by their own logs' verdicts."""
+
+    total: int
+    by_outcome: dict[str, int]  # "none": no verdict written
+    not_completed: list[RunRow]  # the first of them (``shown``), in stream order
+    not_completed_total: int
 
 
 @dataclass
@@ -174,6 +198,7 @@ class Report:
     rejects_total: int
     reconciliation: dict[str, int] | None
     guards: Guards | None = None  # the backtest's results; without them the section is absent
+    runs: Runs | None = None  # how runs ended, where logs say (else the section is absent)
     charts: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -184,4 +209,6 @@ class Report:
             s["evidence"] = dict(s["evidence"])
         if data["guards"] is None:
             data.pop("guards")
+        if data["runs"] is None:
+            data.pop("runs")
         return data

@@ -19,6 +19,7 @@ from analyzer.incident import Incident
 from analyzer.report import incidents_calls
 from analyzer.store import Store
 from analyzer.timewindow import local
+from analyzer.verdicts import Verdict, verdicts
 from analyzer.views import Where, where
 
 MAX_CALLS = 40  # an incident of more calls shows its first and last 20
@@ -49,6 +50,7 @@ class Shown:
     detector: Detector | None
     stopped_by: list[dict[str, Any]] = field(default_factory=list)
     tripped_only: list[str] = field(default_factory=list)  # guards that tripped, nothing saved
+    run: Verdict | None = None  # how the incident's run ended, where its log says
 
 
 def find(store: Store, ident: str) -> Incident:
@@ -114,6 +116,7 @@ def gather(
         elif any(t.incident_id == inc.incident_id for t in r.trips):
             tripped.append(r.policy)
     stopped.sort(key=lambda s: (-s["waste_prevented_usd"], s["latency_events"]))
+    runs = verdicts(store, [inc.session_id]) if inc.session_id else {}
     return Shown(
         incident=inc,
         where=where(store, [inc]).get(inc.incident_id),
@@ -122,6 +125,7 @@ def gather(
         detector=next((d for d in detectors if d.name == inc.detector), None),
         stopped_by=stopped,
         tripped_only=tripped,
+        run=runs.get(inc.session_id or ""),
     )
 
 
@@ -169,6 +173,9 @@ def render(s: Shown, tz: str = "UTC", width: int = 100) -> str:
                 out.append(f"  {name:<8} {cut(printable(value), width - 11)}")
     if inc.session_id:
         out.append(f"  session  {cut(printable(inc.session_id), width - 11)}")
+    if s.run is not None:
+        lines = wrap(printable(s.run.describe()), width, " " * 11)
+        out += ["  run      " + lines[0].lstrip(), *lines[1:]]
     out.append(f"  id       {inc.incident_id}")
     out.append("")
     out += _calls(s, tz, width)

@@ -21,6 +21,7 @@ from analyzer.reconcile import Totals, has_buckets, totals, units
 from analyzer.scoring import Result
 from analyzer.store import Store
 from analyzer.timewindow import local
+from analyzer.verdicts import outcomes
 from analyzer.views import Where, render_incident_list
 
 
@@ -54,6 +55,10 @@ class Summary:
     unpriced_models: dict[str, int] = field(default_factory=dict)
     # Bills per time bucket (Anthropic's, OpenAI's reports) against the logs, when loaded.
     bucket_bills: Totals | None = None
+    # Calls with neither tokens nor a cost in their log, by format (priced by nothing).
+    untokened: dict[str, int] = field(default_factory=dict)
+    # Runs whose log says how they ended, by outcome ("none": a run with no verdict written).
+    runs_by_outcome: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         def rows(items: list[SpendRow]) -> list[dict[str, Any]]:
@@ -74,6 +79,8 @@ class Summary:
             "calls_by_cost_basis": self.calls_by_basis,
             "usd_by_cost_basis": {b: float(u) for b, u in self.usd_by_basis.items()},
             "unpriced_models": self.unpriced_models,
+            "unpriced_without_tokens": self.untokened,
+            "runs_by_outcome": self.runs_by_outcome,
             "calls_by_format": self.calls_by_format,
             "reconciliation": self.reconciliation,
             "spend_by_model": rows(self.by_model),
@@ -137,6 +144,14 @@ def build_summary(store: Store, top: int = 10) -> Summary:
                GROUP BY 1 ORDER BY 2 DESC, 1"""
         ).fetchall()
     }
+    untokened = {
+        str(f): int(n)
+        for f, n in con.execute(
+            """SELECT format, count(*) FROM live_calls
+               WHERE cost_usd IS NULL AND input_tokens IS NULL AND output_tokens IS NULL
+               GROUP BY 1 ORDER BY 2 DESC, 1"""
+        ).fetchall()
+    }
     rec = reconciliation(store)
     incidents = load_incidents(store)
     return Summary(
@@ -158,6 +173,8 @@ def build_summary(store: Store, top: int = 10) -> Summary:
         incidents=incidents,
         wasted_usd=sum((i.wasted_usd for i in incidents), Decimal(0)),
         bucket_bills=totals(units(store)) if has_buckets(store) else None,
+        untokened=untokened,
+        runs_by_outcome=outcomes(store),
     )
 
 
@@ -211,8 +228,21 @@ def render_text(
     parts = ", ".join(f"{money(u)} {b}" for b, u in s.usd_by_basis.items())
     field("Spend", money(s.total_usd) + (f" ({parts})" if len(s.usd_by_basis) > 1 else ""))
     if s.unpriced_models:
-        named = ", ".join(f"{printable(m)} ({n:,})" for m, n in s.unpriced_models.items())
-        field("Unpriced", f"{named}: no known price, counted as $0")
+        named = ", ".join(
+            f"{printable(m)} ({n:,})" for m, n in s.unpriced_models.items() if m != "(no model)"
+        )
+        nameless = s.unpriced_models.get("(no model)")
+        why = [f"{named}: no known price"] if named else []
+        why += [f"{nameless:,} calls name no model in their log"] if nameless else []
+        field("Unpriced", "; ".join(why) + ", counted as $0")
+    if s.untokened:
+        formats = ", ".join(f"{n:,} {f}" for f, n in s.untokened.items())
+        field("Unpriced", f"{formats}: no tokens and no cost in the log, counted as $0")
+    if s.runs_by_outcome:
+        ends = ", ".join(
+            f"{n:,} {'no verdict' if o == 'none' else o}" for o, n in s.runs_by_outcome.items()
+        )
+        field("Runs", f"{sum(s.runs_by_outcome.values()):,} as their own logs end them: {ends}")
     if bills:
         field("Bills", bills)
     share = float(s.wasted_usd / s.total_usd) if s.total_usd else 0.0
@@ -366,15 +396,26 @@ def files_summary(reports: list[FileReport]) -> str:
     )
     if counts["unchanged"]:
         parts.append(f"{counts['unchanged']:,} unchanged")
-    passed = [r.path for r in reports if r.status in ("unrecognised", "unreadable")]
-    if passed:
-        more = f" and {len(passed) - 3:,} more" if len(passed) > 3 else ""
-        shown = ", ".join(passed[:3]) + more
-        parts.append(f"{len(passed):,} not an agent log or bill ({shown})")
+    if counts["read_with"]:
+        parts.append(f"{counts['read_with']:,} read with the file they belong to")
+    many = False
+    groups = (
+        ("could not be loaded", [r.path for r in reports if r.status == "failed"]),
+        ("data no reader recognises",
+         [r.path for r in reports if r.status == "unrecognised" and r.data]),
+        ("not an agent log or bill",
+         [r.path for r in reports
+          if r.status == "unreadable" or (r.status == "unrecognised" and not r.data)]),
+    )  # fmt: skip
+    for what, paths in groups:
+        if paths:
+            more = f" and {len(paths) - 3:,} more" if len(paths) > 3 else ""
+            parts.append(f"{len(paths):,} {what} ({', '.join(paths[:3]) + more})")
+            many = many or len(paths) > 3
     return (
         f"read {len(reports):,} {'file' if len(reports) == 1 else 'files'}: "
         + "; ".join(parts)
-        + ("" if not passed or len(passed) <= 3 else " (--verbose lists every file)")
+        + (" (--verbose lists every file)" if many else "")
     )
 
 
@@ -392,6 +433,12 @@ def file_lines(reports: list[FileReport]) -> list[str]:
             lines.append(f"{r.path}  [{r.format}]  unchanged (already ingested)")
         elif r.status == "unreadable":
             lines.append(f"{r.path}  skipped (cannot be read as a file)")
+        elif r.status == "failed":
+            lines.append(f"{r.path}  not read: {r.reason}")
+        elif r.status == "read_with":
+            lines.append(f"{r.path}  [{r.format}]  {r.reason}")
         else:
-            lines.append(f"{r.path}  skipped (not a recognised format)")
+            lines.append(f"{r.path}  skipped ({r.reason or 'not a recognised format'})")
+        if r.status == "loaded" and r.calls == 0 and r.reason:
+            lines[-1] += f"  0 calls: {r.reason}"
     return lines

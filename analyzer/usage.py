@@ -4,8 +4,8 @@ tables a ccusage user knows), over the calls the store holds, every call once.
 Tokens follow ccusage's columns: ``input`` is the fresh prompt (neither read from nor written to
 the cache), ``cache write`` and ``cache read`` the cached parts, ``output`` the reply (reasoning
 included; ``reasoning`` says how much of it). Dollars are kept apart by cost basis (billed,
-reported by the agent's log, estimated from list prices), and calls with tokens but no price
-are counted as unpriced, never as free.
+reported by the agent's log, apportioned from a run's stated cost, estimated from list prices),
+and calls with tokens but no price are counted as unpriced, never as free.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from decimal import Decimal
 from typing import Any
 
 from analyzer.store import Store
+from analyzer.verdicts import Verdict, verdicts
 
 VIEWS = ("daily", "weekly", "monthly", "session", "project", "model")
-BASES = ("billed", "reported", "estimated")
+BASES = ("billed", "reported", "apportioned", "estimated")
 TOKENS = ("input", "cache_write", "cache_read", "output", "reasoning", "total_tokens")
 
 _LOCAL = "timezone($tz, timezone('UTC', ts))"  # a stored (naive UTC) time, in the zone shown
@@ -51,6 +52,7 @@ class UsageRow:
     last_ts: datetime | None = None
     models: list[str] = field(default_factory=list)
     project: str | None = None  # the session view's project
+    run: Verdict | None = None  # the session view's: how the run ended, where its log says
 
     @property
     def total_tokens(self) -> int:
@@ -71,6 +73,8 @@ class UsageRow:
         out["models"] = self.models
         if self.project is not None:
             out["project"] = self.project
+        if self.run is not None:
+            out["run"] = self.run.to_json()
         return out
 
 
@@ -117,6 +121,7 @@ def _select(key: str, by_model: bool) -> str:
                coalesce(sum(reasoning_tokens), 0) AS reasoning,
                sum(cost_usd) FILTER (WHERE cost_basis = 'billed') AS billed,
                sum(cost_usd) FILTER (WHERE cost_basis = 'reported') AS reported,
+               sum(cost_usd) FILTER (WHERE cost_basis = 'apportioned') AS apportioned,
                sum(cost_usd) FILTER (WHERE cost_basis = 'estimated') AS estimated,
                count(*) FILTER (WHERE cost_usd IS NULL
                                 AND (coalesce(input_tokens, 0) > 0
@@ -129,11 +134,11 @@ def _select(key: str, by_model: bool) -> str:
 
 
 def _row(r: tuple[Any, ...], key: str) -> UsageRow:
-    (_, _, calls, inp, cw, cr, out, reasoning, billed, reported, estimated, unpriced,
+    (_, _, calls, inp, cw, cr, out, reasoning, billed, reported, apportioned, estimated, unpriced,
      first, last, models, project) = r  # fmt: skip
     usd = {
         b: Decimal(v)
-        for b, v in zip(BASES, (billed, reported, estimated), strict=True)
+        for b, v in zip(BASES, (billed, reported, apportioned, estimated), strict=True)
         if v is not None
     }
     return UsageRow(
@@ -172,7 +177,13 @@ def usage(store: Store, view: str, tz: str = "UTC", breakdown: bool = False) -> 
     if view in ("daily", "weekly", "monthly"):
         rows.sort(key=lambda r: (r.key == _UNKNOWN_TIME, r.key))
     elif view == "session":
-        rows.sort(key=lambda r: (r.last_ts is None, r.last_ts or datetime.min, r.key))
+        runs = verdicts(store, [r.key for r in rows])
+        for r in rows:
+            r.run = runs.get(r.key)
+        # In time order; sessions without times (a log with none) in their runs' order.
+        rows.sort(key=lambda r: (r.last_ts is None, r.last_ts or datetime.min,
+                                 (r.run.stream_key, r.run.seq or 0) if r.run else ("", 0),
+                                 r.key))  # fmt: skip
     else:
         rows.sort(key=lambda r: (-r.total_usd, -r.total_tokens, r.key))
     if view != "session":

@@ -57,6 +57,8 @@ def render_usage(u: Usage, width: int = 100) -> str:
         cols += [(f"$ {b}", 11, _basis(b), 1) for b in bases]
     if u.total.unpriced_calls:
         cols.append(("unpriced", 8, lambda r: f"{r.unpriced_calls:,}", 8))
+    if any(r.run is not None for r in u.rows):
+        cols.append(("ended", 13, lambda r: _ended(r), 8))
 
     rows: list[tuple[str, UsageRow]] = []
     for r in u.rows:
@@ -92,11 +94,21 @@ def render_usage(u: Usage, width: int = 100) -> str:
         notes.append("unpriced: calls with tokens and no known price, counted as $0")
     if u.view == "session":
         notes.append("session ids shortened (--json or --csv has them whole), then the project")
+    if any(r.run is not None for r in u.rows):
+        notes.append("ended: how the run ended, in its own log's words (--json has its exit "
+                     "status, result and stated totals); - where the log says nothing")  # fmt: skip
     notes.append("input: fresh prompt tokens (cache reads and writes apart); output includes "
                  "reasoning")  # fmt: skip
     for n in filter(None, notes):
         lines += wrap(n, width)
     return "\n".join(lines) + "\n"
+
+
+def _ended(r: UsageRow) -> str:
+    """A session's outcome for the usage table (Total: blank)."""
+    if r.run is None:
+        return "" if r.key == "Total" else "-"
+    return r.run.outcome or "no verdict"
 
 
 def _basis(b: str) -> Callable[[UsageRow], str]:
@@ -108,16 +120,19 @@ def usage_csv(u: Usage) -> str:
     the totals row; every cost basis in its own column."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
+    ended = u.view == "session"  # how each run ended (its outcome), where its log says
     head = [u.view, "model", "calls", *TOKENS, "usd", *(f"usd_{b}" for b in BASES),
             "unpriced_calls", "first", "last"]  # fmt: skip
+    head += ["ended", "exit_status"] if ended else []
     w.writerow(head)
 
     def row(key: str, model: str, r: UsageRow) -> list[Any]:
+        run = [r.run.outcome, r.run.exit_status] if r.run else ["", ""]
         return [
             key, model, r.calls, *(getattr(r, t) for t in TOKENS), _dec(r.total_usd),
             *(_dec(r.usd.get(b, Decimal(0))) for b in BASES), r.unpriced_calls,
             _iso(r.first_ts), _iso(r.last_ts),
-        ]  # fmt: skip
+        ] + (run if ended else [])  # fmt: skip
 
     for r in u.rows:
         w.writerow(row(r.key, "", r))

@@ -43,6 +43,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "analyzer.charts",
             "analyzer.views",
             "analyzer.show",
+            "analyzer.verdicts",
             "analyzer.usage",
             "analyzer.export",
             "analyzer.bill_views",
