@@ -270,6 +270,120 @@ LITELLM_SEEDS = {
 _GEMINI = Path(__file__).parent / "fixtures" / "gemini"
 GEMINI_SEEDS = {p.name: p.read_bytes() for p in sorted(_GEMINI.glob("session-*.json*"))}
 
+
+# Claude Code's stream-json: a run that works and ends, a run refused with a synthetic reply,
+# and a run cut off before its result line.
+def _cs(kind: str, **extra: Any) -> bytes:
+    return orjson.dumps({"type": kind, **extra}) + b"\n"
+
+
+def _cs_call(sid: str, mid: str, block: dict[str, Any], out: int) -> bytes:
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 900, "output_tokens": out}
+    msg = {"id": mid, "model": "claude-sonnet-4-5", "role": "assistant", "content": [block],
+           "stop_reason": None, "usage": usage}  # fmt: skip
+    return _cs("assistant", session_id=sid, parent_tool_use_id=None, message=msg)
+
+
+CLAUDE_STREAM_SEED = b"".join(
+    [
+        _cs("system", subtype="init", session_id="r1", model="claude-sonnet-4-5", cwd="/w"),
+        _cs_call(
+            "r1",
+            "m1",
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}},
+            2,
+        ),
+        _cs(
+            "user",
+            session_id="r1",
+            parent_tool_use_id=None,
+            message={
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}],
+            },
+        ),
+        _cs_call("r1", "m2", {"type": "text", "text": "Done."}, 4),
+        _cs(
+            "result",
+            subtype="success",
+            is_error=False,
+            num_turns=2,
+            session_id="r1",
+            result="Done.",
+            total_cost_usd=0.0123,
+            duration_ms=900,
+        ),
+        _cs("system", subtype="init", session_id="r2", model="claude-sonnet-4-5", cwd="/w"),
+        _cs(
+            "assistant",
+            session_id="r2",
+            parent_tool_use_id=None,
+            message={
+                "id": "s1",
+                "model": "<synthetic>",
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Credit balance is too low"}],
+            },
+        ),
+        _cs(
+            "result",
+            subtype="success",
+            is_error=True,
+            num_turns=1,
+            session_id="r2",
+            result="Credit balance is too low",
+            total_cost_usd=0,
+        ),
+        _cs("system", subtype="init", session_id="r3", model="claude-sonnet-4-5", cwd="/w"),
+        _cs_call("r3", "m3", {"type": "text", "text": "Looking."}, 1),
+    ]
+)
+
+# A mini-swe-agent 1.x trajectory: an observation, a refused reply, a failed command, the end.
+MINI_SEED = orjson.dumps(
+    {
+        "info": {
+            "exit_status": "LimitsExceeded",
+            "submission": "",
+            "model_stats": {"instance_cost": 0.05, "api_calls": 3},
+            "mini_version": "1.17.3",
+            "config": {
+                "agent": {"step_limit": 3, "cost_limit": 1.0},
+                "model": {"model_name": "gpt-5-mini"},
+            },
+        },
+        "messages": [
+            {"role": "system", "content": "Answer with one bash block."},
+            {"role": "user", "content": "Fix the bug."},
+            {
+                "role": "assistant",
+                "content": "```bash\nls\n```",
+                "extra": {
+                    "response": {
+                        "id": "r1",
+                        "model": "gpt-5-mini",
+                        "created": 1767698210,
+                        "usage": {"prompt_tokens": 900, "completion_tokens": 40},
+                    }
+                },
+            },
+            {"role": "user", "content": "<returncode>0</returncode>\n<output>\na.py\n</output>"},
+            {"role": "assistant", "content": "```bash\nls\n```\n```bash\npwd\n```"},
+            {
+                "role": "user",
+                "content": "Please always provide EXACTLY ONE action in triple "
+                "backticks, found 2 actions.",
+            },
+            {"role": "assistant", "content": "```bash\npython a.py\n```"},
+            {"role": "user", "content": "<returncode>1</returncode>\n<output>\nboom\n</output>"},
+            {"role": "user", "content": ""},
+        ],
+        "trajectory_format": "mini-swe-agent-1",
+        "instance_id": "x__y-1",
+    },
+    option=orjson.OPT_INDENT_2,
+)
+
 # --- Mutations --------------------------------------------------------------------------------
 
 # Bills per time bucket: Anthropic's Console exports and Admin API pages, OpenAI's API pages
@@ -489,14 +603,14 @@ def _count(store: Store, sql: str, params: list[object] | None = None) -> int:
 
 def _assert_store_empty(store: Store) -> None:
     """Nothing of a file that did not load is left behind (one transaction per file)."""
-    for table in ("sources", "calls", "messages", "rejects", "bill_buckets"):
+    for table in ("sources", "calls", "messages", "runs", "rejects", "bill_buckets"):
         assert _count(store, f"SELECT count(*) FROM {table}") == 0, f"{table} is not empty"
 
 
 # The formats that number a JSON document's records (the first record 1) rather than its lines.
 NUMBERED_FORMATS = {
     "litellm_spend", "gemini_cli", "opencode", "cline", "cline_task", "aider", "anthropic_usage",
-    "openai_usage",
+    "openai_usage", "mini_swe_agent", "swe_agent", "openhands",
 }  # fmt: skip
 
 
@@ -617,6 +731,30 @@ def _check_loaded(store: Store, r: FileReport, raw: bytes) -> None:
         # One call per loaded line (a message_send event); every other event is skipped.
         assert r.rows_duplicate == 0 and messages == 0, (messages, r)
         assert calls == records == r.rows_loaded, (calls, records, r)
+    elif r.format == "mini_swe_agent":
+        # A reply is its call (record_count 1; its text and action count for nothing); every
+        # other message is one message row (the system prompt, the task, an observation, a
+        # refusal, the run's ending); ``info`` is the run.
+        said = _count(
+            store,
+            "SELECT count(*) FROM messages WHERE source_id = ? AND role IN ('user', 'system')",
+            [sid],
+        )
+        runs = _count(store, "SELECT count(*) FROM runs WHERE source_id = ?", [sid])
+        assert r.rows_duplicate == 0 and runs == 1, (runs, r)
+        assert records + said + runs == r.rows_loaded, (records, said, r)
+    elif r.format == "openhands":
+        # An instance line (or a conversation's state) is the record of its run; its calls and
+        # messages count for nothing (an event file is one record more).
+        runs = _count(store, "SELECT count(*) FROM runs WHERE source_id = ?", [sid])
+        assert runs <= r.rows_loaded, (runs, r)
+    elif r.format == "claude_stream_json":
+        # As a transcript, and each synthetic reply is one record; init and result lines are
+        # their run's.
+        synthetic = _count(
+            store, "SELECT count(*) FROM messages WHERE source_id = ? AND kind = 'synthetic'", [sid]
+        )
+        assert records + synthetic <= r.rows_loaded, (records, synthetic, r)
     elif r.format in ("anthropic_usage", "openai_usage"):
         # A bill per bucket makes no calls: each loaded record is one bill_buckets row.
         buckets = _count(store, "SELECT count(*) FROM bill_buckets WHERE source_id = ?", [sid])
@@ -883,3 +1021,48 @@ FOUND = {
 def test_damaged_inputs_found_by_the_properties(case: str) -> None:
     folder, name, raw = FOUND[case]
     check_ingest(raw, folder, name, False, True, IngestOptions(progress=False))
+
+
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_damaged_claude_stream_json(data: st.DataObject) -> None:
+    raw = mutate(data, CLAUDE_STREAM_SEED, JSONL_MUTATIONS)
+    check_drawn(data, raw, "agent", "claude_output.jsonl")
+
+
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_damaged_mini_swe_agent_trajectory(data: st.DataObject) -> None:
+    raw = mutate(data, MINI_SEED, JSON_DOC_MUTATIONS)
+    check_drawn(data, raw, "x__y-1", "x__y-1.traj.json")
+
+
+def _helper_seeds() -> dict[str, tuple[str, bytes]]:
+    """Seeds built by the formats' own tests: a SWE-agent 1.x trajectory, a Gemini CLI
+    stream, an OpenHands evaluation line and conversation state (name -> (folder, bytes))."""
+    from tests.test_gemini_stream import STREAM
+    from tests.test_openhands import FINISHED
+    from tests.test_swe_agent import v1_doc
+
+    base, events = FINISHED
+    line = {"instance_id": "shop__shop-1", "instruction": "Why do the tests fail?",
+            "metadata": {"llm": {"model": "m"}, "max_iterations": 100},
+            "history": events, "metrics": base["stats"]["usage_to_metrics"]["agent"],
+            "error": "Agent got stuck in a loop"}  # fmt: skip
+    return {
+        "x__y-1.traj": ("trajectories", orjson.dumps(v1_doc(), option=orjson.OPT_INDENT_2)),
+        "out.jsonl": ("gemini", "".join(x + "\n" for x in STREAM).encode()),
+        "output.jsonl": ("eval", orjson.dumps(line) + b"\n"),
+        "base_state.json": ("conversation", orjson.dumps(base, option=orjson.OPT_INDENT_2)),
+    }
+
+
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_damaged_swe_agent_gemini_stream_and_openhands(data: st.DataObject) -> None:
+    seeds = _helper_seeds()
+    name = data.draw(st.sampled_from(sorted(seeds)), label="seed")
+    folder, raw = seeds[name]
+    lines = name.endswith(".jsonl")
+    raw = mutate(data, raw, JSONL_MUTATIONS if lines else JSON_DOC_MUTATIONS)
+    check_drawn(data, raw, folder, name)
