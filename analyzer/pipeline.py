@@ -95,6 +95,7 @@ def ingest_paths(store: Store, inputs: Inputs | list[str], options: IngestOption
     if not any(r.status in ("loaded", "unchanged", "read_with") for r in reports):
         raise NothingFound(_nothing(inputs, reports, walk.hidden_skipped))
     _say_no_calls(reports)
+    _say_unknown_data(reports)
     if walk.hidden_skipped:
         note(f"skipped hidden folders: {_some(walk.hidden_skipped)} (name one to read it)")
     link_if_needed(store, loaded=any(r.status == "loaded" for r in reports))
@@ -119,6 +120,16 @@ def _say_no_calls(reports: list[FileReport]) -> None:
         note(f"{r.path}: recognised as {title}, 0 calls: {r.reason}")
     if len(empty) > NO_CALLS_SHOWN:
         note(f"and {len(empty) - NO_CALLS_SHOWN:,} more files with no calls "
+             "(--verbose lists every file)")  # fmt: skip
+
+
+def _say_unknown_data(reports: list[FileReport]) -> None:
+    """Name each file of data no reader recognises, in one line (it is input not read)."""
+    unknown = [r for r in reports if r.status == "unrecognised" and r.data]
+    for r in unknown[:NO_CALLS_SHOWN]:
+        note(f"{r.path}: not read: {r.reason}")
+    if len(unknown) > NO_CALLS_SHOWN:
+        note(f"and {len(unknown) - NO_CALLS_SHOWN:,} more files of data no reader recognises "
              "(--verbose lists every file)")  # fmt: skip
 
 

@@ -14,6 +14,7 @@ from analyzer.console import strong, warn
 from analyzer.detect import load_incidents
 from analyzer.formatting import cut, iso, money, printable, wrap
 from analyzer.incident import Incident
+from analyzer.ingest import billing_formats
 from analyzer.ingest.flow import FileReport
 from analyzer.link import reconciliation
 from analyzer.pricing import unpriced_warning
@@ -57,6 +58,8 @@ class Summary:
     bucket_bills: Totals | None = None
     # Calls with neither tokens nor a cost in their log, by format (priced by nothing).
     untokened: dict[str, int] = field(default_factory=dict)
+    # A bill's rows that state no charge (a bill is never estimated).
+    unbilled: int = 0
     # Runs whose log says how they ended, by outcome ("none": a run with no verdict written).
     runs_by_outcome: dict[str, int] = field(default_factory=dict)
 
@@ -80,6 +83,7 @@ class Summary:
             "usd_by_cost_basis": {b: float(u) for b, u in self.usd_by_basis.items()},
             "unpriced_models": self.unpriced_models,
             "unpriced_without_tokens": self.untokened,
+            "unpriced_bill_rows": self.unbilled,
             "runs_by_outcome": self.runs_by_outcome,
             "calls_by_format": self.calls_by_format,
             "reconciliation": self.reconciliation,
@@ -134,6 +138,7 @@ def build_summary(store: Store, top: int = 10) -> Summary:
             "SELECT format, count(*) FROM live_calls GROUP BY 1 ORDER BY 2 DESC, 1"
         ).fetchall()
     }
+    # Logged calls with tokens and no price (a bill's row is never priced: apart, below).
     unpriced_models = {
         str(m): int(n)
         for m, n in con.execute(
@@ -141,9 +146,18 @@ def build_summary(store: Store, top: int = 10) -> Summary:
                       || CASE WHEN variant = 'fast' THEN ' (fast mode)' ELSE '' END, count(*)
                FROM live_calls
                WHERE cost_usd IS NULL AND (input_tokens > 0 OR output_tokens > 0)
-               GROUP BY 1 ORDER BY 2 DESC, 1"""
+                 AND format NOT IN (SELECT unnest($bills))
+               GROUP BY 1 ORDER BY 2 DESC, 1""",
+            {"bills": billing_formats()},
         ).fetchall()
     }
+    unbilled = int(
+        con.execute(
+            """SELECT count(*) FROM live_calls
+               WHERE cost_usd IS NULL AND format IN (SELECT unnest($bills))""",
+            {"bills": billing_formats()},
+        ).fetchall()[0][0]
+    )
     untokened = {
         str(f): int(n)
         for f, n in con.execute(
@@ -174,6 +188,7 @@ def build_summary(store: Store, top: int = 10) -> Summary:
         wasted_usd=sum((i.wasted_usd for i in incidents), Decimal(0)),
         bucket_bills=totals(units(store)) if has_buckets(store) else None,
         untokened=untokened,
+        unbilled=unbilled,
         runs_by_outcome=outcomes(store),
     )
 
@@ -235,6 +250,8 @@ def render_text(
         why = [f"{named}: no known price"] if named else []
         why += [f"{nameless:,} calls name no model in their log"] if nameless else []
         field("Unpriced", "; ".join(why) + ", counted as $0")
+    if s.unbilled:
+        field("Unpriced", f"{s.unbilled:,} billing rows state no charge, counted as $0")
     if s.untokened:
         formats = ", ".join(f"{n:,} {f}" for f, n in s.untokened.items())
         field("Unpriced", f"{formats}: no tokens and no cost in the log, counted as $0")

@@ -87,6 +87,8 @@ class Usage:
     rows: list[UsageRow]
     total: UsageRow
     breakdown: dict[str, list[UsageRow]] = field(default_factory=dict)
+    # A period view's calls without a time: the files they come from (their logs keep none).
+    untimed_files: list[str] = field(default_factory=list)
 
     def bases(self) -> list[str]:
         """The cost bases present (in a fixed order)."""
@@ -174,8 +176,17 @@ def usage(store: Store, view: str, tz: str = "UTC", breakdown: bool = False) -> 
     key = _KEYS[view]
     params = {"tz": tz} if "$tz" in key else {}
     rows = [_row(r, str(r[0])) for r in store.con.execute(_select(key, False), params).fetchall()]
+    untimed: list[str] = []
     if view in ("daily", "weekly", "monthly"):
         rows.sort(key=lambda r: (r.key == _UNKNOWN_TIME, r.key))
+        if rows and rows[-1].key == _UNKNOWN_TIME:
+            untimed = [
+                str(p)
+                for (p,) in store.con.execute(
+                    """SELECT DISTINCT s.path FROM live_calls c JOIN sources s USING (source_id)
+                       WHERE c.ts IS NULL ORDER BY 1"""
+                ).fetchall()
+            ]
     elif view == "session":
         runs = verdicts(store, [r.key for r in rows])
         for r in rows:
@@ -201,4 +212,4 @@ def usage(store: Store, view: str, tz: str = "UTC", breakdown: bool = False) -> 
             parts.setdefault(str(found[0]), []).append(part)
         for items in parts.values():
             items.sort(key=lambda r: (-r.total_usd, -r.total_tokens, r.key))
-    return Usage(view, tz, rows, total, parts)
+    return Usage(view, tz, rows, total, parts, untimed)

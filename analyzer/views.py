@@ -87,6 +87,11 @@ def render_usage(u: Usage, width: int = 100) -> str:
     lines.append("-" * len(lines[0]))
     lines.append(strong(line("Total", u.total)))
     notes = [f"days in {u.tz}" if u.view in ("daily", "weekly", "monthly") else ""]
+    if u.untimed_files:
+        named = ", ".join(u.untimed_files[:3]) + (
+            f" and {len(u.untimed_files) - 3:,} more" if len(u.untimed_files) > 3 else ""
+        )
+        notes.append(f"(no time): calls whose log has no times, never given one ({named})")
     if dropped:
         notes.append(f"left out to fit {width} columns: {', '.join(dropped)} (--json or --csv "
                      "has every column)")  # fmt: skip

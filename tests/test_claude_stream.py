@@ -148,6 +148,17 @@ def test_dollars_are_the_clis_own_per_run(real: tuple[Store, dict[str, int]], re
     assert q(store, "SELECT count(*) FROM calls WHERE cost_basis IS NULL") == [(0,)]
 
 
+def test_the_daily_view_says_where_times_are_missing(real: tuple[Store, dict[str, int]]) -> None:
+    from analyzer.usage import usage
+    from analyzer.views import render_usage
+
+    store, _ = real
+    text = render_usage(usage(store, "daily"), width=200)
+    assert text.splitlines()[1].startswith("(no time)")
+    assert "(no time): calls whose log has no times, never given one (" in text
+    assert "claude_output.jsonl" in text
+
+
 def test_tool_calls_are_tied_to_their_results(real: tuple[Store, dict[str, int]]) -> None:
     store, ids = real
     [(calls, tied)] = q(

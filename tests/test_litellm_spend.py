@@ -133,3 +133,14 @@ def test_other_projects_spend_log_rows(tmp_path: Path) -> None:
     assert by_id["req-failed-001"][6:8] == ("error", 429)
     assert by_id["req-cached-001"][1:3] == (20, 20)
     assert by_id["req-sparse-001"][4:6] == (None, None)  # no spend: unpriced, not billed
+
+
+def test_a_bill_row_without_a_charge_is_said_as_such(tmp_path: Path) -> None:
+    """The sparse row states no spend: unpriced because the bill says nothing (a bill is never
+    estimated), not for want of a price of its model."""
+    folder = shared_samples() / "more-formats" / "litellm-spend-logs"
+    result = CliRunner().invoke(cli, ["audit", str(folder), "--json"])
+    assert result.exit_code == 4, result.output  # the call_id fallback file is not a spend log
+    data = json.loads(result.stdout)
+    assert (data["unpriced_bill_rows"], data["unpriced_models"]) == (1, {})
+    assert "no price known" not in result.stderr

@@ -45,6 +45,7 @@ def test_a_broken_file_in_a_folder_is_named_and_the_rest_is_read(
     assert [e for e in err if "broken.json" in e and not e.startswith("exit")] == [
         f"warning: {broken}:1: not valid JSON: unexpected end of data (not read; the rest is)"
     ]
+    assert f"{root / 'settings.json'}: not read: JSON that no reader recognises" in err
     assert err[-1] == f"exit 4: 2 files not read ({broken}, {root / 'settings.json'})"
     summary = result.stdout.strip()
     assert "1 loaded" in summary and "1 could not be loaded" in summary
