@@ -11,18 +11,23 @@ in by the shared SQL rules (``analyzer/sql/classify.sql``), so every format is c
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import duckdb
-import orjson
 import pyarrow as pa
 
 from analyzer.ingest.arrow_rows import fits, table_of
 from analyzer.ingest.base import LoadContext, LoadResult, Unbatchable
+from analyzer.ingest.content import EXCERPT_CHARS as EXCERPT_CHARS  # re-exported, as below
+from analyzer.ingest.content import args_excerpt as args_excerpt
+from analyzer.ingest.content import args_hash as args_hash
+from analyzer.ingest.content import brief as brief
+from analyzer.ingest.content import excerpt as excerpt
+from analyzer.ingest.content import result_hash as result_hash
+from analyzer.ingest.content import text_measure as text_measure
 from analyzer.ingest.runs import store_runs
 from analyzer.pricing import COST_SQL, WEB_SEARCH_SQL, PriceKey, price_table
 
@@ -94,79 +99,6 @@ MESSAGE_COLUMNS: dict[str, pa.DataType] = {
 MESSAGE_BATCH = 50_000
 # Stand-ins a log writes for calls that never reached a model (Claude Code's API errors).
 UNPRICED_MODELS = {"<synthetic>"}
-EXCERPT_CHARS = 200
-
-
-def args_hash(args: object) -> str:
-    """sha256 of tool arguments as canonical JSON (sorted keys); a JSON string is parsed first
-    (OpenAI and Codex send arguments as a string), so the same call hashes the same everywhere."""
-    if isinstance(args, str | bytes):
-        text = args
-        try:
-            args = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
-    try:
-        canon = orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
-    except TypeError:  # nested deeper than orjson writes (repr would recurse as deep)
-        canon = b"<arguments nested too deeply to compare>"
-    return hashlib.sha256(canon).hexdigest()
-
-
-def args_excerpt(args: object) -> str | None:
-    """Tool arguments as a short text for a person (``show``): a string as it is, anything
-    else as compact JSON; at most ``EXCERPT_CHARS`` characters.
-
-    >>> args_excerpt({"path": "."}), args_excerpt('{"cmd": "ls"}'), args_excerpt(None)
-    ('{"path":"."}', '{"cmd": "ls"}', None)
-    """
-    if args is None:
-        return None
-    if isinstance(args, bytes):
-        args = args.decode("utf-8", "replace")
-    if isinstance(args, str):
-        return args[:EXCERPT_CHARS]
-    try:
-        return orjson.dumps(args).decode()[:EXCERPT_CHARS]
-    except TypeError:
-        return None
-
-
-def result_hash(content: object, is_error: bool | None = None) -> str:
-    """sha256 of what a tool returned (text as it is; anything else as sorted-key JSON), with
-    whether it was an error: the same call getting the same result back is a loop, the same
-    call getting a new result (a poll of a running command) is not."""
-    if isinstance(content, str):
-        data = content.encode("utf-8", "surrogatepass")
-    else:
-        try:
-            data = orjson.dumps(content, option=orjson.OPT_SORT_KEYS)
-        except TypeError:
-            data = b"<result nested too deeply to compare>"
-    return hashlib.sha256((b"error:" if is_error else b"ok:") + data).hexdigest()
-
-
-def brief(value: object, limit: int = 300) -> str:
-    """A record as JSON text, cut to ``limit`` characters, for a reject's excerpt. (Not
-    ``str()``: a value nested a thousand deep, which orjson reads, makes repr recurse too far.)
-    """
-    try:
-        return orjson.dumps(value).decode()[:limit]
-    except TypeError:
-        return "(nested too deeply to show)"
-
-
-def text_measure(text: object) -> tuple[int, int]:
-    """(characters, non-blank characters) of a text (anything else from a log measures 0)."""
-    if not text or not isinstance(text, str):
-        return 0, 0
-    return len(text), sum(map(len, text.split()))  # str.split() drops all whitespace, in C
-
-
-def excerpt(text: object) -> str | None:
-    if not isinstance(text, str):
-        return None
-    return text[:EXCERPT_CHARS]
 
 
 def fill_call(row: dict[str, Any]) -> PriceKey | None:

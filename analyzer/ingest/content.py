@@ -1,0 +1,100 @@
+"""What the store keeps of a log's content: hashes that tell the same tool call and the same
+result from new ones, excerpts for a person, and measures of text (every format's loader uses
+them, so every format compares alike)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import orjson
+
+EXCERPT_CHARS = 200
+
+
+def args_hash(args: object) -> str:
+    """sha256 of tool arguments as canonical JSON (sorted keys); a JSON string is parsed first
+    (OpenAI and Codex send arguments as a string), so the same call hashes the same everywhere."""
+    if isinstance(args, str | bytes):
+        text = args
+        try:
+            args = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return hashlib.sha256(text.encode() if isinstance(text, str) else text).hexdigest()
+    try:
+        canon = orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # nested deeper than orjson writes (repr would recurse as deep)
+        canon = b"<arguments nested too deeply to compare>"
+    return hashlib.sha256(canon).hexdigest()
+
+
+def args_excerpt(args: object) -> str | None:
+    """Tool arguments as a short text for a person (``show``): a string as it is, anything
+    else as compact JSON; at most ``EXCERPT_CHARS`` characters.
+
+    >>> args_excerpt({"path": "."}), args_excerpt('{"cmd": "ls"}'), args_excerpt(None)
+    ('{"path":"."}', '{"cmd": "ls"}', None)
+    """
+    if args is None:
+        return None
+    if isinstance(args, bytes):
+        args = args.decode("utf-8", "replace")
+    if isinstance(args, str):
+        return args[:EXCERPT_CHARS]
+    try:
+        return orjson.dumps(args).decode()[:EXCERPT_CHARS]
+    except TypeError:
+        return None
+
+
+# What differs between two reports of the same error without changing what it says: times,
+# ids (UUIDs, hex digests, memory addresses) and numbers (line numbers, counts, ports, pids).
+_VOLATILE = re.compile(
+    rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?"
+    rb"|\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+    rb"|\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{7,}\b"
+    rb"|\d+"
+)
+ERROR_SAMPLE = 256 * 1024  # an error's first bytes are what it says (a huge one is cut there)
+
+
+def result_hash(content: object, is_error: bool | None = None) -> str:
+    """sha256 of what a tool returned (text as it is; anything else as sorted-key JSON), with
+    whether it was an error: the same call getting the same result back is a loop, the same
+    call getting a new result (a poll of a running command) is not. An error is compared on
+    what it says: its times, ids and numbers masked (``_VOLATILE``), so the same error naming
+    another line number or timestamp is the same error; a result that is no error is hashed
+    as it is (a poll's output that changes only in its numbers is new output)."""
+    if isinstance(content, str):
+        data = content.encode("utf-8", "surrogatepass")
+    else:
+        try:
+            data = orjson.dumps(content, option=orjson.OPT_SORT_KEYS)
+        except TypeError:
+            data = b"<result nested too deeply to compare>"
+    if is_error:
+        return hashlib.sha256(b"error:" + _VOLATILE.sub(b"#", data[:ERROR_SAMPLE])).hexdigest()
+    return hashlib.sha256(b"ok:" + data).hexdigest()
+
+
+def brief(value: object, limit: int = 300) -> str:
+    """A record as JSON text, cut to ``limit`` characters, for a reject's excerpt. (Not
+    ``str()``: a value nested a thousand deep, which orjson reads, makes repr recurse too far.)
+    """
+    try:
+        return orjson.dumps(value).decode()[:limit]
+    except TypeError:
+        return "(nested too deeply to show)"
+
+
+def text_measure(text: object) -> tuple[int, int]:
+    """(characters, non-blank characters) of a text (anything else from a log measures 0)."""
+    if not text or not isinstance(text, str):
+        return 0, 0
+    return len(text), sum(map(len, text.split()))  # str.split() drops all whitespace, in C
+
+
+def excerpt(text: object) -> str | None:
+    if not isinstance(text, str):
+        return None
+    return text[:EXCERPT_CHARS]
