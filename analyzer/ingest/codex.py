@@ -16,6 +16,8 @@ Each line is ``{timestamp, type, payload}`` (as in the real rollouts the tests r
   for a loop. The items of a model response sit next to its
   ``token_count`` event, between two ``turn_context`` lines: they are given to the call of their
   step, whichever side of the event they were written on.
+* A ``compacted`` line is Codex replacing the history by its summary (``payload.message``): a
+  ``compaction`` message, so compaction loops can be seen.
 """
 
 from __future__ import annotations
@@ -242,6 +244,22 @@ class _Reader:
                     "tool_use_id": as_str(p.get("call_id")),
                     "tool_result_hash": result_hash(output, is_error),
                     "excerpt": excerpt(text),
+                    "n_records": 1,
+                }
+            )
+        elif kind == "compacted":  # Codex replaced the history by its summary: a compaction
+            chars, visible = text_measure(p.get("message"))
+            low.add_message(
+                {
+                    "session_id": self.session,
+                    "idx": self.next_idx(),
+                    "role": "system",
+                    "kind": "compaction",
+                    "ts": ts,
+                    "turn_id": self.turn,
+                    "text_chars": chars,
+                    "visible_chars": visible,
+                    "excerpt": excerpt(p.get("message")),
                     "n_records": 1,
                 }
             )
