@@ -272,6 +272,8 @@ def checked_rows(
 
 def incident_id(detector: str, rec: dict[str, Any]) -> str:
     key = f"{detector}|{rec.get('stream_key')}|{rec.get('first_call_id')}|{rec.get('last_call_id')}"
+    if rec.get("first_call_id") is None:  # of runs without calls (refused relaunches): its run
+        key += f"|{rec.get('session_id')}"
     return f"{detector}:{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
@@ -293,9 +295,55 @@ def detect(store: Store, selection: Selection, reuse: bool = False) -> list[Inci
     return load_incidents(store, selection.names)
 
 
+# A run's own verdict that a loop can have run into (the agent's limit, its stuck detector, an
+# error): an incident that lasts to its run's last call is the reason the run ended.
+RAN_OUT = ("step_limit", "cost_limit", "context_limit", "format_error", "stuck", "error")
+_RAISED = {"low": "medium", "medium": "high"}
+
+
+def _verdicts(store: Store, sessions: set[str]) -> dict[str, tuple[Any, ...]]:
+    """Each session's run verdict (exit status, outcome, result) and its last call."""
+    if not sessions:
+        return {}
+    rows = store.con.execute(
+        """SELECT r.session_id, r.exit_status, r.outcome, r.result_excerpt,
+                  (SELECT arg_max(c.call_id, c.seq) FROM live_calls c
+                   WHERE c.session_id = r.session_id)
+           FROM runs r WHERE r.session_id IN (SELECT unnest($s))""",
+        {"s": sorted(sessions)},
+    ).fetchall()
+    return {str(r[0]): r[1:] for r in rows}
+
+
+def with_verdict(rec: dict[str, Any], verdict: tuple[Any, ...] | None) -> dict[str, Any]:
+    """An incident with its run's own verdict: in its evidence when the run did not complete,
+    and, when the loop lasted to the run's last call and the run ended on a limit, its stuck
+    detector or an error, with its severity raised one step (the log says the loop is why the
+    run ended). A verdict alone is no incident: it only ever adds to one."""
+    if verdict is None:
+        return rec
+    status, outcome, result, last_call = verdict
+    if outcome in (None, "completed"):
+        return rec
+    evidence = rec["evidence"]
+    evidence = dict(json.loads(evidence)) if isinstance(evidence, str) else dict(evidence or {})
+    evidence["run_ended"] = {"exit_status": status, "outcome": outcome, "result": result}
+    out = dict(rec)
+    if outcome in RAN_OUT and last_call is not None and rec.get("last_call_id") == last_call:
+        evidence["ran_to_its_end"] = True
+        out["severity"] = _RAISED.get(rec["severity"], rec["severity"])
+    out["evidence"] = evidence
+    return out
+
+
 def record(store: Store, selection: Selection, found: dict[str, list[dict[str, Any]]]) -> None:
     """Store what each selected detector ``found`` (its rows, whichever engine ran it) in place
-    of its earlier incidents, numbering the new ones (in the caller's transaction)."""
+    of its earlier incidents, numbering the new ones (in the caller's transaction); each with
+    its run's own verdict (``with_verdict``)."""
+    verdicts = _verdicts(
+        store,
+        {str(r["session_id"]) for rows in found.values() for r in rows if r.get("session_id")},
+    )
     for det, _ in selection.bound:
         store.con.execute(
             "DELETE FROM incident_calls WHERE incident_id IN "
@@ -304,6 +352,7 @@ def record(store: Store, selection: Selection, found: dict[str, list[dict[str, A
         )
         store.con.execute("DELETE FROM incidents WHERE detector = ?", [det.name])
         for rec in found.get(det.name, []):
+            rec = with_verdict(rec, verdicts.get(str(rec.get("session_id"))))
             evidence = rec["evidence"]
             if not isinstance(evidence, str):
                 evidence = json.dumps(evidence, default=str)

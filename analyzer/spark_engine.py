@@ -165,7 +165,8 @@ def session(
 
 def register(spark: Any, folder: Path, window: Window | None = None) -> dict[str, Any]:
     """The export's ``calls`` and ``messages`` (and the view ``live_calls``) as Spark views,
-    limited to ``window`` as the store would be; returns the export's manifest."""
+    limited to ``window`` as the store would be, and its ``runs``; returns the export's
+    manifest."""
     from analyzer.spark_sql import to_spark  # the [spark] extra's sqlglot
 
     manifest = export_checked(folder)
@@ -187,6 +188,12 @@ def register(spark: Any, folder: Path, window: Window | None = None) -> dict[str
         except Exception as exc:
             raise ForensicsError(f"Spark cannot read it: {spark_error(exc)}", path=path) from exc
     spark.sql(to_spark(live.group(1), SCHEMA)).createOrReplaceTempView("live_calls")
+    # How each run ended (one file; not windowed: a verdict is of the whole run).
+    path = (folder / manifest["tables"]["runs"]["path"]).resolve()
+    try:
+        spark.read.parquet(str(path)).createOrReplaceTempView("runs")
+    except Exception as exc:
+        raise ForensicsError(f"Spark cannot read it: {spark_error(exc)}", path=path) from exc
     return manifest
 
 

@@ -182,6 +182,18 @@ def fill_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def fill_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Runs of a golden case: ``session_id`` given, ``stream_key`` "s", ``seq`` by position."""
+    out = []
+    for i, given in enumerate(runs, 1):
+        row = dict(given)
+        row.setdefault("source_id", 1)
+        row.setdefault("stream_key", "s")
+        row.setdefault("seq", i)
+        out.append(row)
+    return out
+
+
 def insert(store: Store, table: str, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         cols = ", ".join(row)

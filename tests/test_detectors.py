@@ -5,14 +5,15 @@ A golden case is ``tests/detectors/<detector>/<case>.json``::
     {
       "description": "what the case shows",
       "params": {"min_run": 3},                  (optional: overrides of the defaults)
-      "given": {"calls": [...], "messages": [...]},
+      "given": {"calls": [...], "messages": [...], "runs": [...]},
       "expect": [ {incident fields to check}, ... ]   ([] when nothing must be found)
     }
 
 Given rows are rows of the canonical tables; unnamed columns are filled in: ``call_id`` as
 ``c<n>`` (1-based position), ``stream_key`` "s", ``session_id`` = the stream key, ``seq`` = the
 position within the stream, ``ts`` from ``"t"`` (seconds after 2025-12-13 06:00:00 UTC) or
-10 s apart, ``format`` "test", ``output_final`` true. Expected incidents are compared on the
+10 s apart, ``format`` "test", ``output_final`` true; a run's ``stream_key`` "s" and ``seq`` its
+position. Expected incidents are compared on the
 fields they name (``evidence`` on the keys it names), in ``first_call_id`` order.
 """
 
@@ -28,7 +29,7 @@ import pytest
 from analyzer.detect import Detector, bind_all, detect, discover
 from analyzer.incident import Incident
 from analyzer.store import open_store
-from tests.helpers import fill_calls, fill_messages, insert
+from tests.helpers import fill_calls, fill_messages, fill_runs, insert
 
 CASES = Path(__file__).parent / "detectors"
 DETECTORS = {d.name: d for d in discover()}
@@ -46,6 +47,7 @@ def run_case(det: Detector, case: dict[str, Any]) -> list[Incident]:
     with open_store(":memory:") as store:
         insert(store, "calls", fill_calls(case["given"].get("calls", [])))
         insert(store, "messages", fill_messages(case["given"].get("messages", [])))
+        insert(store, "runs", fill_runs(case["given"].get("runs", [])))
         params = {det.name: case["params"]} if case.get("params") else {}
         found = detect(store, bind_all([det], params))
     return sorted(found, key=lambda r: str(r.first_call_id))

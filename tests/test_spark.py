@@ -34,7 +34,7 @@ from analyzer.export import export_parquet, read_manifest
 from analyzer.incident import Incident
 from analyzer.spark_sql import macros, to_spark
 from analyzer.store import SCHEMA_VERSION, open_store
-from tests.helpers import REPO, fill_calls, fill_messages, insert
+from tests.helpers import REPO, fill_calls, fill_messages, fill_runs, insert
 from tests.test_detectors import DETECTORS, case_files, check_expected, load_case
 
 SAMPLE_DATA = REPO / "sample_data"
@@ -311,6 +311,7 @@ def _on_both(
     with open_store(":memory:") as store:
         insert(store, "calls", fill_calls(case["given"].get("calls", [])))
         insert(store, "messages", fill_messages(case["given"].get("messages", [])))
+        insert(store, "runs", fill_runs(case["given"].get("runs", [])))
         export_parquet(store, folder)
         selection = bind_all([det], params)
         for engine in ("duckdb", "spark"):
