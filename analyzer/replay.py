@@ -14,20 +14,19 @@ into the next turn, as it does in the agents that keep such a counter. How trips
 
 from __future__ import annotations
 
-import csv
 import math
 import re
 from pathlib import Path
 from typing import Any
 
-from analyzer.errors import ForensicsError
+from analyzer.ground_truth import prepare_truth
 from analyzer.guards import Policy
 from analyzer.link import is_bill
 from analyzer.primitives import EVENT_COLUMNS, LOG_ONLY, UNIT
+from analyzer.resources import package_sql
 from analyzer.scoring import Result, score
 from analyzer.store import Store
 
-GROUND_TRUTH_SEVERITIES = ("medium", "high")
 # As in the truncated_tool_call_streak detector (one rule: lf_output_discarded in classify.sql).
 TRUNCATION_GAP_S = 300
 KEPT_RATIO = 0.5
@@ -44,8 +43,11 @@ _STORED = (
     "call_id", "stream_key", "session_id", "turn_id", "ts", "model", "app", "api_key",
     "response_kind", "finish_reason", "input_tokens", "output_tokens", "reasoning_tokens",
     "cost_usd", "visible_chars", "content_chars", "reply_saved", "http_status", "output_final",
-    "tool_key", "tool_call_count", "parent_session_id",
+    "tool_key", "tool_call_count", "parent_session_id", "refused", "error_key", "result_key",
 )  # fmt: skip
+# What the agent answered a call, from its messages (``_outcomes``): carried only for a
+# policy that reads it.
+_ANSWERED = ("refused", "error_key", "result_key")
 _ALWAYS = {
     "call_id", "ts", "cost_usd", "parent_session_id", "input_tokens", "response_kind", "tool_key",
 }  # fmt: skip
@@ -99,8 +101,11 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
         if made in columns:
             needed |= inputs
     kept = [c for c in _STORED if c in needed]
+    answered = [c for c in kept if c in _ANSWERED]
     select = ", ".join(
-        "t.tool_key" if c == "tool_key" else f"l.{c}" for c in kept if c != "stream_key"
+        "t.tool_key" if c == "tool_key" else f"x.{c}" if c in _ANSWERED else f"l.{c}"
+        for c in kept
+        if c != "stream_key"
     )
     # The streams numbered in the order of their keys: sorting by the number is sorting by
     # the key, comparing integers.
@@ -156,6 +161,8 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
     # reading the one below in the sort's order (where a stream, a session and a turn begin,
     # the neighbours; then running counts; then positions and unit numbers within the
     # stream), written as they stream out of the sort: no sorted copy and no second pass.
+    if answered:  # what the agent answered each call (sql/outcomes.sql)
+        con.execute(package_sql("outcomes.sql"))
     con.execute("ATTACH IF NOT EXISTS ':memory:' AS lf_mem (COMPRESS, READ_WRITE)")
     con.execute(
         f"""CREATE OR REPLACE TABLE lf_mem.lf_events AS
@@ -175,6 +182,7 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
                        AS turn_is_key
             FROM calls l JOIN lf_streams s ON s.stream_key = l.stream_key
             LEFT JOIN tools t ON t.call_id = l.call_id
+            {"LEFT JOIN lf_outcomes x ON x.call_id = l.call_id" if answered else ""}
             LEFT JOIN lf_names sn ON sn.name = l.session_id
             LEFT JOIN lf_names tn ON tn.name = l.turn_id
             WHERE l.superseded_by IS NULL
@@ -230,118 +238,6 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
     return int(store.scalar("SELECT count(*) FROM lf_events"))
 
 
-def _prepare_truth(store: Store, labels: Path | None = None) -> None:
-    """The incidents a guard should stop (``lf_truth``: medium and high severity, or as
-    labelled), the calls their waste is made of (``lf_truth_calls``), their extent per stream
-    (``lf_truth_span``), and which incidents are one event (they share wasted calls: an empty
-    stream found by two detectors counts once)."""
-    con = store.con
-    sev = ", ".join(f"'{s}'" for s in GROUND_TRUTH_SEVERITIES)
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE lf_truth AS
-            SELECT incident_id, detector, incident_id AS event_id FROM incidents
-            WHERE severity IN ({sev})"""
-    )
-    con.execute(
-        """CREATE OR REPLACE TEMP TABLE lf_truth_calls AS
-           SELECT t.incident_id, e.* FROM lf_truth t
-           JOIN incident_calls ic USING (incident_id) JOIN lf_events e USING (call_id)"""
-    )
-    if labels is not None:
-        _apply_labels(store, labels)
-    for _ in range(20):  # events: incidents joined through shared calls, named by the least id
-        changed = con.execute(
-            """WITH pairs AS (
-                   SELECT a.incident_id, min(tb.event_id) AS ev
-                   FROM lf_truth_calls a JOIN lf_truth_calls b USING (call_id)
-                   JOIN lf_truth tb ON tb.incident_id = b.incident_id GROUP BY a.incident_id)
-               UPDATE lf_truth SET event_id = p.ev FROM pairs p
-               WHERE lf_truth.incident_id = p.incident_id AND p.ev < lf_truth.event_id"""
-        ).fetchall()
-        if not changed or not changed[0][0]:
-            break
-    con.execute(
-        """CREATE OR REPLACE TEMP TABLE lf_truth_span AS
-           WITH ends AS (
-               SELECT t.incident_id, f.u_stream, f.pos AS first_pos,
-                      l.pos AS last_pos, f.ts AS first_ts
-               FROM lf_truth t JOIN incidents i USING (incident_id)
-               JOIN lf_events f ON f.call_id = i.first_call_id
-               JOIN lf_events l ON l.call_id = i.last_call_id AND l.u_stream = f.u_stream)
-           SELECT incident_id, u_stream,
-                  min(first_pos) AS first_pos, max(last_pos) AS last_pos,
-                  min(first_ts) AS first_ts
-           FROM (SELECT * FROM ends
-                 UNION ALL
-                 SELECT incident_id, u_stream, pos, pos, ts FROM lf_truth_calls)
-           GROUP BY incident_id, u_stream"""
-    )
-    con.execute(
-        """CREATE OR REPLACE TEMP TABLE lf_waste AS
-           SELECT DISTINCT call_id FROM lf_truth_calls"""
-    )
-    con.execute(
-        """CREATE OR REPLACE TEMP TABLE lf_children AS
-           SELECT e.parent_session_id, n.id AS parent_sid, e.u_stream,
-                  min(e.ts) AS first_ts, count(*) AS n,
-                  coalesce(sum(e.cost_usd), 0) AS usd,
-                  coalesce(sum(e.cost_usd) FILTER (WHERE w.call_id IS NOT NULL), 0) AS waste
-           FROM lf_events e LEFT JOIN lf_waste w USING (call_id)
-           LEFT JOIN lf_names n ON n.name = e.parent_session_id
-           WHERE e.parent_session_id IS NOT NULL GROUP BY ALL"""
-    )
-
-
-def _apply_labels(store: Store, path: Path) -> None:
-    """``id,label`` rows: an incident or call id, ``runaway`` or ``legitimate``.
-
-    A legitimate incident, or one holding a call labelled legitimate, is not ground truth; a
-    runaway incident is (whatever its severity); runaway calls not already in an incident form
-    one incident per stream, made of those calls (a target of every guard).
-    """
-    rows: list[tuple[str, str]] = []
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            for n, rec in enumerate(csv.reader(fh), 1):
-                if not rec or (n == 1 and rec[0].strip().lower() in ("id", "call_id")):
-                    continue
-                if len(rec) < 2 or rec[1].strip().lower() not in ("runaway", "legitimate"):
-                    raise ForensicsError("expected id,runaway|legitimate", path=path, line=n)
-                rows.append((rec[0].strip(), rec[1].strip().lower()))
-    except OSError as exc:
-        raise ForensicsError(f"cannot read: {exc.strerror or exc}", path=path) from exc
-    con = store.con
-    con.execute("CREATE OR REPLACE TEMP TABLE lf_labels (id VARCHAR, label VARCHAR)")
-    con.executemany("INSERT INTO lf_labels VALUES (?, ?)", rows)
-    con.execute(
-        """INSERT INTO lf_truth SELECT id, detector, id FROM lf_labels
-           JOIN incidents ON incident_id = id
-           WHERE label = 'runaway' AND id NOT IN (SELECT incident_id FROM lf_truth)"""
-    )
-    con.execute(
-        """INSERT INTO lf_truth_calls
-           SELECT t.incident_id, e.* FROM lf_truth t
-           JOIN incident_calls ic USING (incident_id) JOIN lf_events e USING (call_id)
-           WHERE t.incident_id NOT IN (SELECT incident_id FROM lf_truth_calls)"""
-    )
-    legit = """SELECT id FROM lf_labels WHERE label = 'legitimate'
-               UNION SELECT ic.incident_id FROM incident_calls ic
-                     JOIN lf_labels l ON l.id = ic.call_id AND l.label = 'legitimate'"""
-    con.execute(f"DELETE FROM lf_truth WHERE incident_id IN ({legit})")
-    con.execute(f"DELETE FROM lf_truth_calls WHERE incident_id IN ({legit})")
-    con.execute(
-        """INSERT INTO lf_truth_calls
-           SELECT 'label:' || k.stream_key, e.* FROM lf_events e
-           JOIN lf_streams k ON k.sk = e.u_stream
-           JOIN lf_labels l ON l.id = e.call_id AND l.label = 'runaway'
-           WHERE e.call_id NOT IN (SELECT call_id FROM incident_calls)"""
-    )
-    con.execute(
-        """INSERT INTO lf_truth SELECT DISTINCT incident_id, NULL, incident_id
-           FROM lf_truth_calls WHERE incident_id LIKE 'label:%'"""
-    )
-
-
 def _prepare_rest(store: Store, reach: str) -> None:
     """Each unit of ``reach`` (what a stop there ends): its last position, the dollars spent
     in its stream up to its end (``usd_through``, a running sum in the replay's order) and
@@ -394,7 +290,7 @@ class Replay:
     def _prepare(self, columns: frozenset[str]) -> None:
         self.columns = columns
         self.calls = _prepare_events(self.store, columns)
-        _prepare_truth(self.store, self.labels)
+        prepare_truth(self.store, self.labels)
         self.total = int(self.store.scalar("SELECT count(DISTINCT event_id) FROM lf_truth"))
         self._totals: dict[tuple[str, str], tuple[Any, ...]] = {}
 

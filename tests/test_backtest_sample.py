@@ -164,7 +164,7 @@ def test_audit_carries_the_backtest_and_the_report_its_guards(tmp_path: Path) ->
     assert names[:3] == ["penguin_consecutive_trivial",
                          "penguin_consecutive_trivial_placeholder",
                          "penguin_token_trivial"]  # fmt: skip
-    assert len(names) == 16
+    assert len(names) == 21
     page = out.read_text()
     assert 'id="guards"' in page and "netclaw_cumulative_per_turn" in page
     assert 'aria-label="Waste prevented against false trips, every policy and threshold"' in page

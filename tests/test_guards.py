@@ -306,6 +306,8 @@ def test_the_presets_are_the_public_names() -> None:
         "netclaw_cumulative_per_turn", "netclaw_max_tool_iterations",
         "nexus3_consecutive_empty", "maxtokens_session", "maxtokens_truncated_tools",
         "gemini_repeat_tool", "openhands_alternation", "opencode_doom_loop",
+        "mini_swe_agent_format_errors", "swe_agent_requeries", "openhands_action_error",
+        "openhands_action_observation", "cline_mistakes",
     ]  # fmt: skip
 
 
