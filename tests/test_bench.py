@@ -50,3 +50,21 @@ def test_a_pointer_from_healthy_traffic_is_listed_not_failed(runner: CliRunner) 
     for wrong in (dict(outlier, wasted_usd=1.5), dict(outlier, severity="high")):
         missing, extra = bench.check_incidents([*incidents, wrong])
         assert missing == [] and extra == [("session_cost_outlier", 80, wrong["wasted_usd"])]
+
+
+def test_the_recall_script_finds_every_labelled_loop_and_no_false_alarm() -> None:
+    """bench/recall.py over the real runs with loops labelled by their agents (../shared)."""
+    import subprocess
+    import sys
+
+    from tests.helpers import shared_samples
+
+    corpus = shared_samples() / "real-loops"
+    done = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "recall.py"), str(corpus)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "recall: 7/7 labelled loops found (100%); false alarms: 0 of 9 healthy files" in (
+        done.stdout
+    )

@@ -160,3 +160,104 @@ def test_audit_reads_the_corpus_and_says_what_it_did_not(tmp_path: Path) -> None
     data = json.loads(result.stdout)
     assert data["calls"] > 0 and data["rejects"] == 0
     assert set(data["runs_by_outcome"]) >= {"completed", "step_limit", "error"}
+
+
+# --- the loops found in them -----------------------------------------------------------------
+
+
+def _truth_runs(want: dict[str, Any]) -> list[tuple[int, int]]:
+    """The labelled loop's runs of calls (first, last; 1-based), as truth.json states them:
+    of 4 or more (a run of 3 is what the agents tolerate; a healthy run in the corpus has one)."""
+    for field in ("format_error_runs_ge3", "same_result_runs_ge3", "identical_action_runs_ge3"):
+        runs = [(r[0], r[0] + r[1] - 1) for r in want.get(field) or [] if r[1] >= 4]
+        if runs:
+            return runs
+    return []
+
+
+@pytest.fixture(scope="module")
+def found(loaded: tuple[Store, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The incidents of each file: detector, severity, first and last call's place, waste."""
+    from analyzer.detect import bind_all, detect, discover
+
+    store, reports = loaded
+    detect(store, bind_all(discover(), {}))
+    rows = q(
+        store,
+        """SELECT c.source_id, i.detector, i.severity, f.seq, l.seq, i.wasted_usd, i.cost_basis,
+                  i.evidence, (SELECT sum(x.cost_usd) FROM incident_calls w
+                               JOIN calls x ON x.call_id = w.call_id
+                               WHERE w.incident_id = i.incident_id)
+           FROM incidents i
+           JOIN calls c ON c.call_id = i.first_call_id
+           LEFT JOIN calls f ON f.call_id = i.first_call_id
+           LEFT JOIN calls l ON l.call_id = i.last_call_id""",
+    )
+    by_source: dict[int, list[dict[str, Any]]] = {}
+    for sid, det, sev, first, last, usd, basis, evidence, calls_usd in rows:
+        by_source.setdefault(int(sid), []).append(
+            {"detector": det, "severity": sev, "first": first, "last": last, "usd": usd,
+             "basis": basis, "evidence": json.loads(evidence), "calls_usd": calls_usd}
+        )  # fmt: skip
+    return {rel: by_source.get(_source(store, reports, rel), []) for rel in truth()}
+
+
+LOOPS = sorted(rel for rel, t in truth().items() if t["label"].get("loop") is True)
+HEALTHY = sorted(rel for rel, t in truth().items() if t["label"].get("loop") is False)
+
+
+@pytest.mark.parametrize("rel", LOOPS)
+def test_every_labelled_loop_is_found_where_it_is(
+    found: dict[str, list[dict[str, Any]]], rel: str
+) -> None:
+    want = truth()[rel]
+    mine = [i for i in found[rel] if i["severity"] in ("medium", "high")]
+    assert mine, rel
+    for i in mine:  # priced: its waste is its wasted calls' dollars, with their basis
+        assert i["usd"] == (i["calls_usd"] or 0), (rel, i)
+        assert i["basis"] or not i["usd"], (rel, i)
+    if "consecutive_error_run_streaks_ge3" in want:  # relaunches: a range of runs
+        [[start, length]] = want["consecutive_error_run_streaks_ge3"]
+        [storm] = [i for i in mine if i["detector"] == "relaunch_same_failure"]
+        got = (storm["evidence"]["first_run"], storm["evidence"]["last_run"])
+        assert got == (start, start + length - 1)
+        return
+    runs = _truth_runs(want)
+    assert runs, rel
+    for first, last in runs:
+        near = [i for i in mine if abs(i["first"] - first) <= 1 and abs(i["last"] - last) <= 1]
+        assert near, (rel, (first, last), [(i["detector"], i["first"], i["last"]) for i in mine])
+
+
+@pytest.mark.parametrize("rel", HEALTHY)
+def test_no_waste_on_healthy_runs(found: dict[str, list[dict[str, Any]]], rel: str) -> None:
+    assert [i for i in found[rel] if i["usd"]] == [], rel
+
+
+def test_the_agents_own_guards_replayed_on_them(
+    loaded: tuple[Store, dict[str, Any]], found: dict[str, list[dict[str, Any]]]
+) -> None:
+    """Which of the real agents' guards would have stopped what these runs had."""
+    from analyzer.backtest import guard_run
+    from analyzer.guards import all_policies
+
+    store, _ = loaded
+    names = {
+        "mini_swe_agent_format_errors", "swe_agent_requeries", "openhands_action_observation",
+        "gemini_repeat_tool", "opencode_doom_loop", "cline_mistakes",
+    }  # fmt: skip
+    results = {
+        r.policy: r
+        for r in guard_run(store, [p for p in all_policies() if p.name in names]).results
+    }
+    mini = results["mini_swe_agent_format_errors"]
+    assert mini.incidents_stopped == mini.incidents_total == 7  # every format-error loop
+    # ... and its one false trip is the hard negative's run of 3 refusals, on which it worked on
+    [trip] = [t for t in mini.trips if t.incident_id is None]
+    assert trip.session_id.startswith("sphinx-doc__sphinx-7985@")
+    assert results["swe_agent_requeries"].false_trips == 0
+    # The idle loop (79 x `true`) is stopped by each identical-call guard.
+    for name in ("openhands_action_observation", "gemini_repeat_tool", "opencode_doom_loop"):
+        stopped = {s["incident_id"] for s in results[name].stopped}
+        assert len(stopped) >= 1, name
+    assert results["cline_mistakes"].incidents_stopped >= 12

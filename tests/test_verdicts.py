@@ -91,3 +91,32 @@ def test_the_report_has_how_the_runs_ended(store: Path, tmp_path: Path, fmt: str
         assert "How the runs ended" in page
         assert "Credit balance is too low" in page
         assert ("Its run" in page) if fmt == "html" else ("- Its run: hit its step limit" in page)
+
+
+def test_the_runs_verdict_raises_the_confidence_of_a_loop_that_ran_to_its_end(store: Path) -> None:
+    """The idle loop lasted to the run's last call, and the run ended on its step limit: the
+    incident says so in its evidence and is raised from medium to high."""
+    listed = json.loads(run("incidents", "--db", str(store), "--json"))
+    [idle] = [i for i in listed if i["session_id"].startswith("idle@")]
+    assert (idle["detector"], idle["severity"]) == ("repeated_tool_call", "high")
+    assert idle["evidence"]["run_ended"] == {
+        "exit_status": "LimitsExceeded", "outcome": "step_limit", "result": None
+    }  # fmt: skip
+    assert idle["evidence"]["ran_to_its_end"] is True
+
+
+def test_a_verdict_only_adds_to_an_incident() -> None:
+    from analyzer.detect import with_verdict
+
+    rec = {"severity": "medium", "last_call_id": "c9", "evidence": '{"tool_calls": 5}'}
+    # completed, or no verdict: unchanged
+    assert with_verdict(rec, ("Submitted", "completed", None, "c9")) is rec
+    assert with_verdict(rec, None) is rec
+    # ended on its limit, but the loop stopped before the run's last call: evidence only
+    early = with_verdict(rec, ("LimitsExceeded", "step_limit", None, "c20"))
+    assert early["severity"] == "medium" and "ran_to_its_end" not in early["evidence"]
+    assert early["evidence"]["run_ended"]["outcome"] == "step_limit"
+    # the loop is how the run ended: raised one step
+    assert with_verdict(rec, ("exit_format", "format_error", None, "c9"))["severity"] == "high"
+    low = dict(rec, severity="low")
+    assert with_verdict(low, ("exit_cost", "cost_limit", None, "c9"))["severity"] == "medium"
