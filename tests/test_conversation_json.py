@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -491,7 +492,7 @@ def test_mini_swe_agent_text_based_observations(store: Store, tmp_path: Path) ->
     assert got == [
         ("prompt", None, None, False, None),
         ("tool_result", True, None, True, _utc(T_MINI + 1)),
-        ("system", None, None, False, None),
+        ("format_error", True, None, True, None),  # the agent's refusal of the second reply
     ]
     assert rows(store, "SELECT DISTINCT turn_id FROM calls") == [("text.traj:1",)]
 
@@ -588,3 +589,32 @@ def test_the_real_mini_swe_agent_trajectories_match_the_truth(store: Store, tmp_
                SELECT 1 FROM messages r WHERE r.kind = 'tool_result'
                AND r.session_id = c.session_id AND r.tool_use_id = c.tool_use_id)""",
     ) == [(4,)]
+
+
+def test_mini_swe_agent_2_format_errors_are_refusals_of_their_call(
+    store: Store, tmp_path: Path
+) -> None:
+    """mini-swe-agent 2.x refuses a reply with no tool call by a user message whose
+    extra.interrupt_type is FormatError: a format_error tied to the refused call, so 4 in a row
+    are a format-error loop."""
+    doc = mini_swe_agent_doc()
+    first = doc["messages"][:4]  # system, task, a call, its result
+    refused = []
+    for n in range(10, 14):
+        reply = _mini_assistant(n, "I will now", "ls", _deepseek_usage(100, 900, 50), 0.001,
+                                T_MINI + n)  # fmt: skip
+        reply.pop("tool_calls")
+        refused += [reply, {"role": "user", "content": "No tool calls found in the response.",
+                            "extra": {"interrupt_type": "FormatError"}}]  # fmt: skip
+    doc["messages"] = first + refused
+    ingest(store, write(tmp_path / "fmt.traj.json", doc))
+    got = rows(
+        store,
+        """SELECT c.seq FROM messages m JOIN calls c ON c.call_id = m.call_id
+           WHERE m.kind = 'format_error' ORDER BY 1""",
+    )
+    assert got == [(2,), (3,), (4,), (5,)]
+    from analyzer.detect import bind_all, detect, discover
+
+    found = detect(store, bind_all([d for d in discover() if d.name == "format_error_loop"], {}))
+    assert [(i.n_calls, i.wasted_usd) for i in found] == [(4, Decimal("0.003"))]

@@ -45,8 +45,9 @@
     timeout or an exception in mini-swe-agent) makes the result an error when no
     ``is_error`` flag says otherwise. A ``user`` message with an ``extra.returncode`` is the
     same observation in mini-swe-agent's text-based mode (no ``tool_calls``): a tool result
-    tied to no call; one with an ``extra.interrupt_type`` (a format error) is the agent's
-    text, not a prompt.
+    tied to no call; one with an ``extra.interrupt_type`` is the agent's text, not a prompt,
+    and a ``FormatError`` one (the agent refusing a reply with no or a malformed tool call) is
+    a ``format_error`` tied to the call it refused.
 
 Each assistant message is one call. A Penguin lifecycle with no saved message is a call whose
 reply was never saved (``reply_saved`` false) - how seed 000's whitespace replies looked. A
@@ -184,6 +185,7 @@ class _Reader:
         self.turn: str | None = None
         self.idx = 0
         self.seq = 0
+        self.last_call_id: str | None = None  # the latest assistant message's call
 
     def time(self, obj: dict[str, Any]) -> datetime | None:
         """A message's own time, else the agent's ``extra.timestamp`` (mini-swe-agent's)."""
@@ -250,6 +252,16 @@ class _Reader:
         # about a reply it could not parse, are sent as user messages.
         observation = role == "user" and "returncode" in extra
         agent_text = role == "user" and extra.get("interrupt_type") is not None
+        refusal = agent_text and "format" in str(extra.get("interrupt_type")).lower()
+        if refusal:
+            # mini-swe-agent 2.x refusing the reply before it (no tool call, a malformed one):
+            # its FormatError message, tied to the refused call.
+            self.message_row(
+                role=role, kind="format_error", ts=ts, text_chars=chars, visible_chars=visible,
+                excerpt=excerpt(text), n_records=1, is_error=True, call_id=self.last_call_id,
+                tool_result_hash=result_hash(content, True),
+            )  # fmt: skip
+            return
         if (
             role == "user"
             and not results
@@ -320,7 +332,7 @@ class _Reader:
             "provider": as_str(m.get("provider")), "app": self.app, "n_records": 1,
             "reply_saved": True, "agent_id": as_str(m.get("agent_id")),
         }  # fmt: skip
-        call_id = self.low.call_id(native)
+        call_id = self.last_call_id = self.low.call_id(native)
         if placeholder:
             # The model's reply was empty; the text is the agent's stand-in for it.
             call["content_chars"], call["visible_chars"] = 0, 0
