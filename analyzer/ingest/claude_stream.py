@@ -46,7 +46,7 @@ from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import Lowering, brief, excerpt, text_measure
 from analyzer.ingest.runs import outcome
-from analyzer.ingest.values import as_dict, as_int, as_str, kind_of
+from analyzer.ingest.values import MAX_COST, as_dict, as_int, as_str, kind_of
 
 NAME = "claude_stream_json"
 TITLE = "Claude Code stream-json output (claude -p --output-format stream-json)"
@@ -54,7 +54,6 @@ CALL_PREFIX = "ccs"
 KIND = "log"
 SNIFF_ORDER = 21
 SYNTHETIC = "<synthetic>"
-MAX_COST = 1e6  # a stated cost of a million dollars or more for one run is a broken value
 
 
 def sniff(head: Head) -> bool:

@@ -63,7 +63,16 @@ from analyzer.ingest.lowering import (
 )
 from analyzer.ingest.reading import read_json_document
 from analyzer.ingest.runs import outcome
-from analyzer.ingest.values import as_dict, as_int, as_list, as_str, as_text, kind_of, parse_time
+from analyzer.ingest.values import (
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    as_text,
+    kind_of,
+    parse_time,
+    stated_cost,
+)
 
 NAME = "cline"
 TITLE = "Cline SDK/CLI session messages (JSON)"
@@ -74,7 +83,6 @@ APP = "cline"
 AGENT_FOLDERS = (".cline",)  # a hidden folder a walk of a home folder enters
 # Files of its layout that hold no call (named as such, never counted as input not read).
 OWN_FILES = ("sessions.index.json",)
-MAX_COST = 1e6  # a stated cost of a million dollars or more for one call is a broken value
 _GATEWAYS = {"cline"}  # providers that are Cline's own gateway (OpenRouter's model ids)
 _DOC_START = re.compile(rb"^\s*\{")
 _DOC_KEYS = tuple(
@@ -106,13 +114,6 @@ def sniff(head: Head) -> bool:
     if not _DOC_START.match(data):
         return False
     return all(k.search(data) for k in _DOC_KEYS) or all(k.search(data) for k in _MANIFEST_KEYS)
-
-
-def _cost(value: object) -> float | None:
-    """A cost in USD: a finite number above 0 (and below ``MAX_COST``), else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if 0 < value < MAX_COST else None  # NaN and infinity fail both
 
 
 def _tokens(raw: object) -> dict[str, Any]:
@@ -229,7 +230,7 @@ class _Reader:
             "content_chars": chars, "visible_chars": visible, "reasoning_chars": thinking,
             "tool_call_count": len(tools), "n_records": 1,
         }  # fmt: skip
-        cost = _cost(metrics.get("cost"))
+        cost = stated_cost(metrics.get("cost"))
         if cost is not None:
             call["cost_usd"], call["cost_basis"] = cost, "reported"
         self.low.add_call(call)

@@ -78,7 +78,7 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.reading import read_json_document
-from analyzer.ingest.values import as_dict, as_int, as_str, as_text, parse_time
+from analyzer.ingest.values import as_dict, as_int, as_str, as_text, parse_time, stated_cost
 
 NAME = "cline_task"
 TITLE = "Cline / Roo Code task messages (ui_messages.json)"
@@ -87,7 +87,6 @@ KIND = "log"
 SNIFF_ORDER = 55  # after Cline's SDK sessions (54), before saved conversations (90)
 # Files of its layout that hold no call (named as such, never counted as input not read).
 OWN_FILES = ("task_metadata.json",)
-MAX_COST = 1e6  # a stated cost of a million dollars or more for one request is broken
 # The VS Code extensions (publisher.name, as VS Code lowercases it for globalStorage).
 EXTENSIONS = {
     "saoudrizwan.claude-dev": "cline",
@@ -125,12 +124,6 @@ def sniff(head: Head) -> bool:
         return False
     first = data[: data.find(b"}") + 1] if b"}" in data else data
     return all(p.search(first) for p in _FIRST)
-
-
-def _cost(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if 0 < value < MAX_COST else None  # NaN and infinity fail both
 
 
 def _tokens(info: dict[str, Any], provider: str | None) -> dict[str, Any]:
@@ -276,7 +269,7 @@ class _Reader:
             "cancelled": True if reason == "user_cancelled" else None,
             "finish_reason_raw": "error" if failed else None, "n_records": 1,
         }  # fmt: skip
-        cost = _cost(info.get("cost"))
+        cost = stated_cost(info.get("cost"))
         if cost is not None:
             self.call["cost_usd"], self.call["cost_basis"] = cost, "reported"
         self.see_model(m)

@@ -85,7 +85,7 @@ from analyzer.ingest.lowering import (
 from analyzer.ingest.mini_swe_agent import run_of_info
 from analyzer.ingest.reading import read_json_document
 from analyzer.ingest.usage import token_counts
-from analyzer.ingest.values import as_dict, as_list, as_str, as_text, parse_time
+from analyzer.ingest.values import as_dict, as_list, as_str, as_text, parse_time, stated_cost
 
 NAME = "conversation_json"
 TITLE = "saved conversation (JSON: OpenAI or Anthropic messages, Penguin session)"
@@ -93,7 +93,6 @@ CALL_PREFIX = "conv"
 KIND = "log"
 SNIFF_ORDER = 90
 PLACEHOLDERS = ("[Empty response from model]", "[No response from model]")
-MAX_COST = 1e6  # a stated cost of a million dollars or more for one call is a broken value
 _ACTION = re.compile(r"<(\w+)>(.*?)</\1>", re.DOTALL)  # a CodeAct action tag with its body
 _START = re.compile(rb'^\s*(\[\s*\{\s*"(role|content|id)"|\{)')
 _KEYS = re.compile(rb'"(messages|role|llm_request_lifecycles)"\s*:')
@@ -140,14 +139,6 @@ def _blocks(content: object, kind: str) -> list[dict[str, Any]]:
     if isinstance(content, list):
         return [b for b in content if isinstance(b, dict) and b.get("type") == kind]
     return []
-
-
-def _cost(value: object) -> float | None:
-    """A cost in USD the log states: a finite number above 0 (and below ``MAX_COST``), else None.
-    0 is not a price: it is what mini-swe-agent writes when it could not price a call."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if 0 < value < MAX_COST else None  # NaN and infinity fail both tests
 
 
 def _exit_error(extra: dict[str, Any]) -> bool | None:
@@ -383,7 +374,7 @@ class _Reader:
         )
         if finish:
             call["finish_reason_raw"] = finish
-        cost = _cost(extra.get("cost"))
+        cost = stated_cost(extra.get("cost"))
         if cost is not None:
             call["cost_usd"], call["cost_basis"] = cost, "reported"
         return call

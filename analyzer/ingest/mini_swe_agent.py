@@ -64,7 +64,15 @@ from analyzer.ingest.lowering import (
 from analyzer.ingest.reading import read_json_document
 from analyzer.ingest.runs import outcome
 from analyzer.ingest.usage import token_counts
-from analyzer.ingest.values import as_dict, as_int, as_list, as_str, as_text, parse_time
+from analyzer.ingest.values import (
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    as_text,
+    parse_time,
+    stated_cost,
+)
 
 NAME = "mini_swe_agent"
 TITLE = "mini-swe-agent 1.x trajectory (JSON, trajectory_format mini-swe-agent-1)"
@@ -72,7 +80,6 @@ CALL_PREFIX = "mswea"
 KIND = "log"
 SNIFF_ORDER = 85  # before conversation_json, which would take it for a saved conversation
 APP = "mini-swe-agent"
-MAX_COST = 1e6
 DEFAULT_ACTION = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
 DEFAULT_FORMAT_ERROR = "Please always provide EXACTLY ONE action in triple backticks"
 # A Python-style action: the tool a reply's code calls for its result (``res = tool(...)``), the
@@ -103,14 +110,6 @@ def text_of(content: object) -> str:
     if isinstance(content, str):
         return content
     return "".join(as_text(as_dict(p).get("text")) for p in as_list(content))
-
-
-def stated_cost(value: object) -> float | None:
-    """A cost a log states: a number above 0 (0 is what an agent writes when it could not
-    price a call), below ``MAX_COST``."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if 0 < value < MAX_COST else None
 
 
 def template_prefix(template: object, default: str) -> str:

@@ -26,10 +26,18 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.runs import outcome
-from analyzer.ingest.values import as_dict, as_int, as_list, as_str, as_text, kind_of, parse_time
+from analyzer.ingest.values import (
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    as_text,
+    kind_of,
+    parse_time,
+    stated_cost,
+)
 
 APP = "openhands"
-MAX_COST = 1e6  # a stated cost of a million dollars or more for one call is a broken value
 STUCK = re.compile(r"AgentStuckInLoopError|stuck in a loop", re.I)
 # Keys the agent SDK adds to every tool's arguments: the model's own risk label and summary of
 # the action, not the action (the same command is labelled differently from call to call).
@@ -37,14 +45,6 @@ _LABELS = frozenset({"security_risk", "summary"})
 _V1_RESULTS = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
 # V0 actions that are neither a tool the model called nor a message.
 _V0_NOT_TOOLS = frozenset({"recall", "change_agent_state", "null", "condensation_request"})
-
-
-def stated_cost(value: object) -> float | None:
-    """A cost the log states: a number above 0 (0 is what OpenHands writes when litellm could
-    not price a call), below ``MAX_COST``."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if 0 < value < MAX_COST else None
 
 
 def content_text(content: object) -> str:

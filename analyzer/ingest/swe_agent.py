@@ -91,7 +91,7 @@ from analyzer.ingest.lowering import (
 )
 from analyzer.ingest.reading import read_json_document
 from analyzer.ingest.runs import outcome
-from analyzer.ingest.values import as_dict, as_int, as_list, as_str, as_text
+from analyzer.ingest.values import as_dict, as_int, as_list, as_str, as_text, stated_cost
 
 NAME = "swe_agent"
 TITLE = "SWE-agent trajectory (.traj, JSON)"
@@ -99,7 +99,6 @@ CALL_PREFIX = "swea"
 KIND = "log"
 SNIFF_ORDER = 80  # before mini-swe-agent (85) and saved conversations (90), which take JSON
 AGENT = "swe-agent"
-MAX_COST = 1e6  # a stated cost of a million dollars or more is a broken value
 _STAND_IN = re.compile(r"^\s*Exit(ing)? due to ")  # SWE-agent's own text for a lost reply
 _START = re.compile(rb"^\s*\{")
 _TRAJECTORY = re.compile(rb'"trajectory"\s*:\s*\[')
@@ -130,13 +129,6 @@ def _text(content: object) -> str:
     if isinstance(content, str):
         return content
     return "".join(as_text(as_dict(p).get("text")) for p in as_list(content))
-
-
-def _cost(value: object) -> float | None:
-    """A stated cost: above 0 (0 is what litellm gives when it cannot price) and plausible."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if 0 < value < MAX_COST else None
 
 
 def _is_demo(m: dict[str, Any]) -> bool:
@@ -455,7 +447,7 @@ class _Reader:
     def run_row(self, info: dict[str, Any]) -> dict[str, Any]:
         stats = as_dict(info.get("model_stats"))
         status = as_str(info.get("exit_status"))
-        cost = _cost(stats.get("instance_cost"))
+        cost = stated_cost(stats.get("instance_cost"))
         submission = info.get("submission")
         if isinstance(submission, str) and submission.strip():
             result = excerpt(submission.strip())
@@ -473,8 +465,8 @@ class _Reader:
             "reported_output_tokens": as_int(stats.get("tokens_received")),
             "reported_cost_usd": cost, "cost_apportioned": cost is not None,
             "step_limit": as_int(self.model_cfg.get("per_instance_call_limit")) or None,
-            "cost_limit_usd": _cost(retry_loop.get("cost_limit"))
-            or _cost(self.model_cfg.get("per_instance_cost_limit")),
+            "cost_limit_usd": stated_cost(retry_loop.get("cost_limit"))
+            or stated_cost(self.model_cfg.get("per_instance_cost_limit")),
             "n_records": 1,
         }  # fmt: skip
 

@@ -87,6 +87,21 @@ def as_int(value: object, limit: int = MAX_COUNT) -> int | None:
     return None
 
 
+MAX_COST = 1e6  # a stated cost of a million dollars or more for one call or run is broken
+
+
+def stated_cost(value: object) -> float | None:
+    """A cost in USD a log states: a finite number above 0 and below ``MAX_COST``, else None.
+    0 is not a price: it is what agents write when they could not price a call.
+
+    >>> stated_cost(0.25), stated_cost(0), stated_cost(True), stated_cost(float("nan"))
+    (0.25, None, None, None)
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 < value < MAX_COST else None  # NaN and infinity fail both tests
+
+
 def as_status(value: object) -> int | None:
     """An HTTP status (a whole number below 1000), else None."""
     return as_int(value, limit=1000)
