@@ -7,6 +7,7 @@ import csv
 import ctypes
 import gzip
 import io
+import json
 import os
 import subprocess
 import sys
@@ -39,6 +40,17 @@ def shared_samples() -> Path:
             )
         pytest.skip("../shared/samples is not beside this checkout")
     return SHARED_SAMPLES
+
+
+def truth_at_collection(corpus: str) -> dict[str, Any]:
+    """The ``files`` of ``../shared/samples/<corpus>/truth.json``, to parametrize tests by when
+    they are collected; {} where ../shared is not beside the checkout (the tests that read the
+    corpus then skip, or under CI fail, through ``shared_samples``)."""
+    path = SHARED_SAMPLES / corpus / "truth.json"
+    if not path.is_file():
+        return {}
+    files: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))["files"]
+    return files
 
 
 # The variables that move an agent's default place: cleared for a test with a fake home, so the

@@ -18,13 +18,17 @@ from analyzer.cli import cli
 from analyzer.ingest.base import IngestOptions
 from analyzer.pipeline import ingest_paths
 from analyzer.store import Store, open_store
-from tests.helpers import assert_accounted, q, shared_samples
+from tests.helpers import assert_accounted, q, shared_samples, truth_at_collection
 
 CENT = Decimal("0.005")
 
 
 def corpus() -> Path:
     return shared_samples() / "real-loops"
+
+
+# The files, as the tests are collected (none without ../shared: see truth_at_collection).
+COLLECTED = truth_at_collection("real-loops")
 
 
 def truth() -> dict[str, dict[str, Any]]:
@@ -62,7 +66,7 @@ def _source(store: Store, reports: dict[str, Any], rel: str) -> int:
     return int(sid)
 
 
-@pytest.mark.parametrize("rel", sorted(truth()))
+@pytest.mark.parametrize("rel", sorted(COLLECTED))
 def test_calls_and_tokens_equal_the_truth(loaded: tuple[Store, dict[str, Any]], rel: str) -> None:
     store, reports = loaded
     want = truth()[rel]
@@ -96,7 +100,7 @@ def test_calls_and_tokens_equal_the_truth(loaded: tuple[Store, dict[str, Any]], 
         ), rel
 
 
-@pytest.mark.parametrize("rel", sorted(truth()))
+@pytest.mark.parametrize("rel", sorted(COLLECTED))
 def test_dollars_are_the_files_own_or_carry_a_basis(
     loaded: tuple[Store, dict[str, Any]], rel: str
 ) -> None:
@@ -131,7 +135,7 @@ def test_dollars_are_the_files_own_or_carry_a_basis(
     assert bare == [(0,)], rel
 
 
-@pytest.mark.parametrize("rel", sorted(truth()))
+@pytest.mark.parametrize("rel", sorted(COLLECTED))
 def test_each_run_keeps_what_its_log_says_of_its_end(
     loaded: tuple[Store, dict[str, Any]], rel: str
 ) -> None:
@@ -202,8 +206,8 @@ def found(loaded: tuple[Store, dict[str, Any]]) -> dict[str, list[dict[str, Any]
     return {rel: by_source.get(_source(store, reports, rel), []) for rel in truth()}
 
 
-LOOPS = sorted(rel for rel, t in truth().items() if t["label"].get("loop") is True)
-HEALTHY = sorted(rel for rel, t in truth().items() if t["label"].get("loop") is False)
+LOOPS = sorted(rel for rel, t in COLLECTED.items() if t["label"].get("loop") is True)
+HEALTHY = sorted(rel for rel, t in COLLECTED.items() if t["label"].get("loop") is False)
 
 
 @pytest.mark.parametrize("rel", LOOPS)
