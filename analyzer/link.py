@@ -169,6 +169,11 @@ def _link_round(store: Store) -> int:
                                      ELSE coalesce(b.output_tokens, calls.output_tokens) END,
                 reasoning_tokens = coalesce(calls.reasoning_tokens, b.reasoning_tokens),
                 output_final = coalesce(calls.output_final, false) OR b.output_tokens IS NOT NULL,
+                output_estimate_tokens = CASE WHEN b.output_tokens IS NULL
+                                              THEN calls.output_estimate_tokens END,
+                output_estimate_floor = CASE WHEN b.output_tokens IS NULL
+                                             THEN calls.output_estimate_floor END,
+                cost_logged_usd = NULL,
                 response_kind = coalesce(calls.response_kind, lf_response_kind(
                     calls.finish_reason, calls.http_status, b.output_tokens, b.reasoning_tokens,
                     calls.content_chars, calls.visible_chars, calls.reasoning_chars,

@@ -23,10 +23,11 @@ MEMORY_ENV = "LLM_FORENSICS_MEMORY_LIMIT"
 # allocations DuckDB does not count) comes on top of it (10 million rows: peak RSS 1.68 GB at a
 # limit of 1.5GB, 2.18 GB at 2GB).
 DEFAULT_MEMORY_LIMIT = "1.7GB"
-SCHEMA_VERSION = "8"
-# Store formats this version upgrades in place when it opens them for writing (the tables they
-# lack are added): 6 had no ``bill_buckets``, 7 no ``runs``.
-UPGRADES_FROM = {"6", "7"}
+SCHEMA_VERSION = "9"
+# Store formats this version upgrades in place when it opens them for writing (the columns of
+# ``sql/upgrade.sql`` and the tables they lack are added): 6 had no ``bill_buckets``, 7 no
+# ``runs``, 8 no output estimates on calls and no attribution on incidents.
+UPGRADES_FROM = {"6", "7", "8"}
 
 
 class Store:
@@ -161,7 +162,9 @@ def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | No
     if has_meta:
         found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
         if found and found[0][0] in UPGRADES_FROM and not read_only:
-            con.execute(package_sql("schema.sql"))
+            con.execute(package_sql("schema.sql"))  # the tables a format before 8 lacks
+            con.execute(package_sql("upgrade.sql"))
+            con.execute(package_sql("schema.sql"))  # views over the widened tables
             con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [SCHEMA_VERSION])
         elif found and found[0][0] in UPGRADES_FROM:
             raise ForensicsError(

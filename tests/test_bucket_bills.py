@@ -312,3 +312,36 @@ def test_a_store_of_the_previous_format_is_upgraded_when_written(tmp_path: Path)
     ingest(db, USAGE_JSON)
     assert rows(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [(SCHEMA_VERSION,)]
     assert rows(db, "SELECT count(*) FROM bill_buckets") == [(3,)]
+
+
+def test_a_store_of_format_8_gains_the_new_columns_in_the_order_of_a_new_store(
+    tmp_path: Path,
+) -> None:
+    """Format 9 added the placeholder estimates to calls and the attribution to incidents:
+    an upgraded store has the columns of a new one, in the same order, and no kept result
+    computed before (every cached figure is computed again)."""
+    new, old = tmp_path / "new.duckdb", tmp_path / "old.duckdb"
+    for db in (new, old):
+        with open_store(db):
+            pass
+    con = duckdb.connect(str(old))
+    for table, column in [("calls", "output_estimate_tokens"), ("calls", "output_estimate_floor"),
+                          ("calls", "cost_logged_usd"), ("incidents", "app"),
+                          ("incidents", "api_key"), ("incidents", "model"),
+                          ("incidents", "project")]:  # fmt: skip
+        con.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    con.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    con.execute("INSERT INTO cache VALUES ('detect', 'k', '{}')")
+    con.close()
+    ingest(old, USAGE_JSON)
+
+    def columns(db: Path) -> list[tuple[str, str, str]]:
+        return rows(
+            db,
+            """SELECT table_name, column_name, data_type FROM duckdb_columns()
+                           WHERE NOT internal ORDER BY table_name, column_index""",
+        )
+
+    assert columns(old) == columns(new)
+    assert rows(old, "SELECT value FROM meta WHERE key = 'schema_version'") == [(SCHEMA_VERSION,)]
+    assert rows(old, "SELECT count(*) FROM cache WHERE name = 'detect'") == [(0,)]

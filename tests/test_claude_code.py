@@ -97,11 +97,12 @@ def test_lines_are_grouped_into_calls(store: Store, tmp_path: Path) -> None:
     whole_prompt = 3 + 1906 + 10136
     assert calls == [
         ("msg_A:req_A", 1, whole_prompt, 10136, 1906, 1906, 4, False, "unknown", "tool_call",
-         17, 15, 0, 2, "anthropic", "claude-code", "estimated", True),
-        ("msg_B:req_B", 2, whole_prompt, 10136, 1906, 1906, 3, False, "stop", "whitespace",
+         17, 15, 0, 2, "anthropic", "claude-code", "estimated_output", True),
+        # a line says how msg_B stopped: its count is final, priced as logged
+        ("msg_B:req_B", 2, whole_prompt, 10136, 1906, 1906, 3, True, "stop", "whitespace",
          3, 0, 100, 0, "anthropic", "claude-code", "estimated", True),
         ("msg_C", 3, whole_prompt, 10136, 1906, 1906, 2, False, "unknown", "text",
-         5, 5, 0, 0, "anthropic", "claude-code", "estimated", True),
+         5, 5, 0, 0, "anthropic", "claude-code", "estimated_output", True),
     ]  # fmt: skip
 
 
@@ -315,8 +316,8 @@ def test_fast_mode_is_priced_at_its_rate(store: Store, tmp_path: Path) -> None:
     ingest(store, f)
     # $5/M input, $0.50/M cache read, $25/M output: 10*5e-6 + 100,000*5e-7 + 1,000*2.5e-5
     assert costs(store) == [
-        ("msg_S:r1", "estimated", 0.07505, 0.07505, None),
-        ("msg_F:r2", "estimated", 0.4503, 0.4503, None),
+        ("msg_S:r1", "estimated_output", 0.07505, 0.07505, None),
+        ("msg_F:r2", "estimated_output", 0.4503, 0.4503, None),
     ]
     assert rows(store, "SELECT variant FROM calls ORDER BY seq") == [(None,), ("fast",)]
 
@@ -360,7 +361,7 @@ def test_web_searches_are_priced_per_request(store: Store, tmp_path: Path) -> No
         ),
     )
     # tokens: 500 * $3/M + 200 * $15/M = $0.0045; searches: 3 * $10/1,000 = $0.03
-    assert costs(store) == [("msg_W:r1", "estimated", 0.0345, 0.0345, 0.03)]
+    assert costs(store) == [("msg_W:r1", "estimated_output", 0.0345, 0.0345, 0.03)]
     assert rows(store, "SELECT web_search_requests FROM calls") == [(3,)]
 
 
@@ -394,7 +395,7 @@ def test_long_context_prices_the_whole_call_at_the_higher_rate(
         ),
     )
     # 250,000 * 6e-6 + 1,000 * 2.25e-5 = 1.5 + 0.0225
-    assert costs(store) == [("msg_L:r1", "estimated", 1.5225, 1.5225, None)]
+    assert costs(store) == [("msg_L:r1", "estimated_output", 1.5225, 1.5225, None)]
 
 
 def test_tool_results_are_tied_to_their_calls_and_hashed(store: Store, tmp_path: Path) -> None:

@@ -5,11 +5,15 @@ Facts from real transcripts (the public ones the tests read), all of which shape
 * One API call is written as several ``assistant`` lines, one per content block, sharing
   ``message.id`` and ``requestId``: lines are grouped into a call by that pair (by
   ``message.id`` alone when ``requestId`` is empty).
-* ``output_tokens`` on those lines is a streaming snapshot, often never finalised: the maximum
-  is kept, and ``output_final`` is false - a 3-token call is normal here, not a loop signal.
+* ``output_tokens`` on those lines is a streaming snapshot: the maximum is kept. Before
+  2.1.97 it is often never finalised (every real file of 2.0.14-2.1.39 the tests read): a call
+  is final only when a line says how it stopped (``stop_reason``, 2.1.87 and later on most
+  calls' last line) or its version writes final counts on every line (2.1.97+). Otherwise
+  ``output_final`` is false (a 3-token placeholder is not a loop signal) and the output is
+  estimated from what the call wrote (``analyzer.ingest.output_estimate``), which prices it.
 * The whole prompt is ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``;
   the 1-hour share of cache writes is ``usage.cache_creation.ephemeral_1h_input_tokens``.
-* ``stop_reason`` is almost always null, so the finish reason is usually ``unknown``.
+* ``stop_reason`` is null before 2.1.87, so the finish reason there is ``unknown``.
 * A ``user`` line with plain text (not a tool result, not ``isMeta``, not a compaction summary)
   starts a turn.
 * ``isSidechain``/``agentId`` mark a sub-agent; its lines carry the parent's ``sessionId``. The
@@ -51,6 +55,7 @@ from analyzer.ingest.lowering import (
     result_hash,
     text_measure,
 )
+from analyzer.ingest.output_estimate import OutputTally, settle
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_str, as_text, kind_of, parse_time
 
@@ -166,8 +171,14 @@ def load(ctx: LoadContext) -> LoadResult:
             low.skip(str(kind_of(obj) or "untyped"))
 
     for call in calls.values():
-        low.add_call(call)
+        low.add_call(settle_call(call))
     return low.finish()
+
+
+def settle_call(call: dict[str, Any]) -> dict[str, Any]:
+    """The call, its output marked final or estimated from what its lines showed."""
+    settle(call, call.pop("tally"))
+    return call
 
 
 def _project_folder(path: Path) -> str | None:
@@ -210,8 +221,11 @@ def _assistant(
             "output_final": False, "content_chars": 0, "visible_chars": 0,
             "reasoning_chars": 0, "tool_call_count": 0, "n_records": 0,
             "replay": obj.get("isSidechain") is True and bool(request),
+            "tally": OutputTally(),  # what it wrote (see ``settle_call``)
         }  # fmt: skip
         calls[key] = call
+    tally: OutputTally = call["tally"]
+    tally.see_version(obj.get("version"))
     call["n_records"] += 1
     cost = obj.get("costUSD")
     if isinstance(cost, int | float) and not isinstance(cost, bool) and 0 <= cost < 1e6:
@@ -231,6 +245,7 @@ def _assistant(
             call[column] = value if column == "variant" else max(call.get(column) or 0, value)
     if msg.get("stop_reason"):
         call["finish_reason_raw"] = as_str(msg["stop_reason"])
+        tally.stopped = True
     if obj.get("isApiErrorMessage"):
         call["finish_reason_raw"] = "error"
         text = _result_text(msg.get("content"))
@@ -260,6 +275,7 @@ def _assistant(
                 cut = None
             call["content_chars"] += chars
             call["visible_chars"] += visible
+            tally.text_chars += chars
             low.add_message(
                 {
                     "session_id": s.session_id,
@@ -279,9 +295,11 @@ def _assistant(
             call["reasoning_chars"] += len(
                 as_text(block.get("thinking")) or as_text(block.get("data"))
             )
+            tally.add_thinking(block)
         elif btype in ("tool_use", "server_tool_use"):
             call["tool_call_count"] += 1
             args = block.get("input")
+            tally.add_args(block.get("name"), args)
             low.add_message(
                 {
                     "session_id": s.session_id,

@@ -13,9 +13,10 @@ Claude Code's SDK documentation of the stream's messages:
   with ``session_id`` (not ``sessionId``), no ``timestamp``, no ``requestId``: one API call is
   written as one line per content block, sharing ``message.id``; its ``usage`` is the streaming
   placeholder of the start of the response (``stop_reason`` null), as in the transcripts, so the
-  largest count is kept and ``output_final`` is false. The whole prompt is ``input_tokens +
-  cache_creation_input_tokens + cache_read_input_tokens``. ``parent_tool_use_id`` marks a
-  sub-agent's message (the Task call it works for).
+  largest count is kept and, unless a line says how the response stopped, ``output_final`` is
+  false and the output is estimated from what the call wrote (as for the transcripts). The
+  whole prompt is ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``.
+  ``parent_tool_use_id`` marks a sub-agent's message (the Task call it works for).
 * **No times.** Nothing on these lines says when: calls have no time (never one invented);
   they are ordered by their place in the file.
 * **One session per run**, the runs of one file one stream (its ``stream_key`` is the first
@@ -177,7 +178,7 @@ class _Stream:
         # The calls in file order: their place in the stream is their order (no times).
         for seq, call in enumerate(self.calls.values(), 1):
             call["seq"] = seq
-            self.low.add_call(call)
+            self.low.add_call(claude_code.settle_call(call))
         for run in self.runs.values():
             run.pop("project", None)
             self.low.add_run(run)

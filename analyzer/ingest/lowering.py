@@ -77,6 +77,10 @@ CALL_COLUMNS: dict[str, pa.DataType] = {
     # A replay: if a call of this format with the same response_id (one API response) is
     # stored already, or came earlier in this file, this one is a duplicate of it.
     "replay": pa.bool_(),
+    # Where output_tokens is a placeholder: the output estimated from what the call wrote
+    # (priced: cost_basis 'estimated_output'), and whether that is a lower bound.
+    "output_estimate_tokens": pa.int64(),
+    "output_estimate_floor": pa.bool_(),
 }
 MESSAGE_COLUMNS: dict[str, pa.DataType] = {
     "session_id": pa.string(),
@@ -139,16 +143,20 @@ def insert_calls(con: duckdb.DuckDBPyConnection, prefix: str, fmt: str, sid: int
     # the log states none.
     con.execute(
         f"""INSERT INTO calls BY NAME
-        SELECT b.* EXCLUDE (n_records, parts, replay, cost_usd, cost_basis, fr, estimate
-                            {", source_id" if sid is None else ""}),
+        SELECT b.* EXCLUDE (n_records, parts, replay, cost_usd, cost_basis, fr, estimate,
+                            logged {", source_id" if sid is None else ""}),
                b.parts AS record_count,
                $prefix || ':' || b.native_id AS call_id,
                {"b.source_id" if sid is None else "$sid"} AS source_id,
                $fmt AS format,
                coalesce(b.cost_usd, b.estimate)::DECIMAL(18, 10) AS cost_usd,
                CASE WHEN b.cost_usd IS NOT NULL THEN b.cost_basis
+                    WHEN b.estimate IS NOT NULL AND b.output_estimate_tokens IS NOT NULL
+                    THEN 'estimated_output'
                     WHEN b.estimate IS NOT NULL THEN 'estimated' END AS cost_basis,
                b.estimate::DECIMAL(18, 10) AS cost_estimate_usd,
+               CASE WHEN b.cost_usd IS NULL AND b.output_estimate_tokens IS NOT NULL
+                    THEN b.logged END::DECIMAL(18, 10) AS cost_logged_usd,
                CASE WHEN b.cost_usd IS NULL AND b.estimate IS NOT NULL
                          AND b.web_search_requests > 0
                     THEN {WEB_SEARCH_SQL} END::DECIMAL(18, 10) AS cost_extra_usd,
@@ -158,7 +166,12 @@ def insert_calls(con: duckdb.DuckDBPyConnection, prefix: str, fmt: str, sid: int
                                 b.tool_call_count) AS response_kind
         FROM (SELECT b.*, lf_finish_reason(b.finish_reason_raw, b.cancelled) AS fr,
                      CASE WHEN p.model IS NOT NULL
-                          THEN {COST_SQL} + {WEB_SEARCH_SQL} END AS estimate
+                          THEN {COST_SQL} + {WEB_SEARCH_SQL} END AS logged,
+                     -- a placeholder output count is priced at its estimate
+                     logged + CASE WHEN b.output_estimate_tokens IS NOT NULL
+                                   THEN (b.output_estimate_tokens
+                                         - coalesce(b.output_tokens, 0)) * p.p_out
+                                   ELSE 0 END AS estimate
               FROM lf_call_batch b
               LEFT JOIN lf_price p
                 ON p.model = b.model

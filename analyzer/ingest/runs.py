@@ -189,7 +189,8 @@ def apportion(con: duckdb.DuckDBPyConnection, source_id: int, fmt: str) -> None:
                WHERE r.source_id = $sid AND r.cost_apportioned
                  AND coalesce(r.reported_cost_usd, r.cost_estimate_usd) IS NOT NULL
                  AND c.format = $fmt
-                 AND coalesce(c.cost_basis, 'estimated') IN ('estimated', 'apportioned')),
+                 AND coalesce(c.cost_basis, 'estimated')
+                     IN ('estimated', 'estimated_output', 'apportioned')),
            w AS (
                SELECT *, CASE WHEN bool_and(coalesce(est, 0) > 0) OVER (PARTITION BY session_id)
                               THEN est ELSE 1.0 END AS w
@@ -202,7 +203,7 @@ def apportion(con: duckdb.DuckDBPyConnection, source_id: int, fmt: str) -> None:
                             / sum(w) OVER (PARTITION BY session_id), 10)::DECIMAL(18, 10)
                           AS upto
                FROM w)
-           UPDATE calls SET cost_usd = s.share, cost_basis = s.basis,
+           UPDATE calls SET cost_usd = s.share, cost_basis = s.basis, cost_logged_usd = NULL,
                             cost_estimate_usd = CASE WHEN s.basis = 'estimated' THEN s.share
                                                      ELSE calls.cost_estimate_usd END
            FROM (SELECT call_id, basis,

@@ -67,7 +67,8 @@ CREATE TABLE IF NOT EXISTS calls (
     cost_usd            DECIMAL(18, 10),
     cost_basis          VARCHAR,            -- billed | reported | apportioned (the run's
                                             -- stated cost divided over its calls, see
-                                            -- runs) | estimated | NULL
+                                            -- runs) | estimated | estimated_output (list
+                                            -- prices at output_estimate_tokens) | NULL
     cost_cache_usd      DECIMAL(18, 10),    -- negative = cache discount (already in cost_usd)
     cost_extra_usd      DECIMAL(18, 10),    -- web search + file processing (already in cost_usd)
     cost_estimate_usd   DECIMAL(18, 10),    -- on a logged call: what list prices say it cost,
@@ -93,8 +94,20 @@ CREATE TABLE IF NOT EXISTS calls (
     cancelled           BOOLEAN,
     reply_saved         BOOLEAN,            -- the agent kept the reply in its conversation
     billing_call_id     VARCHAR,            -- on a logged call: the billing row it was matched to
-    superseded_by       VARCHAR             -- on a billing row: the logged call that stands for
+    superseded_by       VARCHAR,            -- on a billing row: the logged call that stands for
                                             -- it (the same call, seen in more detail)
+    -- Store format 9 (added last, so an upgraded store has the same columns in the same order):
+    output_estimate_tokens BIGINT,          -- where output_tokens is a streaming placeholder
+                                            -- (output_final false): the output estimated from
+                                            -- what the call wrote (text, tool-call arguments,
+                                            -- thinking where the log has it), never below the
+                                            -- logged count; NULL elsewhere
+    output_estimate_floor  BOOLEAN,         -- that estimate is a lower bound: the call's
+                                            -- thinking is redacted in the log
+    cost_logged_usd        DECIMAL(18, 10)  -- on a call priced at its estimated output
+                                            -- (cost_basis 'estimated_output'): the list price
+                                            -- at the logged placeholder count (what ccusage
+                                            -- and the log's own figures say)
 );
 
 -- Every call once: billing rows matched to a logged call are represented by that call.
@@ -219,7 +232,13 @@ CREATE TABLE IF NOT EXISTS incidents (
     wasted_tokens BIGINT,
     cost_basis    VARCHAR,
     summary       VARCHAR,
-    evidence      JSON
+    evidence      JSON,
+    -- Store format 9: what the incident is attributed to, decided once at detection (the
+    -- most common value among its wasted calls) and read by every view.
+    app           VARCHAR,
+    api_key       VARCHAR,
+    model         VARCHAR,
+    project       VARCHAR
 );
 
 -- A short number for each incident, given when it is first found and kept while it is found

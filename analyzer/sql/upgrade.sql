@@ -1,0 +1,11 @@
+-- Upgrading a store of an earlier format in place (run before schema.sql, which then adds the
+-- tables it lacks). Columns are added last, as schema.sql declares them, so an upgraded store
+-- has the columns of a new one in the same order. Every kept result is computed again.
+ALTER TABLE calls ADD COLUMN IF NOT EXISTS output_estimate_tokens BIGINT;
+ALTER TABLE calls ADD COLUMN IF NOT EXISTS output_estimate_floor BOOLEAN;
+ALTER TABLE calls ADD COLUMN IF NOT EXISTS cost_logged_usd DECIMAL(18, 10);
+ALTER TABLE incidents ADD COLUMN IF NOT EXISTS app VARCHAR;
+ALTER TABLE incidents ADD COLUMN IF NOT EXISTS api_key VARCHAR;
+ALTER TABLE incidents ADD COLUMN IF NOT EXISTS model VARCHAR;
+ALTER TABLE incidents ADD COLUMN IF NOT EXISTS project VARCHAR;
+DELETE FROM cache;
