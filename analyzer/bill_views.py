@@ -100,6 +100,13 @@ def remainder_lines(units: list[Unit]) -> list[str]:
             said.append(f"{where}: the logs show {money(u.logged_usd)} where {who} billed "
                         f"{money(u.billed_usd)} ({money(-u.unexplained_usd)} more: calls "
                         "billed elsewhere, or a bill not loaded)")  # fmt: skip
+        if u.placeholder_calls and u.status != "unpriced":
+            said.append(
+                f"{where}: {u.placeholder_calls:,} logged calls carry only a streaming "
+                f"placeholder for their output; its estimate adds {money(u.placeholder_usd)} to "
+                f"the logs (unexplained {money(u.unexplained_usd + u.placeholder_usd)} at the "
+                f"logged counts, {money(u.unexplained_usd)} at the estimate)"
+            )
     return said
 
 

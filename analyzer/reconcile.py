@@ -63,6 +63,10 @@ class Unit:
     log_input: int
     log_output: int
     unpriced_calls: int
+    # Logged calls whose output count is a streaming placeholder, and what their estimated
+    # output adds to ``logged_usd`` over their logged counts (the gap it explains).
+    placeholder_calls: int = 0
+    placeholder_usd: Decimal = Decimal(0)
 
     @property
     def unexplained_usd(self) -> Decimal:
@@ -95,6 +99,9 @@ class Unit:
             "logged_usd": _d(self.logged_usd), "log_input_tokens": self.log_input,
             "log_output_tokens": self.log_output, "unpriced_logged_calls": self.unpriced_calls,
             "unexplained_usd": _d(self.unexplained_usd), "status": self.status,
+            "placeholder_calls": self.placeholder_calls,
+            "placeholder_usd": _d(self.placeholder_usd),
+            "unexplained_at_logged_output_usd": _d(self.unexplained_usd + self.placeholder_usd),
         }  # fmt: skip
 
 
@@ -116,7 +123,9 @@ WITH bill AS (
 ),
 logged AS (
     SELECT {_CALL_PROVIDER} AS provider, lf_model_key(model) AS mk, ts, cost_usd,
-           input_tokens, output_tokens
+           input_tokens, output_tokens,
+           CASE WHEN cost_basis = 'estimated_output' THEN cost_usd - cost_logged_usd END
+               AS placeholder_usd
     FROM live_calls
     WHERE ts IS NOT NULL AND format NOT IN (SELECT unnest($gateways))
       AND (billing_call_id IS NULL
@@ -129,7 +138,9 @@ SELECT b.provider, b.bucket_start, b.bucket_end, b.model,
        coalesce(sum(l.cost_usd), 0) AS logged_usd,
        coalesce(sum(l.input_tokens), 0) AS log_input,
        coalesce(sum(l.output_tokens), 0) AS log_output,
-       count(l.ts) FILTER (WHERE l.cost_usd IS NULL) AS unpriced_calls
+       count(l.ts) FILTER (WHERE l.cost_usd IS NULL) AS unpriced_calls,
+       count(l.placeholder_usd) AS placeholder_calls,
+       coalesce(sum(l.placeholder_usd), 0) AS placeholder_usd
 FROM bill b
 LEFT JOIN logged l
   ON l.provider = b.provider AND l.ts >= b.bucket_start AND l.ts < b.bucket_end
@@ -144,7 +155,8 @@ def units(store: Store) -> list[Unit]:
     found = []
     rows = store.con.execute(_SQL, {"gateways": list(GATEWAY_BILLS)}).fetchall()
     for (provider, start, end, model, cost, cost_rows, estimate, unpriced_rows, inp, outp,
-         requests, calls, logged, log_in, log_out, unpriced_calls) in rows:  # fmt: skip
+         requests, calls, logged, log_in, log_out, unpriced_calls, ph_calls,
+         ph_usd) in rows:  # fmt: skip
         if cost_rows:
             billed, basis = Decimal(cost), "billed"
         elif estimate is not None and not unpriced_rows:
@@ -159,7 +171,8 @@ def units(store: Store) -> list[Unit]:
             requests=None if requests is None else int(requests), cost_rows=int(cost_rows),
             calls=int(calls),
             logged_usd=Decimal(logged), log_input=int(log_in), log_output=int(log_out),
-            unpriced_calls=int(unpriced_calls),
+            unpriced_calls=int(unpriced_calls), placeholder_calls=int(ph_calls),
+            placeholder_usd=Decimal(ph_usd),
         ))  # fmt: skip
     return found
 

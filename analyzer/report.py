@@ -41,6 +41,7 @@ from analyzer.report_model import (
 )
 from analyzer.store import Store
 from analyzer.summary import Summary, build_summary
+from analyzer.usage import placeholder_text
 from analyzer.verdicts import verdicts
 from analyzer.views import where
 
@@ -277,6 +278,9 @@ def build_report(
         unpriced_models=summary.unpriced_models,
         sessions=int(store.scalar("SELECT count(DISTINCT session_id) FROM live_calls")),
     )
+    if summary.figures and summary.figures.placeholder_calls:
+        headline.placeholder_note = placeholder_text(summary.figures)
+        headline.placeholder_output = summary.figures.placeholder_json()
     titles = {d.name: d.title for d in discover()}
     headline.checked = [(n, titles.get(n, n)) for n in detectors_run(store)]
     places = where(store, summary.incidents)

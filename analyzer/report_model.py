@@ -27,6 +27,10 @@ class Headline:
     unpriced_models: dict[str, int] = field(default_factory=dict)
     sessions: int = 0
     checked: list[tuple[str, str]] = field(default_factory=list)  # detectors run: name, title
+    # What placeholder output counts do to the totals (a sentence; "" when no call has one),
+    # and the same figures for the JSON.
+    placeholder_note: str = ""
+    placeholder_output: dict[str, Any] | None = None
 
 
 @dataclass

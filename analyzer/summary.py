@@ -22,6 +22,8 @@ from analyzer.reconcile import Totals, has_buckets, totals, units
 from analyzer.scoring import Result
 from analyzer.store import Store
 from analyzer.timewindow import local
+from analyzer.usage import UsageRow, placeholder_text
+from analyzer.usage import totals as usage_totals
 from analyzer.verdicts import outcomes
 from analyzer.views import Where, render_incident_list
 
@@ -62,6 +64,9 @@ class Summary:
     unbilled: int = 0
     # Runs whose log says how they ended, by outcome ("none": a run with no verdict written).
     runs_by_outcome: dict[str, int] = field(default_factory=dict)
+    # The store's figures as every view counts them (``analyzer.usage.totals``): here for
+    # what placeholder output counts do to them.
+    figures: UsageRow | None = None
 
     def to_json(self) -> dict[str, Any]:
         def rows(items: list[SpendRow]) -> list[dict[str, Any]]:
@@ -85,6 +90,7 @@ class Summary:
             "unpriced_without_tokens": self.untokened,
             "unpriced_bill_rows": self.unbilled,
             "runs_by_outcome": self.runs_by_outcome,
+            "placeholder_output": self.figures.placeholder_json() if self.figures else None,
             "calls_by_format": self.calls_by_format,
             "reconciliation": self.reconciliation,
             "spend_by_model": rows(self.by_model),
@@ -110,17 +116,12 @@ def _spend(store: Store, column: str, total: Decimal, top: int) -> list[SpendRow
 
 def build_summary(store: Store, top: int = 10) -> Summary:
     con = store.con
-    calls, total, start, end, untimed = con.execute(
-        """SELECT count(*), coalesce(sum(cost_usd), 0), min(ts), max(ts),
-                  count(*) FILTER (WHERE ts IS NULL) FROM live_calls"""
-    ).fetchall()[0]
-    total = Decimal(total)
-    by_basis = con.execute(
-        """SELECT coalesce(cost_basis, 'unpriced'), count(*), coalesce(sum(cost_usd), 0)
-           FROM live_calls GROUP BY 1 ORDER BY 1"""
-    ).fetchall()
-    basis = {str(b): int(n) for b, n, _ in by_basis}
-    usd_basis = {str(b): Decimal(u) for b, _, u in by_basis if b != "unpriced"}
+    figures = usage_totals(store)  # the counts and dollars every view shows
+    calls, total = figures.calls, figures.total_usd
+    start, end = figures.first_ts, figures.last_ts
+    untimed = store.scalar("SELECT count(*) FILTER (WHERE ts IS NULL) FROM live_calls")
+    basis = figures.calls_by_basis
+    usd_basis = dict(sorted(figures.usd.items()))
     cols = [
         "source_id", "path", "format", "bytes", "rows_read", "rows_loaded", "rows_rejected",
         "rows_duplicate", "rows_skipped",
@@ -190,6 +191,7 @@ def build_summary(store: Store, top: int = 10) -> Summary:
         untokened=untokened,
         unbilled=unbilled,
         runs_by_outcome=outcomes(store),
+        figures=figures,
     )
 
 
@@ -255,6 +257,8 @@ def render_text(
     if s.untokened:
         formats = ", ".join(f"{n:,} {f}" for f, n in s.untokened.items())
         field("Unpriced", f"{formats}: no tokens and no cost in the log, counted as $0")
+    if s.figures and s.figures.placeholder_calls:
+        field("Output", placeholder_text(s.figures))
     if s.runs_by_outcome:
         ends = ", ".join(
             f"{n:,} {'no verdict' if o == 'none' else o}" for o, n in s.runs_by_outcome.items()

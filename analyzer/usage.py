@@ -4,8 +4,14 @@ tables a ccusage user knows), over the calls the store holds, every call once.
 Tokens follow ccusage's columns: ``input`` is the fresh prompt (neither read from nor written to
 the cache), ``cache write`` and ``cache read`` the cached parts, ``output`` the reply (reasoning
 included; ``reasoning`` says how much of it). Dollars are kept apart by cost basis (billed,
-reported by the agent's log, apportioned from a run's stated cost, estimated from list prices),
-and calls with tokens but no price are counted as unpriced, never as free.
+reported by the agent's log, apportioned from a run's stated cost, estimated from list prices,
+or estimated at an estimate of output the log records only as a streaming placeholder), and
+calls with no cost (no known price, no tokens in the log, or a bill's row stating no charge) are
+counted as unpriced, never as free.
+
+These are the figures of every view: ``audit``, the report and the usage views read the same
+aggregate (``usage`` per group, ``totals`` for the whole store), so a count or a sum is the
+same wherever it is shown.
 """
 
 from __future__ import annotations
@@ -15,11 +21,12 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from analyzer.formatting import money
 from analyzer.store import Store
 from analyzer.verdicts import Verdict, verdicts
 
 VIEWS = ("daily", "weekly", "monthly", "session", "project", "model")
-BASES = ("billed", "reported", "apportioned", "estimated")
+BASES = ("billed", "reported", "apportioned", "estimated", "estimated_output")
 TOKENS = ("input", "cache_write", "cache_read", "output", "reasoning", "total_tokens")
 
 _LOCAL = "timezone($tz, timezone('UTC', ts))"  # a stored (naive UTC) time, in the zone shown
@@ -47,12 +54,33 @@ class UsageRow:
     output: int = 0
     reasoning: int = 0
     usd: dict[str, Decimal] = field(default_factory=dict)  # by cost basis
-    unpriced_calls: int = 0
+    unpriced_calls: int = 0  # calls with no cost, whatever the reason
+    # Calls whose output count is a streaming placeholder (Claude Code before 2.1.97): their
+    # logged output, the output estimated from what they wrote, their dollars at the logged
+    # counts (as ccusage counts them), and how many estimates are lower bounds.
+    placeholder_calls: int = 0
+    placeholder_output: int = 0
+    placeholder_estimate: int = 0
+    placeholder_logged_usd: Decimal = Decimal(0)
+    placeholder_usd: Decimal = Decimal(0)  # the same calls at the estimate (in ``usd``)
+    placeholder_floors: int = 0
+    calls_by_basis: dict[str, int] = field(default_factory=dict)  # 'unpriced': no cost
     first_ts: datetime | None = None
     last_ts: datetime | None = None
     models: list[str] = field(default_factory=list)
     project: str | None = None  # the session view's project
     run: Verdict | None = None  # the session view's: how the run ended, where its log says
+
+    def placeholder_json(self) -> dict[str, Any]:
+        """What placeholder output counts do to this row's figures."""
+        return {
+            "calls": self.placeholder_calls,
+            "output_tokens_logged": self.placeholder_output,
+            "output_tokens_estimated": self.placeholder_estimate,
+            "usd_at_logged_output": float(self.placeholder_logged_usd),
+            "usd_at_estimated_output": float(self.placeholder_usd),
+            "lower_bound_calls": self.placeholder_floors,
+        }
 
     @property
     def total_tokens(self) -> int:
@@ -68,6 +96,8 @@ class UsageRow:
         out["usd"] = float(self.total_usd)
         out.update({f"usd_{b}": float(self.usd.get(b, 0)) for b in BASES})
         out["unpriced_calls"] = self.unpriced_calls
+        out["calls_by_cost_basis"] = self.calls_by_basis
+        out["placeholder_output"] = self.placeholder_json()
         out["first"] = self.first_ts.isoformat() if self.first_ts else None
         out["last"] = self.last_ts.isoformat() if self.last_ts else None
         out["models"] = self.models
@@ -109,6 +139,9 @@ class Usage:
         }
 
 
+_PLACEHOLDER = "cost_basis = 'estimated_output'"
+
+
 def _select(key: str, by_model: bool) -> str:
     model = _KEYS["model"]
     return f"""
@@ -121,13 +154,22 @@ def _select(key: str, by_model: bool) -> str:
                coalesce(sum(cached_input_tokens), 0) AS cache_read,
                coalesce(sum(output_tokens), 0) AS output,
                coalesce(sum(reasoning_tokens), 0) AS reasoning,
-               sum(cost_usd) FILTER (WHERE cost_basis = 'billed') AS billed,
-               sum(cost_usd) FILTER (WHERE cost_basis = 'reported') AS reported,
-               sum(cost_usd) FILTER (WHERE cost_basis = 'apportioned') AS apportioned,
-               sum(cost_usd) FILTER (WHERE cost_basis = 'estimated') AS estimated,
-               count(*) FILTER (WHERE cost_usd IS NULL
-                                AND (coalesce(input_tokens, 0) > 0
-                                     OR coalesce(output_tokens, 0) > 0)) AS unpriced,
+               {
+        ", ".join(f"sum(cost_usd) FILTER (WHERE cost_basis = '{b}') AS {b}" for b in BASES)
+    },
+               count(*) FILTER (WHERE cost_usd IS NULL) AS unpriced,
+               map_from_entries(list_filter(
+                   [{
+        ", ".join(f"('{b}', count(*) FILTER (WHERE cost_basis = '{b}'))" for b in BASES)
+    },
+                    ('unpriced', count(*) FILTER (WHERE cost_usd IS NULL))],
+                   lambda e: e[2] > 0)) AS by_basis,
+               count(*) FILTER (WHERE {_PLACEHOLDER}) AS ph_calls,
+               coalesce(sum(output_tokens) FILTER (WHERE {_PLACEHOLDER}), 0) AS ph_output,
+               coalesce(sum(output_estimate_tokens) FILTER (WHERE {_PLACEHOLDER}), 0) AS ph_est,
+               coalesce(sum(cost_logged_usd) FILTER (WHERE {_PLACEHOLDER}), 0) AS ph_logged,
+               coalesce(sum(cost_usd) FILTER (WHERE {_PLACEHOLDER}), 0) AS ph_usd,
+               count(*) FILTER (WHERE {_PLACEHOLDER} AND output_estimate_floor) AS ph_floors,
                min(ts) AS first_ts, max(ts) AS last_ts,
                list(DISTINCT {model} ORDER BY {model}) AS models,
                mode(coalesce(project, app)) AS project
@@ -136,36 +178,44 @@ def _select(key: str, by_model: bool) -> str:
 
 
 def _row(r: tuple[Any, ...], key: str) -> UsageRow:
-    (_, _, calls, inp, cw, cr, out, reasoning, billed, reported, apportioned, estimated, unpriced,
-     first, last, models, project) = r  # fmt: skip
-    usd = {
-        b: Decimal(v)
-        for b, v in zip(BASES, (billed, reported, apportioned, estimated), strict=True)
-        if v is not None
-    }
+    (_, _, calls, inp, cw, cr, out, reasoning, *usd_by_basis, unpriced, by_basis, ph_calls,
+     ph_output, ph_est, ph_logged, ph_usd, ph_floors, first, last, models, project) = r  # fmt: skip
+    usd = {b: Decimal(v) for b, v in zip(BASES, usd_by_basis, strict=True) if v is not None}
     return UsageRow(
         key=key, calls=int(calls), input=int(inp), cache_write=int(cw), cache_read=int(cr),
         output=int(out), reasoning=int(reasoning), usd=usd, unpriced_calls=int(unpriced),
+        calls_by_basis={str(b): int(n) for b, n in sorted(by_basis.items())},
+        placeholder_calls=int(ph_calls), placeholder_output=int(ph_output),
+        placeholder_estimate=int(ph_est), placeholder_logged_usd=Decimal(ph_logged),
+        placeholder_usd=Decimal(ph_usd), placeholder_floors=int(ph_floors),
         first_ts=first, last_ts=last, models=[str(m) for m in models or []],
         project=None if project is None else str(project),
     )  # fmt: skip
 
 
 def _add(into: UsageRow, r: UsageRow) -> None:
-    into.calls += r.calls
-    into.input += r.input
-    into.cache_write += r.cache_write
-    into.cache_read += r.cache_read
-    into.output += r.output
-    into.reasoning += r.reasoning
-    into.unpriced_calls += r.unpriced_calls
+    for name in ("calls", "input", "cache_write", "cache_read", "output", "reasoning",
+                 "unpriced_calls", "placeholder_calls", "placeholder_output",
+                 "placeholder_estimate", "placeholder_logged_usd", "placeholder_usd",
+                 "placeholder_floors"):  # fmt: skip
+        setattr(into, name, getattr(into, name) + getattr(r, name))
     for b, v in r.usd.items():
         into.usd[b] = into.usd.get(b, Decimal(0)) + v
+    for b, n in r.calls_by_basis.items():
+        into.calls_by_basis[b] = into.calls_by_basis.get(b, 0) + n
     if r.first_ts is not None and (into.first_ts is None or r.first_ts < into.first_ts):
         into.first_ts = r.first_ts
     if r.last_ts is not None and (into.last_ts is None or r.last_ts > into.last_ts):
         into.last_ts = r.last_ts
     into.models = sorted(set(into.models) | set(r.models))
+
+
+def totals(store: Store) -> UsageRow:
+    """The whole store's figures (every call once): what ``audit`` and the report count."""
+    found = store.con.execute(_select("'all'", False)).fetchall()
+    row = _row(found[0], "Total") if found else UsageRow(key="Total")
+    row.project = None
+    return row
 
 
 def usage(store: Store, view: str, tz: str = "UTC", breakdown: bool = False) -> Usage:
@@ -213,3 +263,19 @@ def usage(store: Store, view: str, tz: str = "UTC", breakdown: bool = False) -> 
         for items in parts.values():
             items.sort(key=lambda r: (-r.total_usd, -r.total_tokens, r.key))
     return Usage(view, tz, rows, total, parts, untimed)
+
+
+def placeholder_text(r: UsageRow) -> str:
+    """What placeholder output counts do to a total, in one sentence."""
+    floors = (
+        f"; {r.placeholder_floors:,} of them a lower bound (thinking redacted in the log)"
+        if r.placeholder_floors
+        else ""
+    )
+    return (
+        f"{r.placeholder_calls:,} calls log only a streaming placeholder for their output "
+        f"({r.placeholder_output:,} tokens; about {r.placeholder_estimate:,} estimated from what "
+        f"they wrote): priced at the estimate, {money(r.placeholder_usd)} against "
+        f"{money(r.placeholder_logged_usd)} at the logged counts "
+        f"(+{money(r.placeholder_usd - r.placeholder_logged_usd)}){floors}"
+    )

@@ -19,7 +19,7 @@ from analyzer.formatting import cut, money, printable, wrap
 from analyzer.incident import Incident
 from analyzer.store import Store
 from analyzer.timewindow import local
-from analyzer.usage import BASES, TOKENS, Usage, UsageRow
+from analyzer.usage import BASES, TOKENS, Usage, UsageRow, placeholder_text
 
 _UUID = re.compile(r"\b([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 
@@ -54,7 +54,7 @@ def render_usage(u: Usage, width: int = 100) -> str:
     if not u.total.reasoning:  # no output was reasoning (or none was logged as such)
         cols = [c for c in cols if c[0] != "reasoning"]
     if len(bases) > 1:
-        cols += [(f"$ {b}", 11, _basis(b), 1) for b in bases]
+        cols += [(f"$ {b}", max(11, len(b) + 2), _basis(b), 1) for b in bases]
     if u.total.unpriced_calls:
         cols.append(("unpriced", 8, lambda r: f"{r.unpriced_calls:,}", 8))
     if any(r.run is not None for r in u.rows):
@@ -96,7 +96,10 @@ def render_usage(u: Usage, width: int = 100) -> str:
         notes.append(f"left out to fit {width} columns: {', '.join(dropped)} (--json or --csv "
                      "has every column)")  # fmt: skip
     if u.total.unpriced_calls:
-        notes.append("unpriced: calls with tokens and no known price, counted as $0")
+        notes.append("unpriced: calls with no cost (no known price, no tokens in the log, or a "
+                     "bill's row stating no charge), counted as $0")  # fmt: skip
+    if u.total.placeholder_calls:
+        notes.append("estimated_output: " + placeholder_text(u.total))
     if u.view == "session":
         notes.append("session ids shortened (--json or --csv has them whole), then the project")
     if any(r.run is not None for r in u.rows):

@@ -10,8 +10,9 @@
 -- output is at most max_output_tokens, and which follow each other within max_gap_seconds.
 -- Short answers on a growing prompt (acknowledgements) and same-size prompts with full answers
 -- (batch jobs) are not runs. Only final output counts are trusted: Claude Code transcripts
--- record a streaming snapshot (often 1-4 tokens for a long answer), so those calls never
--- qualify on output size. Waste: every call in the run.
+-- before 2.1.97 record a streaming placeholder (often 1-4 tokens for a long answer) on calls
+-- whose lines never say how they stopped, so those calls never qualify on output size; calls
+-- whose count is final (a stop_reason line, 2.1.97+) do. Waste: every call in the run.
 WITH c AS (
     -- Only what the run test needs: every call goes through the window below, so it carries
     -- no more columns than that (the rest is joined back for the few calls of a run).

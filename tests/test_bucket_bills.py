@@ -345,3 +345,42 @@ def test_a_store_of_format_8_gains_the_new_columns_in_the_order_of_a_new_store(
     assert columns(old) == columns(new)
     assert rows(old, "SELECT value FROM meta WHERE key = 'schema_version'") == [(SCHEMA_VERSION,)]
     assert rows(old, "SELECT count(*) FROM cache WHERE name = 'detect'") == [(0,)]
+
+
+def test_reconcile_shows_the_gap_placeholder_output_explains(tmp_path: Path) -> None:
+    """The same transcript as a Claude Code before 2.1.87 writes it: no line says how a call
+    stopped, and each logs the stream's 1-token placeholder. Priced at the output estimated
+    from what the calls wrote, the logs explain more of the bill; per bucket, reconcile says
+    how many such calls there are and how much of the gap the estimate accounts for."""
+    src = next(CLAUDE_LOGS.rglob("*.jsonl"))
+    old = tmp_path / "projects" / src.parent.name / src.name
+    old.parent.mkdir(parents=True)
+    lines = []
+    for text in src.read_text(encoding="utf-8").splitlines():
+        obj = json.loads(text)
+        if obj.get("type") == "assistant":
+            obj["message"]["stop_reason"] = None
+            obj["message"]["usage"]["output_tokens"] = 1
+        lines.append(json.dumps(obj))
+    old.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    db = tmp_path / "s.duckdb"
+    ingest(db, USAGE_JSON, old.parent)
+    with open_store(db, read_only=True) as store:
+        found = [u for u in units(store) if u.calls]
+        for u in found:
+            [(n, added)] = store.con.execute(
+                """SELECT count(*), sum(cost_usd - cost_logged_usd) FROM calls
+                   WHERE cost_basis = 'estimated_output' AND ts >= ? AND ts < ?
+                     AND lf_model_key(model) = lf_model_key(?)""",
+                [u.start, u.end, u.model],
+            ).fetchall()
+            assert (u.placeholder_calls, u.placeholder_usd) == (n, added) == (u.calls, added)
+            assert added > 0
+            said = u.to_json()
+            assert Decimal(said["unexplained_at_logged_output_usd"]) == (
+                u.billed_usd - (u.logged_usd - added)
+            )
+    assert [u.calls for u in found] == [2, 3]
+    code, text = run("usage", "reconcile", "--db", str(db))
+    assert code == 0, text
+    assert "3 logged calls carry only a streaming placeholder for their output" in text

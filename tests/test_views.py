@@ -45,6 +45,16 @@ CCUSAGE_SESSIONS = {  # ccusage names a session by its file
     "pypi-data__pypi-mirror-400__fasthooks-0.1.4__sample_agent_sidechain.jsonl": (728, 0, 0, 152),
 }
 TOKENS = ("input", "cache_write", "cache_read", "output")
+# ccusage 20.0.24's dollars for the same files (`totalCost`, same commands). Most calls of these
+# files log a streaming placeholder for their output (Claude Code 2.0.28-2.1.39): ccusage prices
+# the logged count, and so does our `usd_at_logged_output`; our dollars (`usd`) price the output
+# estimated from what each call wrote, so they are higher, and say so.
+CCUSAGE_DAILY_USD = {
+    "2025-10-26": Decimal("0.5990635500000001"),
+    "2026-01-02": Decimal("0.04193025"),
+    "2026-02-10": Decimal("0.1250208"),
+    "2026-02-12": Decimal("0.13688625000000001"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +91,20 @@ def test_session_tokens_agree_with_ccusage(cc_db: Path) -> None:
     data = usage_json(cc_db, "session")
     ours = {r["key"]: tuple(r[t] for t in TOKENS) for r in data["rows"]}
     assert ours == {CC_FILES[f]: figures for f, figures in CCUSAGE_SESSIONS.items()}
+
+
+def test_dollars_at_the_logged_output_agree_with_ccusage_and_ours_price_the_estimate(
+    cc_db: Path,
+) -> None:
+    """The logged figure equals ccusage's (to 1e-8 dollars); ours is the estimate, above it by
+    exactly what the placeholder calls' estimated output adds."""
+    for r in usage_json(cc_db, "daily")["rows"]:
+        ph = r["placeholder_output"]
+        assert 0 < ph["calls"] <= r["calls"]
+        at_logged = r["usd"] - ph["usd_at_estimated_output"] + ph["usd_at_logged_output"]
+        assert at_logged == pytest.approx(float(CCUSAGE_DAILY_USD[r["key"]]), abs=1e-8)
+        assert ph["output_tokens_estimated"] > ph["output_tokens_logged"]
+        assert r["usd"] > at_logged  # ours: the placeholders priced at their estimate
 
 
 def test_weekly_starts_on_monday_and_monthly_adds_up(cc_db: Path) -> None:
@@ -139,8 +163,14 @@ def test_usage_table_fits_the_terminal_with_a_totals_row(cc_db: Path) -> None:
         )
         lines = result.stdout.splitlines()
         assert max(len(line) for line in lines) <= columns
-        assert any((line.startswith("Total ") and "2,148,825" in line) or "$0.90" in line
+        totals = usage_json(cc_db, "daily")["totals"]
+        total, placeholders = totals["usd"], totals["placeholder_output"]["calls"]
+        assert any(line.startswith("Total ") and (f"{total:,.2f}" in line or
+                                                  "2,148,825" in line)
                    for line in lines)  # fmt: skip
+        # the placeholder outputs are said, with what they do to the total
+        said = " ".join(result.stdout.split())
+        assert f"estimated_output: {placeholders} calls log only a streaming placeholder" in said
     csv_text = CliRunner().invoke(cli, ["usage", "daily", "--db", str(cc_db), "--csv"]).stdout
     assert csv_text.splitlines()[0].startswith("daily,model,calls,input,cache_write,cache_read")
     assert csv_text.splitlines()[-1].startswith("Total,,62,1130,121085,2024714,1896,")
