@@ -54,7 +54,7 @@ def test_audit_text_summary(runner: CliRunner) -> None:
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "Period   2025-12-01 00:43 to 2025-12-31 23:48 UTC" in out
-    assert "Calls    6,018 (6,000 billed, 14 estimated, 4 unpriced)" in out
+    assert "Calls    6,018 (6,000 billed, 2 estimated, 12 estimated_output, 4 unpriced)" in out
     for title in ("Spend by model (top 3)", "Spend by app (top 3)", "Spend by API key (top 3)"):
         assert title in out
     assert "penguin-personal" in out
