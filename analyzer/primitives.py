@@ -32,12 +32,6 @@ EVENT_COLUMNS: dict[str, str] = {
     "tools_before": "BIGINT", "is_bill": "BOOLEAN", "refused": "BOOLEAN",
     "error_key": "VARCHAR", "result_key": "VARCHAR",
 }  # fmt: skip
-# Columns a bill (a billing row no log explains) does not carry: a policy that keys only on
-# these sees nothing there (the replay says how many calls it was blind on).
-LOG_ONLY = {
-    "stalled", "tool_key", "visible_chars", "content_chars", "reply_saved", "tools_before",
-    "refused", "error_key", "result_key",
-}  # fmt: skip
 # The unit a policy's scope lives in: a whole number per stream, session or turn.
 UNIT = {"stream": "u_stream", "session": "u_session", "turn": "u_turn"}
 

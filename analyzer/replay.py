@@ -15,14 +15,14 @@ into the next turn, as it does in the agents that keep such a counter. How trips
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Any
 
+from analyzer.blindness import blind_sql, lives_in_turns, named_columns, per_session_note
 from analyzer.ground_truth import prepare_truth
 from analyzer.guards import Policy
 from analyzer.link import is_bill
-from analyzer.primitives import EVENT_COLUMNS, LOG_ONLY, UNIT
+from analyzer.primitives import EVENT_COLUMNS, UNIT
 from analyzer.resources import package_sql
 from analyzer.scoring import Result, score
 from analyzer.store import Store
@@ -59,18 +59,18 @@ _DERIVED = {
 
 def columns_of(policies: list[Policy] | None) -> frozenset[str]:
     """The columns of ``EVENT_COLUMNS`` the replay must carry for ``policies`` (every one when
-    None): those their expressions name (outside quoted strings), and those the scoring and the
-    order need. A name found where it is no column (in a function name, say) only widens it."""
+    None): those their expressions name (outside quoted strings), those that say where they
+    are blind (``analyzer.blindness``), and those the scoring and the order need. A name found
+    where it is no column (in a function name, say) only widens it."""
     if policies is None:
         return frozenset(EVENT_COLUMNS)
     text = " ".join(
-        _unquoted(str(expr))
+        str(expr)
         for p in policies
-        for expr in (p.watch, *(p.setting(s) for s in p.primitive.expressions))
+        for expr in (p.watch, *(p.setting(s) for s in p.primitive.expressions), blind_sql(p))
         if expr
     )
-    used = {c for c in EVENT_COLUMNS if re.search(rf"\b{c}\b", text)}
-    return frozenset(used | _ALWAYS)
+    return frozenset(named_columns(text) | _ALWAYS)
 
 
 def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLUMNS)) -> int:
@@ -252,23 +252,6 @@ def _prepare_rest(store: Store, reach: str) -> None:
     )
 
 
-def blind_sql(p: Policy) -> str:
-    """SQL over one event: whether the guard cannot see its signal there. A bill carries no
-    turns (a turn is the whole session) and no tool, content or thinking signal: a policy that
-    lives in turns, or keys only on such columns, is blind on billing rows."""
-    signal = " ".join(
-        str(p.setting(s) or "") for s in p.primitive.expressions if s in ("count", "key")
-    )
-    used = {c for c in EVENT_COLUMNS if re.search(rf"\b{c}\b", _unquoted(signal))}
-    if "turn" in (p.scope, p.reaches) or (used and used <= LOG_ONLY):
-        return "coalesce(is_bill, false)"
-    return "false"
-
-
-def _unquoted(sql: str) -> str:
-    return re.sub(r"'(?:[^']|'')*'", "''", sql)
-
-
 def _finer(a: str, b: str) -> str:
     return a if _ORDER.index(a) <= _ORDER.index(b) else b
 
@@ -290,6 +273,12 @@ class Replay:
     def _prepare(self, columns: frozenset[str]) -> None:
         self.columns = columns
         self.calls = _prepare_events(self.store, columns)
+        # The calls without a turn: a policy living in turns counts them per session.
+        self.turnless = int(
+            self.store.scalar(
+                "SELECT count(*) FROM calls WHERE superseded_by IS NULL AND turn_id IS NULL"
+            )
+        )
         prepare_truth(self.store, self.labels)
         self.total = int(self.store.scalar("SELECT count(DISTINCT event_id) FROM lf_truth"))
         self._totals: dict[tuple[str, str], tuple[Any, ...]] = {}
@@ -315,7 +304,12 @@ class Replay:
                 self._trace(v, i)
                 self._trips([v], i)
         _prepare_rest(self.store, p.reaches)
-        return score(self.store, variants, blind_sql(p), detail, stops, self._totals)
+        results = score(self.store, variants, detail, stops, self._totals)
+        if lives_in_turns(p) and self.turnless:
+            note = per_session_note(p, self.turnless, self.calls)
+            for r in results:
+                r.per_session_calls, r.per_session = self.turnless, note
+        return results
 
     def _trace(self, p: Policy, variant: int | None) -> None:
         """The guard's value after every call it sees (``lf_trace``; of one variant, or of all

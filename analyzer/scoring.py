@@ -14,8 +14,9 @@ guard's trace (``lf_trace``), the events and the truth. The rules (also in the R
   calls of its unit that were not waste (*work killed*); and a guard that fails on its
   tripping call (``on_trip = "fail"``) loses that call's output when it was productive.
   ``net = prevented - harm``.
-* A guard is *blind* where it cannot see its signal (``replay.blind_sql``): its trips there are
-  not scored, and blind units are left out of the false-trip rate.
+* A guard is *blind* where the data lacks its signal (``blindness.blind_sql``): its trips
+  there are not scored, and blind units are left out of the false-trip rate. Where it lives in
+  turns and the calls have none (a bill), it counted per session: said beside its figures.
 * Latency is counted in the guard's own events (the calls it counted or saw, from the
   incident's start to the trip), and in seconds and dollars of waste spent before the stop.
 * Nudges are listed apart: the history goes on after a nudge, so it is never assumed to work.
@@ -27,6 +28,7 @@ import statistics
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from analyzer.blindness import blind_sql
 from analyzer.formatting import iso
 from analyzer.guards import Policy
 from analyzer.primitives import UNIT
@@ -65,8 +67,12 @@ class Result:
     harm_usd: float = 0.0
     net_usd: float = 0.0
     headroom: float | None = None  # the highest value reached on healthy units
-    blind_calls: int = 0
+    blind_calls: int = 0  # calls where the data lacks the guard's signal (blindness.py)
     calls_total: int = 0
+    # Calls without a turn that a policy living in turns counted per session, and what that
+    # means for its figures (None when there are none): every view says it from here.
+    per_session_calls: int = 0
+    per_session: str | None = None
     trips_blind: int = 0
     healthy_units: int = 0  # units of its reach, seen, holding no incident
     false_trip_rate: float | None = None
@@ -92,7 +98,6 @@ def _f(x: Any) -> float:
 def score(
     store: Store,
     variants: list[Policy],
-    blind: str,
     detail: set[int] | None = None,
     stops: bool = True,
     memo: dict[tuple[str, str], tuple[Any, ...]] | None = None,
@@ -106,6 +111,7 @@ def score(
     con = store.con
     p = variants[0]
     reach, unit = p.reaches, UNIT[p.reaches]
+    blind = blind_sql(p)  # the variants differ in thresholds only, never in their signal
     fail = "true" if p.on_trip == "fail" else "false"
     params: dict[str, Any] = {"targets": list(p.targets or [])}
     target = "(t.detector IS NULL OR list_contains($targets, t.detector))" if p.targets else "true"
@@ -123,7 +129,7 @@ def score(
                    e.sid, coalesce(e.cost_usd, 0) AS trip_cost,
                    w.call_id IS NOT NULL AS trip_is_waste, r.last_pos - t.pos AS rest_n,
                    r.end_usd - e.usd_through AS rest_usd, coalesce(rw.usd, 0) AS rest_waste,
-                   r.unit_end_ts, ({blind}) AS blind
+                   r.unit_end_ts, ({blind_sql(p, "e.")}) AS blind
             FROM lf_trips t JOIN lf_events e ON e.u_stream = t.u_stream AND e.pos = t.pos
             JOIN lf_unit_{reach} r ON r.unit = t.reach_unit
             LEFT JOIN lf_waste w ON w.call_id = e.call_id
@@ -251,7 +257,7 @@ def score(
         ).fetchall()
     )
     judged_sql = f"""FROM lf_truth t JOIN lf_truth_calls tc USING (incident_id)
-                     WHERE {target} AND NOT ({blind.replace("is_bill", "tc.is_bill")})"""
+                     WHERE {target} AND NOT ({blind_sql(p, "tc.")})"""
     events, waste_total = con.execute(
         f"""SELECT count(DISTINCT t.event_id),
                    (SELECT coalesce(sum(cost_usd), 0) FROM (
@@ -295,7 +301,7 @@ def score(
            LEFT JOIN lf_names sn ON sn.id = e.sid
            LEFT JOIN named n ON n.variant = t.variant AND n.stop = e.call_id
            WHERE t.variant IN (SELECT unnest($v)) AND t.action IN (SELECT unnest($a))
-             AND NOT ({blind.replace("is_bill", "e.is_bill")})
+             AND NOT ({blind_sql(p, "e.")})
            ORDER BY t.variant, t.action DESC, e.ts, t.u_stream, t.pos""",
         {"v": listed, "a": actions},
     ).fetchall()

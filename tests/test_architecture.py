@@ -55,6 +55,7 @@ LAYERS: list[tuple[str, set[str]]] = [
         {
             "analyzer.backtest",
             "analyzer.replay",
+            "analyzer.blindness",
             "analyzer.ground_truth",
             "analyzer.scoring",
             "analyzer.guards",

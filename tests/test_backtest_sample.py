@@ -70,8 +70,13 @@ def test_netclaw_cumulative_per_turn_makes_its_last_attempt_at_the_10th_stall(
     assert trip.call_id == stalls[10]  # still empty: the turn fails
     assert stopped(r)[turn]["latency_events"] == 11  # its own events, not the turn's calls
     assert stopped(r)[turn]["waste_prevented_usd"] > 0
-    # Netclaw's logs carry turns and thinking; the bills beside them do not: said, left out.
-    assert r.blind_calls > 0 and r.trips_blind >= 0
+    # The bills beside Netclaw's logs carry the reply kind (thinking-only: all output was
+    # reasoning), so the guard is blind only where no kind is known; they carry no turns, so
+    # there it counted per session, and says so.
+    unknown = store.scalar("SELECT count(*) FROM live_calls WHERE response_kind IS NULL")
+    turnless = store.scalar("SELECT count(*) FROM live_calls WHERE turn_id IS NULL")
+    assert (r.blind_calls, r.per_session_calls) == (unknown, turnless)
+    assert turnless > 0 and r.per_session and "per session" in r.per_session
 
 
 def test_maxtokens_session_fails_dans_third_report(replay: dict[str, Any]) -> None:

@@ -89,23 +89,31 @@ def test_productive_calls_killed_beside_an_incident_are_harm() -> None:
     )  # fmt: skip
 
 
-def test_blind_units_are_said_and_left_out() -> None:
-    """On billing rows a turn is the whole session and there is no thinking signal: a
-    turn-scoped stall counter is blind there. Its trip on the bill is not scored (no false
-    trip), and the blind calls are counted."""
-    bill = {"format": "openrouter_csv", "stream_key": "k|app|u|m", "response_kind": "empty",
-            "output_tokens": 0, "cost_usd": 1.0}  # fmt: skip
-    log = {"stream_key": "log", "turn_id": "t", "cost_usd": 1.0}
-    given = {"calls": [bill, bill, bill, {**log, "response_kind": "text"}]}
+def test_blind_where_the_data_lacks_the_signal_not_on_a_format() -> None:
+    """A bill knows each reply's kind (from its finish reason and token counts), so a stall
+    counter sees its stalls (c1, c2: per session, a bill has no turns); it is blind only on
+    the calls whose kind is unknown (c3, c4: no tokens either), whichever format they came in.
+    A guard keyed on the kind with unknown as '?' trips on a run of them (c4): that trip is not
+    scored (no false trip), and a unit it sees nowhere is left out of the healthy units."""
+    bill = {"format": "openrouter_csv", "stream_key": "k|app|u|m", "cost_usd": 1.0}
+    known = {**bill, "session_id": "a", "response_kind": "empty", "output_tokens": 0}
+    unknown = {**bill, "session_id": "dark"}  # no reply kind, no tokens
+    log = {"stream_key": "log", "turn_id": "t", "cost_usd": 1.0, "response_kind": "text"}
+    given = {"calls": [known, known, unknown, unknown, log]}
     r = run({**STALLS, "scope": "turn"}, given)
-    assert (r.blind_calls, r.calls_total, r.trips_blind, r.false_trips, r.trips) == (
-        3, 4, 1, 0, [],
-    )  # fmt: skip
-    assert r.healthy_units == 1  # the log's one turn: the bill's units are left out
-    # A policy on what a bill does show (a finish reason) is not blind there.
-    seen = run({"type": "counter", "count": "output_tokens = 0", "stop": 2, "scope": "session"},
+    assert (r.blind_calls, r.calls_total, r.trips_blind, r.false_trips) == (2, 5, 0, 1)
+    assert [t.call_id for t in r.trips] == ["c2"]  # the bill's second stall: seen, scored
+    assert r.healthy_units == 2  # session a of the bill and the log's turn; not "dark"
+    assert r.per_session_calls == 4 and r.per_session and "per session" in r.per_session
+    runs = run({"type": "run_length", "key": "coalesce(response_kind, '?')", "stop": 2,
+                "scope": "turn"}, given)  # fmt: skip
+    assert (runs.blind_calls, runs.trips_blind, runs.false_trips) == (2, 1, 1)
+    assert [t.call_id for t in runs.trips] == ["c2"]  # c4's trip, blind, is not listed
+    # A policy on what every call here shows (its cost) is blind nowhere, and counts per
+    # session where it lives in sessions: nothing to say.
+    seen = run({"type": "counter", "count": "cost_usd > 0", "stop": 2, "scope": "session"},
                given)  # fmt: skip
-    assert (seen.blind_calls, seen.false_trips) == (0, 1)
+    assert (seen.blind_calls, seen.per_session_calls, seen.per_session) == (0, 0, None)
 
 
 def test_incidents_of_one_event_count_once() -> None:
