@@ -184,6 +184,7 @@ def _guards(run: GuardRun, incidents: list[IncidentRow]) -> Guards:
             median_latency_events=r.median_latency_events,
             nudges=len(r.nudges),
             blind=f"blind on {r.blind_calls:,} of {r.calls_total:,} calls" if r.blind_calls else "",
+            per_session=r.per_session or "",
         )
         for r in run.results
     ]

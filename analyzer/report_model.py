@@ -156,6 +156,7 @@ class GuardRow:
     median_latency_events: float | None
     nudges: int
     blind: str  # "blind on N of M calls", or ""
+    per_session: str = ""  # "counted per session on ...": the calls had no turns, or ""
 
 
 @dataclass

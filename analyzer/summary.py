@@ -370,10 +370,17 @@ def render_backtest(results: list[Result], width: int = 100) -> str:
             blind.setdefault((r.blind_calls, r.calls_total), []).append(r.policy)
     for (n, total), policies in blind.items():
         out += wrap(
-            f"blind on {n:,} of {total:,} calls (billing rows carry no tool or thinking signal "
-            f"and no turns; left out of their figures): {', '.join(policies)}",
+            f"blind on {n:,} of {total:,} calls (the data lacks their signal there: the reply's "
+            f"kind, text or tools, or what the agent answered; left out of their figures): "
+            f"{', '.join(policies)}",
             width,
         )
+    per_session: dict[str, list[str]] = {}
+    for r in {x.policy: x for x in results}.values():
+        if r.per_session:
+            per_session.setdefault(r.per_session, []).append(r.policy)
+    for note, policies in per_session.items():
+        out += wrap(f"{note}: {', '.join(policies)}", width)
     judged = max((r.incidents_total for r in results), default=0)
     if sweep and judged < 5:
         out.append(f"judged on {judged} target incident(s): too few to read as proof")
