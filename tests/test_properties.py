@@ -267,6 +267,11 @@ LITELLM_SEEDS = {
 
 # Gemini CLI saved chats in their three layouts: one JSON object (2025, and 2026 with tool
 # calls) and JSON Lines with a message written twice (tests/fixtures/gemini).
+# Forked and sub-agent rollouts, whose copy of the parent's history is skipped.
+CODEX_FORK_SEEDS = {
+    p.name: p.read_bytes()
+    for p in sorted((Path(__file__).parent / "fixtures" / "codex_forks").glob("*.jsonl"))
+}
 _GEMINI = Path(__file__).parent / "fixtures" / "gemini"
 GEMINI_SEEDS = {p.name: p.read_bytes() for p in sorted(_GEMINI.glob("session-*.json*"))}
 
@@ -866,6 +871,13 @@ def test_damaged_nexus3_raw_log(data: st.DataObject) -> None:
 @given(data=st.data())
 def test_damaged_codex_rollout(data: st.DataObject) -> None:
     check_drawn(data, mutate(data, CODEX_SEED, JSONL_MUTATIONS), "sessions", CODEX_NAME)
+
+
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_damaged_codex_fork(data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(sorted(CODEX_FORK_SEEDS)), label="seed")
+    check_drawn(data, mutate(data, CODEX_FORK_SEEDS[name], JSONL_MUTATIONS), "sessions", name)
 
 
 @PROPERTY_SETTINGS

@@ -18,6 +18,11 @@ Each line is ``{timestamp, type, payload}`` (as in the real rollouts the tests r
   step, whichever side of the event they were written on.
 * A ``compacted`` line is Codex replacing the history by its summary (``payload.message``): a
   ``compaction`` message, so compaction loops can be seen.
+* The first ``session_meta`` names the session. A fork or sub-agent is linked to the session it
+  came from (``parent_session_id``; a sub-agent's name in ``agent_id``), and the parent's history
+  copied into it is the parent's, not the child's: those lines are skipped (``fork_replay``,
+  ``fork_replay_call`` for a copied call) and only set the baseline of cumulative totals
+  (``analyzer.ingest.codex_forks`` says how the copy is told).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import Any
 import orjson
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.codex_forks import Replay
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import (
     Lowering,
@@ -108,6 +114,8 @@ class _Reader:
         self.n_calls = 0
         self.call: dict[str, Any] | None = None  # the call of the current step
         self.pending: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+        self.replay = Replay()
+        self.meta_seen = False
 
     def next_idx(self) -> int:
         self.idx += 1
@@ -149,10 +157,16 @@ class _Reader:
             low.reject(lineno, f"{kind or 'line'} without a payload object", brief(obj))
             return
         ptype = kind_of(p)
-        if kind == "session_meta":
+        if kind == "session_meta" and not self.meta_seen:  # the rollout's own: Codex's rule too
+            self.meta_seen = True
             if as_str(p.get("id")):
                 self.session = str(p["id"])
             self.cwd = as_str(p.get("cwd")) or self.cwd
+            self.replay.own_meta(p, ts, self.ctx.options.tz)
+            low.skip("session_meta")
+        elif self.meta_seen and self.replay.copied(kind, p, ts, obj.get("ordinal")):
+            self.copied(kind, ptype, p)
+        elif kind == "session_meta":
             low.skip("session_meta")
         elif kind == "turn_context":
             if as_str(p.get("model")):
@@ -266,6 +280,18 @@ class _Reader:
         else:
             low.skip(f"{kind}:{ptype}" if ptype else str(kind))
 
+    def copied(self, kind: str | None, ptype: str | None, p: dict[str, Any]) -> None:
+        """A line of the parent's history copied into a fork: the parent's, counted there. Its
+        model and cumulative totals carry on into the child's own calls."""
+        if kind == "turn_context" and as_str(p.get("model")):
+            self.model = str(p["model"])
+        info = p.get("info") if kind == "event_msg" and ptype == "token_count" else None
+        if isinstance(info, dict):
+            self.prev_total = _usage(info.get("total_token_usage")) or self.prev_total
+            self.low.skip("fork_replay_call")
+        else:
+            self.low.skip("fork_replay")
+
     def token_count(self, lineno: int, ts: object, p: dict[str, Any]) -> None:
         info = p.get("info")
         if not isinstance(info, dict):
@@ -289,7 +315,8 @@ class _Reader:
             "native_id": f"{self.session}:{self.n_calls}", "line": lineno, "ts": ts,
             "session_id": self.session, "stream_key": self.session, "turn_id": self.turn,
             "seq": self.n_calls, "model": self.model, "provider": "openai", "app": APP,
-            "project": self.cwd,
+            "project": self.cwd, "parent_session_id": self.replay.parent,
+            "agent_id": self.replay.lineage.agent,
             **token_counts(last), "output_final": True,
             "content_chars": 0, "visible_chars": 0, "reasoning_chars": 0, "tool_call_count": 0,
             "n_records": 1,
