@@ -393,6 +393,7 @@ def show_command(
                     for c in shown_inc.calls
                 ],
                 "stopped_by": shown_inc.stopped_by,
+                "parent": shown_inc.parent.to_json() if shown_inc.parent else None,
             }
         )  # fmt: skip
     else:

@@ -16,6 +16,7 @@ from analyzer.detect import Detector, load_incidents
 from analyzer.errors import ForensicsError
 from analyzer.formatting import cut, money, printable, tokens, wrap
 from analyzer.incident import Incident
+from analyzer.lineage import Parent, parents
 from analyzer.report import incidents_calls
 from analyzer.store import Store
 from analyzer.timewindow import local
@@ -51,6 +52,7 @@ class Shown:
     stopped_by: list[dict[str, Any]] = field(default_factory=list)
     tripped_only: list[str] = field(default_factory=list)  # guards that tripped, nothing saved
     run: Verdict | None = None  # how the incident's run ended, where its log says
+    parent: Parent | None = None  # the session its session was forked from, or a sub-agent of
 
 
 def find(store: Store, ident: str) -> Incident:
@@ -117,6 +119,7 @@ def gather(
             tripped.append(r.policy)
     stopped.sort(key=lambda s: (-s["waste_prevented_usd"], s["latency_events"]))
     runs = verdicts(store, [inc.session_id]) if inc.session_id else {}
+    links = parents(store, [inc.session_id]) if inc.session_id else {}
     return Shown(
         incident=inc,
         where=where(store, [inc]).get(inc.incident_id),
@@ -126,6 +129,7 @@ def gather(
         stopped_by=stopped,
         tripped_only=tripped,
         run=runs.get(inc.session_id or ""),
+        parent=links.get(inc.session_id or ""),
     )
 
 
@@ -173,6 +177,8 @@ def render(s: Shown, tz: str = "UTC", width: int = 100) -> str:
                 out.append(f"  {name:<8} {cut(printable(value), width - 11)}")
     if inc.session_id:
         out.append(f"  session  {cut(printable(inc.session_id), width - 11)}")
+    if s.parent is not None:
+        out.append(f"  parent   {cut(printable(s.parent.describe()), width - 11)}")
     if s.run is not None:
         lines = wrap(printable(s.run.describe()), width, " " * 11)
         out += ["  run      " + lines[0].lstrip(), *lines[1:]]

@@ -22,6 +22,7 @@ from decimal import Decimal
 from typing import Any
 
 from analyzer.formatting import money
+from analyzer.lineage import Parent, parents
 from analyzer.store import Store
 from analyzer.verdicts import Verdict, verdicts
 
@@ -70,6 +71,7 @@ class UsageRow:
     models: list[str] = field(default_factory=list)
     project: str | None = None  # the session view's project
     run: Verdict | None = None  # the session view's: how the run ended, where its log says
+    parent: Parent | None = None  # the session view's: forked from, or a sub-agent of
 
     def placeholder_json(self) -> dict[str, Any]:
         """What placeholder output counts do to this row's figures."""
@@ -105,6 +107,8 @@ class UsageRow:
             out["project"] = self.project
         if self.run is not None:
             out["run"] = self.run.to_json()
+        if self.parent is not None:
+            out["parent"] = self.parent.to_json()
         return out
 
 
@@ -239,8 +243,10 @@ def usage(store: Store, view: str, tz: str = "UTC", breakdown: bool = False) -> 
             ]
     elif view == "session":
         runs = verdicts(store, [r.key for r in rows])
+        links = parents(store, [r.key for r in rows])
         for r in rows:
             r.run = runs.get(r.key)
+            r.parent = links.get(r.key)
         # In time order; sessions without times (a log with none) in their runs' order.
         rows.sort(key=lambda r: (r.last_ts is None, r.last_ts or datetime.min,
                                  (r.run.stream_key, r.run.seq or 0) if r.run else ("", 0),

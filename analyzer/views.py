@@ -61,12 +61,15 @@ def render_usage(u: Usage, width: int = 100) -> str:
         cols.append(("ended", 13, lambda r: _ended(r), 8))
 
     rows: list[tuple[str, UsageRow]] = []
+    said: dict[int, str] = {}  # a session's parent, in words, on a line of its own below it
     for r in u.rows:
         key = printable(r.key)
         if u.view == "session":
             key = _UUID.sub(lambda m: m.group(1) + "…", key)
             if r.project:
                 key = f"{key}  {cut(printable(Path(r.project).name or r.project), 24)}"
+            if r.parent is not None:
+                said[len(rows)] = "  ↳ " + printable(r.parent.describe())
         rows.append((key, r))
         rows += [("  └ " + printable(part.key), part) for part in u.breakdown.get(r.key, [])]
     natural = max([len(k) for k, _ in rows] + [len(_HEADS[u.view]), 5])
@@ -83,7 +86,10 @@ def render_usage(u: Usage, width: int = 100) -> str:
         return cut(key, key_w).ljust(key_w) + "".join(f" {get(r):>{w}}" for _, w, get, _ in cols)
 
     lines = [_HEADS[u.view].ljust(key_w) + "".join(f" {h:>{w}}" for h, w, _, _ in cols)]
-    lines += [line(key, r) for key, r in rows]
+    for i, (key, r) in enumerate(rows):
+        lines.append(line(key, r))
+        if i in said:
+            lines.append(cut(said[i], len(lines[0])))
     lines.append("-" * len(lines[0]))
     lines.append(strong(line("Total", u.total)))
     notes = [f"days in {u.tz}" if u.view in ("daily", "weekly", "monthly") else ""]
@@ -102,6 +108,9 @@ def render_usage(u: Usage, width: int = 100) -> str:
         notes.append("estimated_output: " + placeholder_text(u.total))
     if u.view == "session":
         notes.append("session ids shortened (--json or --csv has them whole), then the project")
+    if said:
+        notes.append("↳ the session a fork was made from (the history it copied is counted "
+                     "there, once), or the one that started a sub-agent, whole")  # fmt: skip
     if any(r.run is not None for r in u.rows):
         notes.append("ended: how the run ended, in its own log's words (--json has its exit "
                      "status, result and stated totals); - where the log says nothing")  # fmt: skip
@@ -131,11 +140,12 @@ def usage_csv(u: Usage) -> str:
     ended = u.view == "session"  # how each run ended (its outcome), where its log says
     head = [u.view, "model", "calls", *TOKENS, "usd", *(f"usd_{b}" for b in BASES),
             "unpriced_calls", "first", "last"]  # fmt: skip
-    head += ["ended", "exit_status"] if ended else []
+    head += ["ended", "exit_status", "parent_session_id", "parent_relation"] if ended else []
     w.writerow(head)
 
     def row(key: str, model: str, r: UsageRow) -> list[Any]:
         run = [r.run.outcome, r.run.exit_status] if r.run else ["", ""]
+        run += [r.parent.session_id, r.parent.relation] if r.parent else ["", ""]
         return [
             key, model, r.calls, *(getattr(r, t) for t in TOKENS), _dec(r.total_usd),
             *(_dec(r.usd.get(b, Decimal(0))) for b in BASES), r.unpriced_calls,

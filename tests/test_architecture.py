@@ -44,6 +44,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "analyzer.views",
             "analyzer.show",
             "analyzer.verdicts",
+            "analyzer.lineage",
             "analyzer.usage",
             "analyzer.export",
             "analyzer.bill_views",
