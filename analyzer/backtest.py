@@ -100,6 +100,19 @@ class GuardRun:
             "sweeps": {k: [r.to_json() for r in v] for k, v in self.sweeps.items()},
         }
 
+    def variants(self) -> list[tuple[str, float, Result]]:
+        """Every (policy, stop threshold) replayed, with its result: each policy's sweep and its
+        own threshold where the sweep's grid missed it (what ``backtest --recommend`` weighs
+        without ``--sweep``), the policies in their order, each by ascending threshold."""
+        own = {r.policy: r for r in self.results}
+        out: list[tuple[str, float, Result]] = []
+        for name in dict.fromkeys([*self.sweeps, *own]):
+            by_stop = {float(r.params["stop"]): r for r in self.sweeps.get(name, [])}
+            if name in own:
+                by_stop.setdefault(float(own[name].params["stop"]), own[name])
+            out += [(name, stop, by_stop[stop]) for stop in sorted(by_stop)]
+        return out
+
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> GuardRun:
         def result(d: dict[str, Any]) -> Result:

@@ -2,19 +2,24 @@
 false-trip budget, written as the TOML table a user puts in their own policy file.
 
 Every policy is replayed over its swept stop thresholds (the backtest's own sweep, plus its
-threshold as written). A variant is admissible when its false trips (stops that prevented
-nothing) stay within the budget, in number (``--max-false-trips``, 0 by default) or in the
-dollars of work they would have killed (``--max-false-usd``). Among those that prevent any
-waste, the one that prevents the most net of the harm it does (``net``: a guard at a threshold
-so low that its true stops also kill productive work pays for it) wins; then the most waste
-prevented, fewer false trips, and the higher (more patient) threshold.
+threshold as written). ``best`` is the one rule that ranks them, here and on the report's page
+(which weighs the backtest's variants with the default budget):
+
+* a variant is admissible when its false trips (stops that prevented nothing) stay within the
+  budget, in number (``--max-false-trips``, 0 by default) or in the dollars of work they would
+  have killed (``--max-false-usd``), and it prevents waste net of its harm (``net`` above 0);
+* among those, the most ``net`` wins (waste prevented less harm: a guard at a threshold so low
+  that its true stops also kill productive work pays for it); then the most waste prevented,
+  fewer false trips, and the higher (more patient) threshold; of variants equal in all of
+  that, the policy listed first.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from analyzer.backtest import default_sweep
 from analyzer.formatting import money, wrap
@@ -85,6 +90,33 @@ class Recommendation:
         return "\n".join(lines) + "\n" + toml_table(self.policy, r)
 
 
+V = TypeVar("V")  # what names a variant: a policy's name, or the policy and its swept setting
+
+
+def rank(r: Result, value: float) -> tuple[float, float, int, float]:
+    """A variant's place (the higher the better): net, waste prevented, fewer false trips, the
+    higher threshold ``value``. Dollars are compared to a millionth (float sums of the same
+    calls in another order differ further down)."""
+    return (round(r.net_usd, 6), round(r.waste_prevented_usd, 6), -r.false_trips, value)
+
+
+def best(
+    variants: Iterable[tuple[V, float, Result]], budget: Budget
+) -> tuple[V, float, Result] | None:
+    """The best of ``variants`` (what names each, its threshold, its result) within ``budget``
+    that prevents waste net of its harm, by ``rank`` (the first of equals); None when none
+    does. The one rule of ``backtest --recommend`` and the report's recommendation."""
+    top: tuple[tuple[float, float, int, float], tuple[V, float, Result]] | None = None
+    for variant in variants:
+        _, value, r = variant
+        if not budget.allows(r) or r.waste_prevented_usd <= 0 or r.net_usd <= 0:
+            continue
+        place = rank(r, value)
+        if top is None or place > top[0]:
+            top = (place, variant)
+    return None if top is None else top[1]
+
+
 def recommend(
     store: Store,
     policies: list[Policy],
@@ -94,26 +126,27 @@ def recommend(
     """The best variant within ``budget`` (None when no variant within it prevents waste),
     with the number of variants weighed and of those within the budget."""
     replay = Replay(store, policies=policies)
-    best: tuple[tuple[float, float, int, float], Policy, Result] | None = None  # (rank, ...)
     weighed = within = 0
-    for p in policies:
-        param, values = (sweeps or {}).get(p.name, ("stop", default_sweep(p)))
-        if param == "stop" and float(p.stop) not in values:
-            values = sorted({*values, float(p.stop)})
-        swept = replay.run(p, (param, values), detail=set())  # figures only: no trips listed
-        for value, r in zip(values, swept, strict=True):
-            weighed += 1
-            if not budget.allows(r):
-                continue
-            within += 1
-            if r.waste_prevented_usd <= 0 or r.net_usd <= 0:
-                continue
-            rank = (round(r.net_usd, 6), round(r.waste_prevented_usd, 6), -r.false_trips, value)
-            if best is None or rank > best[0]:
-                best = (rank, p.with_param(param, value), r)
-    if best is None:
+
+    def variants() -> Iterator[tuple[tuple[Policy, str], float, Result]]:
+        """Every policy's variants, one policy replayed at a time (a policy's results are let
+        go before the next one's: each lists the incidents it stopped)."""
+        nonlocal weighed, within
+        for p in policies:
+            param, values = (sweeps or {}).get(p.name, ("stop", default_sweep(p)))
+            if param == "stop" and float(p.stop) not in values:
+                values = sorted({*values, float(p.stop)})
+            swept = replay.run(p, (param, values), detail=set())  # figures only: no trips
+            for value, r in zip(values, swept, strict=True):
+                weighed += 1
+                within += budget.allows(r)
+                yield (p, param), value, r
+
+    chosen = best(variants(), budget)
+    if chosen is None:
         return None, weighed, within
-    _, policy, _ = best
+    (p, param), value, _ = chosen
+    policy = p.with_param(param, value)
     # The winner replayed alone, its trips listed (the same replay as its swept variant's).
     [result] = replay.run(policy)
     return Recommendation(policy, result, budget, weighed, within), weighed, within

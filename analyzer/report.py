@@ -22,6 +22,7 @@ from analyzer.figures import draw
 from analyzer.formatting import SEVERITIES, iso_seconds, label, mask_keys, shown
 from analyzer.incident import Incident
 from analyzer.link import is_bill
+from analyzer.recommend import Budget, best
 from analyzer.report_model import (
     Breakdown,
     CallRow,
@@ -201,28 +202,13 @@ def _guards(run: GuardRun, incidents: list[IncidentRow]) -> Guards:
                 IncidentGuards(inc.rank, inc.detector, inc.wasted_usd,
                                sorted(hits, key=lambda h: (-h[2], h[1], h[0])))
             )  # fmt: skip
-    sweep = {
-        name: [(float(r.params["stop"]), r.waste_prevented_usd, r.false_trips, r.harm_usd)
-               for r in results]
-        for name, results in run.sweeps.items()
-    }  # fmt: skip
-    return Guards(rows, per_incident, sweep, _recommended(sweep))
-
-
-def _recommended(
-    sweep: dict[str, list[tuple[float, float, int, float]]],
-) -> tuple[str, float] | None:
-    """The swept threshold with the most waste prevented net of harm and no false trip (as
-    ``backtest --recommend`` ranks them with its default budget)."""
-    best: tuple[tuple[float, float, float], str, float] | None = None
-    for name, points in sweep.items():
-        for stop, prevented, false, harm in points:
-            if false or prevented <= 0 or prevented - harm <= 0:
-                continue
-            rank = (round(prevented - harm, 6), round(prevented, 6), stop)
-            if best is None or rank > best[0]:
-                best = (rank, name, stop)
-    return None if best is None else (best[1], best[2])
+    variants = run.variants()
+    sweep: dict[str, list[tuple[float, float, int, float]]] = {}
+    for name, stop, r in variants:
+        sweep.setdefault(name, []).append((stop, r.waste_prevented_usd, r.false_trips, r.harm_usd))
+    # The recommendation: the rule of ``backtest --recommend``, with its default budget.
+    chosen = best(variants, Budget())
+    return Guards(rows, per_incident, sweep, None if chosen is None else chosen[:2])
 
 
 def _runs(store: Store, by_outcome: dict[str, int]) -> Runs | None:

@@ -171,8 +171,10 @@ class IncidentGuards:
 class Guards:
     rows: list[GuardRow]
     incidents: list[IncidentGuards]
-    sweep: dict[str, list[tuple[float, float, int, float]]]  # stop, prevented, false, harm $
-    # The swept (policy, stop) with the most net prevented waste and no false trip, if any.
+    # Every threshold replayed (the sweep and the policy's own): stop, prevented, false, harm $
+    sweep: dict[str, list[tuple[float, float, int, float]]]
+    # The (policy, stop) ``backtest --recommend`` names with its default budget (no false
+    # trip), by its rule (``analyzer.recommend.best``), if any.
     recommended: tuple[str, float] | None = None
 
     @property
