@@ -6,11 +6,10 @@ from __future__ import annotations
 import csv
 import io
 from datetime import datetime, timedelta
-from decimal import Decimal
 
 from analyzer.console import strong
 from analyzer.formatting import cut, money, printable, wrap
-from analyzer.reconcile import BillRow, Totals, Unit
+from analyzer.reconcile import BillRow, Totals, Unit, bill_totals
 
 PROVIDERS = {"anthropic": "Anthropic", "openai": "OpenAI"}
 
@@ -25,8 +24,13 @@ def bucket_label(start: datetime, end: datetime) -> str:
     return f"{start:%Y-%m-%d %H:%M}–{end:%Y-%m-%d %H:%M}"
 
 
-def _model(model: str | None) -> str:
+def model_label(model: str | None) -> str:
+    """A bill's model as shown (a bill not grouped by model covers them all)."""
     return printable(model) if model else "(all models)"
+
+
+def provider_name(provider: str) -> str:
+    return PROVIDERS.get(provider, provider)
 
 
 def _table(head: list[tuple[str, int]], rows: list[list[str]], key_w: int) -> list[str]:
@@ -50,23 +54,16 @@ def render_bills(rows: list[BillRow], width: int = 100) -> str:
                 "OpenAI's usage or costs).\n")  # fmt: skip
     head = [("bucket / model", 0), ("requests", 9), ("input", 11), ("cache write", 11),
             ("cache read", 13), ("output", 11), ("$ billed", 10), ("$ list price", 12)]  # fmt: skip
-    cells: list[list[str]] = []
-    total = [0, 0, 0, 0, 0]
-    billed = estimate = Decimal(0)
-    for r in rows:
-        label = f"{bucket_label(r.start, r.end)} {PROVIDERS.get(r.provider, r.provider)} "
-        cells.append([
-            label + _model(r.model), "–" if r.requests is None else f"{r.requests:,}",
-            f"{r.input:,}", f"{r.cache_write:,}", f"{r.cache_read:,}", f"{r.output:,}",
-            money(r.billed_usd), money(r.estimate_usd),
-        ])  # fmt: skip
-        for i, v in enumerate((r.requests or 0, r.input, r.cache_write, r.cache_read, r.output)):
-            total[i] += v
-        billed += r.billed_usd or 0
-        estimate += r.estimate_usd or 0
-    requests = f"{total[0]:,}" if any(r.requests is not None for r in rows) else "–"
-    cells.append(["Total", requests, *(f"{v:,}" for v in total[1:]), money(billed),
-                  money(estimate)])  # fmt: skip
+    cells: list[list[str]] = [
+        [f"{bucket_label(r.start, r.end)} {provider_name(r.provider)} {model_label(r.model)}",
+         "–" if r.requests is None else f"{r.requests:,}", f"{r.input:,}", f"{r.cache_write:,}",
+         f"{r.cache_read:,}", f"{r.output:,}", money(r.billed_usd), money(r.estimate_usd)]
+        for r in rows
+    ]  # fmt: skip
+    t = bill_totals(rows)
+    cells.append(["Total", "–" if t.requests is None else f"{t.requests:,}", f"{t.input:,}",
+                  f"{t.cache_write:,}", f"{t.cache_read:,}", f"{t.output:,}",
+                  money(t.billed_usd), money(t.estimate_usd)])  # fmt: skip
     key_w = max(12, min(max(len(c[0]) for c in cells), width - sum(w + 1 for _, w in head)))
     lines = _table(head, cells, key_w)
     notes = [
@@ -85,8 +82,8 @@ def remainder_lines(units: list[Unit]) -> list[str]:
     """One plain sentence per unit the logs do not explain."""
     said = []
     for u in units:
-        who = PROVIDERS.get(u.provider, u.provider)
-        where = f"{bucket_label(u.start, u.end)} {_model(u.model)}"
+        who = provider_name(u.provider)
+        where = f"{bucket_label(u.start, u.end)} {model_label(u.model)}"
         if u.status == "unpriced":
             said.append(f"{where}: {who}'s usage has no known list price: not compared")
         elif u.status == "no log":
@@ -110,6 +107,16 @@ def remainder_lines(units: list[Unit]) -> list[str]:
     return said
 
 
+def explained_line(t: Totals) -> str:
+    """The reconciliation's totals in one sentence."""
+    return (
+        f"The logs explain {money(t.explained_usd)} of the {money(t.billed_usd)} billed; "
+        f"{money(t.no_log_usd)} has no log"
+        + (f", and the logs show {money(t.over_usd)} no bill here covers" if t.over_usd else "")
+        + "."
+    )
+
+
 def render_reconcile(units: list[Unit], t: Totals, width: int = 100) -> str:
     """``usage reconcile``: per unit the bill, the logs and what is unexplained; then the
     remainder named, one line each."""
@@ -119,24 +126,16 @@ def render_reconcile(units: list[Unit], t: Totals, width: int = 100) -> str:
     head = [("bucket / model", 0), ("bill", 11), ("basis", 9), ("logs", 11), ("calls", 7),
             ("unexplained", 12), ("status", 12)]  # fmt: skip
     cells = [
-        [f"{bucket_label(u.start, u.end)} {PROVIDERS.get(u.provider, u.provider)} "
-         f"{_model(u.model)}", money(u.billed_usd), u.basis, money(u.logged_usd),
+        [f"{bucket_label(u.start, u.end)} {provider_name(u.provider)} "
+         f"{model_label(u.model)}", money(u.billed_usd), u.basis, money(u.logged_usd),
          f"{u.calls:,}", money(u.unexplained_usd), u.status]
         for u in units
     ]  # fmt: skip
-    logged = t.explained_usd + t.over_usd
-    calls = sum(u.calls for u in units)
-    cells.append(["Total", money(t.billed_usd), "", money(logged), f"{calls:,}",
-                  money(t.no_log_usd - t.over_usd), ""])  # fmt: skip
+    cells.append(["Total", money(t.billed_usd), "", money(t.logged_usd), f"{t.calls:,}",
+                  money(t.unexplained_usd), ""])  # fmt: skip
     key_w = max(12, min(max(len(c[0]) for c in cells), width - sum(w + 1 for _, w in head)))
     lines = _table(head, cells, key_w)
-    lines += wrap(
-        f"The logs explain {money(t.explained_usd)} of the {money(t.billed_usd)} billed; "
-        f"{money(t.no_log_usd)} has no log"
-        + (f", and the logs show {money(t.over_usd)} no bill here covers" if t.over_usd else "")
-        + ".",
-        width,
-    )
+    lines += wrap(explained_line(t), width)
     for said in remainder_lines(units):
         lines += wrap(said, width, indent="  ")
     lines += wrap(

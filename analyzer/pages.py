@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,8 +78,15 @@ def html_env() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )
-    env.filters.update(money=_money, num=_num, pct=_pct, ts=_when, cost=cost, times=_times)
+    env.filters.update(money=_money, num=_num, pct=_pct, ts=_when, cost=cost, times=_times,
+                       exact=_exact)  # fmt: skip
     return env
+
+
+def _exact(usd: Decimal | None) -> str:
+    """Exact dollars as fixed-point text (a ``data-usd`` attribute), as ``--json`` writes them;
+    empty when there is no figure."""
+    return "" if usd is None else format(usd, "f")
 
 
 _TIME = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:\.\d+)?)?Z?")

@@ -187,6 +187,17 @@ class Totals:
     over_usd: Decimal  # per unit, the logs' dollars beyond the bill's
     units: int
     providers: list[str]
+    calls: int = 0  # the logged calls in the units
+
+    @property
+    def logged_usd(self) -> Decimal:
+        """The logs' dollars in the priced units."""
+        return self.explained_usd + self.over_usd
+
+    @property
+    def unexplained_usd(self) -> Decimal:
+        """The bill less the logs, over the priced units."""
+        return self.no_log_usd - self.over_usd
 
     def to_json(self) -> dict[str, Any]:
         return {"billed_usd": _d(self.billed_usd), "explained_usd": _d(self.explained_usd),
@@ -203,6 +214,7 @@ def totals(found: list[Unit]) -> Totals:
         over_usd=sum((max(-u.unexplained_usd, Decimal(0)) for u in priced), Decimal(0)),
         units=len(found),
         providers=sorted({u.provider for u in found}),
+        calls=sum(u.calls for u in found),
     )
 
 
@@ -262,3 +274,29 @@ def bills(store: Store) -> list[BillRow]:
                 None if est is None else Decimal(est), [str(f) for f in fmts])
         for p, start, end, model, req, inp, cw, cr, out, usd, est, fmts in rows
     ]  # fmt: skip
+
+
+@dataclass
+class BillTotals:
+    """What the rows of ``bills`` add up to (``usage bills``'s last line)."""
+
+    requests: int | None  # None: no row counts requests
+    input: int
+    cache_write: int
+    cache_read: int
+    output: int
+    billed_usd: Decimal  # the cost reports' dollars
+    estimate_usd: Decimal  # the usage reports' tokens at list prices
+
+
+def bill_totals(rows: list[BillRow]) -> BillTotals:
+    counted = [r.requests for r in rows if r.requests is not None]
+    return BillTotals(
+        requests=sum(counted) if counted else None,
+        input=sum(r.input for r in rows),
+        cache_write=sum(r.cache_write for r in rows),
+        cache_read=sum(r.cache_read for r in rows),
+        output=sum(r.output for r in rows),
+        billed_usd=sum((r.billed_usd or Decimal(0) for r in rows), Decimal(0)),
+        estimate_usd=sum((r.estimate_usd or Decimal(0) for r in rows), Decimal(0)),
+    )

@@ -17,14 +17,25 @@ from typing import Any
 
 from analyzer import __version__
 from analyzer.backtest import GuardRun
+from analyzer.bill_views import (
+    bucket_label,
+    explained_line,
+    model_label,
+    provider_name,
+    remainder_lines,
+)
 from analyzer.detect import detectors_run, discover
 from analyzer.figures import draw
 from analyzer.formatting import SEVERITIES, iso_seconds, label, mask_keys, shown
 from analyzer.incident import Incident
 from analyzer.link import is_bill
 from analyzer.recommend import Budget, best
+from analyzer.reconcile import bill_totals, bills
 from analyzer.report_model import (
     Breakdown,
+    BucketBill,
+    BucketBills,
+    BucketUnit,
     CallRow,
     GuardRow,
     Guards,
@@ -50,6 +61,7 @@ DEFAULT_TOP_INCIDENTS = 20
 MAX_CALLS_SHOWN = 60  # per incident section: the first and last 30 calls
 MAX_REJECTS_SHOWN = 20
 MAX_RUNS_SHOWN = 20  # runs that did not complete, listed on the page
+MAX_BUCKETS_SHOWN = 100  # bills per bucket and their units, listed (the totals are of all)
 
 
 def _clean(value: Any) -> Any:
@@ -231,6 +243,36 @@ def _runs(store: Store, by_outcome: dict[str, int]) -> Runs | None:
     return Runs(sum(by_outcome.values()), by_outcome, rows[:MAX_RUNS_SHOWN], len(rows))
 
 
+def _bucket_bills(store: Store, summary: Summary) -> BucketBills | None:
+    """The providers' bills per bucket (``usage bills``'s rows) and their reconciliation with
+    the logs (the units and totals of the audit summary, which ``usage reconcile`` shows)."""
+    t = summary.bucket_bills
+    if t is None:
+        return None
+    rows = bills(store)
+    found = summary.bucket_units
+    said = remainder_lines(found)
+    return BucketBills(
+        bills=[
+            BucketBill(bucket_label(r.start, r.end), _clean(provider_name(r.provider)),
+                       _clean(model_label(r.model)), r)
+            for r in rows[:MAX_BUCKETS_SHOWN]
+        ],
+        bills_total=len(rows),
+        bill_totals=bill_totals(rows),
+        units=[
+            BucketUnit(bucket_label(u.start, u.end), _clean(provider_name(u.provider)),
+                       _clean(model_label(u.model)), u)
+            for u in found[:MAX_BUCKETS_SHOWN]
+        ],
+        units_total=len(found),
+        totals=t,
+        explained=explained_line(t),
+        remainder=[_clean(x) for x in said[:MAX_BUCKETS_SHOWN]],
+        remainder_total=len(said),
+    )  # fmt: skip
+
+
 def build_report(
     store: Store, top_incidents: int = DEFAULT_TOP_INCIDENTS, top: int = 10,
     summary: Summary | None = None, charts_on: bool = True, guards: GuardRun | None = None,
@@ -360,6 +402,7 @@ def build_report(
     if guards is not None:
         report.guards = _guards(guards, incidents)
     report.runs = _runs(store, summary.runs_by_outcome)
+    report.bucket_bills = _bucket_bills(store, summary)
     if charts_on:
         draw(report)
     return report

@@ -3,8 +3,10 @@ and the templates in ``reports/`` lay out (no SQL in templates)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
+
+from analyzer.reconcile import BillRow, BillTotals, Totals, Unit
 
 # -- the context ---------------------------------------------------------------------------
 
@@ -189,6 +191,54 @@ class Guards:
 
 
 @dataclass
+class BucketBill:
+    """A row of ``usage bills`` as the page lays it out: its bucket, provider and model as
+    words, and the row itself."""
+
+    bucket: str
+    provider: str
+    model: str
+    row: BillRow
+
+
+@dataclass
+class BucketUnit:
+    """A unit of ``usage reconcile`` (a bill against the logs) as the page lays it out."""
+
+    bucket: str
+    provider: str
+    model: str
+    unit: Unit
+
+
+@dataclass
+class BucketBills:
+    """The providers' bills per time bucket and how much of them the logs explain: the very
+    objects ``usage bills``, ``usage reconcile`` and the audit summary show
+    (``analyzer.reconcile``), the first ``shown`` of each list; the totals are of them all."""
+
+    bills: list[BucketBill]
+    bills_total: int
+    bill_totals: BillTotals
+    units: list[BucketUnit]
+    units_total: int
+    totals: Totals
+    explained: str  # the totals in one sentence, as ``usage reconcile`` says it
+    remainder: list[str]  # one sentence per bucket the logs do not explain (the first shown)
+    remainder_total: int
+
+    def to_json(self) -> dict[str, Any]:
+        """As ``usage bills --json`` and ``usage reconcile --json`` write them."""
+        return {
+            "rows": [b.row.to_json() for b in self.bills],
+            "rows_total": self.bills_total,
+            "units": [u.unit.to_json() for u in self.units],
+            "units_total": self.units_total,
+            "totals": self.totals.to_json(),
+        }
+
+
+@dataclass
 class Report:
     title: str
     version: str
@@ -206,10 +256,12 @@ class Report:
     reconciliation: dict[str, int] | None
     guards: Guards | None = None  # the backtest's results; without them the section is absent
     runs: Runs | None = None  # how runs ended, where logs say (else the section is absent)
+    # The providers' bills per bucket against the logs, when a usage or cost report is loaded.
+    bucket_bills: BucketBills | None = None
     charts: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = asdict(replace(self, bucket_bills=None))  # that one as ``usage`` writes it
         data.pop("charts")
         for s in data["sections"]:
             s.pop("chart_svg")
@@ -218,4 +270,7 @@ class Report:
             data.pop("guards")
         if data["runs"] is None:
             data.pop("runs")
+        data.pop("bucket_bills")
+        if self.bucket_bills is not None:
+            data["bucket_bills"] = self.bucket_bills.to_json()
         return data

@@ -18,7 +18,7 @@ from analyzer.ingest import billing_formats
 from analyzer.ingest.flow import FileReport
 from analyzer.link import reconciliation
 from analyzer.pricing import unpriced_warning
-from analyzer.reconcile import Totals, has_buckets, totals, units
+from analyzer.reconcile import Totals, Unit, has_buckets, totals, units
 from analyzer.scoring import Result
 from analyzer.store import Store
 from analyzer.timewindow import local
@@ -58,6 +58,7 @@ class Summary:
     unpriced_models: dict[str, int] = field(default_factory=dict)
     # Bills per time bucket (Anthropic's, OpenAI's reports) against the logs, when loaded.
     bucket_bills: Totals | None = None
+    bucket_units: list[Unit] = field(default_factory=list)  # what those totals add up
     # Calls with neither tokens nor a cost in their log, by format (priced by nothing).
     untokened: dict[str, int] = field(default_factory=dict)
     # A bill's rows that state no charge (a bill is never estimated).
@@ -169,6 +170,7 @@ def build_summary(store: Store, top: int = 10) -> Summary:
     }
     rec = reconciliation(store)
     incidents = load_incidents(store)
+    bucketed = units(store) if has_buckets(store) else []
     return Summary(
         calls=int(calls),
         total_usd=total,
@@ -187,7 +189,8 @@ def build_summary(store: Store, top: int = 10) -> Summary:
         unpriced_models=unpriced_models,
         incidents=incidents,
         wasted_usd=sum((i.wasted_usd for i in incidents), Decimal(0)),
-        bucket_bills=totals(units(store)) if has_buckets(store) else None,
+        bucket_bills=totals(bucketed) if bucketed else None,
+        bucket_units=bucketed,
         untokened=untokened,
         unbilled=unbilled,
         runs_by_outcome=outcomes(store),

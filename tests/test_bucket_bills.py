@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -14,12 +16,15 @@ from click.testing import CliRunner
 
 from analyzer.cli import cli
 from analyzer.errors import ForensicsError
+from analyzer.formatting import money
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.flow import FileReport
+from analyzer.pages import md_env
 from analyzer.pipeline import ingest_paths
 from analyzer.reconcile import totals, units
 from analyzer.store import SCHEMA_VERSION, open_store
 from tests.helpers import REPO, counts, shared_samples
+from tests.test_markdown_report import check_well_formed, parsed_tables
 
 ANTHROPIC = REPO / "tests" / "fixtures" / "anthropic_usage"
 OPENAI = REPO / "tests" / "fixtures" / "openai_usage"
@@ -384,3 +389,200 @@ def test_reconcile_shows_the_gap_placeholder_output_explains(tmp_path: Path) -> 
     code, text = run("usage", "reconcile", "--db", str(db))
     assert code == 0, text
     assert "3 logged calls carry only a streaming placeholder for their output" in text
+
+
+# --- The report: the bills per bucket and their reconciliation, as `usage` shows them --------
+
+HOSTILE_MODEL = "claude-x <script>alert(1)</script> | *b* [x](javascript:alert(1)) `c`"
+
+
+class _Tables(HTMLParser):
+    """Each table of a page with an id: its rows (head, body and foot apart), each row's cells
+    as (text, attributes)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tables: dict[str, dict[str, list[list[tuple[str, dict[str, str | None]]]]]] = {}
+        self.table: str | None = None
+        self.part = "tbody"
+        self.cell: tuple[list[str], dict[str, str | None]] | None = None
+        self.items: dict[str, list[str]] = {}  # each list's items, by the list's id
+        self.item: list[str] | None = None
+        self.list: str | None = None
+        self.texts: dict[str, list[str]] = {}  # the text of each paragraph with an id
+        self.para: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "table" and a.get("id"):
+            self.table = str(a["id"])
+            self.tables[self.table] = {"thead": [], "tbody": [], "tfoot": []}
+        elif self.table and tag in ("thead", "tbody", "tfoot"):
+            self.part = tag
+        elif self.table and tag == "tr":
+            self.tables[self.table][self.part].append([])
+        elif self.table and tag in ("td", "th"):
+            self.cell = ([], a)
+        elif tag == "ul" and a.get("id"):
+            self.list = str(a["id"])
+            self.items[self.list] = []
+        elif self.list and tag == "li":
+            self.item = []
+        elif tag == "p" and a.get("id"):
+            self.para = str(a["id"])
+            self.texts[self.para] = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table":
+            self.table = None
+        elif tag in ("td", "th") and self.table and self.cell is not None:
+            text, attrs = self.cell
+            self.tables[self.table][self.part][-1].append(("".join(text).strip(), attrs))
+            self.cell = None
+        elif tag == "li" and self.list and self.item is not None:
+            self.items[self.list].append("".join(self.item).strip())
+            self.item = None
+        elif tag == "ul":
+            self.list = None
+        elif tag == "p":
+            self.para = None
+
+    def handle_data(self, data: str) -> None:
+        for sink in (self.cell[0] if self.cell else None, self.item,
+                     self.texts.get(self.para or "")):  # fmt: skip
+            if sink is not None:
+                sink.append(data)
+
+
+@pytest.fixture(scope="module")
+def billed_store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The acceptance case's store (a usage report, its cost report and the Claude Code logs),
+    plus a bucket of a model with a hostile name; its report as HTML and Markdown, and what
+    `usage bills --json` and `usage reconcile --json` say of it."""
+    tmp = tmp_path_factory.mktemp("billed")
+    page = json.loads(USAGE_JSON.read_text())
+    page["data"][2]["results"] = [{**page["data"][1]["results"][0], "model": HOSTILE_MODEL}]
+    usage = tmp / "usage.json"
+    usage.write_text(json.dumps(page))
+    db = tmp / "s.duckdb"
+    ingest(db, usage, COST_JSON, CLAUDE_LOGS)
+    out: dict[str, Any] = {}
+    for fmt in ("html", "md"):
+        code, text = run("report", "--db", str(db), "-o", str(tmp / f"r.{fmt}"))
+        assert code == 0, text
+        out[fmt] = (tmp / f"r.{fmt}").read_text(encoding="utf-8")
+    for view in ("bills", "reconcile"):
+        code, text = run("usage", view, "--db", str(db), "--json")
+        assert code == 0, text
+        out[view] = json.loads(text)
+    return out
+
+
+def _day(iso: str) -> str:
+    return iso[:10]  # the fixture's buckets are days, shown as their date
+
+
+def test_the_page_shows_the_bills_and_their_reconciliation(billed_store: dict[str, Any]) -> None:
+    """The HTML page's bills per bucket are `usage bills`'s rows, and its reconciliation is
+    `usage reconcile`'s units and totals, to the exact dollars (``data-usd``); the hostile
+    model name is text."""
+    html = billed_store["html"]
+    parsed = _Tables()
+    parsed.feed(html)
+    parsed.close()
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+    rows = billed_store["bills"]["rows"]
+    table = parsed.tables["bucket-bills"]
+    assert [c[0] for c in table["thead"][0]] == [
+        "Bucket (UTC)", "Provider", "Model", "Requests", "Input", "Cache write", "Cache read",
+        "Output", "Billed", "At list prices",
+    ]  # fmt: skip
+    assert len(table["tbody"]) == len(rows) == 4
+    for row, want in zip(table["tbody"], rows, strict=True):
+        text = [c[0] for c in row]
+        assert text[:3] == [_day(want["start"]), "Anthropic", want["model"]]
+        assert text[4:8] == [f"{want[k]:,}" for k in ("input", "cache_write", "cache_read",
+                                                        "output")]  # fmt: skip
+        for cell, key in ((row[8], "billed_usd"), (row[9], "estimate_usd")):
+            assert cell[1]["data-usd"] == (want[key] or ""), key  # the same text as --json
+    [total] = table["tfoot"]
+    assert total[0][0] == "Total"
+    assert Decimal(str(total[8][1]["data-usd"])) == sum(
+        Decimal(r["billed_usd"]) for r in rows if r["billed_usd"]
+    )
+
+    rec = billed_store["reconcile"]
+    table = parsed.tables["bucket-reconcile"]
+    assert [c[0] for c in table["thead"][0]] == [
+        "Bucket (UTC)", "Provider", "Model", "Bill", "Basis", "Logs", "Calls", "Unexplained",
+        "Status",
+    ]  # fmt: skip
+    assert len(table["tbody"]) == len(rec["units"]) == 4
+    for row, want in zip(table["tbody"], rec["units"], strict=True):
+        text = [c[0] for c in row]
+        assert text[:3] == [_day(want["start"]), "Anthropic", want["model"]]
+        assert (text[4], text[6], text[8]) == (want["basis"], str(want["logged_calls"]),
+                                               want["status"])  # fmt: skip
+        for cell, key in ((row[3], "billed_usd"), (row[5], "logged_usd"),
+                          (row[7], "unexplained_usd")):  # fmt: skip
+            assert cell[1]["data-usd"] == want[key], key
+    assert [u["status"] for u in rec["units"]] == ["explained", "partly", "no log", "unpriced"]
+    [total] = table["tfoot"]
+    t = rec["totals"]
+    assert total[3][1]["data-usd"] == t["billed_usd"]
+    assert Decimal(str(total[5][1]["data-usd"])) == (
+        Decimal(t["explained_usd"]) + Decimal(t["logs_beyond_bill_usd"])
+    )
+    assert Decimal(str(total[7][1]["data-usd"])) == (
+        Decimal(t["no_log_usd"]) - Decimal(t["logs_beyond_bill_usd"])
+    )
+    said = "".join(parsed.texts["bucket-totals"])
+    assert (f"The logs explain {money(Decimal(t['explained_usd']))} of the "
+            f"{money(Decimal(t['billed_usd']))} billed; {money(Decimal(t['no_log_usd']))} has "
+            "no log.") in said  # fmt: skip
+    assert parsed.items["bucket-remainder"] == [
+        "2026-03-05 claude-sonnet-4-5-20250929: the logs explain $0.16 of Anthropic's $3.91; "
+        "$3.75 has no log",
+        "2026-03-06 claude-haiku-4-5-20251001: $0.02 of Anthropic's bill has no log",
+        f"2026-03-07 {HOSTILE_MODEL}: Anthropic's usage has no known list price: not compared",
+    ]
+
+
+def test_the_markdown_shows_the_bills_and_their_reconciliation(
+    billed_store: dict[str, Any],
+) -> None:
+    """The same in Markdown: the tables parse (the hostile model stays literal text in its
+    cell), and their figures are `usage bills --json`'s and `usage reconcile --json`'s, as the
+    report writes dollars."""
+    md = billed_store["md"]
+    tokens, _ = check_well_formed(md)
+    dollars = md_env().filters["money"]
+    tables = {tuple(t["head"]): t["rows"] for t in parsed_tables(tokens)}
+    bills = tables[("Bucket (UTC)", "Provider", "Model", "Requests", "Input", "Cache write",
+                    "Cache read", "Output", "Billed", "At list prices")]  # fmt: skip
+    rows = billed_store["bills"]["rows"]
+    assert len(bills) == len(rows) + 1  # and the total
+    for got, want in zip(bills, rows, strict=False):
+        assert got[:3] == [_day(want["start"]), "Anthropic", want["model"]]
+        assert got[4:] == [
+            *(f"{want[k]:,}" for k in ("input", "cache_write", "cache_read", "output")),
+            *(dollars(None if want[k] is None else Decimal(want[k]))
+              for k in ("billed_usd", "estimate_usd")),
+        ]  # fmt: skip
+    rec = billed_store["reconcile"]
+    units = tables[("Bucket (UTC)", "Provider", "Model", "Bill", "Basis", "Logs", "Calls",
+                    "Unexplained", "Status")]  # fmt: skip
+    assert len(units) == len(rec["units"]) + 1
+    for got, want in zip(units, rec["units"], strict=False):
+        assert got == [
+            _day(want["start"]), "Anthropic", want["model"], dollars(Decimal(want["billed_usd"])),
+            want["basis"], dollars(Decimal(want["logged_usd"])), str(want["logged_calls"]),
+            dollars(Decimal(want["unexplained_usd"])), want["status"],
+        ]  # fmt: skip
+    t = rec["totals"]
+    assert units[-1][:4] == ["Total", "", "", dollars(Decimal(t["billed_usd"]))]
+    assert (f"The logs explain {money(Decimal(t['explained_usd']))} of the "
+            f"{money(Decimal(t['billed_usd']))} billed; {money(Decimal(t['no_log_usd']))} has "
+            "no log.") in md  # fmt: skip
+    assert "2026-03-06 claude-haiku-4-5-20251001: $0.02 of Anthropic's bill has no log" in md

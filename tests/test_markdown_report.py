@@ -31,8 +31,9 @@ DELIMITER = re.compile(r"\|(?:\s*:?-+:?\s*\|)+")
 OWN_BLOCKS = {"heading", "paragraph", "bullet_list", "list_item", "table", "thead", "tbody",
               "tr", "th", "td"}  # fmt: skip
 OWN_HEADINGS = re.compile(
-    r"LLM spend and runaway-loop incident report|Where the waste went|Incidents, most wasted "
-    r"first|Guards|Inputs|#\d+ [^|]+ \((info|low|medium|high)\): -?\$[\d,.]+ wasted"
+    r"LLM spend and runaway-loop incident report|Where the waste went|Provider bills per bucket|"
+    r"Incidents, most wasted first|Guards|Inputs|"
+    r"#\d+ [^|]+ \((info|low|medium|high)\): -?\$[\d,.]+ wasted"
 )
 HOSTILE_NAME = "# [x](javascript:alert(1)) | `code` ![img](x) *b* _i_ &amp; 1. a.csv"
 HOSTILE_SUMMARIES = [
