@@ -467,7 +467,7 @@ def billed_store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     db = tmp / "s.duckdb"
     ingest(db, usage, COST_JSON, CLAUDE_LOGS)
     out: dict[str, Any] = {}
-    for fmt in ("html", "md"):
+    for fmt in ("html", "md", "json"):
         code, text = run("report", "--db", str(db), "-o", str(tmp / f"r.{fmt}"))
         assert code == 0, text
         out[fmt] = (tmp / f"r.{fmt}").read_text(encoding="utf-8")
@@ -586,3 +586,10 @@ def test_the_markdown_shows_the_bills_and_their_reconciliation(
             f"{money(Decimal(t['billed_usd']))} billed; {money(Decimal(t['no_log_usd']))} has "
             "no log.") in md  # fmt: skip
     assert "2026-03-06 claude-haiku-4-5-20251001: $0.02 of Anthropic's bill has no log" in md
+
+
+def test_the_report_json_carries_them_as_usage_writes_them(billed_store: dict[str, Any]) -> None:
+    data = json.loads(billed_store["json"])["bucket_bills"]
+    assert data["rows"] == billed_store["bills"]["rows"]
+    assert data["units"] == billed_store["reconcile"]["units"]
+    assert data["totals"] == billed_store["reconcile"]["totals"]
