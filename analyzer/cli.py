@@ -36,6 +36,7 @@ from analyzer.cli_options import (
 from analyzer.console import note, out, verbose, width
 from analyzer.detect import Selection, load_incidents
 from analyzer.errors import NOT_ALL_READ_EXIT, ForensicsError, Interrupted
+from analyzer.incident import Incident
 from analyzer.ingest.base import IngestOptions
 from analyzer.pipeline import Inputs, default_inputs
 from analyzer.store import open_new_or_existing, open_store
@@ -218,7 +219,6 @@ def audit(
       llm-forensics audit exports/ --since 7d --tz Europe/Berlin
     """
     from analyzer import pipeline
-    from analyzer.views import where
 
     policies = policies_named(policy_files)
     fmt = output_format(output, report_format) if output else "html"
@@ -233,7 +233,6 @@ def audit(
             output=Path(output) if output else None, report_format=fmt,
             top_incidents=top_incidents, top=top, on_files=_said_files, window=view.window,
         )  # fmt: skip
-        places = where(store, done.incidents)
     if output and output != "-":
         note(f"wrote {output} ({fmt})")
     if as_json:
@@ -246,7 +245,7 @@ def audit(
         w = width()
         if view.window:
             out(f"Window   {view.window.describe(view.tz)}")
-        out(render_text(done.summary, places, view.tz, w), nl=False)
+        out(render_text(done.summary, view.tz, w), nl=False)
         out("")
         out("Guards (replayed at their own thresholds)")
         out(render_backtest(done.guards.results, w), nl=False)
@@ -311,10 +310,10 @@ def detect_command(
       llm-forensics detect --engine spark --parquet lake/ --db year.duckdb
     """
     from analyzer.pipeline import apply_window, stages
-    from analyzer.views import render_incident_list, where
+    from analyzer.views import render_incident_list
 
     if engine == "spark":
-        incidents, places = _detect_on_spark(db, view, selection, folder, master)
+        incidents = _detect_on_spark(db, view, selection, folder, master)
     else:
         if folder or master:
             raise click.UsageError("--parquet and --master go with --engine spark")
@@ -326,23 +325,21 @@ def detect_command(
                 shown.stage("detecting")
                 detect(store, selection)
             incidents = load_incidents(store, selection.names)
-            places = where(store, incidents)
     if as_json:
         print_json([i.to_json() for i in incidents])
     else:
-        out(render_incident_list(incidents, places, view.tz, width()), nl=False)
+        out(render_incident_list(incidents, view.tz, width()), nl=False)
     if failing(incidents, fail_on, fail_on_waste):
         sys.exit(1)
 
 
 def _detect_on_spark(
     db: str, view: View, selection: Selection, folder: str | None, master: str | None
-) -> tuple[list[Any], dict[str, Any]]:
+) -> list[Incident]:
     """detect --engine spark: into the store when it exists (or was named), else only beside
     the export."""
     from analyzer import spark_engine
     from analyzer.pipeline import apply_window
-    from analyzer.views import where
 
     if not spark_engine.available():
         raise click.UsageError(f"--engine spark needs pyspark: {spark_engine.EXTRA}")
@@ -358,13 +355,12 @@ def _detect_on_spark(
             Path(folder), selection, master, view.window, None, note
         )
         note(f"no store at {db}: the incidents are in {Path(folder) / 'detected'} only")
-        return incidents, {}
+        return incidents
     with open_store(db, must_exist=True) as store:
         apply_window(store, view.window, incidents=False)
-        incidents = spark_engine.detect_on_spark(
+        return spark_engine.detect_on_spark(
             Path(folder), selection, master, view.window, store, note
         )
-        return incidents, where(store, incidents)
 
 
 for _command in (*cli_catalog.COMMANDS, *cli_store.COMMANDS):

@@ -331,27 +331,18 @@ def incidents_command(
       llm-forensics incidents --db my.duckdb --severity high --since 7d
       llm-forensics incidents --db my.duckdb --detector constant_input_low_output --json
     """
-    from analyzer.views import render_incident_list, where
+    from analyzer.views import render_incident_list
 
     with _reading(db, view) as store:
         found = load_incidents(store, list(detector) if detector else None)
         if severity:
             found = [i for i in found if severity_rank(i.severity) >= severity_rank(severity)]
-        places = where(store, found)
     if app:
-        found = [
-            i for i in found
-            if (w := places.get(i.incident_id)) is not None and app in (w.app, w.project)
-        ]  # fmt: skip
+        found = [i for i in found if app in (i.app, i.project)]
     if as_json:
-        print_json([{**i.to_json(), **_where_json(places.get(i.incident_id))} for i in found])
+        print_json([i.to_json() for i in found])
     else:
-        out(render_incident_list(found, places, view.tz, width(), limit=None), nl=False)
-
-
-def _where_json(w: object) -> dict[str, object]:
-    keys = ("app", "api_key", "model", "project")
-    return {k: getattr(w, k, None) for k in keys}
+        out(render_incident_list(found, view.tz, width(), limit=None), nl=False)
 
 
 @click.command("show")
@@ -386,7 +377,6 @@ def show_command(
         print_json(
             {
                 **inc.to_json(),
-                **_where_json(shown_inc.where),
                 "calls": [
                     {k: (str(v) if k == "cost_usd" and v is not None else v)
                      for k, v in vars(c).items()}

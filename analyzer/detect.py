@@ -35,7 +35,7 @@ from analyzer import cache
 from analyzer.errors import ForensicsError
 from analyzer.formatting import SEVERITIES, severity_order_sql
 from analyzer.incident import COLUMNS, Incident
-from analyzer.resources import resource_dir
+from analyzer.resources import package_sql, resource_dir
 from analyzer.store import Store
 
 OUTPUT_COLUMNS = (
@@ -339,11 +339,13 @@ def with_verdict(rec: dict[str, Any], verdict: tuple[Any, ...] | None) -> dict[s
 def record(store: Store, selection: Selection, found: dict[str, list[dict[str, Any]]]) -> None:
     """Store what each selected detector ``found`` (its rows, whichever engine ran it) in place
     of its earlier incidents, numbering the new ones (in the caller's transaction); each with
-    its run's own verdict (``with_verdict``)."""
+    its run's own verdict (``with_verdict``) and attributed to the app, API key, model and
+    project most of its wasted calls carry (``sql/attribute.sql``), once, for every view."""
     verdicts = _verdicts(
         store,
         {str(r["session_id"]) for rows in found.values() for r in rows if r.get("session_id")},
     )
+    recorded: list[str] = []
     for det, _ in selection.bound:
         store.con.execute(
             "DELETE FROM incident_calls WHERE incident_id IN "
@@ -370,6 +372,9 @@ def record(store: Store, selection: Selection, found: dict[str, list[dict[str, A
             )
             if row["wasted_usd"] > 0 or rec.get("wasted_calls"):
                 _record_wasted_calls(store, row, rec.get("wasted_calls"))
+            recorded.append(row["incident_id"])
+    if recorded:
+        store.con.execute(package_sql("attribute.sql"), {"ids": recorded})
     _number(store)
     _remember_run(store, selection.names)
     cache.bump(store, cache.INCIDENTS)

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from analyzer.detect import load_incidents
 from analyzer.errors import ForensicsError
 from analyzer.store import Store
-from analyzer.views import incident_table, incidents_csv, where
+from analyzer.views import incident_table, incidents_csv
 
 # The canonical tables (sql/schema.sql), in the order a reader joins them.
 TABLES = ("sources", "calls", "messages", "runs", "rejects", "bill_buckets", "incidents",
@@ -30,13 +30,13 @@ MANIFEST = "manifest.json"
 def incident_csv(store: Store) -> str:
     """The incident table (most wasted first) as CSV text."""
     incidents = load_incidents(store)
-    return incidents_csv(incidents, where(store, incidents))
+    return incidents_csv(incidents)
 
 
 def write_incident_parquet(store: Store, out: Path) -> Path:
     """The incident table as one Parquet file (written whole, then moved into place)."""
     incidents = load_incidents(store)
-    rows = incident_table(incidents, where(store, incidents))
+    rows = incident_table(incidents)
     schema = pa.schema(
         [
             ("number", pa.int64()), ("incident_id", pa.string()), ("detector", pa.string()),

@@ -8,13 +8,16 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from analyzer.formatting import iso
+from analyzer.formatting import iso, printable
 
+# What an incident is attributed to: the most common value among its wasted calls, decided
+# once when it is recorded (``sql/attribute.sql``) and read by every view.
+ATTRIBUTION = ("app", "api_key", "model", "project")
 # The columns of the incidents table, in its order (sql/schema.sql).
 COLUMNS = (
     "incident_id", "detector", "severity", "stream_key", "session_id", "start_ts", "end_ts",
     "n_calls", "first_call_id", "last_call_id", "wasted_usd", "wasted_tokens", "cost_basis",
-    "summary", "evidence",
+    "summary", "evidence", *ATTRIBUTION,
 )  # fmt: skip
 
 
@@ -35,6 +38,12 @@ class Incident:
     cost_basis: str | None
     summary: str
     evidence: dict[str, Any] | None = None  # what a person needs to believe it
+    # Whose calls it is made of: the most common value among its wasted calls (a tie to the
+    # value that wasted more dollars, then to the first name), else its first call's.
+    app: str | None = None
+    api_key: str | None = None
+    model: str | None = None
+    project: str | None = None
     number: int | None = None  # its short id (``show N``), kept while it is found again
 
     @classmethod
@@ -55,6 +64,19 @@ class Incident:
         )
         return cls(**rec)
 
+    def place(self) -> str:
+        """Whose calls it is, in one line: its app (else its project), API key and model;
+        empty for an incident of no call.
+
+        >>> Incident("i", "d", "low", None, None, None, None, 0, "c1", "c1", Decimal(0), None,
+        ...          None, "", app="App A", api_key="key-a", model="m").place()
+        'App A · key-a · m'
+        """
+        parts = [self.app or self.project, self.api_key, self.model]
+        if not any(parts) and self.first_call_id is None:
+            return ""
+        return " · ".join(printable(p) for p in parts if p) or "(no app, key or model)"
+
     def to_json(self) -> dict[str, Any]:
         """As ``audit --json`` and ``detect --json`` print it (ISO times, dollars as a number)."""
         return {
@@ -74,4 +96,5 @@ class Incident:
             "cost_basis": self.cost_basis,
             "summary": self.summary,
             "evidence": self.evidence,
+            **{k: getattr(self, k) for k in ATTRIBUTION},
         }

@@ -55,7 +55,6 @@ from analyzer.store import Store
 from analyzer.summary import Summary, build_summary
 from analyzer.usage import placeholder_text
 from analyzer.verdicts import verdicts
-from analyzer.views import where
 
 DEFAULT_TOP_INCIDENTS = 20
 MAX_CALLS_SHOWN = 60  # per incident section: the first and last 30 calls
@@ -75,17 +74,17 @@ def _f(x: Decimal | float | None) -> float:
 
 
 def _breakdown(store: Store, column: str, top: int) -> list[Breakdown]:
-    """Spend by ``column``, with the waste of the incidents whose first call has that value."""
+    """Spend by ``column`` (``model``, ``app``, ``api_key``), with the waste of the incidents
+    attributed to each value (the one each incident names: ``sql/attribute.sql``)."""
     rows = store.con.execute(
         f"""WITH spend AS (
                 SELECT coalesce({column}, '(none)') AS name, count(*) AS calls,
                        coalesce(sum(cost_usd), 0) AS usd
                 FROM live_calls GROUP BY 1),
             waste AS (
-                SELECT coalesce(c.{column}, '(none)') AS name, sum(i.wasted_usd) AS wasted,
+                SELECT coalesce({column}, '(none)') AS name, sum(wasted_usd) AS wasted,
                        count(*) AS n
-                FROM incidents i LEFT JOIN calls c ON c.call_id = i.first_call_id
-                GROUP BY 1)
+                FROM incidents GROUP BY 1)
             SELECT s.name, s.calls, s.usd, coalesce(w.wasted, 0), coalesce(w.n, 0)
             FROM spend s LEFT JOIN waste w USING (name)
             ORDER BY 4 DESC, 3 DESC, 1 LIMIT ?""",
@@ -312,7 +311,6 @@ def build_report(
         headline.placeholder_output = summary.figures.placeholder_json()
     titles = {d.name: d.title for d in discover()}
     headline.checked = [(n, titles.get(n, n)) for n in detectors_run(store)]
-    places = where(store, summary.incidents)
     ran = verdicts(store, [i.session_id for i in summary.incidents if i.session_id])
     daily = store.con.execute(
         """WITH spend AS (SELECT ts::DATE AS d, sum(cost_usd) AS usd FROM live_calls
@@ -347,7 +345,7 @@ def build_report(
             first_call_id=_clean(i.first_call_id),
             last_call_id=_clean(i.last_call_id),
             title=titles.get(i.detector, ""),
-            where=_clean(places[i.incident_id].label()) if i.incident_id in places else "",
+            where=_clean(i.place()),
             run=_clean(ran[i.session_id].describe()) if i.session_id in ran else "",
         )
         for r, i in enumerate(summary.incidents, 1)

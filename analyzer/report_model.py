@@ -63,7 +63,7 @@ class IncidentRow:
     first_provider_id: str | None = None
     last_provider_id: str | None = None
     title: str = ""  # the detector's plain title ("Same context re-sent, near-empty answers")
-    where: str = ""  # app · API key · model (· project), as the CLI shows it
+    where: str = ""  # app · API key · model, as the CLI shows it (``Incident.place``)
     run: str = ""  # how its run ended, in its log's words (``Verdict.describe``), if said
 
     @property

@@ -21,7 +21,6 @@ from analyzer.report import incidents_calls
 from analyzer.store import Store
 from analyzer.timewindow import local
 from analyzer.verdicts import Verdict, verdicts
-from analyzer.views import Where, where
 
 MAX_CALLS = 40  # an incident of more calls shows its first and last 20
 
@@ -45,7 +44,6 @@ class ShownCall:
 @dataclass
 class Shown:
     incident: Incident
-    where: Where | None
     calls: list[ShownCall]
     calls_left_out: int
     detector: Detector | None
@@ -122,7 +120,6 @@ def gather(
     links = parents(store, [inc.session_id]) if inc.session_id else {}
     return Shown(
         incident=inc,
-        where=where(store, [inc]).get(inc.incident_id),
         calls=calls,
         calls_left_out=left_out,
         detector=next((d for d in detectors if d.name == inc.detector), None),
@@ -170,11 +167,10 @@ def render(s: Shown, tz: str = "UTC", width: int = 100) -> str:
     if s.detector is not None:
         out += wrap(f"{s.detector.title}. {_plain(s.detector)}", width, "  ")
     out.append(f"  when     {_span(inc, tz)}")
-    if s.where is not None:
-        for name, value in (("app", s.where.app), ("project", s.where.project),
-                            ("API key", s.where.api_key), ("model", s.where.model)):  # fmt: skip
-            if value:
-                out.append(f"  {name:<8} {cut(printable(value), width - 11)}")
+    for name, value in (("app", inc.app), ("project", inc.project),
+                        ("API key", inc.api_key), ("model", inc.model)):  # fmt: skip
+        if value:
+            out.append(f"  {name:<8} {cut(printable(value), width - 11)}")
     if inc.session_id:
         out.append(f"  session  {cut(printable(inc.session_id), width - 11)}")
     if s.parent is not None:

@@ -165,6 +165,10 @@ def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | No
             con.execute(package_sql("schema.sql"))  # the tables a format before 8 lacks
             con.execute(package_sql("upgrade.sql"))
             con.execute(package_sql("schema.sql"))  # views over the widened tables
+            # The incidents kept are attributed as `detect` attributes the ones it records.
+            kept = [r[0] for r in con.execute("SELECT incident_id FROM incidents").fetchall()]
+            if kept:
+                con.execute(package_sql("attribute.sql"), {"ids": kept})
             con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [SCHEMA_VERSION])
         elif found and found[0][0] in UPGRADES_FROM:
             raise ForensicsError(

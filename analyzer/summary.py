@@ -25,7 +25,7 @@ from analyzer.timewindow import local
 from analyzer.usage import UsageRow, placeholder_text
 from analyzer.usage import totals as usage_totals
 from analyzer.verdicts import outcomes
-from analyzer.views import Where, render_incident_list
+from analyzer.views import render_incident_list
 
 
 @dataclass
@@ -208,9 +208,7 @@ def warn_unpriced(s: Summary) -> None:
             warn(unpriced_warning(model))
 
 
-def render_text(
-    s: Summary, places: dict[str, Where] | None = None, tz: str = "UTC", width: int = 100
-) -> str:
+def render_text(s: Summary, tz: str = "UTC", width: int = 100) -> str:
     """The terminal summary, fitted to ``width`` (colour is dropped when piped)."""
     out: list[str] = []
     bills = _bills_line(s.bucket_bills)
@@ -278,9 +276,7 @@ def render_text(
                          "(`llm-forensics rejects` lists them)")  # fmt: skip
     if s.incidents:
         out.append("")
-        out.append(
-            render_incident_list(s.incidents, places or {}, tz, width, limit=10).rstrip("\n")
-        )
+        out.append(render_incident_list(s.incidents, tz, width, limit=10).rstrip("\n"))
     spend: tuple[tuple[str, list[SpendRow]], ...] = (
         ("model", s.by_model),
         ("app", s.by_app),

@@ -8,7 +8,6 @@ import csv
 import io
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -171,45 +170,6 @@ def _iso(ts: datetime | None) -> str:
 # -- incidents ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Where:
-    """Whose calls an incident is made of: the app, API key, model and project most of them
-    carry."""
-
-    app: str | None
-    api_key: str | None
-    model: str | None
-    project: str | None
-
-    def label(self) -> str:
-        parts = [self.app or self.project, self.api_key, self.model]
-        return " · ".join(printable(p) for p in parts if p) or "(no app, key or model)"
-
-
-def where(store: Store, incidents: list[Incident]) -> dict[str, Where]:
-    """Each incident's app, key, model and project (the most common among its wasted calls,
-    else its first call)."""
-    if not incidents:
-        return {}
-    rows = store.con.execute(
-        """WITH i AS (SELECT unnest($ids) AS incident_id),
-           ic AS (SELECT incident_id, call_id FROM incident_calls
-                  WHERE incident_id IN (SELECT incident_id FROM i)
-                  UNION
-                  SELECT incident_id, first_call_id FROM incidents
-                  WHERE incident_id IN (SELECT incident_id FROM i))
-           -- ties go to the first name in order, whatever order the scan gives the rows in
-           SELECT ic.incident_id, mode(c.app ORDER BY c.app), mode(c.api_key ORDER BY c.api_key),
-                  mode(c.model ORDER BY c.model), mode(c.project ORDER BY c.project)
-           -- (the calls filtered first: then only those few carry their other columns)
-           FROM ic JOIN (SELECT call_id, app, api_key, model, project FROM calls
-                         WHERE call_id IN (SELECT call_id FROM ic)) c USING (call_id)
-           GROUP BY 1""",
-        {"ids": [i.incident_id for i in incidents]},
-    ).fetchall()
-    return {str(r[0]): Where(*(None if v is None else str(v) for v in r[1:])) for r in rows}
-
-
 def incident_head(i: Incident, tz: str) -> str:
     """The first line of an incident in a list: number, severity, waste, time, detector."""
     when = f"{local(i.start_ts, tz):%Y-%m-%d %H:%M}" if i.start_ts else "(no time)".ljust(16)
@@ -222,13 +182,12 @@ def incident_head(i: Incident, tz: str) -> str:
 
 def render_incident_list(
     incidents: list[Incident],
-    places: dict[str, Where],
     tz: str = "UTC",
     width: int = 100,
     limit: int | None = 25,
 ) -> str:
     """Incidents, most wasted dollars first: a line of who/when/what, then the summary
-    wrapped below it."""
+    wrapped below it, after whose calls it is (``Incident.place``)."""
     if not incidents:
         return "No incidents.\n"
     total = sum((i.wasted_usd for i in incidents), Decimal(0))
@@ -237,8 +196,7 @@ def render_incident_list(
     shown = incidents if limit is None else incidents[:limit]
     for i in shown:
         out.append(incident_head(i, tz))
-        w = places.get(i.incident_id)
-        label = f"[{w.label()}] " if w is not None else ""
+        label = f"[{place}] " if (place := i.place()) else ""
         out += wrap(label + printable(i.summary), width, " " * 5)
     if len(incidents) > len(shown):
         out.append(f"  ... and {len(incidents) - len(shown)} more (`llm-forensics incidents` "
@@ -246,11 +204,11 @@ def render_incident_list(
     return "\n".join(out) + "\n"
 
 
-def incidents_csv(incidents: list[Incident], places: dict[str, Where]) -> str:
+def incidents_csv(incidents: list[Incident]) -> str:
     """The incident table as CSV (what ``-o incidents.csv`` writes)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    rows = incident_table(incidents, places)
+    rows = incident_table(incidents)
     if rows:
         w.writerow(rows[0].keys())
     for r in rows:
@@ -258,19 +216,17 @@ def incidents_csv(incidents: list[Incident], places: dict[str, Where]) -> str:
     return buf.getvalue()
 
 
-def incident_table(incidents: list[Incident], places: dict[str, Where]) -> list[dict[str, Any]]:
+def incident_table(incidents: list[Incident]) -> list[dict[str, Any]]:
     """One flat record per incident (CSV and Parquet columns)."""
     out = []
     for i in incidents:
-        w = places.get(i.incident_id)
         out.append(
             {
                 "number": i.number, "incident_id": i.incident_id, "detector": i.detector,
                 "severity": i.severity, "wasted_usd": _dec(i.wasted_usd),
                 "wasted_tokens": i.wasted_tokens, "n_calls": i.n_calls,
                 "start_ts": _iso(i.start_ts), "end_ts": _iso(i.end_ts),
-                "app": w.app if w else None, "api_key": w.api_key if w else None,
-                "model": w.model if w else None, "project": w.project if w else None,
+                "app": i.app, "api_key": i.api_key, "model": i.model, "project": i.project,
                 "session_id": i.session_id, "stream_key": i.stream_key,
                 "cost_basis": i.cost_basis, "summary": i.summary,
             }

@@ -233,7 +233,7 @@ def test_ten_thousand_incidents_stay_under_ten_megabytes(tmp_path: Path) -> None
                       TIMESTAMP '2025-12-13 06:01:00' + INTERVAL (i) SECOND, 22,
                       'or:gen-first-' || i, 'or:gen-last-' || i, (i % 997) / 100.0, 1000,
                       'billed', '22 calls re-sent the same 56,065-token prompt',
-                      '{"calls": 22}'
+                      '{"calls": 22}', 'App A', 'key-a', 'model-a', NULL
                FROM range(10000) t(i)"""
         )
         out = write_report(store, tmp_path / "many.html")

@@ -345,33 +345,49 @@ def test_one_summary_line_for_many_files_and_every_file_with_verbose(
     assert len(verbose.stdout.splitlines()) == 31
 
 
-def test_an_incidents_place_is_its_calls_most_common_and_ties_go_by_name(tmp_path: Path) -> None:
-    """``where`` names the app, key, model and project most of an incident's calls carry; a tie
-    goes to the first name in order, not to whichever row a parallel scan met first."""
-    from types import SimpleNamespace
-
+def test_an_incidents_attribution_is_its_wasted_calls_most_common_then_dollars_then_name(
+    tmp_path: Path,
+) -> None:
+    """An incident is attributed to the app, key, model and project most of its wasted calls
+    carry (not its first call's), a tie going to the value that wasted more dollars, then to
+    the first name in order (whatever order a parallel scan meets the rows in); a call without
+    a value does not vote. Without wasted calls, its first call's; without calls, none."""
+    from analyzer.resources import package_sql
     from analyzer.store import open_store
-    from analyzer.views import where
 
     with open_store(tmp_path / "s.duckdb") as store:
         con = store.con
-        rows = [("c1", "zeta", "k2", "m1", "p"), ("c2", "alpha", "k1", "m1", "p"),
-                ("c3", "zeta", "k1", "m2", "q"), ("c4", "alpha", "k2", "m1", "q"),
-                ("c5", "solo", "k9", "m9", "r")]  # fmt: skip
-        for cid, app, key, model, project in rows:
+        rows = [("c1", "first", "k0", "m0", "p0", "9.00"),
+                ("c2", "alpha", "k1", "m-b", "p-b", "0.10"),
+                ("c3", "zeta", "k1", "m-a", None, "0.50"),
+                ("c4", "alpha", "k2", "m-a", "p-a", "0.10"),
+                ("c5", "zeta", "k2", "m-b", None, "0.05"),
+                ("c6", "solo", "k9", "m9", "r", "1.00")]  # fmt: skip
+        for cid, app, key, model, project, usd in rows:
             con.execute(
                 """INSERT INTO calls (call_id, source_id, format, stream_key, app, api_key, model,
-                                      project)
-                   VALUES (?, 1, 'test', 's', ?, ?, ?, ?)""",
-                [cid, app, key, model, project],
+                                      project, cost_usd)
+                   VALUES (?, 1, 'test', 's', ?, ?, ?, ?, ?)""",
+                [cid, app, key, model, project, usd],
             )
         con.execute(
             """INSERT INTO incidents (incident_id, detector, severity, first_call_id)
-               VALUES ('i1', 'd', 'low', 'c1'), ('i2', 'd', 'low', 'c5')"""
+               VALUES ('i1', 'd', 'low', 'c1'), ('i2', 'd', 'low', 'c6'),
+                      ('i3', 'd', 'low', NULL)"""
         )
-        con.execute("INSERT INTO incident_calls VALUES ('i1', 'c2'), ('i1', 'c3'), ('i1', 'c4')")
-        got = where(store, [SimpleNamespace(incident_id="i1"), SimpleNamespace(incident_id="i2")])
-    assert (got["i1"].app, got["i1"].api_key, got["i1"].model, got["i1"].project) == (
-        "alpha", "k1", "m1", "p"
-    )  # fmt: skip
-    assert (got["i2"].app, got["i2"].model) == ("solo", "m9")  # only its first call
+        con.execute(
+            "INSERT INTO incident_calls VALUES ('i1', 'c2'), ('i1', 'c3'), ('i1', 'c4'), "
+            "('i1', 'c5')"
+        )
+        con.execute(package_sql("attribute.sql"), {"ids": ["i1", "i2", "i3"]})
+        got = {
+            r[0]: r[1:]
+            for r in con.execute(
+                "SELECT incident_id, app, api_key, model, project FROM incidents"
+            ).fetchall()
+        }
+    # app: alpha and zeta 2 calls each, zeta's $0.55 over alpha's $0.20; key: k1 $0.60;
+    # model: m-a $0.60; project: p-a and p-b one call and $0.10 each, p-a first by name.
+    assert got["i1"] == ("zeta", "k1", "m-a", "p-a")
+    assert got["i2"] == ("solo", "k9", "m9", "r")  # no wasted calls: its first call's
+    assert got["i3"] == (None, None, None, None)

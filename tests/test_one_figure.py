@@ -1,0 +1,134 @@
+"""One figure per question (issue 32): what an incident is attributed to, the guards that
+would have stopped it and the dollars are decided once and every view prints that one figure:
+the terminal, the page (HTML, Markdown, JSON), ``show`` and the commands' JSON."""
+
+from __future__ import annotations
+
+import json
+import re
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from click.testing import CliRunner
+
+from analyzer.cli import cli
+from analyzer.store import open_store
+from tests.helpers import fill_calls, insert, q
+
+# A detector of the test's own (``--queries``): every call of a stream of three calls or more
+# is waste, from the stream's first call to its last.
+DETECTOR = """-- name: planted_loop
+-- title: A planted loop
+-- severity: high
+-- params: min_calls=3
+--
+-- Every call of a stream of at least min_calls calls is counted as waste (a test's detector).
+SELECT stream_key, any_value(session_id) AS session_id, min(ts) AS start_ts, max(ts) AS end_ts,
+       count(*) AS n_calls, arg_min(call_id, seq) AS first_call_id,
+       arg_max(call_id, seq) AS last_call_id, sum(cost_usd) AS wasted_usd,
+       sum(input_tokens) AS wasted_tokens, 'estimated' AS cost_basis,
+       count(*) || ' calls in a row' AS summary, '{}' AS evidence
+FROM live_calls GROUP BY stream_key HAVING count(*) >= $min_calls
+"""
+
+
+def planted(tmp_path: Path, calls: list[dict[str, Any]]) -> str:
+    """A store holding ``calls``, with the planted detector's incidents recorded by ``detect``."""
+    db = tmp_path / "one.duckdb"
+    with open_store(db) as store:
+        insert(store, "calls", fill_calls(calls))
+    queries = tmp_path / "queries"
+    queries.mkdir()
+    (queries / "planted_loop.sql").write_text(DETECTOR, encoding="utf-8")
+    result = CliRunner().invoke(
+        cli, ["detect", "--db", str(db), "--queries", str(queries), "--only", "planted_loop"]
+    )
+    assert result.exit_code == 0, result.output
+    return str(db)
+
+
+def run(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+# -- an incident's app, API key, model and project ------------------------------------------
+
+
+def _call(app: str, key: str, model: str, project: str, usd: str) -> dict[str, Any]:
+    return {"app": app, "api_key": key, "model": model, "project": project, "cost_usd": usd,
+            "cost_basis": "estimated", "input_tokens": 1000, "output_tokens": 3}  # fmt: skip
+
+
+# Its first call is another app's; of its wasted calls two are alpha-loop's and two
+# zeta-big's, which wasted more dollars: the incident is zeta-big's (not the first call's, and
+# not the first name in order).
+ATTRIBUTED = [
+    _call("first-app", "key-first", "m-first", "p-first", "0.01"),
+    _call("alpha-loop", "key-a", "m-loop", "p-loop", "0.10"),
+    _call("alpha-loop", "key-a", "m-loop", "p-loop", "0.10"),
+    _call("zeta-big", "key-b", "m-loop", "p-big", "1.00"),
+    _call("zeta-big", "key-b", "m-loop", "p-big", "1.00"),
+    {**_call("first-app", "key-first", "m-first", "p-first", "5.00"), "stream_key": "healthy"},
+]
+NAMED = {"app": "zeta-big", "api_key": "key-b", "model": "m-loop", "project": "p-big"}
+
+
+def test_every_view_names_the_app_stored_at_detection_and_counts_its_waste_there(
+    tmp_path: Path,
+) -> None:
+    db = planted(tmp_path, ATTRIBUTED)
+    with open_store(db, read_only=True) as store:  # decided at detection, kept with it
+        [stored] = q(store, "SELECT app, api_key, model, project, wasted_usd FROM incidents")
+    assert stored[:4] == tuple(NAMED.values())
+    wasted = stored[4]
+    assert wasted == Decimal("2.21")
+    [listed] = json.loads(run("incidents", "--db", db, "--json"))
+    assert {k: listed[k] for k in NAMED} == NAMED
+    shown = json.loads(run("show", "1", "--db", db, "--json"))
+    assert {k: shown[k] for k in NAMED} == NAMED
+    assert re.search(r"^  app +zeta-big$", run("show", "1", "--db", db), re.M)
+    assert "[zeta-big · key-b · m-loop]" in run("incidents", "--db", db)
+    [mine] = json.loads(run("incidents", "--db", db, "--app", "zeta-big", "--json"))
+    assert mine["app"] == "zeta-big"
+    assert json.loads(run("incidents", "--db", db, "--app", "first-app", "--json")) == []
+    for fmt in ("json", "md", "html"):
+        run("report", "--db", db, "-o", str(tmp_path / f"r.{fmt}"))
+    page = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert page["incidents"][0]["where"] == "zeta-big · key-b · m-loop"
+    # The spend tables count the incident's waste under the app, key and model it names.
+    named = (("by_app", "zeta-big", "first-app"), ("by_key", "key-b", "key-first"),
+             ("by_model", "m-loop", "m-first"))  # fmt: skip
+    for table, name, other in named:
+        rows = {r["name"]: r for r in page[table]}
+        assert (Decimal(str(rows[name]["wasted_usd"])), rows[name]["incidents"]) == (wasted, 1)
+        assert (rows[other]["wasted_usd"], rows[other]["incidents"]) == (0, 0), table
+    md = (tmp_path / "r.md").read_text(encoding="utf-8")
+    assert "- Where: zeta-big · key-b · m-loop" in md
+    assert "| zeta-big | 2 | $2.00 | $2.21 |" in md
+    assert "| first-app | 2 | $5.01 | $0.00 |" in md
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "<dt>Where</dt><dd>zeta-big · key-b · m-loop</dd>" in html
+    assert '<td class="name">zeta-big</td><td class="n">2</td><td class="n">$2.00</td><td ' \
+           'class="n">$2.21</td>' in html  # fmt: skip
+    run("report", "--db", db, "-o", str(tmp_path / "r.csv"))
+    assert "zeta-big,key-b,m-loop,p-big" in (tmp_path / "r.csv").read_text(encoding="utf-8")
+
+
+def test_the_incidents_of_a_store_of_format_8_are_attributed_when_it_is_upgraded(
+    tmp_path: Path,
+) -> None:
+    """A store written before incidents carried their attribution gets it when upgraded, as
+    `detect` would have decided it, so the views that read it never find it missing."""
+    db = planted(tmp_path, ATTRIBUTED)
+    con = duckdb.connect(db)
+    for column in NAMED:
+        con.execute(f"ALTER TABLE incidents DROP COLUMN {column}")
+    con.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    con.close()
+    with open_store(db) as store:  # opened for writing: upgraded
+        [stored] = q(store, "SELECT app, api_key, model, project FROM incidents")
+    assert stored == tuple(NAMED.values())
