@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,63 @@ def default_sweep(p: Policy) -> list[float]:
     return [round(stop * k / 5, 4) for k in range(1, 11)]
 
 
+@dataclass(frozen=True)
+class Stop:
+    """A guard that would have stopped an incident: how far into it (the guard's own events,
+    seconds, and dollars of its waste spent first) and the waste it would have prevented."""
+
+    policy: str
+    description: str
+    incident_id: str
+    event_id: Any  # the event it is one of (incidents sharing wasted calls are one)
+    latency_events: int
+    latency_seconds: float
+    latency_usd: float
+    waste_prevented_usd: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Stopping:
+    """The guards that would have stopped one incident (most waste prevented first, then the
+    fewest of their events into it, then by name) and those that tripped on it too late to
+    prevent anything (in the policies' order)."""
+
+    stopped_by: list[Stop] = field(default_factory=list)
+    tripped_only: list[str] = field(default_factory=list)
+
+
+def stops_by_incident(results: list[Result]) -> dict[str, Stopping]:
+    """Which guards would have stopped each incident, from the guard replay's ``results``:
+    decided here once per replay (``GuardRun.by_incident``), and read as it is by the page,
+    ``show`` and ``audit --json``."""
+    stopped: dict[str, list[Stop]] = {}
+    tripped: dict[str, list[str]] = {}
+    for r in results:
+        mine: dict[str, dict[str, Any]] = {}
+        for s in r.stopped:
+            mine.setdefault(s["incident_id"], s)
+        for iid, s in mine.items():
+            stopped.setdefault(iid, []).append(
+                Stop(r.policy, r.description, iid, s["event_id"], int(s["latency_events"]),
+                     s["latency_seconds"], s["latency_usd"], s["waste_prevented_usd"])
+            )  # fmt: skip
+        for t in r.trips:
+            late = tripped.setdefault(t.incident_id, []) if t.incident_id else None
+            if late is not None and t.incident_id not in mine and r.policy not in late:
+                late.append(r.policy)
+
+    def order(s: Stop) -> tuple[float, int, str]:
+        return (-s.waste_prevented_usd, s.latency_events, s.policy)
+
+    return {
+        iid: Stopping(sorted(stopped.get(iid, []), key=order), tripped.get(iid, []))
+        for iid in {**stopped, **tripped}
+    }
+
+
 @dataclass
 class GuardRun:
     """The backtest as the report and ``audit --json`` show it: every policy at its own
@@ -93,6 +151,16 @@ class GuardRun:
     results: list[Result]
     sweeps: dict[str, list[Result]]
     key: str | None = None  # what it was computed from (analyzer.cache), when known
+
+    @cached_property
+    def by_incident(self) -> dict[str, Stopping]:
+        """The guards that would have stopped each incident (``stops_by_incident``), decided
+        once for this replay."""
+        return stops_by_incident(self.results)
+
+    def stops(self, incident_id: str) -> Stopping:
+        """The guards that would have stopped the incident ``incident_id`` (none: empty)."""
+        return self.by_incident.get(incident_id) or Stopping()
 
     def to_json(self) -> dict[str, Any]:
         return {

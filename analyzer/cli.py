@@ -239,6 +239,9 @@ def audit(
         data = done.summary.to_json()
         data["window"] = view.window.describe(view.tz)
         data["backtest"] = [r.to_json() for r in done.guards.results]
+        for inc in data["incidents"]:  # the guards that would have stopped it, as `show` has
+            stops = done.guards.stops(inc["incident_id"]).stopped_by
+            inc["stopped_by"] = [s.to_json() for s in stops]
         data["ingested"] = [r.to_dict() for r in done.reports]
         print_json(data)
     elif output != "-":

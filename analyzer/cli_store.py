@@ -382,7 +382,7 @@ def show_command(
                      for k, v in vars(c).items()}
                     for c in shown_inc.calls
                 ],
-                "stopped_by": shown_inc.stopped_by,
+                "stopped_by": [s.to_json() for s in shown_inc.stopped_by],
                 "parent": shown_inc.parent.to_json() if shown_inc.parent else None,
             }
         )  # fmt: skip

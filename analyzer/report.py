@@ -200,19 +200,13 @@ def _guards(run: GuardRun, incidents: list[IncidentRow]) -> Guards:
         )
         for r in run.results
     ]
-    per_incident = []
-    for inc in incidents:
-        hits = [
-            (r.policy, s["latency_events"], s["waste_prevented_usd"])
-            for r in run.results
-            for s in r.stopped
-            if s["incident_id"] == inc.incident_id
-        ]
-        if inc.severity in ("medium", "high"):
-            per_incident.append(
-                IncidentGuards(inc.rank, inc.detector, inc.wasted_usd,
-                               sorted(hits, key=lambda h: (-h[2], h[1], h[0])))
-            )  # fmt: skip
+    per_incident = [
+        IncidentGuards(inc.rank, inc.detector, inc.wasted_usd,
+                       [(s.policy, s.latency_events, s.waste_prevented_usd)
+                        for s in run.stops(inc.incident_id).stopped_by])
+        for inc in incidents
+        if inc.severity in ("medium", "high")
+    ]  # fmt: skip
     variants = run.variants()
     sweep: dict[str, list[tuple[float, float, int, float]]] = {}
     for name, stop, r in variants:

@@ -10,7 +10,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from analyzer.backtest import GuardRun
+from analyzer.backtest import GuardRun, Stop, Stopping
 from analyzer.console import severity, strong
 from analyzer.detect import Detector, load_incidents
 from analyzer.errors import ForensicsError
@@ -47,10 +47,13 @@ class Shown:
     calls: list[ShownCall]
     calls_left_out: int
     detector: Detector | None
-    stopped_by: list[dict[str, Any]] = field(default_factory=list)
-    tripped_only: list[str] = field(default_factory=list)  # guards that tripped, nothing saved
+    guards: Stopping = field(default_factory=Stopping)  # the replay's (``GuardRun.stops``)
     run: Verdict | None = None  # how the incident's run ended, where its log says
     parent: Parent | None = None  # the session its session was forked from, or a sub-agent of
+
+    @property
+    def stopped_by(self) -> list[Stop]:
+        return self.guards.stopped_by
 
 
 def find(store: Store, ident: str) -> Incident:
@@ -107,15 +110,6 @@ def gather(
         {"ids": ids, "iid": inc.incident_id},
     ).fetchall()
     calls = [ShownCall(*r) for r in rows]
-    stopped: list[dict[str, Any]] = []
-    tripped: list[str] = []
-    for r in guards.results if guards else []:
-        mine = [s for s in r.stopped if s["incident_id"] == inc.incident_id]
-        if mine:
-            stopped.append({"policy": r.policy, "description": r.description, **mine[0]})
-        elif any(t.incident_id == inc.incident_id for t in r.trips):
-            tripped.append(r.policy)
-    stopped.sort(key=lambda s: (-s["waste_prevented_usd"], s["latency_events"]))
     runs = verdicts(store, [inc.session_id]) if inc.session_id else {}
     links = parents(store, [inc.session_id]) if inc.session_id else {}
     return Shown(
@@ -123,8 +117,7 @@ def gather(
         calls=calls,
         calls_left_out=left_out,
         detector=next((d for d in detectors if d.name == inc.detector), None),
-        stopped_by=stopped,
-        tripped_only=tripped,
+        guards=guards.stops(inc.incident_id) if guards else Stopping(),
         run=runs.get(inc.session_id or ""),
         parent=links.get(inc.session_id or ""),
     )
@@ -270,13 +263,15 @@ def _guards(s: Shown, width: int) -> list[str]:
         )
     for g in s.stopped_by:
         text = (
-            f"{g['policy']}: after {g['latency_events']:,} of its events "
-            f"({g['latency_seconds']:,.0f} s, {money(g['latency_usd'])} wasted first), "
-            f"prevents {money(g['waste_prevented_usd'])}"
+            f"{g.policy}: after {g.latency_events:,} of its events "
+            f"({g.latency_seconds:,.0f} s, {money(g.latency_usd)} wasted first), "
+            f"prevents {money(g.waste_prevented_usd)}"
         )
         out += wrap(text, width, "  ")
-    if s.tripped_only:
+    if s.guards.tripped_only:
         out += wrap(
-            "tripped too late to prevent anything: " + ", ".join(s.tripped_only), width, "  "
+            "tripped too late to prevent anything: " + ", ".join(s.guards.tripped_only),
+            width,
+            "  ",
         )
     return out

@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 from click.testing import CliRunner
 
 from analyzer.cli import cli
 from analyzer.store import open_store
-from tests.helpers import fill_calls, insert, q
+from tests.helpers import SAMPLE_DATA, fill_calls, insert, q
 
 # A detector of the test's own (``--queries``): every call of a stream of three calls or more
 # is waste, from the stream's first call to its last.
@@ -132,3 +133,44 @@ def test_the_incidents_of_a_store_of_format_8_are_attributed_when_it_is_upgraded
     with open_store(db) as store:  # opened for writing: upgraded
         [stored] = q(store, "SELECT app, api_key, model, project FROM incidents")
     assert stored == tuple(NAMED.values())
+
+
+# -- the guards that would have stopped an incident ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("one")
+    db = str(out / "s.duckdb")
+    audit = json.loads(run("audit", str(SAMPLE_DATA), "--db", db, "-o", str(out / "r.json"),
+                           "--json"))  # fmt: skip
+    page = json.loads((out / "r.json").read_text(encoding="utf-8"))
+    return {"db": db, "audit": audit, "page": page, "dir": out}
+
+
+def test_the_guards_that_stop_an_incident_are_one_list_in_every_view(
+    sample: dict[str, Any],
+) -> None:
+    """The page, ``show`` (text and JSON) and ``audit --json`` list the same guards for an
+    incident, in the same order (most waste prevented first, then the fewest events, then by
+    name: on the sample, guards tie)."""
+    audit = {i["number"]: i for i in sample["audit"]["incidents"]}
+    checked = 0
+    for row in sample["page"]["guards"]["incidents"]:
+        n = row["rank"]
+        on_page = [(p, latency, prevented) for p, latency, prevented in row["stopped_by"]]
+        shown = json.loads(run("show", str(n), "--db", sample["db"], "--json"))["stopped_by"]
+        in_show = [(s["policy"], s["latency_events"], s["waste_prevented_usd"]) for s in shown]
+        assert in_show == on_page, n
+        in_audit = audit[n]["stopped_by"]
+        assert [(s["policy"], s["latency_events"], s["waste_prevented_usd"])
+                for s in in_audit] == on_page, n  # fmt: skip
+        text = run("show", str(n), "--db", sample["db"])
+        guards = text[text.index("Guards that would have stopped it") :]
+        named = re.findall(r"^  ([a-z0-9_]+): after", guards, re.M)
+        assert named == [p for p, _, _ in on_page], n
+        checked += bool(on_page)
+    assert checked >= 2
+    # An incident no guard stops says so the same way everywhere.
+    quiet = [i for i in sample["audit"]["incidents"] if not i["stopped_by"]]
+    assert quiet and all(isinstance(i["stopped_by"], list) for i in quiet)
