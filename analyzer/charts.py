@@ -12,7 +12,10 @@ import io
 import re
 from collections.abc import Sequence
 from datetime import date
+from decimal import Decimal
 from typing import Any
+
+from analyzer.formatting import money
 
 _STYLE = {
     "svg.hashsalt": "llm-forensics",
@@ -117,9 +120,10 @@ def daily_spend(
         return _svg(fig)
 
 
-def waste_by(labels: Sequence[str], values: Sequence[float], title: str) -> str:
-    """Horizontal bars: wasted dollars by detector (or model), each labelled with its amount,
-    so that $0.02 next to $10 is still seen."""
+def waste_by(labels: Sequence[str], values: Sequence[Decimal | float], title: str) -> str:
+    """Horizontal bars: wasted dollars by detector (or model), each labelled with its amount
+    (an exact ``Decimal`` is printed as it is; only the bars are drawn in floats), so that
+    $0.02 next to $10 is still seen."""
     plt = _plt()
     with plt.rc_context(_STYLE):
         height = 0.5 + 0.3 * max(len(labels), 1)
@@ -128,11 +132,12 @@ def waste_by(labels: Sequence[str], values: Sequence[float], title: str) -> str:
         label_in = 0.068 * max((len(x) for x in labels), default=0)
         fig, ax = plt.subplots(figsize=(max(3.5, 7.0 - label_in), height))
         ys = list(range(len(labels)))[::-1]
-        bars = ax.barh(ys, values, color=WASTE)
+        widths = [float(v) for v in values]
+        bars = ax.barh(ys, widths, color=WASTE)
         _marks(list(bars))
-        top = max(values) if values else 1.0
-        for y, v in zip(ys, values, strict=True):
-            ax.text(v + top * 0.01, y, f"${v:,.2f}", va="center", fontsize=9, color=INK)
+        top = max(widths) if widths else 1.0
+        for y, w, v in zip(ys, widths, values, strict=True):
+            ax.text(w + top * 0.01, y, money(v), va="center", fontsize=9, color=INK)
         ax.set_xlim(0, top * 1.18 or 1)
         ax.set_yticks(ys, labels=list(labels))
         ax.set_xlabel("wasted USD")

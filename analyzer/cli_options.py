@@ -3,7 +3,6 @@ bundle hands the command what it means (``IngestOptions``, a checked detector ``
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ import duckdb
 from analyzer.console import set_quiet, set_verbose
 from analyzer.detect import ParamError, Selection, select
 from analyzer.errors import ForensicsError
-from analyzer.formatting import SEVERITIES, money, severity_rank
+from analyzer.formatting import SEVERITIES, json_text, money, severity_rank
 from analyzer.guards import Policy, all_policies
 from analyzer.incident import Incident
 from analyzer.ingest import format_names
@@ -360,7 +359,8 @@ def failing(incidents: list[Incident], fail_on: str | None, fail_on_waste: float
 
 
 def print_json(data: object) -> None:
-    click.echo(json.dumps(data, indent=2, default=str))
+    """``data`` as JSON on stdout; money (a ``Decimal``) as a number with all its digits."""
+    click.echo(json_text(data))
 
 
 def output_format(output: str, fmt: str | None) -> str:

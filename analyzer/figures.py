@@ -6,6 +6,7 @@ between waste prevented and false trips."""
 from __future__ import annotations
 
 from datetime import date, timedelta
+from decimal import Decimal
 
 from analyzer import charts
 from analyzer.report_model import IncidentSection, Report
@@ -31,7 +32,9 @@ def draw(report: Report) -> None:
     by_model = [b for b in report.by_model if b.wasted_usd > 0]
     if by_model:
         report.charts["by_model"] = charts.waste_by(
-            [b.name for b in by_model], [b.wasted_usd for b in by_model], "Wasted USD by model"
+            [b.name for b in by_model],
+            [b.wasted_usd for b in by_model],
+            "Wasted USD by model",
         )
     g = report.guards
     if g is not None and any(p[1] > 0 for pts in g.sweep.values() for p in pts):
@@ -65,20 +68,20 @@ def _incident_chart(section: IncidentSection) -> None:
 
 
 def _periods(
-    rows: list[tuple[str, float, float]],
+    rows: list[tuple[str, Decimal, Decimal]],
 ) -> tuple[str, list[date], list[float], list[float]]:
     """Spend and waste per day, or summed per week (from Monday) or month when the period is
-    long."""
+    long (summed exactly; floats only for drawing)."""
     days = [date.fromisoformat(d) for d, _, _ in rows]
     span = (days[-1] - days[0]).days + 1
     if span <= DAYS_AS_DAYS:
-        return "day", days, [s for _, s, _ in rows], [w for _, _, w in rows]
+        return "day", days, [float(s) for _, s, _ in rows], [float(w) for _, _, w in rows]
     unit = "week" if span <= DAYS_AS_WEEKS else "month"
-    sums: dict[date, list[float]] = {}
+    sums: dict[date, list[Decimal]] = {}
     for d, (_, s, w) in zip(days, rows, strict=True):
         key = d - timedelta(days=d.weekday()) if unit == "week" else d.replace(day=1)
-        acc = sums.setdefault(key, [0.0, 0.0])
+        acc = sums.setdefault(key, [Decimal(0), Decimal(0)])
         acc[0] += s
         acc[1] += w
     keys = sorted(sums)
-    return unit, keys, [sums[k][0] for k in keys], [sums[k][1] for k in keys]
+    return unit, keys, [float(sums[k][0]) for k in keys], [float(sums[k][1]) for k in keys]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import secrets
 import textwrap
 from datetime import datetime
 from decimal import Decimal
@@ -42,33 +44,94 @@ def iso_seconds(ts: datetime | None) -> str | None:
     return None if ts is None else ts.isoformat(timespec="seconds") + "Z"
 
 
+def _exact(usd: Decimal | float) -> Decimal:
+    """An amount to print: a ``Decimal`` as it is; a float (the guard replay's figures, rounded
+    to 10 places) as the decimal it is written as, so that it rounds as that amount would and
+    not as its binary neighbour does (0.165 is 0.16500000000000000777 in binary)."""
+    return Decimal(repr(usd)) if isinstance(usd, float) else Decimal(usd)
+
+
 def money(usd: Decimal | float | None) -> str:
-    """Dollars to the cent, with thousands separators (``–`` when there is no figure).
+    """Dollars to the cent, with thousands separators (``–`` when there is no figure); an exact
+    half cent goes to the even cent, as ``Decimal`` rounds, whatever type the amount has.
 
     >>> money(Decimal("1234.5")), money(None), money(-0.014)
     ('$1,234.50', '–', '-$0.01')
+    >>> money(Decimal("0.165")), money(0.165), money(Decimal("0.175"))
+    ('$0.16', '$0.16', '$0.18')
     """
     if usd is None:
         return "–"
+    usd = _exact(usd)
     text = f"${abs(usd):,.2f}"
     return "-" + text if usd < 0 and text != "$0.00" else text
 
 
 def cost(usd: Decimal | float | None) -> str:
     """A call's dollars with enough digits to be non-zero: cents from a dime up, four
-    decimals below, and two significant digits below a hundredth of a cent.
+    decimals below, and two significant digits below a hundredth of a cent, rounded as
+    ``money`` rounds (the exact amount, half to even).
 
     >>> cost(6.16), cost(0.28), cost(0.0041), cost(0.00000412), cost(0), cost(-0.0005)
     ('$6.16', '$0.28', '$0.0041', '$0.0000041', '$0.00', '-$0.0005')
+    >>> cost(Decimal("0.00125")), cost(0.00125), cost(Decimal("0.00135"))
+    ('$0.0012', '$0.0012', '$0.0014')
     """
     if usd is None:
         return "–"
-    x = abs(float(usd))
+    usd = _exact(usd)
+    x = abs(float(usd))  # only to choose the places
     if x == 0 or x >= 0.1:
         return money(usd)
     places = 4 if x >= 0.0001 else 1 - math.floor(math.log10(x))
-    text = f"${x:,.{places}f}"
+    text = f"${abs(usd):,.{places}f}"
     return "-" + text if usd < 0 else text
+
+
+def number(usd: Decimal) -> str:
+    """An exact amount as a JSON number: all its digits, fixed-point, no trailing zeros (but
+    one after the point, as a float is written).
+
+    >>> number(Decimal("6.1600000000")), number(Decimal(0)), number(Decimal("1E-11"))
+    ('6.16', '0.0', '0.00000000001')
+    >>> number(Decimal("10000000.1649999999"))
+    '10000000.1649999999'
+    """
+    if not usd.is_finite():
+        return "null"
+    text = format(usd, "f")
+    if "." not in text:
+        return text + ".0"
+    text = text.rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
+def json_text(data: Any, indent: int | None = 2) -> str:
+    """``data`` as JSON, written as ``json.dumps(data, indent=indent, default=str)`` writes
+    it, except that a ``Decimal`` (money) is a number with all its digits (``number``), never
+    rounded through a float.
+
+    >>> json_text({"usd": Decimal("0.1000000001"), "n": [1, 0.5, "x"]}, indent=None)
+    '{"usd": 0.1000000001, "n": [1, 0.5, "x"]}'
+    """
+    marks: dict[str, str] = {}
+    nonce = secrets.token_hex(8)
+
+    def marked(value: Any) -> Any:
+        if isinstance(value, Decimal):
+            mark = f"\x00{nonce}:{len(marks)}\x00"
+            marks[json.dumps(mark)] = number(value)
+            return mark
+        if isinstance(value, dict):
+            return {k: marked(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [marked(v) for v in value]
+        return value
+
+    text = json.dumps(marked(data), indent=indent, default=str)
+    if not marks:
+        return text
+    return re.sub(r'"\\u0000[0-9a-f]{16}:\d+\\u0000"', lambda m: marks.get(m[0], m[0]), text)
 
 
 def label(key: str) -> str:

@@ -78,7 +78,8 @@ class Incident:
         return " · ".join(printable(p) for p in parts if p) or "(no app, key or model)"
 
     def to_json(self) -> dict[str, Any]:
-        """As ``audit --json`` and ``detect --json`` print it (ISO times, dollars as a number)."""
+        """As ``audit --json`` and ``detect --json`` print it: ISO times, dollars exact (a
+        ``Decimal``, which ``formatting.json_text`` writes as a number with all its digits)."""
         return {
             "number": self.number,
             "incident_id": self.incident_id,
@@ -91,7 +92,7 @@ class Incident:
             "n_calls": self.n_calls,
             "first_call_id": self.first_call_id,
             "last_call_id": self.last_call_id,
-            "wasted_usd": float(self.wasted_usd),
+            "wasted_usd": self.wasted_usd,
             "wasted_tokens": self.wasted_tokens,
             "cost_basis": self.cost_basis,
             "summary": self.summary,

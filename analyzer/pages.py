@@ -19,7 +19,7 @@ from markupsafe import Markup, escape
 
 from analyzer import cache
 from analyzer.errors import ForensicsError
-from analyzer.formatting import cost, money
+from analyzer.formatting import cost, json_text, money, number
 from analyzer.resources import resource_dir
 from analyzer.store import Store
 from analyzer.summary import Summary
@@ -99,9 +99,16 @@ def _times(text: Any) -> Markup:
     return Markup(_TIME.sub(lambda m: f'<span class="ts">{m.group(0)}</span>', escaped))
 
 
-def _money(x: float | None) -> str:
+def _money(x: Decimal | float | None) -> str:
     """Dollars to the cent, but never ``$0.00`` for an amount that is not zero."""
-    return cost(x) if x and abs(x) < 0.005 else money(x)
+    return cost(x) if x and abs(float(x)) < 0.005 else money(x)  # (the float only chooses)
+
+
+def _exact(x: Decimal | float | None) -> str:
+    """An amount as a machine reads it (an attribute): all its digits; nothing for none."""
+    if x is None:
+        return ""
+    return number(x) if isinstance(x, Decimal) else str(x)
 
 
 def _when(x: str | None) -> str:
@@ -212,7 +219,7 @@ def md_env() -> jinja2.Environment:
 
 def render(report: Report, fmt: str) -> str:
     if fmt == "json":
-        return json.dumps(report.to_json(), indent=2, default=str) + "\n"
+        return json_text(report.to_json()) + "\n"
     if fmt == "md":
         return md_env().get_template("report.md.j2").render(r=report)
     css = (resource_dir("reports") / "report.css").read_text(encoding="utf-8")

@@ -69,8 +69,8 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _f(x: Decimal | float | None) -> float:
-    return float(x or 0)
+def _d(x: Decimal | None) -> Decimal:
+    return Decimal(x or 0)
 
 
 def _breakdown(store: Store, column: str, top: int) -> list[Breakdown]:
@@ -90,7 +90,7 @@ def _breakdown(store: Store, column: str, top: int) -> list[Breakdown]:
             ORDER BY 4 DESC, 3 DESC, 1 LIMIT ?""",
         [top],
     ).fetchall()
-    return [Breakdown(_clean(str(n)), int(c), _f(u), _f(w), int(k)) for n, c, u, w, k in rows]
+    return [Breakdown(_clean(str(n)), int(c), _d(u), _d(w), int(k)) for n, c, u, w, k in rows]
 
 
 def incidents_calls(store: Store, incs: list[Incident]) -> dict[str, list[tuple[Any, ...]]]:
@@ -154,7 +154,7 @@ def _call_rows(rows: list[tuple[Any, ...]]) -> tuple[list[CallRow], int]:
             ot,
             fr,
             rk,
-            None if cost is None else float(cost),
+            cost,
             basis,
             status,
             events,
@@ -227,7 +227,7 @@ def _runs(store: Store, by_outcome: dict[str, int]) -> Runs | None:
             outcome=v.outcome,
             exit_status=_clean(v.exit_status),
             calls=v.calls,
-            stated_usd=None if v.reported_cost_usd is None else float(v.reported_cost_usd),
+            stated_usd=v.reported_cost_usd,
             said=_clean(v.describe()),
         )
         for v in verdicts(store).values()
@@ -281,8 +281,7 @@ def build_report(
         if summary.period_start and summary.period_end
         else 0.0
     )
-    total = float(summary.total_usd)
-    wasted = float(summary.wasted_usd)
+    total, wasted = summary.total_usd, summary.wasted_usd
     headline = Headline(
         period_start=iso_seconds(summary.period_start),
         period_end=iso_seconds(summary.period_end),
@@ -290,11 +289,11 @@ def build_report(
         calls=summary.calls,
         total_usd=total,
         wasted_usd=wasted,
-        wasted_share=(wasted / total) if total else 0.0,
+        wasted_share=float(wasted / total) if total else 0.0,
         incidents=len(summary.incidents),
         incidents_by_severity=severities,
         calls_by_cost_basis=summary.calls_by_basis,
-        usd_by_cost_basis={k: float(v) for k, v in summary.usd_by_basis.items()},
+        usd_by_cost_basis=dict(summary.usd_by_basis),
         unpriced_calls=unpriced,
         calls_without_time=summary.calls_without_time,
         unpriced_models=summary.unpriced_models,
@@ -314,9 +313,9 @@ def build_report(
            SELECT d, coalesce(s.usd, 0), coalesce(w.usd, 0)
            FROM spend s FULL JOIN waste w USING (d) ORDER BY d"""
     ).fetchall()
-    day_rows = [(d.isoformat(), _f(s), _f(w)) for d, s, w in daily]
+    day_rows = [(d.isoformat(), _d(s), _d(w)) for d, s, w in daily]
     by_detector = [
-        Breakdown(_clean(str(n)), 0, 0.0, _f(w), int(k))
+        Breakdown(_clean(str(n)), 0, Decimal(0), _d(w), int(k))
         for n, w, k in store.con.execute(
             """SELECT detector, sum(wasted_usd), count(*) FROM incidents
                GROUP BY 1 ORDER BY 2 DESC, 3 DESC, 1"""
@@ -333,7 +332,7 @@ def build_report(
             stream_key=_clean(i.stream_key),
             session_id=_clean(i.session_id),
             n_calls=i.n_calls,
-            wasted_usd=float(i.wasted_usd),
+            wasted_usd=i.wasted_usd,
             cost_basis=i.cost_basis,
             summary=_clean(i.summary),
             first_call_id=_clean(i.first_call_id),

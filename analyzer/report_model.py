@@ -1,9 +1,12 @@
 """The report's content as small typed objects: what ``analyzer.report`` computes from the store
-and the templates in ``reports/`` lay out (no SQL in templates)."""
+and the templates in ``reports/`` lay out (no SQL in templates). Money from the store is an
+exact ``Decimal`` up to the printed text (the guards' figures are the replay's, rounded to 10
+places)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
+from decimal import Decimal
 from typing import Any
 
 from analyzer.reconcile import BillRow, BillTotals, Totals, Unit
@@ -17,13 +20,13 @@ class Headline:
     period_end: str | None
     days: float
     calls: int
-    total_usd: float
-    wasted_usd: float
+    total_usd: Decimal
+    wasted_usd: Decimal
     wasted_share: float
     incidents: int
     incidents_by_severity: dict[str, int]
     calls_by_cost_basis: dict[str, int]
-    usd_by_cost_basis: dict[str, float]
+    usd_by_cost_basis: dict[str, Decimal]
     unpriced_calls: int
     calls_without_time: int = 0
     unpriced_models: dict[str, int] = field(default_factory=dict)
@@ -39,8 +42,8 @@ class Headline:
 class Breakdown:
     name: str
     calls: int
-    usd: float
-    wasted_usd: float
+    usd: Decimal
+    wasted_usd: Decimal  # of the incidents attributed to it (``Incident.app`` and so on)
     incidents: int
 
 
@@ -55,7 +58,7 @@ class IncidentRow:
     stream_key: str | None
     session_id: str | None
     n_calls: int
-    wasted_usd: float
+    wasted_usd: Decimal
     cost_basis: str | None
     summary: str
     first_call_id: str | None
@@ -81,7 +84,7 @@ class CallRow:
     output_tokens: int | None
     finish_reason: str | None
     response_kind: str | None
-    cost_usd: float | None
+    cost_usd: Decimal | None
     cost_basis: str | None = None
     http_status: int | None = None
     event_count: int | None = None
@@ -108,7 +111,7 @@ class RunRow:
     outcome: str | None
     exit_status: str | None
     calls: int
-    stated_usd: float | None
+    stated_usd: Decimal | None
     said: str  # the verdict in words
 
 
@@ -165,8 +168,9 @@ class GuardRow:
 class IncidentGuards:
     rank: int
     detector: str
-    wasted_usd: float
-    stopped_by: list[tuple[str, int, float]]  # (policy, latency in calls, waste prevented)
+    wasted_usd: Decimal
+    # (policy, latency in its events, waste prevented), as ``GuardRun.stops`` orders them
+    stopped_by: list[tuple[str, int, float]]
 
 
 @dataclass
@@ -243,7 +247,7 @@ class Report:
     title: str
     version: str
     headline: Headline
-    days: list[tuple[str, float, float]]  # (date, spend, wasted)
+    days: list[tuple[str, Decimal, Decimal]]  # (date, spend, wasted)
     by_detector: list[Breakdown]
     by_model: list[Breakdown]
     by_app: list[Breakdown]

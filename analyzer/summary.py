@@ -70,10 +70,12 @@ class Summary:
     figures: UsageRow | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """As ``audit --json`` prints it: dollars exact (``Decimal``, written as numbers with
+        all their digits by ``formatting.json_text``)."""
+
         def rows(items: list[SpendRow]) -> list[dict[str, Any]]:
             return [
-                {"name": r.name, "calls": r.calls, "usd": float(r.usd), "share": r.share}
-                for r in items
+                {"name": r.name, "calls": r.calls, "usd": r.usd, "share": r.share} for r in items
             ]
 
         return {
@@ -83,10 +85,10 @@ class Summary:
             },
             "calls": self.calls,
             "calls_without_time": self.calls_without_time,
-            "total_usd": float(self.total_usd),
-            "wasted_usd": float(self.wasted_usd),
+            "total_usd": self.total_usd,
+            "wasted_usd": self.wasted_usd,
             "calls_by_cost_basis": self.calls_by_basis,
-            "usd_by_cost_basis": {b: float(u) for b, u in self.usd_by_basis.items()},
+            "usd_by_cost_basis": dict(self.usd_by_basis),
             "unpriced_models": self.unpriced_models,
             "unpriced_without_tokens": self.untokened,
             "unpriced_bill_rows": self.unbilled,

@@ -95,8 +95,8 @@ class UsageRow:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"key": self.key, "calls": self.calls}
         out.update({t: getattr(self, t) for t in TOKENS})
-        out["usd"] = float(self.total_usd)
-        out.update({f"usd_{b}": float(self.usd.get(b, 0)) for b in BASES})
+        out["usd"] = self.total_usd  # exact: written as a number with all its digits
+        out.update({f"usd_{b}": Decimal(self.usd.get(b, 0)) for b in BASES})
         out["unpriced_calls"] = self.unpriced_calls
         out["calls_by_cost_basis"] = self.calls_by_basis
         out["placeholder_output"] = self.placeholder_json()

@@ -88,9 +88,7 @@ class Verdict:
         return text + ("; " + "; ".join(facts) if facts else "")
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {c: getattr(self, c) for c in _COLUMNS}
-        for key in ("reported_cost_usd", "cost_limit_usd"):
-            out[key] = None if out[key] is None else float(out[key])
+        out: dict[str, Any] = {c: getattr(self, c) for c in _COLUMNS}  # dollars exact
         out["calls"] = self.calls
         return out
 

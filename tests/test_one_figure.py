@@ -174,3 +174,46 @@ def test_the_guards_that_stop_an_incident_are_one_list_in_every_view(
     # An incident no guard stops says so the same way everywhere.
     quiet = [i for i in sample["audit"]["incidents"] if not i["stopped_by"]]
     assert quiet and all(isinstance(i["stopped_by"], list) for i in quiet)
+
+
+# -- money: exact from the store to the printed text -----------------------------------------
+
+# Three wasted calls of 1e-10 precision that add up to exactly half a cent over 16 cents, and
+# a large healthy call: float(0.165) is 0.16500000000000000777, printed "$0.17", where the exact
+# amount rounds (half to even, as Decimal does) to "$0.16"; and the total, 10,000,000.1649999999,
+# has more digits than a float keeps (10000000.165).
+EXACT = [
+    {"cost_usd": "0.0550000001", "cost_basis": "estimated", "app": "a"},
+    {"cost_usd": "0.0549999999", "cost_basis": "estimated", "app": "a"},
+    {"cost_usd": "0.0550000000", "cost_basis": "estimated", "app": "a"},
+    {"cost_usd": "9999999.9999999999", "cost_basis": "estimated", "app": "b",
+     "stream_key": "big"},
+]  # fmt: skip
+WASTED = Decimal("0.165")
+TOTAL = Decimal("10000000.1649999999")
+
+
+def test_money_is_exact_from_the_store_to_every_printed_figure(tmp_path: Path) -> None:
+    db = planted(tmp_path, EXACT)
+    for fmt in ("json", "md", "html"):
+        run("report", "--db", db, "-o", str(tmp_path / f"r.{fmt}"))
+    page = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"), parse_float=Decimal)
+    assert page["headline"]["wasted_usd"] == WASTED
+    assert page["headline"]["total_usd"] == TOTAL
+    assert page["incidents"][0]["wasted_usd"] == WASTED
+    assert {r["name"]: r["usd"] for r in page["by_app"]} == {"b": Decimal("9999999.9999999999"),
+                                                             "a": WASTED}  # fmt: skip
+    [listed] = json.loads(run("incidents", "--db", db, "--json"), parse_float=Decimal)
+    assert listed["wasted_usd"] == WASTED
+    usage = json.loads(run("usage", "daily", "--db", db, "--json"), parse_float=Decimal)
+    assert usage["totals"]["usd"] == TOTAL
+    # Printed to the cent, every view rounds the same exact amount the same way.
+    assert "Incidents (1, $0.16 wasted)" in run("incidents", "--db", db)
+    assert "$0.16 wasted" in run("show", "1", "--db", db)
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert re.search(r'id="wasted-usd">([^<]*)<', html).group(1) == "$0.16"  # type: ignore[union-attr]
+    assert re.search(r'id="total-usd">([^<]*)<', html).group(1) == "$10,000,000.16"  # type: ignore[union-attr]
+    assert "$0.17" not in html
+    md = (tmp_path / "r.md").read_text(encoding="utf-8")
+    assert "$0.16 wasted" in md and "$0.17" not in md
+    assert "$10,000,000.16" in run("usage", "daily", "--db", db)
