@@ -83,12 +83,6 @@ def html_env() -> jinja2.Environment:
     return env
 
 
-def _exact(usd: Decimal | None) -> str:
-    """Exact dollars as fixed-point text (a ``data-usd`` attribute), as ``--json`` writes them;
-    empty when there is no figure."""
-    return "" if usd is None else format(usd, "f")
-
-
 _TIME = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:\.\d+)?)?Z?")
 
 

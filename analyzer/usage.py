@@ -79,8 +79,8 @@ class UsageRow:
             "calls": self.placeholder_calls,
             "output_tokens_logged": self.placeholder_output,
             "output_tokens_estimated": self.placeholder_estimate,
-            "usd_at_logged_output": float(self.placeholder_logged_usd),
-            "usd_at_estimated_output": float(self.placeholder_usd),
+            "usd_at_logged_output": self.placeholder_logged_usd,
+            "usd_at_estimated_output": self.placeholder_usd,
             "lower_bound_calls": self.placeholder_floors,
         }
 

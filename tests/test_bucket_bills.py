@@ -47,6 +47,11 @@ def rows(db: Path, sql: str) -> list[tuple[object, ...]]:
         return store.con.execute(sql).fetchall()
 
 
+def exact(usd: object) -> Decimal | None:
+    """An amount as the page or --json writes it (all its digits, trailing zeros or not)."""
+    return None if usd in (None, "") else Decimal(str(usd))
+
+
 def run(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(cli, list(args), env={"COLUMNS": "130", "NO_COLOR": "1"})
     return result.exit_code, result.output
@@ -505,7 +510,7 @@ def test_the_page_shows_the_bills_and_their_reconciliation(billed_store: dict[st
         assert text[4:8] == [f"{want[k]:,}" for k in ("input", "cache_write", "cache_read",
                                                         "output")]  # fmt: skip
         for cell, key in ((row[8], "billed_usd"), (row[9], "estimate_usd")):
-            assert cell[1]["data-usd"] == (want[key] or ""), key  # the same text as --json
+            assert exact(cell[1]["data-usd"]) == exact(want[key]), key  # --json's amount
     [total] = table["tfoot"]
     assert total[0][0] == "Total"
     assert Decimal(str(total[8][1]["data-usd"])) == sum(
@@ -526,11 +531,11 @@ def test_the_page_shows_the_bills_and_their_reconciliation(billed_store: dict[st
                                                want["status"])  # fmt: skip
         for cell, key in ((row[3], "billed_usd"), (row[5], "logged_usd"),
                           (row[7], "unexplained_usd")):  # fmt: skip
-            assert cell[1]["data-usd"] == want[key], key
+            assert exact(cell[1]["data-usd"]) == exact(want[key]), key
     assert [u["status"] for u in rec["units"]] == ["explained", "partly", "no log", "unpriced"]
     [total] = table["tfoot"]
     t = rec["totals"]
-    assert total[3][1]["data-usd"] == t["billed_usd"]
+    assert exact(total[3][1]["data-usd"]) == exact(t["billed_usd"])
     assert Decimal(str(total[5][1]["data-usd"])) == (
         Decimal(t["explained_usd"]) + Decimal(t["logs_beyond_bill_usd"])
     )

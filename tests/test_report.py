@@ -227,7 +227,8 @@ def test_ten_thousand_incidents_stay_under_ten_megabytes(tmp_path: Path) -> None
         store.con.execute(
             """INSERT INTO incidents (incident_id, detector, severity, stream_key, session_id,
                                       start_ts, end_ts, n_calls, first_call_id, last_call_id,
-                                      wasted_usd, wasted_tokens, cost_basis, summary, evidence)
+                                      wasted_usd, wasted_tokens, cost_basis, summary, evidence,
+                                      app, api_key, model, project)
                SELECT 'x:' || i, 'constant_input_low_output', 'high', 'key|app|user|model',
                       'session-' || i, TIMESTAMP '2025-12-13 06:00:00' + INTERVAL (i) SECOND,
                       TIMESTAMP '2025-12-13 06:01:00' + INTERVAL (i) SECOND, 22,
