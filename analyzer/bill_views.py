@@ -3,12 +3,11 @@ says per bucket and model) and ``usage reconcile`` (how much of it the logs expl
 
 from __future__ import annotations
 
-import csv
 import io
 from datetime import datetime, timedelta
 
 from analyzer.console import strong
-from analyzer.formatting import cut, money, printable, wrap
+from analyzer.formatting import CsvOut, cut, money, printable, wrap
 from analyzer.reconcile import BillRow, Totals, Unit, bill_totals
 
 PROVIDERS = {"anthropic": "Anthropic", "openai": "OpenAI"}
@@ -149,7 +148,7 @@ def render_reconcile(units: list[Unit], t: Totals, width: int = 100) -> str:
 
 def reconcile_csv(units: list[Unit]) -> str:
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = CsvOut(buf)
     fields = list(units[0].to_json()) if units else ["provider", "start", "end", "model"]
     w.writerow(fields)
     for u in units:
@@ -159,7 +158,7 @@ def reconcile_csv(units: list[Unit]) -> str:
 
 def bills_csv(rows: list[BillRow]) -> str:
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = CsvOut(buf)
     fields = list(rows[0].to_json()) if rows else ["provider", "start", "end", "model"]
     w.writerow(fields)
     for r in rows:

@@ -33,7 +33,7 @@ from analyzer.cli_options import (
     report_options,
     view_options,
 )
-from analyzer.console import note, out, verbose, width
+from analyzer.console import note, out, safe_line, verbose, width
 from analyzer.detect import Selection, load_incidents
 from analyzer.errors import NOT_ALL_READ_EXIT, ForensicsError, Interrupted
 from analyzer.incident import Incident
@@ -50,7 +50,7 @@ class ForensicsGroup(click.Group):
         try:
             return super().invoke(ctx)
         except Interrupted as exc:  # Ctrl-C while a file was loading: say which
-            click.echo(str(exc), err=True)
+            click.echo(safe_line(str(exc)), err=True)
             ctx.exit(exc.exit_code)
         except (KeyboardInterrupt, duckdb.InterruptException):
             click.echo("interrupted: the step under way was not stored", err=True)
@@ -58,7 +58,7 @@ class ForensicsGroup(click.Group):
         except ForensicsError as exc:
             if ctx.meta.get("lf.traceback"):
                 raise
-            click.echo(f"Error: {exc}", err=True)
+            click.echo(safe_line(f"Error: {exc}"), err=True)
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
             raise
@@ -68,7 +68,7 @@ class ForensicsGroup(click.Group):
             if ctx.meta.get("lf.traceback"):
                 raise
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            click.echo(f"Error: database: {first}", err=True)
+            click.echo(safe_line(f"Error: database: {first}"), err=True)
             ctx.exit(3)
         except Exception as exc:
             if isinstance(exc, RuntimeError) and "interrupted" in str(exc).lower():
@@ -77,7 +77,9 @@ class ForensicsGroup(click.Group):
             if ctx.meta.get("lf.traceback"):
                 raise
             click.echo(
-                f"Error: unexpected {type(exc).__name__}: {exc} (rerun with --traceback)",
+                safe_line(
+                    f"Error: unexpected {type(exc).__name__}: {exc} (rerun with --traceback)"
+                ),
                 err=True,
             )
             ctx.exit(3)
@@ -127,8 +129,11 @@ def _exit_if_not_all_read(reports: list[Any]) -> None:
     if missed:
         more = f" and {len(missed) - 3:,} more" if len(missed) > 3 else ""
         click.echo(
-            f"exit {NOT_ALL_READ_EXIT}: {len(missed):,} "
-            f"{'file' if len(missed) == 1 else 'files'} not read ({', '.join(missed[:3])}{more})",
+            safe_line(
+                f"exit {NOT_ALL_READ_EXIT}: {len(missed):,} "
+                f"{'file' if len(missed) == 1 else 'files'} not read "
+                f"({', '.join(missed[:3])}{more})"
+            ),
             err=True,
         )
         sys.exit(NOT_ALL_READ_EXIT)
@@ -138,7 +143,7 @@ def _said_files(reports: list[Any]) -> None:
     """What ingest did: one summary line, or with --verbose a line for every file (stderr)."""
     if verbose():
         for line in file_lines(reports):
-            click.echo(line, err=True)
+            click.echo(safe_line(line), err=True)
     else:
         note(files_summary(reports))
 
@@ -172,9 +177,9 @@ def ingest(paths: tuple[str, ...], db: str, options: IngestOptions, as_json: boo
         print_json([r.to_dict() for r in reports])
     elif verbose():
         for line in file_lines(reports):
-            click.echo(line)
+            click.echo(safe_line(line))
     else:
-        click.echo(files_summary(reports))
+        click.echo(safe_line(files_summary(reports)))
     _exit_if_not_all_read(reports)
 
 

@@ -22,7 +22,7 @@ from analyzer.cli_options import (
     report_options,
     view_options,
 )
-from analyzer.console import note, out, width
+from analyzer.console import csv_out, note, out, width
 from analyzer.detect import load_incidents
 from analyzer.errors import ForensicsError
 from analyzer.formatting import SEVERITIES, money, severity_rank
@@ -264,7 +264,7 @@ def usage_command(
     if as_json:
         print_json(u.to_json())
     elif as_csv:
-        click.echo(usage_csv(u), nl=False)
+        csv_out(usage_csv(u))
     else:
         if view.window:
             out(f"{view.window.describe(view.tz)}")
@@ -295,7 +295,7 @@ def _bill_view(name: str, db: str, view: View, as_csv: bool, as_json: bool) -> N
             if as_json:
                 print_json({"view": "bills", "rows": [r.to_json() for r in rows]})
             elif as_csv:
-                click.echo(bills_csv(rows), nl=False)
+                csv_out(bills_csv(rows))
             else:
                 out(render_bills(rows, width()), nl=False)
             return
@@ -305,7 +305,7 @@ def _bill_view(name: str, db: str, view: View, as_csv: bool, as_json: bool) -> N
         print_json({"view": "reconcile", "units": [u.to_json() for u in found],
                     "totals": t.to_json()})  # fmt: skip
     elif as_csv:
-        click.echo(reconcile_csv(found), nl=False)
+        csv_out(reconcile_csv(found))
     else:
         out(render_reconcile(found, t, width()), nl=False)
 

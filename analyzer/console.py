@@ -33,10 +33,29 @@ def verbose() -> bool:
     return _verbose and not _quiet
 
 
+def safe_line(text: str) -> str:
+    """One line as a terminal shows it, whatever a log or a file name put in it: control
+    characters (escape sequences, a newline, NUL) and bidirectional overrides become ``?``, so
+    nothing from the input can move the cursor, set the window title or split the line."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+
 def note(message: str) -> None:
     """An informational line on stderr (what is being read, what was done), unless quiet."""
     if not _quiet:
-        click.echo(message, err=True)
+        click.echo(safe_line(message), err=True)
+
+
+def csv_out(text: str) -> None:
+    """CSV on stdout: as written into a pipe or a file; on a terminal each line made safe to
+    show (``safe_line``), so a model name from a log cannot send escape sequences."""
+    try:
+        terminal = sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    if terminal:
+        text = "".join(safe_line(line) + "\n" for line in text.splitlines())
+    click.echo(text, nl=False)
 
 
 def width() -> int:
@@ -78,7 +97,7 @@ def warn(message: str) -> None:
     if message in _said:
         return
     _said.add(message)
-    click.echo(f"warning: {message}", err=True)
+    click.echo(safe_line(f"warning: {message}"), err=True)
 
 
 def reset_warnings() -> None:

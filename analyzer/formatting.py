@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import re
 import secrets
 import textwrap
+from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import IO, Any
 
 # Least to most severe.
 SEVERITIES = ("info", "low", "medium", "high")
@@ -227,3 +229,32 @@ def tokens(n: int | None) -> str:
     if n is None:
         return "–"
     return f"{n / 1e6:,.1f}M" if abs(n) >= 10_000_000 else f"{n:,}"
+
+
+# CSV injection (OWASP): a spreadsheet runs a cell that begins with one of these as a formula.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def csv_cell(value: object) -> object:
+    """A value for a CSV cell a spreadsheet may open. Text beginning with ``=``, ``+``, ``-``,
+    ``@``, a tab or a carriage return gets a leading ``'`` (OWASP's CSV-injection guidance), so
+    an app name such as ``=2+5+cmd|' /C calc'!A0`` from a bill is shown, never run; a number
+    (``-3.75`` too) is kept as it is.
+
+    >>> csv_cell("=2+5"), csv_cell("-3.75"), csv_cell("@SUM(A1)"), csv_cell(-2), csv_cell("ok")
+    ("'=2+5", '-3.75', "'@SUM(A1)", -2, 'ok')
+    """
+    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+class CsvOut:
+    """``csv.writer`` for the CSV this tool writes: every cell through :func:`csv_cell`."""
+
+    def __init__(self, buf: IO[str]) -> None:
+        self._w = csv.writer(buf, lineterminator="\n")
+
+    def writerow(self, row: Iterable[object]) -> None:
+        self._w.writerow([csv_cell(v) for v in row])

@@ -4,7 +4,6 @@ from logs made printable. Colour is added with click's styles and dropped off a 
 
 from __future__ import annotations
 
-import csv
 import io
 import re
 from collections.abc import Callable
@@ -14,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.console import severity, strong
-from analyzer.formatting import cut, money, printable, wrap
+from analyzer.formatting import CsvOut, cut, money, printable, wrap
 from analyzer.incident import Incident
 from analyzer.store import Store
 from analyzer.timewindow import local
@@ -135,7 +134,7 @@ def usage_csv(u: Usage) -> str:
     """A usage view as CSV: one row per key (and per key and model with a breakdown), then
     the totals row; every cost basis in its own column."""
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = CsvOut(buf)
     ended = u.view == "session"  # how each run ended (its outcome), where its log says
     head = [u.view, "model", "calls", *TOKENS, "usd", *(f"usd_{b}" for b in BASES),
             "unpriced_calls", "first", "last"]  # fmt: skip
@@ -207,7 +206,7 @@ def render_incident_list(
 def incidents_csv(incidents: list[Incident]) -> str:
     """The incident table as CSV (what ``-o incidents.csv`` writes)."""
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = CsvOut(buf)
     rows = incident_table(incidents)
     if rows:
         w.writerow(rows[0].keys())

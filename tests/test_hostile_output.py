@@ -1,0 +1,110 @@
+"""What a hostile log or file name can make this tool print (issue 33, "Hostile content reaching
+the user", in part): CSV cells a spreadsheet would run as formulas, and escape sequences or line
+breaks reaching the terminal through file names and names from logs."""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from analyzer.cli import cli
+from analyzer.console import csv_out
+from analyzer.store import open_store
+from tests.helpers import or_row, write_csv
+
+FORMULA = "=2+5+cmd|' /C calc'!A0"
+# A file name that sets the window title and clears the screen, then breaks the line.
+HOSTILE_NAME = "bill\x1b]0;pwned\x07\x1b[2J\nsecond line.csv"
+
+
+def bill(tmp_path: Path) -> Path:
+    """An OpenRouter export whose app name (the caller's own request header) is a formula,
+    and a negative-looking model name that is not a number."""
+    rows = [or_row(i, app_name=FORMULA) for i in range(3)]
+    rows += [or_row(3, app_name="@SUM(A1:A9)", model_permaslug="-evil/model")]
+    return write_csv(tmp_path / "activity.csv", rows)
+
+
+def cells(text: str) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(text)))
+
+
+def test_usage_csv_cells_are_never_formulas(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    run = CliRunner()
+    assert run.invoke(cli, ["ingest", "--db", str(db), str(bill(tmp_path))]).exit_code == 0
+    project = cells(run.invoke(cli, ["usage", "project", "--db", str(db), "--csv"]).stdout)
+    keys = [row[0] for row in project[1:]]
+    assert "'" + FORMULA in keys and "'@SUM(A1:A9)" in keys and FORMULA not in keys
+    model = cells(run.invoke(cli, ["usage", "model", "--db", str(db), "--csv"]).stdout)
+    assert "'-evil/model" in [row[0] for row in model[1:]]
+    # numbers stay numbers, a negative one too (the header names them; the values parse)
+    for row in project[1:]:
+        assert float(row[project[0].index("calls")]) > 0
+
+
+def test_the_incident_csv_neutralises_names_from_logs(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    with open_store(db) as store:
+        store.con.execute(
+            """INSERT INTO incidents (incident_id, detector, severity, wasted_usd, n_calls,
+                                      summary, app, api_key, model, project)
+               VALUES ('x:1', 'constant_input_low_output', 'high', 1.5, 3, '+1 summary',
+                       ?, '-key', 'm', '@p')""",
+            [FORMULA],
+        )
+    out = tmp_path / "incidents.csv"
+    result = CliRunner().invoke(cli, ["report", "--db", str(db), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    [head, row] = cells(out.read_text(encoding="utf-8"))
+    got = dict(zip(head, row, strict=True))
+    assert got["app"] == "'" + FORMULA and got["api_key"] == "'-key"
+    assert got["project"] == "'@p" and got["summary"] == "'+1 summary"
+    assert got["wasted_usd"] == "1.5"  # an amount is left as it is
+
+
+def terminal_text(text: str) -> bool:
+    """Nothing a terminal would act on: no control character but the line ends."""
+    return not any(not ch.isprintable() and ch != "\n" for ch in text)
+
+
+def test_a_hostile_file_name_is_one_plain_line_in_every_message(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    hostile = folder / HOSTILE_NAME
+    hostile.write_text("model,foo\nx,1\n", encoding="utf-8")  # data no reader recognises
+    write_csv(folder / "activity.csv", [or_row(i) for i in range(3)])
+    run = CliRunner()
+    db = str(tmp_path / "s.duckdb")
+    for args in (["ingest", "--db", db, str(folder)], ["ingest", "-v", "--db", db, str(folder)],
+                 ["ingest", "--db", db, str(hostile)]):  # fmt: skip
+        result = run.invoke(cli, args)
+        assert result.exit_code in (0, 3, 4), result.output
+        assert terminal_text(result.stderr) and terminal_text(result.stdout), args
+        # the name stays on the line that names it
+        said = (result.stdout + result.stderr).splitlines()
+        named = [line for line in said if "second line.csv" in line]
+        assert named and all("bill?]0;pwned" in line for line in named), said
+
+
+def test_csv_on_a_terminal_is_made_safe_and_left_whole_in_a_pipe(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    text = 'model,calls\n"evil\x1b]0;t\x07",1\n'
+    tty = Terminal()
+    monkeypatch.setattr(sys, "stdout", tty)
+    csv_out(text)
+    assert tty.getvalue() == 'model,calls\n"evil?]0;t?",1\n'
+    pipe = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", pipe)
+    csv_out(text)
+    assert pipe.getvalue() == text
