@@ -21,6 +21,7 @@ from click.testing import CliRunner
 
 from analyzer.cli import cli
 from analyzer.detect import detect, select
+from analyzer.ingest.content import args_text
 from analyzer.ingest.output_estimate import OutputTally, estimate_tokens
 from analyzer.pricing import tier_prices
 from analyzer.store import Store, open_store
@@ -185,7 +186,7 @@ def test_the_estimator_against_the_final_counts_of_a_real_transcript() -> None:
             if b["type"] == "text":
                 t.text_chars += len(b["text"])
             elif b["type"] == "tool_use":
-                t.add_args(b["name"], b["input"])
+                t.add_args(b["name"], args_text(b["input"]))
             elif b["type"] == "thinking":
                 t.add_thinking(b)
         stopped = stopped or bool(msg.get("stop_reason"))

@@ -44,11 +44,11 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.content import args_text
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import (
     EXCERPT_CHARS,
     Lowering,
-    args_excerpt,
     args_hash,
     brief,
     excerpt,
@@ -299,7 +299,8 @@ def _assistant(
         elif btype in ("tool_use", "server_tool_use"):
             call["tool_call_count"] += 1
             args = block.get("input")
-            tally.add_args(block.get("name"), args)
+            args_said = args_text(args)  # (once: measured, and its start kept as the excerpt)
+            tally.add_args(block.get("name"), args_said)
             low.add_message(
                 {
                     "session_id": s.session_id,
@@ -310,7 +311,7 @@ def _assistant(
                     "turn_id": s.turn,
                     "tool_name": as_str(block.get("name")),
                     "tool_args_hash": args_hash(args),
-                    "excerpt": args_excerpt(args),
+                    "excerpt": None if args_said is None else args_said[:EXCERPT_CHARS],
                     "tool_use_id": as_str(block.get("id")),
                     "call_id": call_id or (call_id := low.call_id(call["native_id"])),
                     "n_records": 0,

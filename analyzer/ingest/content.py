@@ -28,23 +28,30 @@ def args_hash(args: object) -> str:
     return hashlib.sha256(canon).hexdigest()
 
 
+def args_text(args: object) -> str | None:
+    """Tool arguments as text: a string as it is, anything else as compact JSON (None: no
+    arguments, or nested deeper than orjson writes)."""
+    if args is None:
+        return None
+    if isinstance(args, bytes):
+        return args.decode("utf-8", "replace")
+    if isinstance(args, str):
+        return args
+    try:
+        return orjson.dumps(args).decode()
+    except TypeError:
+        return None
+
+
 def args_excerpt(args: object) -> str | None:
-    """Tool arguments as a short text for a person (``show``): a string as it is, anything
-    else as compact JSON; at most ``EXCERPT_CHARS`` characters.
+    """Tool arguments as a short text for a person (``show``): :func:`args_text`, at most
+    ``EXCERPT_CHARS`` characters.
 
     >>> args_excerpt({"path": "."}), args_excerpt('{"cmd": "ls"}'), args_excerpt(None)
     ('{"path":"."}', '{"cmd": "ls"}', None)
     """
-    if args is None:
-        return None
-    if isinstance(args, bytes):
-        args = args.decode("utf-8", "replace")
-    if isinstance(args, str):
-        return args[:EXCERPT_CHARS]
-    try:
-        return orjson.dumps(args).decode()[:EXCERPT_CHARS]
-    except TypeError:
-        return None
+    text = args_text(args)
+    return None if text is None else text[:EXCERPT_CHARS]
 
 
 # What differs between two reports of the same error without changing what it says: times,

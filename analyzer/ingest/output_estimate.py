@@ -28,8 +28,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 TEXT_CHARS_PER_TOKEN = 3.2
 ARGS_CHARS_PER_TOKEN = 3.0
 TOKENS_PER_TOOL_CALL = 48
@@ -50,16 +48,10 @@ class OutputTally:
     stopped: bool = False  # a line says how the response stopped: its count is final
     final_version: bool = False  # a line is of a version that writes final counts
 
-    def add_args(self, name: object, args: object) -> None:
+    def add_args(self, name: object, args: str | None) -> None:
+        """A tool call named ``name`` with ``args`` as text (``content.args_text``)."""
         self.tool_calls += 1
-        try:
-            dumped = orjson.dumps(args)
-        except (TypeError, orjson.JSONEncodeError):
-            dumped = b""
-        # Characters, not bytes (as the text is counted): the UTF-8 continuation bytes
-        # are not characters.
-        chars = len(dumped) - sum(1 for b in dumped if 0x80 <= b < 0xC0)
-        self.args_chars += chars + (len(name) if isinstance(name, str) else 0)
+        self.args_chars += len(args or "") + (len(name) if isinstance(name, str) else 0)
 
     def add_thinking(self, block: dict[str, Any]) -> None:
         if block.get("type") == "redacted_thinking":
