@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import io
 import re
+import warnings
 from collections.abc import Sequence
 from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from analyzer.formatting import money
+from analyzer.formatting import cut, money, visible
 
 _STYLE = {
     "svg.hashsalt": "llm-forensics",
@@ -36,6 +37,7 @@ OUTPUT = "#d95f02"
 MUTED = "#b8c0c8"
 INK = "#1f2328"
 ERROR = "#c62828"
+LABEL_CHARS = 48  # a bar's label: a model or detector name, cut beyond this
 _TAG = re.compile(r"<[^>]*>")
 _ACTIVE = re.compile(r"^<\s*(script|foreignObject)|\son[a-z]+\s*=|javascript:", re.IGNORECASE)
 
@@ -54,7 +56,10 @@ def _svg(fig: Any) -> str:
     for k, a in enumerate(fig.findobj(lambda a: a.get_gid() == "mark"), 1):
         a.set_gid(f"mark-{k}")
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")
+    with warnings.catch_warnings():
+        # A name from a log in a script the font lacks is drawn as a box, not said on stderr.
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font")
+        fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")
     plt.close(fig)
     text = buf.getvalue()
     text = text[text.index("<svg") :]  # drop the XML declaration and DOCTYPE
@@ -125,6 +130,7 @@ def waste_by(labels: Sequence[str], values: Sequence[Decimal | float], title: st
     (an exact ``Decimal`` is printed as it is; only the bars are drawn in floats), so that
     $0.02 next to $10 is still seen."""
     plt = _plt()
+    labels = [cut(visible(x), LABEL_CHARS) for x in labels]  # names from logs
     with plt.rc_context(_STYLE):
         height = 0.5 + 0.3 * max(len(labels), 1)
         # The labels sit left of the figure's box (the tight crop takes them in): narrow the

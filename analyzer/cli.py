@@ -36,6 +36,7 @@ from analyzer.cli_options import (
 from analyzer.console import note, out, safe_line, verbose, width
 from analyzer.detect import Selection, load_incidents
 from analyzer.errors import NOT_ALL_READ_EXIT, ForensicsError, Interrupted
+from analyzer.files import os_error
 from analyzer.incident import Incident
 from analyzer.ingest.base import IngestOptions
 from analyzer.pipeline import Inputs, default_inputs
@@ -64,6 +65,11 @@ class ForensicsGroup(click.Group):
             raise
         except BrokenPipeError:  # handled in main(): the reader of stdout went away
             raise
+        except OSError as exc:  # the disk said no (full, read-only, no permission)
+            if ctx.meta.get("lf.traceback"):
+                raise
+            click.echo(safe_line(f"Error: {os_error(exc, None)}"), err=True)
+            ctx.exit(3)
         except duckdb.Error as exc:
             if ctx.meta.get("lf.traceback"):
                 raise

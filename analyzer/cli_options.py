@@ -293,6 +293,26 @@ def view_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def _set_keep_cache(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    ctx.meta["lf.keep_cache"] = value
+    return value
+
+
+def keep_cache_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--keep-cache/--no-keep-cache, for the commands that open the store read-only (read
+    back by ``cli_store``'s reading helper from the context)."""
+    return click.option(
+        "--keep-cache/--no-keep-cache",
+        default=True,
+        show_default=True,
+        expose_value=False,
+        callback=_set_keep_cache,
+        help="Keep what this command computed (a page, a replay) in the store's cache, so the "
+        "next run reuses it: this writes to the store file (its bytes change, never its data) "
+        "after the command. --no-keep-cache leaves the file byte for byte as it was.",
+    )(f)
+
+
 def _set_quiet(_ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
     if value:
         set_quiet(True)

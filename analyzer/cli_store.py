@@ -15,6 +15,7 @@ from analyzer.cli_options import (
     chatter_options,
     db_option,
     json_option,
+    keep_cache_option,
     output_format,
     policies_named,
     policies_option,
@@ -34,6 +35,7 @@ from analyzer.store import Store, open_store
 def _reading(db: str, view: View, incidents: bool = True) -> Store:
     """The store opened read-only, seeing only ``view``'s window."""
     store = open_store(db, read_only=True)
+    store.keep_cache = click.get_current_context().meta.get("lf.keep_cache", True)
     try:
         apply_window(store, view.window, incidents=incidents)
     except BaseException:
@@ -50,6 +52,7 @@ def _no_incidents_note(store: Store) -> None:
 @click.command("report")
 @db_option()
 @view_options
+@keep_cache_option
 @report_options(output_required=True)
 @policies_option
 @chatter_options
@@ -87,6 +90,7 @@ def report_command(
 @click.command("backtest")
 @db_option()
 @view_options
+@keep_cache_option
 @policies_option
 @click.option("--only", multiple=True, metavar="NAME", help="Replay only this policy.")
 @click.option(
@@ -222,6 +226,7 @@ def _recommend(
 ))  # fmt: skip
 @db_option()
 @view_options
+@keep_cache_option
 @click.option("--breakdown", is_flag=True, help="Each row's models below it.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV on stdout.")
 @chatter_options
@@ -313,6 +318,7 @@ def _bill_view(name: str, db: str, view: View, as_csv: bool, as_json: bool) -> N
 @click.command("incidents")
 @db_option()
 @view_options
+@keep_cache_option
 @click.option("--detector", multiple=True, metavar="NAME", help="Only this detector's.")
 @click.option("--severity", type=click.Choice(SEVERITIES), default=None,
               help="Only incidents of this severity or higher.")  # fmt: skip
@@ -349,6 +355,7 @@ def incidents_command(
 @click.argument("ident", metavar="ID")
 @db_option()
 @view_options
+@keep_cache_option
 @policies_option
 @chatter_options
 @json_option
@@ -416,6 +423,7 @@ def rejects_command(db: str, file: str | None, as_json: bool) -> None:
 @click.command("export")
 @db_option()
 @view_options
+@keep_cache_option
 @click.option("--parquet", "folder", required=True, type=click.Path(file_okay=False),
               metavar="DIR", help="The folder to write (or to bring up to date).")  # fmt: skip
 @chatter_options

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 
 from analyzer.detect import load_incidents
 from analyzer.errors import ForensicsError
+from analyzer.files import atomic_file
 from analyzer.store import Store
 from analyzer.views import incident_table, incidents_csv
 
@@ -52,10 +53,8 @@ def write_incident_parquet(store: Store, out: Path) -> Path:
         r["wasted_usd"] = inc.wasted_usd
         r["start_ts"], r["end_ts"] = inc.start_ts, inc.end_ts
     table = pa.Table.from_pylist(rows, schema=schema)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".partial")
-    pq.write_table(table, tmp)
-    tmp.replace(out)
+    with atomic_file(out) as tmp:
+        pq.write_table(table, tmp)
     return out
 
 

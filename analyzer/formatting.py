@@ -197,6 +197,26 @@ def printable(text: object) -> str:
     return "".join(ch if ch.isprintable() else "?" for ch in str(text))
 
 
+# What a page or a CSV file must not carry from a log as it is: control characters (NUL, ESC,
+# DEL, the C1 range; not the tab and line breaks text may hold) and the bidirectional controls
+# that reorder what follows them (U+202E shows ``exe.txt`` as ``txt.exe``).
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+REPLACEMENT = "\ufffd"
+
+
+def visible(text: str) -> str:
+    r"""Text from a log as a page or a CSV file shows it: control and bidirectional-override
+    characters become U+FFFD (``�``), so nothing in it can reorder, hide or end what
+    surrounds it; tabs and line breaks stay.
+
+    >>> visible("a\u202etxt.exe\x00\x1b[2J\tb")
+    'a�txt.exe��[2J\tb'
+    """
+    return _INVISIBLE.sub(REPLACEMENT, text)
+
+
 def cut(text: str, width: int) -> str:
     """``text`` in at most ``width`` characters (cut with ``…``).
 
@@ -240,12 +260,16 @@ def csv_cell(value: object) -> object:
     """A value for a CSV cell a spreadsheet may open. Text beginning with ``=``, ``+``, ``-``,
     ``@``, a tab or a carriage return gets a leading ``'`` (OWASP's CSV-injection guidance), so
     an app name such as ``=2+5+cmd|' /C calc'!A0`` from a bill is shown, never run; a number
-    (``-3.75`` too) is kept as it is.
+    (``-3.75`` too) is kept as it is. Control and bidirectional-override characters are made
+    :func:`visible`.
 
     >>> csv_cell("=2+5"), csv_cell("-3.75"), csv_cell("@SUM(A1)"), csv_cell(-2), csv_cell("ok")
     ("'=2+5", '-3.75', "'@SUM(A1)", -2, 'ok')
     """
-    if isinstance(value, str) and value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(value):
+    if not isinstance(value, str):
+        return value
+    value = visible(value)
+    if value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(value):
         return "'" + value
     return value
 

@@ -8,8 +8,10 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from analyzer.formatting import iso, printable
+from analyzer.formatting import cut, iso, printable
 
+# A name in an incident's one-line place (an app, API key or model from a log) is cut beyond this.
+PLACE_PART = 60
 # What an incident is attributed to: the most common value among its wasted calls, decided
 # once when it is recorded (``sql/attribute.sql``) and read by every view.
 ATTRIBUTION = ("app", "api_key", "model", "project")
@@ -65,8 +67,8 @@ class Incident:
         return cls(**rec)
 
     def place(self) -> str:
-        """Whose calls it is, in one line: its app (else its project), API key and model;
-        empty for an incident of no call.
+        """Whose calls it is, in one line: its app (else its project), API key and model,
+        each cut at ``PLACE_PART`` characters; empty for an incident of no call.
 
         >>> Incident("i", "d", "low", None, None, None, None, 0, "c1", "c1", Decimal(0), None,
         ...          None, "", app="App A", api_key="key-a", model="m").place()
@@ -75,7 +77,8 @@ class Incident:
         parts = [self.app or self.project, self.api_key, self.model]
         if not any(parts) and self.first_call_id is None:
             return ""
-        return " · ".join(printable(p) for p in parts if p) or "(no app, key or model)"
+        shown = [cut(printable(p), PLACE_PART) for p in parts if p]
+        return " · ".join(shown) or "(no app, key or model)"
 
     def to_json(self) -> dict[str, Any]:
         """As ``audit --json`` and ``detect --json`` print it: ISO times, dollars exact (a

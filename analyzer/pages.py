@@ -19,7 +19,8 @@ from markupsafe import Markup, escape
 
 from analyzer import cache
 from analyzer.errors import ForensicsError
-from analyzer.formatting import cost, json_text, money, number
+from analyzer.files import atomic_file
+from analyzer.formatting import cost, json_text, money, number, visible
 from analyzer.resources import resource_dir
 from analyzer.store import Store
 from analyzer.summary import Summary
@@ -75,12 +76,22 @@ def html_env() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(resource_dir("reports"))),
         autoescape=True,
+        finalize=_html_visible,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )
     env.filters.update(money=_money, num=_num, pct=_pct, ts=_when, cost=cost, times=_times,
                        exact=_exact)  # fmt: skip
     return env
+
+
+def _html_visible(value: Any) -> Any:
+    """Every value printed into the page: text from the logs with its control and
+    bidirectional-override characters made visible (``formatting.visible``) before it is
+    escaped; markup we built (``Markup``) keeps its type."""
+    if isinstance(value, Markup):
+        return Markup(visible(str(value)))
+    return visible(value) if isinstance(value, str) else value
 
 
 _TIME = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d(?:\.\d+)?)?Z?")
@@ -142,7 +153,8 @@ def md_escape(value: Any) -> str:
     r"""Every value printed into the Markdown report (the environment's ``finalize``): text
     from the logs is made literal with as few backslashes as that takes.
 
-    Line breaks become spaces (a value never leaves its line or table cell) and leading blanks
+    Line breaks become spaces (a value never leaves its line or table cell), control and
+    bidirectional-override characters U+FFFD (``formatting.visible``), and leading blanks
     go (no indented code). Then the characters that can start inline markup anywhere are
     escaped (``_MD_INLINE``), and at the start of the value whatever would open a block there:
     ``#``, a list marker ``-``, ``+`` or ``1.``, a ``---`` rule. A value that looks like HTML
@@ -160,7 +172,7 @@ def md_escape(value: Any) -> str:
         return "–"
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    text = re.sub(r"\r\n?|\n", " ", str(value))
+    text = visible(re.sub(r"\r\n?|\n", " ", str(value)))
     if text.strip():
         text = text.lstrip(" \t")
     if _MD_HTML.search(text):
@@ -261,8 +273,6 @@ def write_report(
     if str(out) == STDOUT:
         click.echo(text, nl=False)
         return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".partial")
-    tmp.write_text(text, encoding="utf-8", newline="\n")
-    tmp.replace(out)  # never a half-written report
+    with atomic_file(out) as tmp:  # never a half-written report
+        tmp.write_text(text, encoding="utf-8", newline="\n")
     return out

@@ -35,6 +35,7 @@ from analyzer.detect import (
 )
 from analyzer.errors import ForensicsError
 from analyzer.export import PARTITIONED, read_manifest
+from analyzer.files import atomic_file
 from analyzer.incident import COLUMNS, Incident
 from analyzer.store import SCHEMA_VERSION, Store
 from analyzer.timewindow import Window
@@ -262,10 +263,8 @@ def write_detected(folder: Path, found: dict[str, list[dict[str, Any]]]) -> Path
                        severity=rec["severity"], wasted_calls=rec.get("wasted_calls"))  # fmt: skip
             records.append(row)
     out = folder / DETECTED / "incidents.parquet"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".partial")
-    pq.write_table(pa.Table.from_pylist(records, schema=schema), tmp)
-    tmp.replace(out)
+    with atomic_file(out) as tmp:
+        pq.write_table(pa.Table.from_pylist(records, schema=schema), tmp)
     return out
 
 

@@ -41,6 +41,7 @@ class Store:
         # Results computed on a store opened read-only, kept when it closes if the file can
         # then be written (see ``close``): (cache name, key, payload).
         self.pending: list[tuple[str, str, str]] = []
+        self.keep_cache = True  # false: a read-only store's file is never written
 
     def restrict(
         self, condition: str, key: str, incidents: str | None = None, buckets: str | None = None
@@ -76,7 +77,7 @@ class Store:
 
     def close(self) -> None:
         self.con.close()
-        if self.pending and self.path != ":memory:":
+        if self.pending and self.keep_cache and self.path != ":memory:":
             _keep(self.path, self.pending)
         self.pending = []
 
@@ -156,31 +157,27 @@ def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | No
     # Track query progress (read by our own progress display) without DuckDB printing its bar.
     con.execute("SET enable_progress_bar = true")
     con.execute("SET enable_progress_bar_print = false")
-    has_meta = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'meta' AND NOT temporary"
-    ).fetchall()[0][0]
-    if has_meta:
-        found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
-        if found and found[0][0] in UPGRADES_FROM and not read_only:
-            con.execute(package_sql("schema.sql"))  # the tables a format before 8 lacks
-            con.execute(package_sql("upgrade.sql"))
-            con.execute(package_sql("schema.sql"))  # views over the widened tables
-            # The incidents kept are attributed as `detect` attributes the ones it records.
-            kept = [r[0] for r in con.execute("SELECT incident_id FROM incidents").fetchall()]
-            if kept:
-                con.execute(package_sql("attribute.sql"), {"ids": kept})
-            con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [SCHEMA_VERSION])
-        elif found and found[0][0] in UPGRADES_FROM:
-            raise ForensicsError(
-                f"this store was written by an earlier version of llm-forensics (store format "
-                f"{found[0][0]}); `llm-forensics ingest` into it once upgrades it to format "
-                f"{SCHEMA_VERSION}"
-            )
-        elif found and found[0][0] != SCHEMA_VERSION:
-            raise ForensicsError(
-                f"this store was written by another version of llm-forensics (store format "
-                f"{found[0][0]}, this version reads {SCHEMA_VERSION}); ingest into a new file"
-            )
+    found = _our_format(con)
+    if found is not None and found in UPGRADES_FROM and not read_only:
+        con.execute(package_sql("schema.sql"))  # the tables a format before 8 lacks
+        con.execute(package_sql("upgrade.sql"))
+        con.execute(package_sql("schema.sql"))  # views over the widened tables
+        # The incidents kept are attributed as `detect` attributes the ones it records.
+        kept = [r[0] for r in con.execute("SELECT incident_id FROM incidents").fetchall()]
+        if kept:
+            con.execute(package_sql("attribute.sql"), {"ids": kept})
+        con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [SCHEMA_VERSION])
+    elif found is not None and found in UPGRADES_FROM:
+        raise ForensicsError(
+            f"this store was written by an earlier version of llm-forensics (store format "
+            f"{found}); `llm-forensics ingest` into it once upgrades it to format "
+            f"{SCHEMA_VERSION}"
+        )
+    elif found is not None and found != SCHEMA_VERSION:
+        raise ForensicsError(
+            f"this store was written by another version of llm-forensics (store format "
+            f"{found}, this version reads {SCHEMA_VERSION}); ingest into a new file"
+        )
     if not read_only:
         con.execute(package_sql("schema.sql"))
         con.execute(
@@ -188,6 +185,37 @@ def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | No
             [SCHEMA_VERSION],
         )
     con.execute(package_sql("classify.sql"))
+
+
+def _our_format(con: duckdb.DuckDBPyConnection) -> Any:
+    """The store format written in the database's ``meta`` (None for a new, empty database).
+    A database with tables but no format of ours is another program's: it is refused before
+    anything is written into it."""
+    tables = sorted(
+        str(r[0])
+        for r in con.execute(
+            """SELECT table_name FROM duckdb_tables()
+               WHERE database_name = current_database() AND NOT temporary
+               UNION ALL
+               SELECT view_name FROM duckdb_views()
+               WHERE database_name = current_database() AND NOT temporary AND NOT internal"""
+        ).fetchall()
+    )
+    found = None
+    if "meta" in tables:
+        try:
+            found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except duckdb.Error:
+            found = None
+    if found is not None:
+        return found[0]
+    if tables:
+        shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+        raise ForensicsError(
+            f"not an llm-forensics store: this DuckDB database holds other tables ({shown}) "
+            "and none of ours; it was left untouched (give --db a new file)"
+        )
+    return None
 
 
 # Fully offline: DuckDB never downloads or loads an extension on its own (what we use, json and

@@ -77,6 +77,7 @@ LAYERS: list[tuple[str, set[str]]] = [
             "analyzer",
             "analyzer.pricing",
             "analyzer.errors",
+            "analyzer.files",
             "analyzer.formatting",
             "analyzer.console",
             "analyzer.resources",

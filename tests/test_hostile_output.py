@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,67 @@ def test_csv_on_a_terminal_is_made_safe_and_left_whole_in_a_pipe(
     monkeypatch.setattr(sys, "stdout", pipe)
     csv_out(text)
     assert pipe.getvalue() == text
+
+
+# A model, app and API key name as a hostile bill can carry them (OpenRouter takes the app name
+# from the caller's own request header): a right-to-left override that shows "claude?exe.png"
+# reversed, NUL, ESC sequences, a tab, and a 20,000-character key name.
+HOSTILE_MODEL = "anthropic/claude\u202egnp.exe\x00\x1b[31m\tx"
+HOSTILE_APP = "App\u202eevil\x1b]0;t\x07"
+LONG_KEY = "k" * 20_000
+RAW = ("\u202e", "\x00", "\x1b", "\x07")
+
+
+def looping_bill(tmp_path: Path) -> Path:
+    """22 calls that re-send the same 56,065-token prompt for 3 tokens back: one incident."""
+    rows = [
+        or_row(i, tokens_prompt="56065", tokens_completion="3", cost_total="0.17",
+               model_permaslug=HOSTILE_MODEL, api_key_name=LONG_KEY, app_name=HOSTILE_APP)
+        for i in range(22)
+    ]  # fmt: skip
+    return write_csv(tmp_path / "activity.csv", rows)
+
+
+def test_pages_and_csv_carry_no_control_or_bidi_override_character(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.duckdb")
+    run = CliRunner()
+    page = tmp_path / "r.html"
+    result = run.invoke(cli, ["audit", "--db", db, str(looping_bill(tmp_path)), "-o", str(page)])
+    assert result.exit_code == 0, result.output
+    for name in ("r.md", "r.csv"):
+        made = run.invoke(cli, ["report", "--db", db, "-o", str(tmp_path / name)])
+        assert made.exit_code == 0, made.output
+    for name in ("r.html", "r.md", "r.csv"):
+        text = (tmp_path / name).read_text(encoding="utf-8")
+        assert not [c for c in RAW if c in text], name
+        # the names are there, each hidden character shown as U+FFFD
+        assert "claude\ufffdgnp.exe\ufffd\ufffd[31m" in text.replace("\\", ""), name
+        assert "App\ufffdevil\ufffd]0;t\ufffd" in text.replace("\\", ""), name
+
+
+def test_a_long_api_key_name_keeps_an_incident_on_its_lines(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.duckdb")
+    run = CliRunner()
+    audit = run.invoke(cli, ["audit", "--db", db, str(looping_bill(tmp_path))])
+    assert audit.exit_code == 0, audit.output
+    listed = run.invoke(cli, ["incidents", "--db", db])
+    assert listed.exit_code == 0, listed.output
+    # the heading, the incident's line and two of its summary (one of them its place)
+    assert len(listed.stdout.splitlines()) == 4, listed.stdout[:2000]
+    for text in (audit.stdout, listed.stdout):  # 120 columns when not on a terminal
+        assert max(len(line) for line in text.splitlines()) <= 120
+    assert "k" * 60 not in listed.stdout and "k" * 59 + "…" in listed.stdout
+
+
+def test_chart_labels_from_logs_raise_no_font_warning() -> None:
+    """A tab, NUL or ESC in a model name, and a script the font lacks, used to print
+    matplotlib's ``UserWarning: Glyph … missing from font`` (with the installed path) on
+    stderr."""
+    from analyzer import charts
+
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        svg = charts.waste_by([HOSTILE_MODEL, "模型/测试", LONG_KEY], [1.5, 2, 0.5], "by model")
+    assert not [w for w in said if "Glyph" in str(w.message)], [str(w.message) for w in said]
+    assert not [c for c in RAW if c in svg]
+    assert "k" * 60 not in svg
