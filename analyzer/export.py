@@ -8,12 +8,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analyzer.detect import load_incidents
 from analyzer.errors import ForensicsError
-from analyzer.files import atomic_file
+from analyzer.files import atomic_file, copy_error, os_error
 from analyzer.store import Store
 from analyzer.views import incident_table, incidents_csv
 
@@ -75,10 +76,15 @@ def export_parquet(store: Store, folder: Path) -> list[Path]:
     tables: dict[str, Any] = {}
     written: list[Path] = []
     for table in TABLES:
-        if table in PARTITIONED:
-            tables[table], paths = _export_by_day(store, folder, table, old.get(table, {}))
-        else:
-            tables[table], paths = _export_whole(store, folder, table)
+        try:
+            if table in PARTITIONED:
+                tables[table], paths = _export_by_day(store, folder, table, old.get(table, {}))
+            else:
+                tables[table], paths = _export_whole(store, folder, table)
+        except (OSError, duckdb.IOException) as exc:
+            shutil.rmtree(folder / f".{table}.partial", ignore_errors=True)
+            (folder / f".{table}.parquet.partial").unlink(missing_ok=True)
+            raise _refused(exc, folder) from exc
         written.extend(paths)
     manifest = {
         "format": "llm-forensics parquet export",
@@ -93,6 +99,17 @@ def export_parquet(store: Store, folder: Path) -> list[Path]:
     tmp.replace(path)
     written.append(path)
     return written
+
+
+def _refused(exc: Exception, folder: Path) -> ForensicsError:
+    """The disk refused a table of the export: one line, and what the folder holds now."""
+    doing = "cannot write the export"
+    if isinstance(exc, OSError):
+        err = os_error(exc, folder, doing)
+    else:
+        err = copy_error(exc, folder, doing)
+    err.message += f" (it is incomplete: {MANIFEST} was not updated; export again)"
+    return err
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:

@@ -4,6 +4,8 @@ disk that says no (full, read-only, no permission) said in one plain line naming
 from __future__ import annotations
 
 import errno
+import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -32,6 +34,20 @@ def os_error(exc: OSError, path: str | Path | None, doing: str = "") -> Forensic
     plain = _PLAIN.get(exc.errno or 0) or exc.strerror or str(exc) or type(exc).__name__
     where = path if path is not None else exc.filename
     return ForensicsError(f"{doing + ': ' if doing else ''}{plain}", path=where)
+
+
+_ERRNO = re.compile(r'"errno"\s*:\s*"?(\d+)')
+
+
+def copy_error(exc: Exception, path: str | Path, doing: str = "cannot write") -> ForensicsError:
+    """A DuckDB ``COPY ... TO`` the disk refused (its message carries the system's errno), as
+    :func:`os_error` says it; another database error in its own first line."""
+    found = _ERRNO.search(str(exc))
+    if found is not None:
+        code = int(found.group(1))
+        return os_error(OSError(code, os.strerror(code)), path, doing)
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return ForensicsError(f"{doing}: {first}", path=path)
 
 
 @contextmanager

@@ -159,6 +159,10 @@ def test_a_report_onto_a_full_or_read_only_file_system(
     one_plain_line(result, "full/x.html: cannot write: the disk is full")
     assert not (full / "x.html").exists()
     no_leftovers(full)
+    result = llm_forensics(tmp_path, "export", "--db", str(store), "--parquet", "full/t")
+    one_plain_line(result, "full/t: cannot write the export: the disk is full")
+    assert not [p for p in full.rglob("*") if ".partial" in p.name]
+    assert not (full / "t" / "manifest.json").exists()
     result = llm_forensics(tmp_path, "report", "--db", str(store), "-o", "ro/x.md")
     one_plain_line(result, "ro/x.md: cannot write: the file system is read-only")
     assert list(ro.iterdir()) == []
