@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 from functools import cache
 from pathlib import Path
@@ -37,28 +38,86 @@ def bump(store: Store, name: str) -> None:
     )
 
 
-@cache
-def code_fingerprint() -> str:
-    """Changes whenever a file of this package changes (code, SQL, templates)."""
-    from analyzer import __version__
+# The module whose code computes each cached step (its key changes when any module it imports,
+# at any depth, or a file those modules read - SQL, templates, presets - changes; not when a
+# module of another step does).
+STEPS = {"detect": "analyzer.detect", "guards": "analyzer.backtest", "report": "analyzer.pages"}
+_READS = re.compile(r'(?:resource_dir|package_sql)\(\s*"([\w.]+)"\s*\)|"([\w-]+\.(?:sql|toml))"')
+
+
+# ``from analyzer.x import a, b`` (parenthesised over lines too) and ``import analyzer.x``.
+_FROM = re.compile(r"^\s*from\s+(analyzer[\w.]*)\s+import\s+(\([^)]*\)|[^\n]*)", re.MULTILINE)
+_IMPORT = re.compile(r"^\s*import\s+(analyzer[\w.]*)", re.MULTILINE)
+
+
+def _imports(text: str) -> list[str]:
+    """The ``analyzer`` modules (or names in them: a module imported by name is a module) a
+    module imports, at any depth of the file."""
+    found = [m.group(1) for m in _IMPORT.finditer(text)]
+    for m in _FROM.finditer(text):
+        names = re.sub(r"#[^\n]*", "", m.group(2)).strip("()")
+        found.append(m.group(1))
+        found += [f"{m.group(1)}.{n.split()[0]}" for n in names.split(",") if n.strip()]
+    return found
+
+
+_CODE = {".py", ".sql", ".j2", ".css", ".toml"}  # what in a data folder is code, not notes
+
+
+def _module_file(root: Path, name: str) -> Path | None:
+    rel = Path(*name.split(".")[1:])
+    for candidate in (root / rel / "__init__.py", (root / rel).with_suffix(".py")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def step_files(step: str, root: Path | None = None) -> list[Path]:
+    """The files a cached step's result depends on: the module that computes it, every
+    ``analyzer`` module it imports at any depth (function-level imports too), and the files
+    and folders those modules read by name (an SQL or TOML file named in a string, a folder
+    given to ``resource_dir``)."""
     from analyzer.resources import resource_dir
 
+    root = root or Path(__file__).resolve().parent
+    seen: set[Path] = set()
+    todo = [STEPS[step]]
+    read: set[Path] = set()
+    while todo:
+        path = _module_file(root, todo.pop())
+        if path is None or path in seen:
+            continue
+        seen.add(path)
+        text = path.read_text(encoding="utf-8")
+        todo += _imports(text)
+        for m in _READS.finditer(text):
+            if m.group(1) and "." not in m.group(1):  # a folder of data
+                folder = resource_dir(m.group(1)).rglob("*")
+                read |= {f for f in folder if f.is_file() and f.suffix in _CODE}
+            else:
+                name = m.group(1) or m.group(2)
+                read |= {f for f in (root / "sql" / name, root / name) if f.is_file()}
+    return sorted(seen | read)
+
+
+@cache
+def code_fingerprint(step: str) -> str:
+    """Changes whenever a file ``step`` depends on changes (``step_files``)."""
+    from analyzer import __version__
+
     h = hashlib.sha256(__version__.encode())
-    roots = [Path(__file__).resolve().parent, resource_dir("queries"), resource_dir("reports")]
-    for root in roots:
-        for f in sorted(root.rglob("*")):
-            if f.is_file() and f.suffix in {".py", ".sql", ".j2", ".css", ".toml"}:
-                st = f.stat()
-                h.update(f"{f}|{st.st_size}|{st.st_mtime_ns}".encode())
+    for f in step_files(step):
+        st = f.stat()
+        h.update(f"{f}|{st.st_size}|{st.st_mtime_ns}".encode())
     return h.hexdigest()
 
 
-def key(store: Store, *parts: Any, incidents: bool = True) -> str:
-    """A key for a result computed from the store's current data (and incidents, unless
-    ``incidents`` is false) and ``parts``."""
+def key(store: Store, step: str, *parts: Any, incidents: bool = True) -> str:
+    """A key for the result of ``step`` (one of ``STEPS``) computed from the store's current
+    data (and incidents, unless ``incidents`` is false), its own code and ``parts``."""
     seen = version(store, INCIDENTS) if incidents else None
     blob = json.dumps(
-        [code_fingerprint(), version(store, DATA), seen, store.window, *parts],
+        [code_fingerprint(step), version(store, DATA), seen, store.window, step, *parts],
         sort_keys=True,
         default=str,
     )

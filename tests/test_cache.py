@@ -118,3 +118,33 @@ def test_a_bad_memory_limit_is_a_clear_error(
     assert result.exit_code != 0
     assert "LLM_FORENSICS_MEMORY_LIMIT" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_step_is_keyed_by_its_own_code_only() -> None:
+    """Issue 34, step 4: editing the chart code (or a docstring in it) no longer invalidates
+    detection and the replay; editing what a step runs does."""
+    names = {step: {f.name for f in cache.step_files(step)} for step in cache.STEPS}
+    assert {"detect.py", "store.py", "constant_input_low_output.sql", "attribute.sql"} <= names[
+        "detect"
+    ]
+    assert {"backtest.py", "replay.py", "primitives.py", "presets.toml", "outcomes.sql"} <= names[
+        "guards"
+    ]
+    assert {"pages.py", "charts.py", "report.html.j2", "report.css"} <= names["report"]
+    for step in ("detect", "guards"):
+        assert not {"charts.py", "pages.py", "report.html.j2"} & names[step], step
+    assert "README.md" not in names["detect"]  # notes beside the detectors are not code
+
+
+def test_touching_the_chart_code_changes_the_report_key_only() -> None:
+    charts = Path(cache.__file__).with_name("charts.py")
+    st = charts.stat()
+    fingerprint = cache.code_fingerprint.__wrapped__  # not the per-process memo
+    before = {step: fingerprint(step) for step in cache.STEPS}
+    try:
+        os.utime(charts, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        after = {step: fingerprint(step) for step in cache.STEPS}
+    finally:
+        os.utime(charts, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert after["report"] != before["report"]
+    assert after["detect"] == before["detect"] and after["guards"] == before["guards"]
