@@ -194,3 +194,13 @@ def test_doctests(module: str) -> None:
     """The pure helpers' examples (parse_duration, parse_sweep, the formatting helpers...)."""
     failed, _ = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert failed == 0
+
+
+def test_the_plumbing_figures_never_grow() -> None:
+    """Issue 34's figures (``python -m tests.architecture_figures`` prints them): none may
+    grow past its baseline; a refactoring that lowers one lowers its baseline too."""
+    from tests.architecture_figures import FIGURES, measure
+
+    now = measure()
+    grown = {n: (now[n], base) for n, (_, base, _) in FIGURES.items() if now[n] > base}
+    assert grown == {}, f"grown past the baseline (now, baseline): {grown}"

@@ -1,0 +1,92 @@
+"""The figures issue 34 ("the house, step two") sets targets for, measured on the package:
+modules that run SQL themselves, multi-line SQL in Python strings, modules flat in
+``analyzer/``, long functions and ``# fmt: skip`` markers.
+
+``python -m tests.architecture_figures`` prints each beside its recorded baseline and its
+target; ``tests/test_architecture.py`` fails when one grows past its baseline (lower a baseline
+when a refactoring lowers the figure: the ratchet only turns one way)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "analyzer"
+
+# A call that runs SQL on a connection: ``con.execute(``, ``.sql(``, ``.query(``, ``executemany``.
+_RUNS_SQL = re.compile(r"\.(?:execute|executemany|sql|query)\(")
+_SQL_WORD = re.compile(
+    r"\b(?:SELECT|INSERT|UPDATE|DELETE|CREATE|WITH|COPY|ATTACH|ALTER|DROP)\b.*\b(?:FROM|INTO|"
+    r"TABLE|VIEW|SET|AS|TO|DATABASE)\b",
+    re.DOTALL,
+)
+LONG_FUNCTION = 80
+
+# name: (what it counts, the baseline measured on main on 2026-11-26, issue 34's target)
+FIGURES: dict[str, tuple[str, int, int]] = {
+    "sql_modules": ("modules outside an engine that run SQL (execute/sql/query)", 30, 3),
+    "sql_string_lines": ("lines of multi-line SQL in Python strings and f-strings", 2476, 150),
+    "flat_modules": ("modules flat in analyzer/", 43, 12),
+    "long_functions": (f"functions over {LONG_FUNCTION} lines", 15, 0),
+    "fmt_skip": ("`# fmt: skip` markers", 253, 20),
+}
+
+
+def _sources() -> dict[Path, str]:
+    return {p: p.read_text(encoding="utf-8") for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _string_nodes(tree: ast.AST) -> list[ast.expr]:
+    """String literals and f-strings, not the parts of an f-string counted twice."""
+    inner = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    return [
+        n
+        for n in ast.walk(tree)
+        if id(n) not in inner
+        and (
+            isinstance(n, ast.JoinedStr)
+            or (isinstance(n, ast.Constant) and isinstance(n.value, str))
+        )
+    ]
+
+
+def _sql_lines(tree: ast.AST) -> int:
+    total = 0
+    for node in _string_nodes(tree):
+        lines = (node.end_lineno or node.lineno) - node.lineno + 1
+        text = node.value if isinstance(node, ast.Constant) else ast.unparse(node)
+        if lines > 1 and isinstance(text, str) and _SQL_WORD.search(text.upper()):
+            total += lines
+    return total
+
+
+def measure() -> dict[str, int]:
+    """Each figure on the package as it is now."""
+    sources = _sources()
+    trees = {p: ast.parse(text) for p, text in sources.items()}
+    long = [
+        n
+        for tree in trees.values()
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (n.end_lineno or n.lineno) - n.lineno + 1 > LONG_FUNCTION
+    ]
+    return {
+        "sql_modules": sum(1 for text in sources.values() if _RUNS_SQL.search(text)),
+        "sql_string_lines": sum(_sql_lines(tree) for tree in trees.values()),
+        "flat_modules": sum(1 for p in sources if p.parent == PACKAGE and p.name != "__init__.py"),
+        "long_functions": len(long),
+        "fmt_skip": sum(text.count("# fmt: skip") for text in sources.values()),
+    }
+
+
+def main() -> None:
+    now = measure()
+    print(f"{'figure':<62} {'now':>6} {'baseline':>9} {'target':>7}")
+    for name, (what, baseline, target) in FIGURES.items():
+        print(f"{what:<62} {now[name]:>6,} {baseline:>9,} {target:>7,}")
+
+
+if __name__ == "__main__":
+    main()
