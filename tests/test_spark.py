@@ -37,6 +37,8 @@ from analyzer.store import SCHEMA_VERSION, open_store
 from tests.helpers import REPO, fill_calls, fill_messages, fill_runs, insert
 from tests.test_detectors import DETECTORS, case_files, check_expected, load_case
 
+pytestmark = pytest.mark.slow  # minutes of Spark sessions: CI runs them, a plain pytest does not
+
 SAMPLE_DATA = REPO / "sample_data"
 
 
