@@ -13,8 +13,9 @@ cannot use (the file changed since it was asked for, a worker that died) is comp
 instead.
 
 The workers are fresh interpreters (``python -c``, importing this very package), never forks of a
-process whose DuckDB or Arrow threads are running; they ignore Ctrl-C (this process stops
-them), and one whose writer is gone ends at the end of its input.
+process whose DuckDB or Arrow threads are running; they ignore Ctrl-C from their first
+instruction on (this process stops them: no traceback of theirs reaches the terminal), and one
+whose writer is gone ends at the end of its input.
 """
 
 from __future__ import annotations
@@ -147,13 +148,26 @@ def serve() -> None:
         return
 
 
+def _start() -> subprocess.Popen[bytes]:
+    """A worker process that never sees Ctrl-C. The terminal sends it to the whole process
+    group, the workers too, and a worker still importing (before ``serve`` ignores it) would
+    print a traceback: so it is started with SIGINT blocked (a child inherits the mask of the
+    thread that started it), and ignores it before it lets it through (``_START``). A Ctrl-C
+    meanwhile is this process's, taken by another of its threads or once unblocked."""
+    block = getattr(signal, "pthread_sigmask", None)  # (not on Windows: no such signals)
+    old = block(signal.SIG_BLOCK, {signal.SIGINT}) if block is not None else None
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-c", _START], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+    finally:
+        if block is not None and old is not None:
+            block(signal.SIG_SETMASK, old)
+
+
 class _Worker:
     def __init__(self, options: IngestOptions, results: dict[int, Any], cv: threading.Condition):
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _START],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
+        self.proc = _start()
         self.pending: dict[int, int] = {}  # job -> bytes
         self.dropped: set[int] = set()  # jobs whose results are not wanted
         self.alive = True
@@ -305,5 +319,8 @@ def _cpu_ticks() -> tuple[int, int]:
 
 _ROOT = str(Path(__file__).resolve().parents[2])  # where this ``analyzer`` package lies
 _START = (
+    "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "hasattr(signal, 'pthread_sigmask') and "
+    "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
     f"import sys; sys.path.insert(0, {_ROOT!r}); from analyzer.ingest.workers import serve; serve()"
 )
