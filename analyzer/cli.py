@@ -11,7 +11,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 import duckdb
@@ -40,7 +40,7 @@ from analyzer.files import os_error
 from analyzer.incident import Incident
 from analyzer.ingest.base import IngestOptions
 from analyzer.pipeline import Inputs, default_inputs
-from analyzer.store import open_new_or_existing, open_store
+from analyzer.store import interrupted, open_new_or_existing, open_store
 from analyzer.summary import file_lines, files_summary, render_backtest, render_text
 
 
@@ -50,12 +50,11 @@ class ForensicsGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except Interrupted as exc:  # Ctrl-C while a file was loading: say which
+        except Interrupted as exc:  # Ctrl-C during ingest: what the store holds of the run
             click.echo(safe_line(str(exc)), err=True)
             ctx.exit(exc.exit_code)
         except (KeyboardInterrupt, duckdb.InterruptException):
-            click.echo("interrupted: the step under way was not stored", err=True)
-            ctx.exit(Interrupted.exit_code)
+            _said_interrupted(ctx)
         except ForensicsError as exc:
             if ctx.meta.get("lf.traceback"):
                 raise
@@ -71,15 +70,16 @@ class ForensicsGroup(click.Group):
             click.echo(safe_line(f"Error: {os_error(exc, None)}"), err=True)
             ctx.exit(3)
         except duckdb.Error as exc:
+            if interrupted(exc):  # a statement on the transaction Ctrl-C aborted
+                _said_interrupted(ctx)
             if ctx.meta.get("lf.traceback"):
                 raise
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             click.echo(safe_line(f"Error: database: {first}"), err=True)
             ctx.exit(3)
         except Exception as exc:
-            if isinstance(exc, RuntimeError) and "interrupted" in str(exc).lower():
-                click.echo("interrupted: the step under way was not stored", err=True)
-                ctx.exit(Interrupted.exit_code)
+            if interrupted(exc):  # DuckDB's "Query interrupted", or an error it caused
+                _said_interrupted(ctx)
             if ctx.meta.get("lf.traceback"):
                 raise
             click.echo(
@@ -89,6 +89,12 @@ class ForensicsGroup(click.Group):
                 err=True,
             )
             ctx.exit(3)
+
+
+def _said_interrupted(ctx: click.Context) -> NoReturn:
+    """Ctrl-C outside ingest (which says what it stored: ``Interrupted``)."""
+    click.echo("interrupted: the step under way was not stored", err=True)
+    ctx.exit(Interrupted.exit_code)
 
 
 def _set_traceback(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:

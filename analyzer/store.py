@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -89,14 +89,34 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """All or nothing: on any exception the store is left as it was."""
+        """All or nothing: on any exception the store is left as it was. Ctrl-C, whatever
+        form DuckDB gave it (see ``interrupted``), comes out as ``KeyboardInterrupt``."""
         self.con.execute("BEGIN TRANSACTION")
         try:
             yield
-        except BaseException:
-            self.con.execute("ROLLBACK")
+        except BaseException as exc:
+            self.rollback()
+            if interrupted(exc) and not isinstance(exc, KeyboardInterrupt):
+                raise KeyboardInterrupt from None
             raise
-        self.con.execute("COMMIT")
+        self.commit()
+
+    def commit(self) -> None:
+        """``COMMIT`` the transaction under way; should Ctrl-C stop it, what it did not
+        commit is rolled back and ``KeyboardInterrupt`` raised."""
+        try:
+            self.con.execute("COMMIT")
+        except BaseException as exc:
+            self.rollback()
+            if interrupted(exc):
+                raise KeyboardInterrupt from None
+            raise
+
+    def rollback(self) -> None:
+        """Roll back the transaction under way, if there is one (after an error or Ctrl-C:
+        a transaction a stopped statement aborted takes nothing else until then)."""
+        with suppress(duckdb.Error):  # none under way (or the connection is gone)
+            self.con.execute("ROLLBACK")
 
     def one(self, sql: str, params: list[object] | None = None) -> tuple[Any, ...] | None:
         """The first row, or None. (Fetches the whole result: DuckDB 2.0 refuses other work on
@@ -137,6 +157,29 @@ class Store:
             self.con.execute(f"CHECKPOINT {database}")
         finally:
             self.con.execute("SET disabled_compression_methods = $was", {"was": was or ""})
+
+
+def interrupted(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is Ctrl-C, in any of the forms it reaches Python: ``KeyboardInterrupt``,
+    DuckDB's ``InterruptException`` or its ``RuntimeError("Query interrupted")`` (a statement
+    Ctrl-C stopped), or an error raised because of one (a statement on the transaction the
+    stopped one aborted: "Current transaction is aborted", say from a ``finally``).
+
+    >>> interrupted(RuntimeError("Query interrupted")), interrupted(RuntimeError("other"))
+    (True, False)
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, KeyboardInterrupt | duckdb.InterruptException):
+            return True
+        if isinstance(exc, RuntimeError) and "interrupted" in str(exc).lower():
+            return True
+        if exc.__cause__ is not None or exc.__suppress_context__:
+            exc = exc.__cause__  # (``raise ... from None``: what it replaced is no cause)
+        else:
+            exc = exc.__context__
+    return False
 
 
 def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | None) -> None:

@@ -32,7 +32,7 @@ from analyzer.ingest.base import LoadResult
 from analyzer.ingest.lowering import insert_calls
 from analyzer.ingest.staged import Staged
 from analyzer.pricing import PriceKey, price_table
-from analyzer.store import Store
+from analyzer.store import Store, interrupted
 
 BATCH_FILE_BYTES = 8 << 20  # a bigger file is loaded on its own
 BATCH_BYTES = 48 << 20  # the input a batch holds in memory at most
@@ -449,15 +449,19 @@ class Batch:
                 done.append(f)
             if done:
                 _write(self.store, done)
-        except BaseException:
-            con.execute("ROLLBACK")
+        except BaseException as exc:
+            # Ctrl-C in a statement aborts the transaction, and the statements after it (an
+            # ``unregister`` in a ``finally``) fail for that: it is Ctrl-C all the same.
+            self.store.rollback()
+            if interrupted(exc) and not isinstance(exc, KeyboardInterrupt):
+                raise KeyboardInterrupt from None
             raise
         try:
             self.writing = _Commit(self.store) if later and failure is None else None
         except RuntimeError:  # no thread to be had: committed here
             self.writing = None
         if self.writing is None:
-            con.execute("COMMIT")
+            self.store.commit()
         if failure is not None:
             raise failure
         return done

@@ -23,6 +23,7 @@ from analyzer.ingest.base import (
 from analyzer.ingest.checks import sha256_of
 from analyzer.ingest.encodings import LineEnds, Utf8Tally
 from analyzer.ingest.staged import Staged, stage
+from analyzer.store import interrupted
 
 
 def fingerprint(path: Path, head: Head) -> tuple[str, str | None, Head, bool]:
@@ -74,36 +75,38 @@ def io_problem(text: str, src: SourceFile) -> InputError:
 
 def run_loader(fmt: registry.Format, ctx: LoadContext) -> LoadResult:
     """The format's loader, its failures turned into what the user is told."""
-    src, display = ctx.source, ctx.source.display
     try:
         return fmt.load(ctx)
     except (ForensicsError, Unbatchable):
         raise
-    except duckdb.IOException as exc:  # the file went bad under DuckDB's own reader
-        raise io_problem(str(exc), src) from exc
-    except (OSError, EOFError, zlib.error) as exc:
-        raise io_problem(str(exc), src) from exc
-    except duckdb.InvalidInputException as exc:  # DuckDB's CSV reader gave up
-        first = str(exc).splitlines()[0].removeprefix("Invalid Input Error: ")
-        raise InputError(f"cannot read: {first}", path=display) from exc
-    except (MemoryError, duckdb.OutOfMemoryException):
-        raise  # the machine's limit, not the file's fault nor a loader's
-    except duckdb.InterruptException:  # Ctrl-C inside a query of DuckDB's
-        raise KeyboardInterrupt from None
-    except RuntimeError as exc:
-        if "interrupted" in str(exc).lower():  # Ctrl-C inside DuckDB's Python client
-            raise KeyboardInterrupt from None
-        raise LoaderBug(
-            f"could not be loaded: unexpected RuntimeError: {str(exc).splitlines()[0]} "
-            "(a bug in llm-forensics; nothing from this file was stored)",
-            path=display,
-        ) from exc
     except Exception as exc:
-        # Never a traceback for a file: the user learns which file, and that the fault
-        # is ours (--traceback shows where).
-        raise LoaderBug(
-            f"could not be loaded: unexpected {type(exc).__name__}: "
-            f"{str(exc).splitlines()[0] if str(exc) else ''} "
-            "(a bug in llm-forensics; nothing from this file was stored)",
-            path=display,
-        ) from exc
+        # Ctrl-C inside a query of DuckDB's, or a statement failing on the transaction it
+        # aborted: an interrupt, never the file's fault nor a loader's.
+        if interrupted(exc):
+            raise KeyboardInterrupt from None
+        problem = _problem(exc, ctx.source)
+        if problem is None:
+            raise
+        raise problem from exc
+
+
+def _problem(exc: Exception, src: SourceFile) -> ForensicsError | None:
+    """What a loader's failure tells the user (None: raised as it is)."""
+    display = src.display
+    if isinstance(exc, duckdb.IOException):  # the file went bad under DuckDB's own reader
+        return io_problem(str(exc), src)
+    if isinstance(exc, OSError | EOFError | zlib.error):
+        return io_problem(str(exc), src)
+    if isinstance(exc, duckdb.InvalidInputException):  # DuckDB's CSV reader gave up
+        first = str(exc).splitlines()[0].removeprefix("Invalid Input Error: ")
+        return InputError(f"cannot read: {first}", path=display)
+    if isinstance(exc, MemoryError | duckdb.OutOfMemoryException):
+        return None  # the machine's limit, not the file's fault nor a loader's
+    # Never a traceback for a file: the user learns which file, and that the fault is ours
+    # (--traceback shows where).
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return LoaderBug(
+        f"could not be loaded: unexpected {type(exc).__name__}: {first} "
+        "(a bug in llm-forensics; nothing from this file was stored)",
+        path=display,
+    )
