@@ -22,6 +22,7 @@ from analyzer.incident import Incident
 from analyzer.ingest import default_homes
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.flow import FileReport, Loaded, find_files, load_files
+from analyzer.ingest.interrupts import LINKING, Run
 from analyzer.link import link_if_needed
 from analyzer.store import Store
 from analyzer.summary import Summary, build_summary, warn_unpriced
@@ -83,22 +84,25 @@ def ingest_paths(store: Store, inputs: Inputs | list[str], options: IngestOption
             f"no input given, and no agent logs in their default places ({places}: not "
             "there); give a file or folder, e.g. `llm-forensics audit exports/`"
         )
-    walk = find_files(inputs.paths, options, inputs.labels)
-    if inputs.defaults:
-        per_top = Counter(f.top for f in walk.files)
-        said = [
-            f"{per_top[p]:,} {'file' if per_top[p] == 1 else 'files'} from {inputs.labels[p]}"
-            for p in inputs.paths
-        ]
-        note("reading " + _first_in_full(said))
-    reports = Loaded(load_files(store, walk.files, options), walk.hidden_skipped)
-    if not any(r.status in ("loaded", "unchanged", "read_with") for r in reports):
-        raise NothingFound(_nothing(inputs, reports, walk.hidden_skipped))
-    _say_no_calls(reports)
-    _say_unknown_data(reports)
-    if walk.hidden_skipped:
-        note(f"skipped hidden folders: {_some(walk.hidden_skipped)} (name one to read it)")
-    link_if_needed(store, loaded=any(r.status == "loaded" for r in reports))
+    run = Run(store)  # Ctrl-C says what the store holds of this run, at every step
+    with run.said_on_ctrl_c():
+        walk = find_files(inputs.paths, options, inputs.labels)
+        if inputs.defaults:
+            per_top = Counter(f.top for f in walk.files)
+            said = [
+                f"{per_top[p]:,} {'file' if per_top[p] == 1 else 'files'} from {inputs.labels[p]}"
+                for p in inputs.paths
+            ]
+            note("reading " + _first_in_full(said))
+        reports = Loaded(load_files(store, walk.files, options, run), walk.hidden_skipped)
+        if not any(r.status in ("loaded", "unchanged", "read_with") for r in reports):
+            raise NothingFound(_nothing(inputs, reports, walk.hidden_skipped))
+        run.step = LINKING
+        _say_no_calls(reports)
+        _say_unknown_data(reports)
+        if walk.hidden_skipped:
+            note(f"skipped hidden folders: {_some(walk.hidden_skipped)} (name one to read it)")
+        link_if_needed(store, loaded=any(r.status == "loaded" for r in reports))
     return reports
 
 

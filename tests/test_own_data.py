@@ -273,8 +273,9 @@ def test_readers_open_the_store_read_only(tmp_path: Path, sample_db: Path) -> No
 
 
 def test_ctrl_c_while_loading_stores_nothing_of_that_file(tmp_path: Path) -> None:
-    """A real child process, sent SIGINT while it reads a large export: one line naming the
-    file, exit 130, and the store holds what it held before (here: the small file only)."""
+    """A real child process, sent SIGINT while it reads a large export: one line saying this
+    run stored none of its one file, exit 130, and the store holds what it held before (here:
+    the small file only)."""
     small = write_csv(tmp_path / "small.csv", [or_row(i) for i in range(3)])
     big = write_big_export(tmp_path / "big.csv", 300_000)
     db = tmp_path / "s.duckdb"
@@ -298,7 +299,9 @@ def test_ctrl_c_while_loading_stores_nothing_of_that_file(tmp_path: Path) -> Non
     os.close(child.master)
     assert code == 130, child.stderr
     last = child.stderr.replace("\r", "\n").strip().splitlines()[-1].strip()
-    assert last == f"interrupted: nothing from {big} was stored"
+    assert last == (
+        "interrupted: this run stored 0 of the 1 file found; the same command again reads the rest"
+    )
     assert "a bug in llm-forensics" not in child.stderr
     con = duckdb.connect(str(db), read_only=True, config=OFFLINE)
     try:

@@ -15,7 +15,6 @@ from analyzer.errors import (
     DamagedGzipError,
     ForensicsError,
     InputError,
-    Interrupted,
     NothingFound,
 )
 from analyzer.ingest.base import IngestOptions, LoadContext, LoadResult, SourceFile
@@ -29,6 +28,7 @@ from analyzer.ingest.batch import (
 )
 from analyzer.ingest.discovery import Found, Walk, discover
 from analyzer.ingest.encodings import ENCODING_NAMES, is_utf8
+from analyzer.ingest.interrupts import Run
 from analyzer.ingest.prepare import fingerprint, read_staged, run_loader, sniff
 from analyzer.ingest.reading import read_head, salvage_gzip
 from analyzer.ingest.reports import (
@@ -37,7 +37,7 @@ from analyzer.ingest.reports import (
 from analyzer.ingest.reports import looks_like_data, no_calls_reason
 from analyzer.ingest.staged import from_wire
 from analyzer.ingest.workers import Job, Prepared, Workers, count
-from analyzer.store import Store
+from analyzer.store import Store, interrupted
 
 PROGRESS_MIN_BYTES = 50 * 1024 * 1024
 
@@ -314,16 +314,28 @@ def load_paths(store: Store, paths: list[str], options: IngestOptions) -> Loaded
     return Loaded(load_files(store, walk.files, options), walk.hidden_skipped)
 
 
-def load_files(store: Store, files: list[Found], options: IngestOptions) -> list[FileReport]:
+def load_files(
+    store: Store, files: list[Found], options: IngestOptions, run: Run | None = None
+) -> list[FileReport]:
     """Load ``files`` in order, counting them on a terminal (small agent logs a batch at a
-    time, see ``analyzer.ingest.batch``). Ctrl-C stops between two records of a file, and
-    nothing of that file is stored (its transaction is rolled back)."""
+    time, see ``analyzer.ingest.batch``). Ctrl-C stops between two records of a file: nothing
+    of that file is stored (its transaction is rolled back), the files read before it are (a
+    second Ctrl-C leaves them out too), and ``Interrupted`` says how many files this ``run``
+    stored, as counted in the store (``analyzer.ingest.interrupts``)."""
+    run = run or Run(store)
+    run.found = len(files)
+    with run.said_on_ctrl_c():
+        return _load_files(store, files, options)
+
+
+def _load_files(store: Store, files: list[Found], options: IngestOptions) -> list[FileReport]:
     counter = Counter("reading files", len(files), minimum=20 if options.progress else 10**12)
     reports: list[FileReport] = []
     index = SourceIndex(store)
     batch = Batch(store)
-    ahead = _Ahead(files, options, index)
+    ahead: _Ahead | None = None
     try:
+        ahead = _Ahead(files, options, index)
         for i, f in enumerate(files):
             counter.step(i, f.display[-50:])
             ahead.ask(i)
@@ -332,11 +344,6 @@ def load_files(store: Store, files: list[Found], options: IngestOptions) -> list
                     store, f.path, f.display, f.explicit, options, f.name, index, batch,
                     ahead.workers, i,
                 )  # fmt: skip
-            except KeyboardInterrupt:
-                counter.done()
-                ahead.close()
-                _commit_after_interrupt(batch, index)
-                raise Interrupted(f"interrupted: nothing from {f.display} was stored") from None
             except InputError as exc:
                 if f.explicit or options.strict or isinstance(exc, NothingFound):
                     ahead.close()
@@ -350,16 +357,25 @@ def load_files(store: Store, files: list[Found], options: IngestOptions) -> list
                 ahead.close()
                 _commit(batch, index)  # the files read before this one are stored
                 raise
+            except BaseException as exc:
+                if interrupted(exc):  # the files read before this one are stored
+                    counter.done()
+                    ahead.close()
+                    _commit(batch, index)
+                raise
             ahead.done(i)
             reports.append(report)
             if batch.full():
-                _commit_or_stop(batch, index, counter, later=True)
+                _commit(batch, index, later=True)
         ahead.close()
-        _commit_or_stop(batch, index, counter)
+        _commit(batch, index)
     finally:
-        ahead.close()
-        batch.wait(quiet=True)  # (when an error stops the files: the store is closed next)
-        counter.done()
+        try:
+            if ahead is not None:
+                ahead.close()
+        finally:
+            batch.wait(quiet=True)  # (when an error stops the files: the store is closed next)
+            counter.done()
     return reports
 
 
@@ -412,30 +428,3 @@ class _Ahead:
         if self.workers is not None:
             self.workers.close()
             self.workers = None
-
-
-def _commit_or_stop(
-    batch: Batch, index: SourceIndex, counter: Counter, later: bool = False
-) -> None:
-    first = batch.files[0].display if batch.files else ""
-    n = len(batch.files)
-    try:
-        _commit(batch, index, later)
-    except KeyboardInterrupt:
-        counter.done()
-        more = f" nor from the {n - 1:,} files read with it" if n > 1 else ""
-        raise Interrupted(f"interrupted: nothing from {first} was stored{more}") from None
-
-
-def _commit_after_interrupt(batch: Batch, index: SourceIndex) -> None:
-    """Ctrl-C while reading a file: the files read before it are stored (a second Ctrl-C
-    leaves them out too)."""
-    n = len(batch.files)
-    if not n:
-        return
-    first = batch.files[0].display
-    try:
-        _commit(batch, index)
-    except KeyboardInterrupt:
-        more = f" nor from the {n - 1:,} files read with it" if n > 1 else ""
-        raise Interrupted(f"interrupted: nothing from {first} was stored{more}") from None
