@@ -162,8 +162,10 @@ class Store:
 def interrupted(exc: BaseException | None) -> bool:
     """Whether ``exc`` is Ctrl-C, in any of the forms it reaches Python: ``KeyboardInterrupt``,
     DuckDB's ``InterruptException`` or its ``RuntimeError("Query interrupted")`` (a statement
-    Ctrl-C stopped), or an error raised because of one (a statement on the transaction the
-    stopped one aborted: "Current transaction is aborted", say from a ``finally``).
+    Ctrl-C stopped), DuckDB's error for a ``KeyboardInterrupt`` raised in Python code it ran
+    (reading a registered Arrow table: "exporting a stream ... failed: KeyboardInterrupt"), or
+    an error raised because of one (a statement on the transaction the stopped one aborted:
+    "Current transaction is aborted", say from a ``finally``).
 
     >>> interrupted(RuntimeError("Query interrupted")), interrupted(RuntimeError("other"))
     (True, False)
@@ -174,6 +176,8 @@ def interrupted(exc: BaseException | None) -> bool:
         if isinstance(exc, KeyboardInterrupt | duckdb.InterruptException):
             return True
         if isinstance(exc, RuntimeError) and "interrupted" in str(exc).lower():
+            return True
+        if isinstance(exc, duckdb.Error) and "KeyboardInterrupt" in str(exc):
             return True
         if exc.__cause__ is not None or exc.__suppress_context__:
             exc = exc.__cause__  # (``raise ... from None``: what it replaced is no cause)
