@@ -182,5 +182,6 @@ def load(ctx: LoadContext) -> LoadResult:
         read_pages(text, ctx.source.display, out, _times, "starting_at, ending_at", _api_result)
     else:
         header = {c.strip().strip('"') for c in (ctx.source.head.first_record(",") or [])}
-        read_csv(text, out, _tokens_row if header >= _CSV_TOKENS else _cost_row)
+        row = _tokens_row if header >= _CSV_TOKENS else _cost_row
+        read_csv(text, out, row, [("a usage export", _CSV_TOKENS), ("a cost export", _CSV_COST)])
     return out.finish()

@@ -18,10 +18,8 @@ time bucket, lowered to ``bill_buckets``. A format module parses its records and
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -32,10 +30,12 @@ import pyarrow as pa
 
 from analyzer.errors import InputError
 from analyzer.ingest.base import LoadContext, LoadResult
+from analyzer.ingest.csv_scan import UNTERMINATED, fields, table
 from analyzer.pricing import COST_SQL, WEB_SEARCH_SQL, PriceKey, price_table, tier_prices
 
 MAX_TOKENS = 10**15  # a day of a large organisation is far below; more is not a count
 MAX_USD = Decimal(10**9)
+USD_PLACES = Decimal("1e-10")  # dollars are stored to 10 decimal places (DECIMAL(18, 10))
 HALF_PRICE_TIERS = {"batch"}
 LIST_PRICE_TIERS = {"", "standard", "default", "auto", "on_demand", "message"}
 
@@ -80,7 +80,7 @@ def dollars(value: object, name: str, cents: bool = False) -> Decimal | None:
         raise ValueError(f"{name} is not an amount: {str(value)[:40]!r}") from None
     if not d.is_finite() or abs(d) >= MAX_USD * (100 if cents else 1):
         raise ValueError(f"{name} is not an amount: {str(value)[:40]!r}")
-    return d / 100 if cents else d
+    return (d / 100 if cents else d).quantize(USD_PLACES)  # what the store keeps
 
 
 def long_context(window: str | None) -> bool:
@@ -228,26 +228,54 @@ class Buckets:
         return self.result
 
 
-def csv_records(text: str) -> Iterator[tuple[int, dict[str, str] | str | None, str]]:
+# The shapes a CSV report can have: what each is, and the columns it cannot be read without.
+Shapes = Sequence[tuple[str, Collection[str]]]
+
+
+def check_header(header: list[str], shapes: Shapes, display: str) -> None:
+    """A CSV report's header has every column of one of its ``shapes``, or the report cannot be
+    read (a format forced on another file): one error that says what is missing."""
+    names = set(header)
+    if any(names >= set(need) for _, need in shapes):
+        return
+    lacks = "; ".join(
+        f"{what} needs {', '.join(sorted(set(need) - names))}" for what, need in shapes
+    )
+    shown = ", ".join(header[:8]) + (", ..." if len(header) > 8 else "")
+    raise InputError(
+        f"missing required columns ({lacks}); the header has {shown or 'no column'}", display, 1
+    )
+
+
+def csv_records(
+    text: str, shapes: Shapes = (), display: str = ""
+) -> Iterator[tuple[int, dict[str, str] | str | None, str]]:
     """The records of a CSV report after its header: (line, the record by column name - or why
     it cannot be read, or None for the header written again -, an excerpt). Blank lines are no
-    records; a tab-separated copy (a report pasted from a spreadsheet) is read as well."""
-    first = text.split("\n", 1)[0]
+    records; a tab-separated copy (a report pasted from a spreadsheet) is read as well. Records
+    are found as ``analyzer.ingest.csv_scan`` finds them: an unclosed quote costs its own line.
+    A header without the columns of one of ``shapes`` is an error naming ``display``."""
+    nl = text.find("\n")
+    first = text[:nl] if nl >= 0 else text
     delimiter = "\t" if first.count("\t") > first.count(",") else ","
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    header = [h.strip() for h in next(reader, [])]
-    line = reader.line_num
-    for record in reader:
-        start, line = line + 1, reader.line_num
+    names, found = table(text, delimiter)
+    header = [h.strip() for h in names]
+    if shapes:
+        check_header(header, shapes, display)
+    for rec in found:
+        if rec.text is None:
+            yield rec.line, UNTERMINATED, rec.first[:300]
+            continue
+        record = fields(rec.text, delimiter)
         if not any(cell.strip() for cell in record):
             continue
         excerpt = delimiter.join(record)[:300]
         if [c.strip() for c in record] == header:
-            yield start, None, excerpt
+            yield rec.line, None, excerpt
         elif len(record) != len(header):
-            yield start, f"{len(record)} fields where the header has {len(header)}", excerpt
+            yield rec.line, f"{len(record)} fields where the header has {len(header)}", excerpt
         else:
-            yield start, dict(zip(header, (c.strip() for c in record), strict=True)), excerpt
+            yield rec.line, dict(zip(header, (c.strip() for c in record), strict=True)), excerpt
 
 
 def json_pages(text: str, display: str) -> list[object]:
@@ -341,10 +369,12 @@ def read_pages(
                     out.add(n, found)
 
 
-def read_csv(text: str, out: Buckets, row: Callable[[dict[str, str]], Reading]) -> None:
-    """The records of a CSV report (``csv_records``) into ``out``: ``row`` reads one (a
-    ``ValueError`` is its reject); the header written again is skipped."""
-    for line, record, excerpt in csv_records(text):
+def read_csv(
+    text: str, out: Buckets, row: Callable[[dict[str, str]], Reading], shapes: Shapes
+) -> None:
+    """The records of a CSV report (``csv_records``, its header one of ``shapes``) into ``out``:
+    ``row`` reads one (a ``ValueError`` is its reject); the header written again is skipped."""
+    for line, record, excerpt in csv_records(text, shapes, out.ctx.source.display):
         if record is None:
             out.skip("repeated_header")
         elif isinstance(record, str):

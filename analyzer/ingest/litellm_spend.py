@@ -46,8 +46,6 @@ What is read, and how sure its meaning is:
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -59,6 +57,7 @@ from analyzer.console import warn
 from analyzer.errors import InputError
 from analyzer.formatting import cost
 from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.csv_scan import UNTERMINATED, fields, table
 from analyzer.ingest.reading import read_text
 from analyzer.ingest.sessions import interleaved_streams_sql, renumber_streams, with_sessions_sql
 from analyzer.ingest.values import as_dict, as_int, as_str, parse_time
@@ -223,7 +222,8 @@ class _Rows:
             "cached_input_tokens": cached,
             "cache_write_tokens": written,
             "output_tokens": output,
-            "cost_usd": spend,
+            # (to the 10 decimal places the store keeps: 1e-400 is no reason to refuse a file)
+            "cost_usd": spend.quantize(Decimal("1e-10")) if spend is not None else None,
             "finish_raw": "error" if failed else finish,
             "http_status": as_int(raw.get("error_code"), limit=1000) if failed else None,
             "duration_ms": float(duration) if duration is not None else None,
@@ -272,10 +272,26 @@ def _read(ctx: LoadContext, rows: _Rows) -> None:
                 continue
             rows.add(n, item, text_line[:300])
         return
-    reader = csv.reader(io.StringIO(text, newline=""))
-    header = [h.strip() for h in next(reader, [])]
-    for record in reader:
-        n = reader.line_num
+    # Records found as analyzer.ingest.csv_scan finds them (a prompt of any size; an unclosed
+    # quote costs its own line), each numbered by the line it starts on.
+    names, found = table(text, ",")
+    header = [h.strip() for h in names]
+    missing = [c for c in sorted(_CSV_NEEDS) if c not in header]
+    if missing:  # another file, read as a spend log by --format
+        shown = ", ".join(header[:8]) + (", ..." if len(header) > 8 else "")
+        raise InputError(
+            f"missing required columns {', '.join(missing)} (a {TITLE} needs "
+            f"{', '.join(sorted(_CSV_NEEDS))}); the header has {shown or 'no column'}",
+            ctx.source.display,
+            1,
+        )
+    for rec in found:
+        n = rec.line
+        if rec.text is None:
+            rows.read += 1
+            rows.rejects.append((n, UNTERMINATED, rec.first[:300]))
+            continue
+        record = fields(rec.text, ",")
         if not any(cell.strip() for cell in record):
             continue
         if [c.strip() for c in record] == header:

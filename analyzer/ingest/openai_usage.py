@@ -180,5 +180,5 @@ def load(ctx: LoadContext) -> LoadResult:
     if text.lstrip()[:1] in ("[", "{"):
         read_pages(text, ctx.source.display, out, _times, "start_time, end_time", _result)
     else:
-        read_csv(text, out, _row)
+        read_csv(text, out, _row, [("a cost export", _CSV_COST), ("a usage export", _CSV_USAGE)])
     return out.finish()
