@@ -77,6 +77,44 @@ def one_line_error(err: str, name: str) -> str:
 # --- An unclosed quote costs its own record ---------------------------------------------------
 
 
+def test_an_unclosed_quote_in_an_openrouter_export_costs_only_its_row(tmp_path: Path) -> None:
+    """The issue's case: ``"unclosed app`` as the last field of row 100 of 200. DuckDB's reader
+    took the other 99 rows after it into that one value; now its line is rejected and the lines
+    after it are read as the records they are."""
+
+    def unclosed(i: int, row: dict[str, object]) -> None:
+        if i == 99:
+            row["app_name"] = '"unclosed app'
+
+    f = export(tmp_path / "activity.csv", 200, unclosed)
+    code, out, err = ingest(tmp_path, f)
+    assert (code, err) == (0, "")
+    assert "200 records, 1 rejected" in out
+    assert source(tmp_path) == (200, 199, 1, 0, 0)
+    [(line, reason)] = rejects(tmp_path)
+    assert line == 101 and UNTERMINATED in str(reason)  # the header is line 1
+    loaded = rows(tmp_path, "SELECT line FROM calls ORDER BY line")
+    assert [r[0] for r in loaded] == [n for n in range(2, 202) if n != 101]
+
+
+def test_a_stray_quote_closed_by_a_later_quoted_value(tmp_path: Path) -> None:
+    """A stray quote that a quoted value 50 rows later closes: the 49 rows between were one
+    rejected record; now only the row with the stray quote is, and the quoted value loads."""
+
+    def stray(i: int, row: dict[str, object]) -> None:
+        if i == 99:
+            row["app_name"] = '"unclosed app'
+        if i == 149:
+            row["app_name"] = '"Acme, Inc"'
+
+    code, _, _ = ingest(tmp_path, export(tmp_path / "activity.csv", 200, stray))
+    assert code == 0
+    assert source(tmp_path) == (200, 199, 1, 0, 0)
+    [(line, reason)] = rejects(tmp_path)
+    assert line == 101 and UNTERMINATED in str(reason)
+    assert rows(tmp_path, "SELECT app FROM calls WHERE line = 151") == [("Acme, Inc",)]
+
+
 def _anthropic_tokens(path: Path, n: int, bad: int) -> Path:
     """A Console usage export of ``n`` days; row ``bad`` ends in an unclosed quote."""
     src = (FIXTURES / "anthropic_usage" / "claude_api_tokens_2026_03.csv").read_text("utf-8")
@@ -141,6 +179,23 @@ def test_an_unclosed_quote_costs_only_its_row_in_every_csv_reader(
 # --- A carriage return inside a value ----------------------------------------------------------
 
 
+def test_a_lone_cr_inside_a_value_does_not_split_its_openrouter_row(tmp_path: Path) -> None:
+    """A CR in an unquoted value of a file of LF line ends (pasted from another program): its
+    row stays one record, the CR in the value (it loaded "My" and rejected a row "App")."""
+
+    def cr(i: int, row: dict[str, object]) -> None:
+        if i == 99:
+            row["app_name"] = "My\rApp"
+        if i == 120:
+            row["user"] = "u\r1"
+
+    code, _, _ = ingest(tmp_path, export(tmp_path / "activity.csv", 200, cr))
+    assert code == 0
+    assert source(tmp_path) == (200, 200, 0, 0, 0)
+    got = rows(tmp_path, "SELECT line, app, user_id FROM calls WHERE line IN (101, 122)")
+    assert sorted(got) == [(101, "My\rApp", "u1"), (122, "App A", "u\r1")]
+
+
 def test_a_lone_cr_inside_a_value_does_not_split_a_usage_row(tmp_path: Path) -> None:
     f = _anthropic_tokens(tmp_path / "tokens.csv", 5, -1)
     text = f.read_text("utf-8").replace(",Default,", ",De\rfault,", 1)
@@ -180,6 +235,21 @@ def test_an_anthropic_value_over_the_csv_field_limit_is_read(tmp_path: Path) -> 
     code, _, err = ingest(tmp_path, f)
     assert (code, err) == (0, ""), err
     assert source(tmp_path) == (5, 5, 0, 0, 0)
+
+
+def test_a_quoted_value_over_duckdbs_line_limit_is_read(tmp_path: Path) -> None:
+    """A correctly quoted value of 3 MB (over DuckDB's default line limit, 2,000,000 bytes) was
+    rejected as "Value with unterminated quote found"; it is read (and so is one of 200 MB:
+    ``bench/huge_field.py``)."""
+
+    def big(i: int, row: dict[str, object]) -> None:
+        if i == 20:
+            row["app_name"] = '"' + "y" * 3_000_000 + '"'
+
+    code, _, err = ingest(tmp_path, export(tmp_path / "activity.csv", 50, big))
+    assert (code, err) == (0, ""), err
+    assert source(tmp_path) == (50, 50, 0, 0, 0)
+    assert rows(tmp_path, "SELECT length(app) FROM calls WHERE line = 22") == [(3_000_000,)]
 
 
 def test_an_amount_finer_than_the_store_keeps_is_rounded_not_refused(tmp_path: Path) -> None:

@@ -5,9 +5,11 @@ unknown extra columns are ignored (and named once on stderr); only ``generation_
 ``created_at``, ``tokens_prompt``, ``tokens_completion`` and ``model_permaslug`` are required.
 
 The file is read by DuckDB's own CSV reader into a staging table of text columns (no Python per
-row: the same code takes a 10-million-row export), then typed and checked in SQL. Rows the CSV
-reader cannot split (too few or too many fields, bad quoting, invalid UTF-8) and rows whose
-values do not parse go to ``rejects`` with their line and reason; the rest load.
+row: the same code takes a 10-million-row export), then typed and checked in SQL; when a stray
+quote or a record over its line limit made the reader lose records, it is read again, carefully
+(analyzer.ingest.openrouter_read). Rows the CSV reader cannot split (too few or too many fields,
+bad quoting, an unterminated quote, invalid UTF-8) and rows whose values do not parse go to
+``rejects`` with their line and reason; the rest load.
 
 Line numbers count CSV records with the header as line 1 (a quoted field spanning several
 physical lines counts once), the same convention DuckDB's reader uses for its own errors.
@@ -20,7 +22,7 @@ import duckdb
 from analyzer.console import warn
 from analyzer.errors import InputError, LoaderBug
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.reading import utf8_copy
+from analyzer.ingest.openrouter_read import TABLES, stage, store_refused
 from analyzer.ingest.sessions import (
     interleaved_streams_sql,
     numbered_sql,
@@ -235,8 +237,7 @@ def _typed_select(cols: _Columns, n_columns: int, tz: str, source: str) -> str:
 
 
 _TEMP_TABLES = (
-    "lf_or_typed", "lf_or_rej", "lf_or_rej_scan", "lf_or_thr", "lf_or_dups", "lf_or_new",
-    "lf_or_inter", "lf_or_sk", "lf_or_seq",
+    *TABLES, "lf_or_thr", "lf_or_dups", "lf_or_new", "lf_or_inter", "lf_or_sk", "lf_or_seq",
 )  # fmt: skip
 
 
@@ -281,25 +282,17 @@ def load(ctx: LoadContext) -> LoadResult:
 
     for table in _TEMP_TABLES:
         con.execute(f"DROP TABLE IF EXISTS {table}")
-    columns = "{" + ", ".join(f"'c{i}': 'VARCHAR'" for i in range(len(names))) + "}"
     ctx.stage("reading")
-    # One pass over the file: typed values, and why each row cannot load. The table keeps the
-    # file's record order, so a row's rowid says where it was. A file in another encoding, or
-    # with mixed line ends, is read from an uncompressed UTF-8 copy with the same lines.
-    with utf8_copy(src) as path:
-        compression = (src.head.compression if path == src.path else None) or "none"
-        reader = f"""read_csv($path,
-            columns = {columns}, header = true, auto_detect = false,
-            delim = {_sql_str(delim)}, quote = '"', escape = '"',
-            compression = '{compression}', null_padding = false,
-            store_rejects = true, rejects_table = 'lf_or_rej', rejects_scan = 'lf_or_rej_scan')"""
-        con.execute(
-            "CREATE TEMP TABLE lf_or_typed AS "
-            + _typed_select(
-                _Columns(names), len(names), ctx.options.tz, _cleaned(len(names), reader)
-            ),
-            {"path": str(path)},
-        )
+    # The typed rows and why each cannot load, and the records the reader refused: fast, and
+    # again carefully when a stray quote or a long line made the reader lose records.
+    stage(
+        ctx,
+        names,
+        delim,
+        lambda reader: _typed_select(
+            _Columns(names), len(names), ctx.options.tz, _cleaned(len(names), reader)
+        ),
+    )
     # Records the CSV reader refused (record lines, header = 1); good records' lines skip them.
     con.execute(
         """CREATE TEMP TABLE lf_or_thr AS
@@ -329,21 +322,7 @@ def load(ctx: LoadContext) -> LoadResult:
         result.rows_skipped = int(headers)
         result.skipped_kinds = {"repeated_header": int(headers)}
 
-    # One reject per record, whatever number of faults the reader found in it.
-    con.execute(
-        """INSERT INTO rejects
-           SELECT $sid, line, string_agg(reason, '; ' ORDER BY reason), any_value(excerpt)
-           FROM (SELECT line,
-                        CASE WHEN error_type ILIKE 'invalid%'
-                                  AND any_value(error_message) ILIKE '%unicode%'
-                             THEN 'bytes that are not valid UTF-8 in this row (a damaged file?)'
-                             ELSE lower(replace(error_type, '_', ' ')) || ': '
-                                  || any_value(error_message) END AS reason,
-                        left(trim(any_value(csv_line), E'\r\n'), 300) AS excerpt
-                 FROM lf_or_rej GROUP BY line, error_type)
-           GROUP BY line""",
-        {"sid": ctx.source_id},
-    )
+    store_refused(con, ctx.source_id)
     if rejected:
         con.execute(
             f"""INSERT INTO rejects

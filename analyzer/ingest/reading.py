@@ -18,6 +18,7 @@ import orjson
 
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, SourceFile
+from analyzer.ingest.csv_scan import lone_crs
 from analyzer.ingest.encodings import decode_errors, guess_encoding, is_utf8
 
 HEAD_BYTES = 64 * 1024
@@ -189,29 +190,64 @@ def utf8_lines(fh: IO[bytes], encoding: str) -> Iterator[bytes]:
         yield line.encode()
 
 
-def _lf_line_ends(chunks: Iterator[str]) -> Iterator[str]:
+def _lf_line_ends(chunks: Iterator[str], shape: tuple[str, int] | None) -> Iterator[str]:
     """The text with every CRLF and lone CR made LF (a CR at the end of a chunk waits to see
-    whether an LF follows it)."""
+    whether an LF follows it). With the ``shape`` of a CSV file (delimiter, number of fields), a
+    lone CR inside a record stays in its value (``csv_scan.lone_crs``, handed whole lines; the
+    CRs of a line over ``_CR_LINE_MAX`` characters are all made LF)."""
     pending_cr = False
+    carry: list[str] = []  # the start of a line a later chunk ends
+    carried = 0
+    long_line = False  # in a line over _CR_LINE_MAX, the start of which is written already
     for chunk in chunks:
         if pending_cr:
             chunk = "\r" + chunk
         pending_cr = chunk.endswith("\r")
         if pending_cr:
             chunk = chunk[:-1]
-        yield chunk.replace("\r\n", "\n").replace("\r", "\n")
+        chunk = chunk.replace("\r\n", "\n")
+        if shape is None:
+            yield chunk.replace("\r", "\n")
+            continue
+        first, cut = chunk.find("\n") + 1, chunk.rfind("\n") + 1
+        if not first:  # the line goes on in the next chunk
+            if long_line or carried + len(chunk) > _CR_LINE_MAX:
+                yield ("".join(carry) + chunk).replace("\r", "\n")
+                carry, carried, long_line = [], 0, True
+            else:
+                carry.append(chunk)
+                carried += len(chunk)
+            continue
+        if long_line:
+            yield chunk[:first].replace("\r", "\n")
+            chunk, cut, long_line = chunk[first:], cut - first, False
+        whole = "".join(carry) + chunk[:cut]
+        yield lone_crs(whole, *shape) if "\r" in whole else whole
+        carry, carried = [chunk[cut:]], len(chunk) - cut
+    rest = "".join(carry)
+    if shape is None or long_line or "\r" not in rest:
+        yield rest.replace("\r", "\n")
+    else:
+        yield lone_crs(rest, *shape)
     if pending_cr:
         yield "\n"
 
 
+_CR_LINE_MAX = 64 * 2**20
+
+
 @contextmanager
-def utf8_copy(src: SourceFile) -> Iterator[Path]:
+def utf8_copy(
+    src: SourceFile, shape: tuple[str, int] | None = None, plain: bool = False
+) -> Iterator[Path]:
     """A path to the file's content in UTF-8 with one kind of line end: the file itself when it
-    is UTF-8 and does not mix line ends, else a temporary uncompressed UTF-8 copy (removed
-    afterwards) with every line end made LF. The copy has the same lines, so line numbers still
-    point into the original (a lone CR counts as a line end, as in Python's universal newlines).
+    is UTF-8 and does not mix line ends (compressed or not) and no ``plain`` copy is asked for,
+    else a temporary uncompressed UTF-8 copy (removed afterwards) with every line end made LF.
+    The copy has the same lines, so line numbers still point into the original (a lone CR
+    counts as a line end, as in Python's universal newlines; in a CSV file of that ``shape``,
+    delimiter and number of fields, one inside a record stays in its value: ``_lf_line_ends``).
     """
-    if is_utf8(src.head.encoding) and not src.mixed_line_ends:
+    if is_utf8(src.head.encoding) and not src.mixed_line_ends and not plain:
         yield src.path
         return
     # UTF-8 bytes are passed through as they are (a bad byte stays bad, for the reader to
@@ -222,6 +258,6 @@ def utf8_copy(src: SourceFile) -> Iterator[Path]:
         copy = Path(tmp) / "utf8.txt"
         with open_binary(src) as fh, open(copy, "wb") as out:
             reader = codecs.getreader(encoding)(fh, errors)
-            for text in _lf_line_ends(iter(lambda: reader.read(1 << 20), "")):
+            for text in _lf_line_ends(iter(lambda: reader.read(1 << 20), ""), shape):
                 out.write(text.encode("utf-8", errors="surrogateescape"))
         yield copy
