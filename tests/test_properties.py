@@ -500,6 +500,17 @@ def _replace_match(
     return raw[: m.start()] + draw(st.sampled_from(values)) + raw[m.end() :]
 
 
+def m_unclosed_quote(draw: Draw, raw: bytes) -> bytes:
+    """A quote at the start of a field of a line (not the first), closed by nothing or only by
+    a later value's quote."""
+    lines = raw.split(b"\n")
+    i = draw(st.integers(min(1, len(lines) - 1), len(lines) - 1))
+    starts = [0, *(m.end() for m in re.finditer(rb"[,;\t]", lines[i]))]
+    j = draw(st.sampled_from(starts))
+    lines[i] = lines[i][:j] + b'"' + lines[i][j:]
+    return b"\n".join(lines)
+
+
 def m_csv_number(draw: Draw, raw: bytes) -> bytes:
     return _replace_match(draw, raw, CSV_NUMBER, CSV_BAD_NUMBERS)
 
@@ -570,7 +581,7 @@ BYTE_MUTATIONS = [
     m_flip, m_replace, m_delete, m_insert, m_truncate, m_duplicate_line, m_swap_lines,
     m_first_line_again, m_crlf, m_reencode, m_gzip,
 ]  # fmt: skip
-CSV_MUTATIONS = [*BYTE_MUTATIONS, m_csv_number, m_csv_number]
+CSV_MUTATIONS = [*BYTE_MUTATIONS, m_csv_number, m_csv_number, m_unclosed_quote]
 JSONL_MUTATIONS = [*BYTE_MUTATIONS, m_json_number, m_json_retype, m_json_retype]
 JSON_DOC_MUTATIONS = [*BYTE_MUTATIONS, m_json_number, m_json_doc_retype, m_json_doc_retype]
 
@@ -911,6 +922,47 @@ def test_damaged_bucket_bill(data: st.DataObject) -> None:
     name = data.draw(st.sampled_from(sorted(BUCKET_SEEDS)), label="seed")
     mutations = CSV_MUTATIONS if name.endswith(".csv") else JSON_DOC_MUTATIONS
     check_drawn(data, mutate(data, BUCKET_SEEDS[name], mutations), "bills", name)
+
+
+CSV_SEEDS_ALL = {
+    **{f"{k}-{CSV_NAME}": ("exports", CSV_NAME, raw) for k, raw in enumerate(CSV_SEEDS)},
+    "LiteLLM_SpendLogs.csv": (
+        "spend",
+        "LiteLLM_SpendLogs.csv",
+        LITELLM_SEEDS["LiteLLM_SpendLogs.csv"],
+    ),
+    **{name: ("bills", name, raw) for name, raw in BUCKET_SEEDS.items() if name.endswith(".csv")},
+}
+
+
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_an_unclosed_quote_loses_no_record(data: st.DataObject) -> None:
+    """A quote opened at the start of a field of one record of a CSV file (OpenRouter's, a
+    LiteLLM spend log, the usage exports), closed by nothing or by a later value's quote: every
+    line is still one record read (none is taken into the value), the others load as they did,
+    and the one with the quote, if rejected, is rejected with its own line."""
+    key = data.draw(st.sampled_from(sorted(CSV_SEEDS_ALL)), label="seed")
+    folder, name, raw = CSV_SEEDS_ALL[key]
+    lines = raw.split(b"\n")
+    records = [n for n, line in enumerate(lines[1:], 2) if line.strip()]
+    n = data.draw(st.sampled_from(records), label="line")
+    starts = [0, *(m.end() for m in re.finditer(rb"[,;\t]", lines[n - 1]))]
+    j = data.draw(st.sampled_from(starts), label="field start")
+    lines[n - 1] = lines[n - 1][:j] + b'"' + lines[n - 1][j:]
+    damaged = b"\n".join(lines)
+    note(f"line {n}: {lines[n - 1]!r}")
+    with tempfile.TemporaryDirectory(prefix="lf-prop-") as tmp, open_store(":memory:") as s:
+        path = Path(tmp) / folder / name
+        path.parent.mkdir(parents=True)
+        path.write_bytes(damaged)
+        r = ingest_file(s, path, name, True, IngestOptions(progress=False))
+        assert r.status == "loaded", r
+        _check_loaded(s, r, damaged)
+        assert r.rows_read == len(records), r
+        assert r.rows_loaded + r.rows_duplicate + r.rows_skipped >= len(records) - 1, r
+        rejected = _rows(s, "SELECT line FROM rejects WHERE source_id = ?", [r.source_id])
+        assert rejected in ([], [(n,)]), rejected
 
 
 def test_the_seeds_load_cleanly() -> None:
