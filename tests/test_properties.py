@@ -1072,6 +1072,14 @@ FOUND = {
         b'"llm_request_lifecycles":[{"request_id":"r1","started_at":1765792800,'
         b'"ended_at":1765792805}]}',
     ),
+    # A cost finer than the store's 10 decimal places: Arrow would not round it (a LoaderBug).
+    "bucket-amount-1e-400": (
+        "bills",
+        "cost_export.csv",
+        b"start_time,end_time,start_time_iso,end_time_iso,amount_value,amount_currency,"
+        b"line_item,project_id,organization_id,organization_name\n"
+        b"1759622400,1759708800,,,1e-400,usd,,,org-1,Personal\n",
+    ),
     "codex-content-is-a-number": (
         "sessions",
         "rollout.jsonl",
