@@ -202,11 +202,12 @@ def ingest_file(
         _commit(batch, index)  # what was read before this file is stored before it
     try:
         if damage is not None:
-            raise DamagedGzipError(f"damaged gzip data ({damage})", path=display)
+            raise DamagedGzipError(damage, path=display)
         source_id, result = _load(store, fmt, src, options, name or display, digest, file_stat)
     except DamagedGzipError as exc:
-        # A compressed log cut short (its writer was killed): what decompresses is loaded, and
-        # the rest of the file is one reject that says where it ends.
+        # A compressed log cut short (its writer was killed), or unpacking to more than a file
+        # may: what decompresses (up to the limit) is loaded, and the rest of the file is one
+        # reject that says where it ends.
         with salvage_gzip(src) as (salvaged, lines):
             warn(f"{display}: {exc.message}; loading the {lines:,} whole lines before it")
             tail = (lines + 1, f"{exc.message}: the file cannot be read past line {lines:,}")

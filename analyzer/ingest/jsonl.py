@@ -9,10 +9,11 @@ from typing import Any
 
 import orjson
 
+from analyzer.console import warn
 from analyzer.errors import DamagedGzipError
 from analyzer.ingest.base import Head, SourceFile
 from analyzer.ingest.lowering import Lowering
-from analyzer.ingest.reading import open_binary, utf8_lines
+from analyzer.ingest.reading import MAX_LINE_BYTES, MB, open_binary, text_lines
 
 
 def head_objects(head: Head, limit: int = 8) -> list[dict[str, Any]]:
@@ -35,18 +36,20 @@ def head_objects(head: Head, limit: int = 8) -> list[dict[str, Any]]:
 def json_lines(src: SourceFile, low: Lowering) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each line that holds a JSON object.
 
-    Every line is counted as read; blank lines are skipped; a line that is not a JSON object is
-    rejected with its number (a cut-off last line, as in a log still being written, says so).
-    Damaged gzip data is an error for the whole file.
+    Every line that is not blank is a record, counted as read; blank lines (whitespace only,
+    however long) are not records, though they count in line numbers. A line that is not a
+    JSON object, or longer than :data:`MAX_LINE_BYTES`, is rejected with its number (a
+    cut-off last line, as in a log still being written, says so). Damaged gzip data is an
+    error for the whole file.
     """
-    lineno = 0
+    records = 0
     try:
         with open_binary(src) as fh:
-            for lineno, raw in enumerate(utf8_lines(fh, src.head.encoding), 1):
-                if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                    raw = raw[3:]
-                if raw[:1] != b"{" and not raw.strip():  # (a line of an object is not blank)
-                    low.skip("blank")
+            for lineno, raw, size in text_lines(fh, src.head.encoding):
+                records += 1
+                if size > MAX_LINE_BYTES:
+                    warn(f"{src.display}:{lineno}: {too_long(size)} (rejected; the rest is read)")
+                    low.reject(lineno, too_long(size), raw)
                     continue
                 try:
                     obj = orjson.loads(raw)
@@ -67,7 +70,12 @@ def json_lines(src: SourceFile, low: Lowering) -> Iterator[tuple[int, dict[str, 
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise DamagedGzipError(f"damaged gzip data ({exc})", src.display) from exc
     finally:
-        low.read(lineno)  # every line counted as read (once, not a call per line)
+        low.read(records)  # every record counted as read (once, not a call per line)
+
+
+def too_long(size: int) -> str:
+    """The reason a line of ``size`` bytes is rejected."""
+    return f"a line of {size:,} bytes, over the limit of {MAX_LINE_BYTES // MB} MB for one line"
 
 
 def _is_utf8(raw: bytes) -> bool:

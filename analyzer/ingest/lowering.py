@@ -218,7 +218,8 @@ class Lowering:
         self.skipped[kind] += n
 
     def reject(self, line: int | None, reason: str, raw: bytes | str | None = None) -> None:
-        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        # (300 characters take at most 1,203 bytes: a line of any length is not decoded whole)
+        text = raw[:1203].decode("utf-8", "replace") if isinstance(raw, bytes) else raw
         self.rejects.append((line, reason, text[:300] if text else None))
         if len(self.rejects) >= MESSAGE_BATCH:
             if self.ctx.batched:

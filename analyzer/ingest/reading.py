@@ -1,14 +1,20 @@
 """Reading a file's bytes: its head for sniffing, gzip (and what a damaged one still holds),
-its lines in UTF-8, and a UTF-8 copy with one kind of line end for DuckDB's reader."""
+its lines in UTF-8, and a UTF-8 copy with one kind of line end for DuckDB's reader.
+
+What one file may cost is bounded, whatever it holds (a decompression bomb included): one line
+is read whole up to :data:`MAX_LINE_BYTES` (a longer one is rejected, read past in pieces), a
+compressed file unpacks to at most :func:`expansion_limit` of its size (what comes after is one
+reject, as for damaged data), and blank lines are not records (skipped a run at a time).
+"""
 
 from __future__ import annotations
 
 import codecs
 import gzip
-import io
+import re
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -22,8 +28,33 @@ from analyzer.ingest.csv_scan import lone_crs
 from analyzer.ingest.encodings import decode_errors, guess_encoding, is_utf8
 
 HEAD_BYTES = 64 * 1024
-FIRST_LINE_MAX = 256 * 1024 * 1024  # how far sniffing reads to see a first line whole
 GZIP_MAGIC = b"\x1f\x8b"
+MB = 2**20
+# The longest line read whole (a log's record): a longer one is rejected, never held in memory.
+# Real lines reach tens of MB (a tool result holding a file or an image); no API takes a
+# request of this size.
+MAX_LINE_BYTES = 128 * MB
+FIRST_LINE_MAX = MAX_LINE_BYTES  # how far sniffing reads to see a first line whole
+# A compressed file may unpack to this many times its size, or to MIN_EXPANSION_BYTES if that
+# is more. gzip reaches about 1,000:1 only on runs of one byte (a bomb); real logs unpack 5-20
+# times, and a log of a loop repeating a 30 KB tool result word for word about 120 times.
+EXPANSION_RATIO = 200
+MIN_EXPANSION_BYTES = 64 * MB
+STEP = 1 * MB  # the most one step of decompression may unpack
+
+
+def expansion_limit(compressed: int) -> int:
+    """The most a compressed file of ``compressed`` bytes may unpack to."""
+    return max(MIN_EXPANSION_BYTES, EXPANSION_RATIO * compressed)
+
+
+def over_expansion(compressed: int) -> str:
+    """What is said of a compressed file of ``compressed`` bytes that unpacks to more than
+    :func:`expansion_limit`."""
+    return (
+        f"decompresses to more than {expansion_limit(compressed) // MB:,} MB (a compressed file "
+        f"may unpack to {EXPANSION_RATIO} times its size, or {MIN_EXPANSION_BYTES // MB} MB)"
+    )
 
 
 def read_head(path: Path, display: str) -> Head:
@@ -56,46 +87,63 @@ def read_head(path: Path, display: str) -> Head:
 
 def _gunzip(fh: IO[bytes], limit: int | None = None) -> Iterator[bytes]:
     """Decompress gzip data (several members, as ``cat a.gz b.gz`` makes, included) for as
-    long as it can be: stops quietly where the data is cut off or corrupt."""
+    long as it can be, up to ``limit`` bytes: stops quietly where the data is cut off or
+    corrupt. Each piece is at most ``STEP`` bytes, however well the data compresses."""
     dec = zlib.decompressobj(wbits=31)
     out = 0
+    member_ended = False
     # Small steps: zlib drops the output of a step that hits damage.
     while chunk := fh.read(16 * 1024):
-        while chunk:
+        if member_ended:
+            if not chunk.startswith(GZIP_MAGIC):
+                return  # padding after the last member
+            dec, member_ended = zlib.decompressobj(wbits=31), False
+        while True:
             try:
-                data = dec.decompress(chunk)
+                data = dec.decompress(chunk, STEP)
             except zlib.error:
                 return
             if data:
+                if limit is not None and out + len(data) >= limit:
+                    yield data[: limit - out]
+                    return
                 yield data
                 out += len(data)
-                if limit is not None and out >= limit:
-                    return
-            if not dec.eof:
-                break
-            chunk = dec.unused_data
-            if not chunk.startswith(GZIP_MAGIC):
-                return  # padding after the last member
-            dec = zlib.decompressobj(wbits=31)
+            if dec.eof:
+                chunk = dec.unused_data
+                if not chunk:
+                    member_ended = True  # the next member, if any, starts in the next read
+                    break
+                if not chunk.startswith(GZIP_MAGIC):
+                    return  # padding after the last member
+                dec = zlib.decompressobj(wbits=31)
+                continue
+            chunk = dec.unconsumed_tail
+            if not chunk and len(data) < STEP:
+                break  # (a full step may leave output inside zlib: another step takes it)
 
 
 @contextmanager
 def salvage_gzip(src: SourceFile) -> Iterator[tuple[SourceFile, int]]:
-    """The whole lines that decompress from a damaged gzip file, as a temporary uncompressed
-    copy, and how many there are (the cut-off line after them is left out)."""
+    """The whole lines that decompress from a damaged gzip file, or from one that unpacks to
+    more than :func:`expansion_limit`, up to the damage or the limit, as a temporary
+    uncompressed copy, and how many there are (the cut-off line after them is left out)."""
     with tempfile.TemporaryDirectory(prefix="llm-forensics-") as tmp:
         copy = Path(tmp) / "salvaged"
-        lines = 0
-        pending = b""
+        lines = written = whole = 0
         with open(src.path, "rb") as fh, open(copy, "wb") as out:
-            for data in _gunzip(fh):
-                data = pending + data
-                cut = data.rfind(b"\n") + 1
-                out.write(data[:cut])
-                lines += data.count(b"\n", 0, cut)
-                pending = data[cut:]
+            # Written as it unpacks (a line of any length costs no memory), then cut back to
+            # the end of the last whole line.
+            for data in _gunzip(fh, expansion_limit(src.size)):
+                out.write(data)
+                last = data.rfind(b"\n")
+                if last >= 0:
+                    lines += data.count(b"\n")
+                    whole = written + last + 1
+                written += len(data)
+            out.truncate(whole)
         head = replace(src.head, compression=None)
-        yield replace(src, path=copy, head=head, size=copy.stat().st_size), lines
+        yield replace(src, path=copy, head=head, size=whole), lines
 
 
 def _first_line(path: Path, compression: str | None) -> bytes | None:
@@ -179,15 +227,96 @@ def read_text(src: SourceFile, what: str) -> str:
     return raw.decode(src.head.encoding, errors=decode_errors(src.head.encoding))
 
 
-def utf8_lines(fh: IO[bytes], encoding: str) -> Iterator[bytes]:
-    """The lines of ``fh`` (ending at ``\n``, which they keep) as UTF-8 bytes. A UTF-8 file is
-    passed through untouched (a bad byte stays bad, for the reader to reject its record)."""
+READ_BYTES = 1 * MB  # read at a time by ``text_lines``
+_BOM = codecs.BOM_UTF8
+_KEPT = 4096  # of a line too long to read whole, the start kept (to show in its reject)
+# Blank lines from where a line starts, through the line end of the last of them (a run of
+# millions is skipped in one step); bytes.strip's whitespace.
+_BLANK_LINES = re.compile(rb"[ \t\n\r\x0b\x0c]*\n")
+
+
+def text_lines(fh: IO[bytes], encoding: str) -> Iterator[tuple[int, bytes, int]]:
+    """(line number, line, its length in bytes) for each line of ``fh`` that is not blank
+    (lines end at ``\n``, which they keep; a blank line holds only whitespace, and is not a
+    record), in UTF-8 bytes without a byte-order mark. A line longer than
+    :data:`MAX_LINE_BYTES` is never held whole: it is given as its first bytes, with its full
+    length, and the reader rejects it. A UTF-8 file is passed through untouched (a bad byte
+    stays bad, for the reader to reject its record)."""
+    lineno = 0
+    parts: list[bytes] = []  # the line under way, while it may still be read whole
+    size = 0  # its length so far (0: at the start of a line)
+    blank = True  # nothing but whitespace in it so far
+    for chunk in _without_bom(_utf8_chunks(fh, encoding)):
+        pos, end = 0, len(chunk)
+        while pos < end:
+            if not size:
+                skip = _BLANK_LINES.match(chunk, pos)
+                if skip is not None:
+                    lineno += chunk.count(b"\n", pos, skip.end())
+                    pos = skip.end()
+                    continue
+            nl = chunk.find(b"\n", pos)
+            stop = end if nl < 0 else nl + 1
+            piece = chunk[pos:stop]
+            pos = stop
+            if not size and nl >= 0:  # a whole line in this chunk (not blank: see above)
+                lineno += 1
+                yield lineno, piece, len(piece)
+                continue
+            size += len(piece)
+            blank = blank and not piece.strip()
+            if size <= MAX_LINE_BYTES:
+                parts.append(piece)
+            else:  # too long: only its start is kept
+                if size - len(piece) <= MAX_LINE_BYTES:  # (just gone over)
+                    parts = [_start(parts, _KEPT)]
+                if len(parts[0]) < _KEPT:
+                    parts[0] += piece[: _KEPT - len(parts[0])]
+            if nl >= 0:
+                lineno += 1
+                if not blank:
+                    yield lineno, b"".join(parts) if size <= MAX_LINE_BYTES else parts[0], size
+                parts, size, blank = [], 0, True
+    if size:  # a last line without a line end
+        lineno += 1
+        if not blank:
+            yield lineno, b"".join(parts) if size <= MAX_LINE_BYTES else parts[0], size
+
+
+def _start(pieces: list[bytes], n: int) -> bytes:
+    """The first ``n`` bytes of ``pieces`` joined (without joining them all)."""
+    out = bytearray()
+    for piece in pieces:
+        out += piece[: n - len(out)]
+        if len(out) >= n:
+            break
+    return bytes(out)
+
+
+def _without_bom(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """``chunks`` without a UTF-8 byte-order mark at the start."""
+    it = iter(chunks)
+    start = b""
+    for chunk in it:
+        start += chunk
+        if len(start) >= len(_BOM):
+            break
+    if start := start.removeprefix(_BOM):
+        yield start
+    yield from it
+
+
+def _utf8_chunks(fh: IO[bytes], encoding: str) -> Iterable[bytes]:
+    """The content of ``fh`` as UTF-8 bytes, about :data:`READ_BYTES` at a time."""
     if is_utf8(encoding):
-        yield from fh
+        yield from iter(lambda: fh.read(READ_BYTES), b"")
         return
-    text = io.TextIOWrapper(fh, encoding=encoding, errors=decode_errors(encoding), newline="\n")
-    for line in text:
-        yield line.encode()
+    dec = codecs.getincrementaldecoder(encoding)(decode_errors(encoding))
+    while raw := fh.read(READ_BYTES):
+        if text := dec.decode(raw):
+            yield text.encode()
+    if text := dec.decode(b"", final=True):
+        yield text.encode()
 
 
 def _lf_line_ends(chunks: Iterator[str], shape: tuple[str, int] | None) -> Iterator[str]:
