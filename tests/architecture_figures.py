@@ -10,40 +10,54 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "analyzer"
 
 # A call that runs SQL on a connection: ``con.execute(``, ``.sql(``, ``.query(``, ``executemany``.
 _RUNS_SQL = re.compile(r"\.(?:execute|executemany|sql|query)\(")
+# SQL as this project writes it: keywords in capitals (prose in a docstring is not counted).
 _SQL_WORD = re.compile(
-    r"\b(?:SELECT|INSERT|UPDATE|DELETE|CREATE|WITH|COPY|ATTACH|ALTER|DROP)\b.*\b(?:FROM|INTO|"
-    r"TABLE|VIEW|SET|AS|TO|DATABASE)\b",
-    re.DOTALL,
+    r"\b(?:SELECT|INSERT|UPDATE|DELETE|CREATE|WITH|COPY|ATTACH|ALTER|DROP)\b[\s\S]*"
+    r"\b(?:FROM|INTO|TABLE|VIEW|SET|AS|TO|DATABASE)\b"
 )
 LONG_FUNCTION = 80
 
-# name: (what it counts, the baseline measured on main on 2026-11-26, issue 34's target)
+# name: (what it counts, the baseline measured on main on 2026-11-26 after issue 33's work,
+# issue 34's target)
 FIGURES: dict[str, tuple[str, int, int]] = {
-    "sql_modules": ("modules outside an engine that run SQL (execute/sql/query)", 30, 3),
-    "sql_string_lines": ("lines of multi-line SQL in Python strings and f-strings", 2476, 150),
+    "sql_modules": ("modules outside an engine that run SQL (execute/sql/query)", 31, 3),
+    "sql_string_lines": ("lines of multi-line SQL in Python strings and f-strings", 1055, 150),
     "flat_modules": ("modules flat in analyzer/", 43, 12),
     "long_functions": (f"functions over {LONG_FUNCTION} lines", 15, 0),
     "fmt_skip": ("`# fmt: skip` markers", 253, 20),
 }
 
 
-def _sources() -> dict[Path, str]:
-    return {p: p.read_text(encoding="utf-8") for p in sorted(PACKAGE.rglob("*.py"))}
+def _sources(package: Path) -> dict[Path, str]:
+    return {p: p.read_text(encoding="utf-8") for p in sorted(package.rglob("*.py"))}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                found.add(id(body[0].value))
+    return found
 
 
 def _string_nodes(tree: ast.AST) -> list[ast.expr]:
-    """String literals and f-strings, not the parts of an f-string counted twice."""
-    inner = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    """String literals and f-strings (not docstrings, nor the parts of an f-string counted
+    twice)."""
+    skip = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    skip |= _docstrings(tree)
     return [
         n
         for n in ast.walk(tree)
-        if id(n) not in inner
+        if id(n) not in skip
         and (
             isinstance(n, ast.JoinedStr)
             or (isinstance(n, ast.Constant) and isinstance(n.value, str))
@@ -56,14 +70,14 @@ def _sql_lines(tree: ast.AST) -> int:
     for node in _string_nodes(tree):
         lines = (node.end_lineno or node.lineno) - node.lineno + 1
         text = node.value if isinstance(node, ast.Constant) else ast.unparse(node)
-        if lines > 1 and isinstance(text, str) and _SQL_WORD.search(text.upper()):
+        if lines > 1 and isinstance(text, str) and _SQL_WORD.search(text):
             total += lines
     return total
 
 
-def measure() -> dict[str, int]:
-    """Each figure on the package as it is now."""
-    sources = _sources()
+def measure(package: Path = PACKAGE) -> dict[str, int]:
+    """Each figure on the package (as it is now, or another copy of it)."""
+    sources = _sources(package)
     trees = {p: ast.parse(text) for p, text in sources.items()}
     long = [
         n
@@ -75,14 +89,15 @@ def measure() -> dict[str, int]:
     return {
         "sql_modules": sum(1 for text in sources.values() if _RUNS_SQL.search(text)),
         "sql_string_lines": sum(_sql_lines(tree) for tree in trees.values()),
-        "flat_modules": sum(1 for p in sources if p.parent == PACKAGE and p.name != "__init__.py"),
+        "flat_modules": sum(1 for p in sources if p.parent == package and p.name != "__init__.py"),
         "long_functions": len(long),
         "fmt_skip": sum(text.count("# fmt: skip") for text in sources.values()),
     }
 
 
 def main() -> None:
-    now = measure()
+    """Print the figures (of the package, or of the copy of it named on the command line)."""
+    now = measure(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else PACKAGE)
     print(f"{'figure':<62} {'now':>6} {'baseline':>9} {'target':>7}")
     for name, (what, baseline, target) in FIGURES.items():
         print(f"{what:<62} {now[name]:>6,} {baseline:>9,} {target:>7,}")
