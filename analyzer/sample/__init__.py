@@ -2,7 +2,8 @@
 
 ``write_sample(dir, rows, seed)`` writes ``openrouter_activity_2025-12.csv`` (the real 24-column
 export layout) and a README. Healthy traffic is generated a block of users at a time into
-Parquet parts and sorted into the CSV by DuckDB, so 10 million rows never sit in memory.
+Parquet parts and sorted into the CSV by DuckDB within ``SORT_MEMORY`` (spilling the rest), so
+10 million rows never sit in memory.
 Same seed and rows, same bytes, on any machine.
 """
 
@@ -29,6 +30,7 @@ CSV_NAME = "openrouter_activity_2025-12.csv"
 MONTH_START_MS = at("2025-12-01 00:00:00.000")
 MONTH_MS = 31 * 24 * 3_600_000
 BLOCK_CALLS = 400_000  # healthy calls generated at a time
+SORT_MEMORY = "256MB"  # DuckDB's memory for sorting the parts into the CSV (the rest spills)
 
 THREE_TOKEN_CALLS = 166  # seed 000: "166 requests with exactly 3 output tokens"
 
@@ -158,11 +160,17 @@ def write_sample(out_dir: Path, rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SE
                 path = str(Path(tmp) / f"{profile.name}-{b_i:05d}.parquet")
                 pq.write_table(_table(cols), path)
                 parts.append(path)
+                del cols
+                pa.default_memory_pool().release_unused()  # (Arrow's pool keeps what it freed)
 
         csv_path = out_dir / CSV_NAME
         con = duckdb.connect(config=OFFLINE)
         con.execute("SET TimeZone = 'UTC'")
         con.execute("SET preserve_insertion_order = true")
+        # The sort spills to the temporary folder beyond SORT_MEMORY (DuckDB would otherwise
+        # take 80% of the machine: 3.4 GB for 4.8 million rows).
+        con.execute(f"SET memory_limit = '{SORT_MEMORY}'")
+        con.execute(f"SET temp_directory = '{_sql_path(Path(tmp))}'")
         con.execute(
             f"COPY ({EXPORT_SQL}) TO '{_sql_path(csv_path)}' (HEADER, DELIMITER ',')",
             {"parts": parts},
