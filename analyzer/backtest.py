@@ -162,6 +162,12 @@ class GuardRun:
         """The guards that would have stopped the incident ``incident_id`` (none: empty)."""
         return self.by_incident.get(incident_id) or Stopping()
 
+    def trip_count(self) -> int:
+        """The trips and nudges its results list (those of a policy's own threshold counted
+        twice: in its result and in its sweep)."""
+        every = [*self.results, *(r for v in self.sweeps.values() for r in v)]
+        return sum(len(r.trips) + len(r.nudges) for r in every)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "results": [r.to_json() for r in self.results],
@@ -198,6 +204,11 @@ class GuardRun:
         )
 
 
+# A replay listing more trips than this is not kept for reuse (``cache``): its JSON alone
+# (about 300 bytes a trip) would take the process past its memory limit. It is replayed again.
+CACHED_TRIPS_MAX = 100_000
+
+
 def guard_run(
     store: Store, policies: list[Policy], labels: Path | None = None, reuse: bool = False
 ) -> GuardRun:
@@ -216,7 +227,7 @@ def guard_run(
         if payload is not None:
             return replace(GuardRun.from_json(orjson.loads(payload)), key=k)
     run = replace(_guard_run(store, policies, labels), key=k)
-    if reuse:
+    if reuse and cache.keeps(store) and run.trip_count() <= CACHED_TRIPS_MAX:
         cache.put(store, "guards", k, orjson.dumps(run.to_json(), default=str).decode())
     return run
 
@@ -237,4 +248,5 @@ def _guard_run(store: Store, policies: list[Policy], labels: Path | None) -> Gua
             if v == float(p.stop)
         ]
         results.extend(own[:1] or replay.run(p))
+    replay.close()  # (the report comes next: its queries get the memory back)
     return GuardRun(results, sweeps)

@@ -23,6 +23,9 @@ from analyzer.store import Store
 
 DATA = "data_version"
 INCIDENTS = "incidents_version"
+# The largest result kept. A guard replay listing half a million false trips was 330 MB of
+# JSON: inserting it took the process 1.2 GB past its memory limit (and reading it back 13 s).
+MAX_PAYLOAD_CHARS = 32 * 2**20
 
 
 def version(store: Store, name: str) -> str:
@@ -129,9 +132,19 @@ def get(store: Store, name: str, k: str) -> str | None:
     return None if value is None else str(value)
 
 
+def keeps(store: Store) -> bool:
+    """Whether results are kept in ``store``: not in a throwaway store in memory (``audit``
+    without ``--db``), which nothing reads again."""
+    return store.path != ":memory:"
+
+
 def put(store: Store, name: str, k: str, payload: str) -> None:
     """Keep ``payload`` as the one cached ``name`` (replacing the previous one); a store
-    opened read-only keeps it when it closes, if the file can be written then."""
+    opened read-only keeps it when it closes, if the file can be written then. A payload over
+    :data:`MAX_PAYLOAD_CHARS` is not kept (nor anything in a store that ``keeps`` nothing):
+    computing it again costs less than the memory that writing and reading it back takes."""
+    if not keeps(store) or len(payload) > MAX_PAYLOAD_CHARS:
+        return
     if store.read_only:
         store.pending = [e for e in store.pending if e[0] != name] + [(name, k, payload)]
         return

@@ -283,6 +283,19 @@ class Replay:
         self.total = int(self.store.scalar("SELECT count(DISTINCT event_id) FROM lf_truth"))
         self._totals: dict[tuple[str, str], tuple[Any, ...]] = {}
 
+    def close(self) -> None:
+        """Drop the replay's tables (the events in ``lf_mem`` and the working tables beside
+        them), so that what comes after (the report) has DuckDB's memory to itself."""
+        con = self.store.con
+        for kind in ("VIEW", "TABLE"):
+            names = con.execute(
+                f"""SELECT {kind.lower()}_name FROM duckdb_{kind.lower()}s()
+                    WHERE temporary AND {kind.lower()}_name LIKE 'lf\\_%' ESCAPE '\\'"""
+            ).fetchall()
+            for (name,) in names:
+                con.execute(f'DROP {kind} IF EXISTS temp.main."{name}"')
+        con.execute("DETACH DATABASE IF EXISTS lf_mem")
+
     def run(
         self,
         p: Policy,

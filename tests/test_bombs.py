@@ -32,11 +32,13 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from analyzer import backtest, cache
 from analyzer.cli import cli
 from analyzer.ingest import reading
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.flow import ingest_file
-from analyzer.store import open_store
+from analyzer.pipeline import ingest_paths
+from analyzer.store import Store, open_store
 from tests.helpers import SAMPLE_DATA
 
 TRANSCRIPT = next((SAMPLE_DATA / "claude-code" / "projects" / "-home-dev-koda").glob("*.jsonl"))
@@ -232,6 +234,77 @@ def test_sample_sorts_its_export_in_bounded_memory(tmp_path: Path) -> None:
     run = run_child(tmp_path, "sample", "-o", str(tmp_path / "out"), "--rows", "1000000")
     assert run.code == 0, run.stderr
     assert run.peak_rss < 800 * MB, f"peak RSS {run.peak_rss / MB:,.0f} MB"
+
+
+# --- What audit keeps: a guard replay of a large store (bench/memory.py measures audit) -------
+# At 4.8 million billing rows one guard tripped on 546,000 healthy calls: its replay, kept as
+# 330 MB of JSON, took audit to 3.2 GB (its store's memory limit is 1.7 GB).
+
+
+def test_a_throwaway_store_keeps_no_result(tmp_path: Path) -> None:
+    """``audit`` without ``--db`` works in a store in memory that nothing reads again."""
+    with open_store(":memory:") as store:
+        cache.put(store, "report", "k", "<html>")
+        assert cache.get(store, "report", "k") is None
+    with open_store(tmp_path / "s.duckdb") as store:
+        cache.put(store, "report", "k", "<html>")
+        assert cache.get(store, "report", "k") == "<html>"
+
+
+def test_a_result_over_32_mb_is_not_kept(tmp_path: Path) -> None:
+    with open_store(tmp_path / "s.duckdb") as store:
+        cache.put(store, "guards", "k", "x" * (32 * MB + 1))
+        assert cache.get(store, "guards", "k") is None
+        cache.put(store, "guards", "k", "x" * (32 * MB))
+        assert cache.get(store, "guards", "k") == "x" * (32 * MB)
+
+
+def test_a_replay_listing_too_many_trips_is_replayed_not_kept(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """The sample's guard replay lists some trips: kept when that is within the limit, not
+    when the limit is lower (and the second report replays it, to the same page)."""
+    db = tmp_path / "s.duckdb"
+    assert runner.invoke(cli, ["ingest", "--db", str(db), str(SAMPLE_DATA)]).exit_code == 0
+
+    def report(name: str) -> tuple[bytes, int]:
+        out = tmp_path / name
+        result = runner.invoke(cli, ["report", "--db", str(db), "-o", str(out)])
+        assert result.exit_code == 0, result.output
+        with duckdb.connect(str(db), read_only=True) as con:
+            kept = con.execute("SELECT count(*) FROM cache WHERE name = 'guards'").fetchone()
+        assert kept is not None
+        return out.read_bytes(), kept[0]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(backtest, "CACHED_TRIPS_MAX", 0, raising=False)
+        page, kept = report("a.html")
+        assert kept == 0
+    again, kept = report("b.html")
+    assert again == page and kept == 1
+
+
+def test_the_guard_replay_lets_go_of_its_tables_before_the_report(tmp_path: Path) -> None:
+    """The replay's events (an in-memory database of their own) and working tables are
+    dropped once the guards are replayed: the report's queries come next (at 4.8 million rows
+    they held 290 MB of the audit's peak)."""
+    from analyzer.backtest import guard_run
+    from analyzer.guards import all_policies
+
+    def scratch(store: Store) -> list[tuple[str, ...]]:
+        return store.con.execute(
+            """SELECT 'table ' || table_name FROM duckdb_tables() WHERE table_name LIKE 'lf%'
+               UNION ALL SELECT 'view ' || view_name FROM duckdb_views()
+                 WHERE view_name LIKE 'lf%'
+               UNION ALL SELECT 'database ' || database_name FROM duckdb_databases()
+                 WHERE database_name = 'lf_mem'"""
+        ).fetchall()
+
+    with open_store(tmp_path / "s.duckdb") as store:
+        ingest_paths(store, [str(SAMPLE_DATA)], IngestOptions(progress=False))
+        before = scratch(store)
+        run = guard_run(store, all_policies())
+        assert run.results and scratch(store) == before == []
 
 
 WHITESPACE = [b" ", b"\t", b"\r", b"\x0b", b"\x0c"]
