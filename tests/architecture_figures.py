@@ -28,7 +28,7 @@ LONG_FUNCTION = 80
 # issue 34's target)
 FIGURES: dict[str, tuple[str, int, int]] = {
     "sql_modules": ("modules outside an engine that run SQL (execute/sql/query)", 31, 3),
-    "sql_string_lines": ("lines of multi-line SQL in Python strings and f-strings", 1055, 150),
+    "sql_string_lines": ("lines of multi-line SQL in Python strings and f-strings", 1057, 150),
     "flat_modules": ("modules flat in analyzer/", 43, 12),
     "long_functions": (f"functions over {LONG_FUNCTION} lines", 15, 0),
     "fmt_skip": ("`# fmt: skip` markers", 253, 20),
