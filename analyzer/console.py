@@ -12,6 +12,8 @@ from contextlib import contextmanager
 
 import click
 
+from analyzer.formatting import printable
+
 _said: set[str] = set()
 _quiet = False
 _verbose = False
@@ -37,7 +39,7 @@ def safe_line(text: str) -> str:
     """One line as a terminal shows it, whatever a log or a file name put in it: control
     characters (escape sequences, a newline, NUL) and bidirectional overrides become ``?``, so
     nothing from the input can move the cursor, set the window title or split the line."""
-    return "".join(ch if ch.isprintable() else "?" for ch in text)
+    return printable(text)
 
 
 def note(message: str) -> None:
