@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import click
 
-from analyzer.formatting import printable
+from analyzer.model.formatting import printable
 
 _said: set[str] = set()
 _quiet = False

@@ -2,7 +2,7 @@
 
 ``audit`` runs them all; the single commands run one step each, through the same functions, so
 a step behaves the same whichever command runs it. Each step reuses what the store kept of an
-earlier run when nothing it was computed from has changed (``analyzer.cache``).
+earlier run when nothing it was computed from has changed (``analyzer.engine.cache``).
 """
 
 from __future__ import annotations
@@ -15,21 +15,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analyzer.console import Progress, note, progress
-from analyzer.detect import Selection, detect
+from analyzer.detect.detectors import Selection, detect
+from analyzer.detect.link import link_if_needed
+from analyzer.engine.store import Store
 from analyzer.errors import NothingFound
-from analyzer.guards import Policy
-from analyzer.incident import Incident
+from analyzer.guards.policy import Policy
 from analyzer.ingest import default_homes
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.flow import FileReport, Loaded, find_files, load_files
 from analyzer.ingest.interrupts import LINKING, Run
-from analyzer.link import link_if_needed
-from analyzer.store import Store
-from analyzer.summary import Summary, build_summary, warn_unpriced
-from analyzer.timewindow import Window
+from analyzer.model.incident import Incident
+from analyzer.model.timewindow import Window
+from analyzer.views.summary import Summary, build_summary, warn_unpriced
 
 if TYPE_CHECKING:  # the guards and the page are imported where used (ingest does without)
-    from analyzer.backtest import GuardRun
+    from analyzer.guards.backtest import GuardRun
 
 # Calls from which the steps after loading show what they are doing (on a terminal, unless
 # --quiet): below it every step takes well under a second.
@@ -123,8 +123,10 @@ def _say_no_calls(reports: list[FileReport]) -> None:
         title = format_by_name(r.format).TITLE if r.format else "?"
         note(f"{r.path}: recognised as {title}, 0 calls: {r.reason}")
     if len(empty) > NO_CALLS_SHOWN:
-        note(f"and {len(empty) - NO_CALLS_SHOWN:,} more files with no calls "
-             "(--verbose lists every file)")  # fmt: skip
+        note(
+            f"and {len(empty) - NO_CALLS_SHOWN:,} more files with no calls "
+            "(--verbose lists every file)"
+        )
 
 
 def _say_unknown_data(reports: list[FileReport]) -> None:
@@ -133,8 +135,10 @@ def _say_unknown_data(reports: list[FileReport]) -> None:
     for r in unknown[:NO_CALLS_SHOWN]:
         note(f"{r.path}: not read: {r.reason}")
     if len(unknown) > NO_CALLS_SHOWN:
-        note(f"and {len(unknown) - NO_CALLS_SHOWN:,} more files of data no reader recognises "
-             "(--verbose lists every file)")  # fmt: skip
+        note(
+            f"and {len(unknown) - NO_CALLS_SHOWN:,} more files of data no reader recognises "
+            "(--verbose lists every file)"
+        )
 
 
 def _first_in_full(said: list[str]) -> str:
@@ -196,8 +200,8 @@ def audit(
     """Ingest, detect, replay the guards, and (with ``output``) write the report, over the
     calls in ``window`` (all by default). Unchanged data, detectors and policies: the results
     kept in the store are reused."""
-    from analyzer.backtest import guard_run
-    from analyzer.pages import write_report
+    from analyzer.guards.backtest import guard_run
+    from analyzer.report.pages import write_report
 
     reports = ingest_paths(store, inputs, options)
     if on_files is not None:
@@ -213,8 +217,9 @@ def audit(
         guards = guard_run(store, policies, reuse=True)
         if output is not None:
             shown.stage("writing the report")
-            write_report(store, output, report_format, top_incidents, summary, guards, top=top,
-                         reuse=True)  # fmt: skip
+            write_report(
+                store, output, report_format, top_incidents, summary, guards, top=top, reuse=True
+            )
     return Audit(reports, summary, guards, output, summary.incidents)
 
 
@@ -229,9 +234,12 @@ def apply_window(store: Store, window: Window | None, incidents: bool = True) ->
     """Let every later step see only the calls in ``window`` (and, with ``incidents``, the
     incidents that start in it: for commands that read the incidents found earlier)."""
     if window:
-        store.restrict(window.sql(), window.key(),
-                       incidents=window.sql("start_ts") if incidents else None,
-                       buckets=window.sql("bucket_start"))  # fmt: skip
+        store.restrict(
+            window.sql(),
+            window.key(),
+            incidents=window.sql("start_ts") if incidents else None,
+            buckets=window.sql("bucket_start"),
+        )
 
 
 def report(
@@ -242,12 +250,11 @@ def report(
     policies: list[Policy],
 ) -> Path:
     """Write the report of what the store holds (the guards replayed, or reused)."""
-    from analyzer.backtest import guard_run
-    from analyzer.pages import write_report
+    from analyzer.guards.backtest import guard_run
+    from analyzer.report.pages import write_report
 
     with stages(store, "report") as shown:
         shown.stage("replaying guards")
         guards = guard_run(store, policies, reuse=True)
         shown.stage("writing the report")
-        return write_report(store, output, report_format, top_incidents, guards=guards,
-                            reuse=True)  # fmt: skip
+        return write_report(store, output, report_format, top_incidents, guards=guards, reuse=True)

@@ -33,25 +33,62 @@ def _lines(n: int, i: int, filler: str) -> str:
     sid = f"{n:08x}-0000-4000-8000-{n:012x}"
     hms = f"{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}"
     ts = f"2026-01-{1 + n % 28:02d}T{hms}.000Z"
-    usage = {"input_tokens": 3, "cache_creation_input_tokens": 400,
-             "cache_read_input_tokens": 9000 + 40 * i, "output_tokens": 4}  # fmt: skip
+    usage = {
+        "input_tokens": 3,
+        "cache_creation_input_tokens": 400,
+        "cache_read_input_tokens": 9000 + 40 * i,
+        "output_tokens": 4,
+    }
     lines = [
-        {"type": "assistant", "sessionId": sid, "uuid": f"a{i}", "timestamp": ts,
-         "requestId": f"req_{n}_{i}", "message": {
-             "model": "claude-sonnet-4-5-20250929", "id": f"msg_{n}_{i}",
-             "role": "assistant", "stop_reason": None, "usage": usage,
-             "content": [{"type": "text", "text": "Checking the next file."}]}},
-        {"type": "assistant", "sessionId": sid, "uuid": f"b{i}", "timestamp": ts,
-         "requestId": f"req_{n}_{i}", "message": {
-             "model": "claude-sonnet-4-5-20250929", "id": f"msg_{n}_{i}",
-             "role": "assistant", "stop_reason": None, "usage": usage,
-             "content": [{"type": "tool_use", "id": f"t{n}_{i}", "name": "Read",
-                          "input": {"file_path": f"/src/m{i % 400}.py"}}]}},
-        {"type": "user", "sessionId": sid, "uuid": f"u{i}", "timestamp": ts,
-         "message": {"role": "user", "content": [
-             {"type": "tool_result", "tool_use_id": f"t{n}_{i}", "content": filler}]}},
+        {
+            "type": "assistant",
+            "sessionId": sid,
+            "uuid": f"a{i}",
+            "timestamp": ts,
+            "requestId": f"req_{n}_{i}",
+            "message": {
+                "model": "claude-sonnet-4-5-20250929",
+                "id": f"msg_{n}_{i}",
+                "role": "assistant",
+                "stop_reason": None,
+                "usage": usage,
+                "content": [{"type": "text", "text": "Checking the next file."}],
+            },
+        },
+        {
+            "type": "assistant",
+            "sessionId": sid,
+            "uuid": f"b{i}",
+            "timestamp": ts,
+            "requestId": f"req_{n}_{i}",
+            "message": {
+                "model": "claude-sonnet-4-5-20250929",
+                "id": f"msg_{n}_{i}",
+                "role": "assistant",
+                "stop_reason": None,
+                "usage": usage,
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": f"t{n}_{i}",
+                        "name": "Read",
+                        "input": {"file_path": f"/src/m{i % 400}.py"},
+                    }
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "sessionId": sid,
+            "uuid": f"u{i}",
+            "timestamp": ts,
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"t{n}_{i}", "content": filler}],
+            },
+        },
         {"type": "progress", "sessionId": sid, "data": {"type": "hook_progress"}},
-    ]  # fmt: skip
+    ]
     return "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines)
 
 

@@ -26,10 +26,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from analyzer import console  # noqa: E402
-from analyzer.detect import bind_all, detect, discover  # noqa: E402
+from analyzer.detect.detectors import bind_all, detect, discover  # noqa: E402
+from analyzer.engine.store import open_store  # noqa: E402
 from analyzer.ingest.base import IngestOptions  # noqa: E402
 from analyzer.pipeline import ingest_paths  # noqa: E402
-from analyzer.store import open_store  # noqa: E402
 
 SAMPLES = HERE.parent.parent / "shared" / "samples"
 DEFAULT = [SAMPLES / "real-loops", SAMPLES / "real-world"]
@@ -83,9 +83,18 @@ def corpus_rows(corpus: Path) -> list[dict[str, Any]]:
             f"{i[0]} {_span(i)} ${Decimal(i[2]):.4f} {i[3] or ''}".rstrip() for i in serious[:3]
         ) + (f"; +{len(serious) - 3} more" if len(serious) > 3 else "")
         kind = (label or {}).get("kind", "healthy") if isinstance(label, dict) else "healthy"
-        rows.append({"corpus": corpus.name, "file": rel, "label": str(kind)[:40],
-                     "loop": loop, "verdict": verdict, "found": found or "-",
-                     "calls": got["calls"], "usd": got["usd"]})  # fmt: skip
+        rows.append(
+            {
+                "corpus": corpus.name,
+                "file": rel,
+                "label": str(kind)[:40],
+                "loop": loop,
+                "verdict": verdict,
+                "found": found or "-",
+                "calls": got["calls"],
+                "usd": got["usd"],
+            }
+        )
     return rows
 
 
@@ -99,15 +108,19 @@ def main() -> int:
     for r in rows:
         name = f"{r['corpus']}/{r['file']}"
         name = name if len(name) <= 58 else "…" + name[-57:]
-        print(f"{name:<58} {r['label']:<28} {r['verdict']:<12} {r['calls']:>6} "
-              f"{'$' + format(r['usd'], ',.2f'):>9}  {r['found']}")  # fmt: skip
+        print(
+            f"{name:<58} {r['label']:<28} {r['verdict']:<12} {r['calls']:>6} "
+            f"{'$' + format(r['usd'], ',.2f'):>9}  {r['found']}"
+        )
     loops = [r for r in rows if r["loop"] is True]
     healthy = [r for r in rows if r["loop"] is False]
     found = sum(r["verdict"] == "found" for r in loops)
     alarms = sum(r["verdict"] == "FALSE ALARM" for r in healthy)
     recall = found / len(loops) if loops else 1.0
-    print(f"\nrecall: {found}/{len(loops)} labelled loops found ({recall:.0%}); "
-          f"false alarms: {alarms} of {len(healthy)} healthy files")  # fmt: skip
+    print(
+        f"\nrecall: {found}/{len(loops)} labelled loops found ({recall:.0%}); "
+        f"false alarms: {alarms} of {len(healthy)} healthy files"
+    )
     return 0 if found == len(loops) and not alarms else 1
 
 

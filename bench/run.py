@@ -60,11 +60,17 @@ EXPECTED = {
 # The stages over the CSV store (their ratios are to DuckDB's scan of the CSV).
 CSV_STAGES = ("ingest (CSV)", "detect", "backtest", "report", "audit")
 SWEEP_POLICIES = [
-    "penguin_consecutive_trivial", "penguin_token_trivial", "penguin_stale_context",
-    "session_cost_cap", "netclaw_reset_on_tool", "netclaw_cumulative_per_turn",
-    "netclaw_max_tool_iterations", "nexus3_consecutive_empty", "maxtokens_session",
+    "penguin_consecutive_trivial",
+    "penguin_token_trivial",
+    "penguin_stale_context",
+    "session_cost_cap",
+    "netclaw_reset_on_tool",
+    "netclaw_cumulative_per_turn",
+    "netclaw_max_tool_iterations",
+    "nexus3_consecutive_empty",
+    "maxtokens_session",
     "maxtokens_truncated_tools",
-]  # fmt: skip
+]
 
 
 def pointer(incident: dict[str, Any]) -> bool:
@@ -125,8 +131,13 @@ def measure(
         print(f"  {label}: run {i + 1}: {seconds:.2f} s, {peak} MB", file=sys.stderr)
         if seconds > 60:
             break
-    return {"stage": label, "seconds": statistics.median(times), "runs": len(times),
-            "peak_rss_mb": max(rss), "output": out}  # fmt: skip
+    return {
+        "stage": label,
+        "seconds": statistics.median(times),
+        "runs": len(times),
+        "peak_rss_mb": max(rss),
+        "output": out,
+    }
 
 
 PANDAS_BASELINE = textwrap.dedent(
@@ -164,12 +175,20 @@ def main() -> None:
     ap.add_argument("--cc-mb", type=float, default=None, help="MiB of Claude Code history")
     ap.add_argument("--big-mb", type=float, default=None, help="MiB of its largest file")
     ap.add_argument("--small-mb", type=float, default=None, help="MiB of each of the others")
-    ap.add_argument("--files", type=int, default=None,
-                    help="small files (25 KiB each) for the fixed cost of a file")  # fmt: skip
+    ap.add_argument(
+        "--files",
+        type=int,
+        default=None,
+        help="small files (25 KiB each) for the fixed cost of a file",
+    )
     ap.add_argument("--quick", action="store_true", help="small sizes, for CI")
-    ap.add_argument("--spark-rows", type=int, default=None,
-                    help="rows of the export detect runs on with both engines (and a tenth of "
-                         "it, for the fixed cost); 0 skips Spark")  # fmt: skip
+    ap.add_argument(
+        "--spark-rows",
+        type=int,
+        default=None,
+        help="rows of the export detect runs on with both engines (and a tenth of "
+        "it, for the fixed cost); 0 skips Spark",
+    )
     ap.add_argument("--work", type=Path, default=None, help="folder for inputs (default: temp)")
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
     args = ap.parse_args()
@@ -204,8 +223,11 @@ def main() -> None:
         shutil.rmtree(cc, ignore_errors=True)
         started = time.perf_counter()
         written, files = agent_logs.write_history(cc, cc_mb, big_mb, small_mb)
-        print(f"  wrote {written / 2**20:.0f} MiB of transcripts in {files} files, "
-              f"{time.perf_counter() - started:.1f} s", file=sys.stderr)  # fmt: skip
+        print(
+            f"  wrote {written / 2**20:.0f} MiB of transcripts in {files} files, "
+            f"{time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+        )
         cc_done.touch()
     per_file = work / f"claude-files-{n_small}"
     if not (per_file / ".done").exists():
@@ -344,8 +366,9 @@ def main() -> None:
             repeat,
         ),
     ]
-    spark_rows = args.spark_rows if args.spark_rows is not None else (
-        20_000 if args.quick else 1_000_000)  # fmt: skip
+    spark_rows = (
+        args.spark_rows if args.spark_rows is not None else (20_000 if args.quick else 1_000_000)
+    )
     spark: dict[str, Any] | None = None
     skipped = "--spark-rows 0" if not spark_rows else spark_compare.why_not()
     if skipped:
@@ -384,9 +407,13 @@ def main() -> None:
             ratio = s["seconds"] / floor_csv
         if name.startswith(("ingest (Claude", "peer: ccusage")):
             ratio = s["seconds"] / floor_jsonl
-        row = {"stage": name, "seconds": round(s["seconds"], 2), "runs": s["runs"],
-               "peak_rss_mb": s["peak_rss_mb"],
-               "x_floor": None if ratio is None else round(ratio, 2)}  # fmt: skip
+        row = {
+            "stage": name,
+            "seconds": round(s["seconds"], 2),
+            "runs": s["runs"],
+            "peak_rss_mb": s["peak_rss_mb"],
+            "x_floor": None if ratio is None else round(ratio, 2),
+        }
         if name.startswith(("ingest (Claude", "peer: ccusage")):
             row["mb_per_s"] = round(cc_bytes / 2**20 / s["seconds"], 1)
         table.append(row)
@@ -399,8 +426,10 @@ def main() -> None:
         ccusage_basis = f"{ccusage_says}, this run"
     else:
         ccusage_s = cc_bytes / 2**20 / agent_logs.RECORDED_CCUSAGE_MIB_S
-        ccusage_basis = (f"not run here ({ccusage_says}); its recorded "
-                         f"{agent_logs.RECORDED_CCUSAGE_MIB_S:g} MiB/s")  # fmt: skip
+        ccusage_basis = (
+            f"not run here ({ccusage_says}); its recorded "
+            f"{agent_logs.RECORDED_CCUSAGE_MIB_S:g} MiB/s"
+        )
 
     def x(stage: str) -> float:
         return float(by[stage]["seconds"]) / floor_csv
@@ -443,16 +472,20 @@ def main() -> None:
         "spark": None if spark is None else {k: v for k, v in spark.items() if k != "stages"},
         "spark_skipped": skipped,
     }
-    print(f"\n{rows:,} rows ({csv_mb:.0f} MB CSV), {cc_bytes / 2**20:.0f} MB of JSONL in "
-          f"{len(cc_files)} files; {results['machine']}; {results['date']}")  # fmt: skip
+    print(
+        f"\n{rows:,} rows ({csv_mb:.0f} MB CSV), {cc_bytes / 2**20:.0f} MB of JSONL in "
+        f"{len(cc_files)} files; {results['machine']}; {results['date']}"
+    )
     print(f"{'stage':<46} {'seconds':>9} {'x floor':>8} {'peak RSS':>9}")
     for r in table:
         extra_txt = f"  ({r['mb_per_s']} MB/s)" if "mb_per_s" in r else ""
         xf = "" if r["x_floor"] is None else f"{r['x_floor']:.2f}"
         print(f"{r['stage']:<46} {r['seconds']:>9.2f} {xf:>8} {r['peak_rss_mb']:>6} MB{extra_txt}")
     print(f"report page: {page_mb:.2f} MB")
-    print(f"fixed cost of a file: {per_file_ms:.1f} ms ({n_small} files of 25 KiB against the "
-          "same lines in one file)")  # fmt: skip
+    print(
+        f"fixed cost of a file: {per_file_ms:.1f} ms ({n_small} files of 25 KiB against the "
+        "same lines in one file)"
+    )
     print(f"ccusage: {ccusage_basis}")
     print("\ntargets (issue 17; at 10 million rows and the 300 MiB history)")
     for what, measured, target, met in ((*t, t[1] <= t[2]) for t in targets):
@@ -469,8 +502,10 @@ def main() -> None:
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"results: {out}")
     if missing or extra:
-        print(f"bench: the audit's incidents are wrong: missing {missing}, unexpected {extra}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"bench: the audit's incidents are wrong: missing {missing}, unexpected {extra}",
+            file=sys.stderr,
+        )
         sys.exit(1)
 
 

@@ -25,21 +25,33 @@ BILLION = 1_000_000_000
 
 def _key(i: dict[str, Any]) -> tuple[Any, ...]:
     """What both engines must agree on: the incident, its calls, counts, dollars to the cent."""
-    return (i["incident_id"], i["detector"], i["n_calls"], round(i["wasted_usd"], 2),
-            i["first_call_id"], i["last_call_id"], i["severity"])  # fmt: skip
+    return (
+        i["incident_id"],
+        i["detector"],
+        i["n_calls"],
+        round(i["wasted_usd"], 2),
+        i["first_call_id"],
+        i["last_call_id"],
+        i["severity"],
+    )
 
 
 def why_not() -> str | None:
     """Why Spark cannot run here (None if it can): the tool's own check."""
-    from analyzer.spark_engine import why_not as reason
+    from analyzer.detect.spark_engine import why_not as reason
 
     return reason()
 
 
 def compare(
-    work: Path, sizes: list[int], repeat: int, env: dict[str, str], cli: list[str],
-    run: Any, measure: Any,
-) -> dict[str, Any]:  # fmt: skip
+    work: Path,
+    sizes: list[int],
+    repeat: int,
+    env: dict[str, str],
+    cli: list[str],
+    run: Any,
+    measure: Any,
+) -> dict[str, Any]:
     """Measure both engines at each size (the sample export of that many rows, ingested and
     exported once); returns the stages, the fit and the estimate. Exits 1 if they disagree."""
     stages: list[dict[str, Any]] = []
@@ -54,20 +66,41 @@ def compare(
             run([*cli, "sample", "-o", str(folder / "sample"), "--rows", str(rows)], env=env)
             run([*cli, "ingest", "--db", str(db), str(csv), "-q"], env=env)
             done.touch()
-        export = measure(f"export --parquet ({rows:,} rows)",
-                         [*cli, "export", "--db", str(db), "--parquet", str(lake), "-q"], 1,
-                         before=lambda lake=lake: shutil.rmtree(lake, ignore_errors=True),
-                         env=env)  # fmt: skip
-        duck = measure(f"detect, DuckDB ({rows:,} rows)",
-                       [*cli, "detect", "--db", str(db), "--json"], repeat, env=env)  # fmt: skip
-        spark = measure(f"detect --engine spark, local[*] ({rows:,} rows)",
-                        [*cli, "detect", "--db", str(db), "--engine", "spark", "--parquet",
-                         str(lake), "--json"], repeat, env=env)  # fmt: skip
+        export = measure(
+            f"export --parquet ({rows:,} rows)",
+            [*cli, "export", "--db", str(db), "--parquet", str(lake), "-q"],
+            1,
+            before=lambda lake=lake: shutil.rmtree(lake, ignore_errors=True),
+            env=env,
+        )
+        duck = measure(
+            f"detect, DuckDB ({rows:,} rows)",
+            [*cli, "detect", "--db", str(db), "--json"],
+            repeat,
+            env=env,
+        )
+        spark = measure(
+            f"detect --engine spark, local[*] ({rows:,} rows)",
+            [
+                *cli,
+                "detect",
+                "--db",
+                str(db),
+                "--engine",
+                "spark",
+                "--parquet",
+                str(lake),
+                "--json",
+            ],
+            repeat,
+            env=env,
+        )
         on_duck = sorted(map(_key, json.loads(duck["output"])))
         on_spark = sorted(map(_key, json.loads(spark["output"])))
         if on_duck != on_spark:
-            print(f"bench: at {rows:,} rows Spark found {on_spark}, DuckDB {on_duck}",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"bench: at {rows:,} rows Spark found {on_spark}, DuckDB {on_duck}", file=sys.stderr
+            )
             sys.exit(1)
         for s in (export, duck, spark):
             s["incidents"] = len(on_duck)
@@ -85,10 +118,13 @@ def _estimate(points: list[tuple[int, float]]) -> dict[str, Any]:
     fixed = max(t1 - per_call * n1, 0.0)
     core_s_per_million = per_call * cores * 1_000_000
     clusters = [
-        {"workers": w, "cores_each": c,
-         "seconds": round(fixed + BILLION * per_call * cores / (w * c), 0)}
+        {
+            "workers": w,
+            "cores_each": c,
+            "seconds": round(fixed + BILLION * per_call * cores / (w * c), 0),
+        }
         for w, c in CLUSTERS
-    ]  # fmt: skip
+    ]
     return {
         "spark_fixed_seconds": round(fixed, 1),
         "spark_core_seconds_per_million_calls": round(core_s_per_million, 1),
@@ -104,6 +140,8 @@ def describe(result: dict[str, Any]) -> list[str]:
         "  on paper, 1 billion calls (no shuffle network cost, no skew, no cluster start-up):",
     ]
     for c in result["billion_calls"]:
-        lines.append(f"    {c['workers']:>4} workers x {c['cores_each']} cores: "
-                     f"~{c['seconds'] / 60:,.0f} min")  # fmt: skip
+        lines.append(
+            f"    {c['workers']:>4} workers x {c['cores_each']} cores: "
+            f"~{c['seconds'] / 60:,.0f} min"
+        )
     return lines

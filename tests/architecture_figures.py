@@ -23,15 +23,22 @@ _SQL_WORD = re.compile(
     r"\b(?:FROM|INTO|TABLE|VIEW|SET|AS|TO|DATABASE)\b"
 )
 LONG_FUNCTION = 80
+ENGINE = PACKAGE / "engine"  # the package that owns the connection
 
-# name: (what it counts, the baseline measured on main on 2026-11-26 after issue 33's work,
-# issue 34's target)
-FIGURES: dict[str, tuple[str, int, int]] = {
-    "sql_modules": ("modules outside an engine that run SQL (execute/sql/query)", 31, 3),
-    "sql_string_lines": ("lines of multi-line SQL in Python strings and f-strings", 1057, 150),
-    "flat_modules": ("modules flat in analyzer/", 43, 12),
-    "long_functions": (f"functions over {LONG_FUNCTION} lines", 15, 0),
-    "fmt_skip": ("`# fmt: skip` markers", 253, 20),
+# name: (what it counts, its value on main before issue 34 (2026-11-26, after issue 33), the
+# baseline it may not grow past (lowered as refactorings lower it), issue 34's target). Undoing
+# the `# fmt: skip` compaction lengthened six functions past 80 lines: that baseline rose once.
+FIGURES: dict[str, tuple[str, int, int, int]] = {
+    "sql_modules": ("modules outside an engine that run SQL (execute/sql/query)", 31, 31, 3),
+    "sql_string_lines": (
+        "lines of multi-line SQL in Python strings and f-strings",
+        1057,
+        1057,
+        150,
+    ),
+    "flat_modules": ("modules flat in analyzer/", 43, 4, 12),
+    "long_functions": (f"functions over {LONG_FUNCTION} lines", 15, 21, 0),
+    "fmt_skip": ("`# fmt: skip` markers", 253, 0, 20),
 }
 
 
@@ -87,7 +94,9 @@ def measure(package: Path = PACKAGE) -> dict[str, int]:
         and (n.end_lineno or n.lineno) - n.lineno + 1 > LONG_FUNCTION
     ]
     return {
-        "sql_modules": sum(1 for text in sources.values() if _RUNS_SQL.search(text)),
+        "sql_modules": sum(
+            1 for p, text in sources.items() if ENGINE not in p.parents and _RUNS_SQL.search(text)
+        ),
         "sql_string_lines": sum(_sql_lines(tree) for tree in trees.values()),
         "flat_modules": sum(1 for p in sources if p.parent == package and p.name != "__init__.py"),
         "long_functions": len(long),
@@ -98,9 +107,9 @@ def measure(package: Path = PACKAGE) -> dict[str, int]:
 def main() -> None:
     """Print the figures (of the package, or of the copy of it named on the command line)."""
     now = measure(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else PACKAGE)
-    print(f"{'figure':<62} {'now':>6} {'baseline':>9} {'target':>7}")
-    for name, (what, baseline, target) in FIGURES.items():
-        print(f"{what:<62} {now[name]:>6,} {baseline:>9,} {target:>7,}")
+    print(f"{'figure':<62} {'before':>7} {'now':>6} {'baseline':>9} {'target':>7}")
+    for name, (what, before, baseline, target) in FIGURES.items():
+        print(f"{what:<62} {before:>7,} {now[name]:>6,} {baseline:>9,} {target:>7,}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from analyzer import console
-from analyzer.store import Store, open_store
+from analyzer.engine.store import Store, open_store
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from analyzer.engine.store import Store
 from analyzer.ingest.flow import FileReport
 from analyzer.ingest.openrouter_csv import KNOWN_COLUMNS
-from analyzer.store import Store
 
 if TYPE_CHECKING:
     from tests.corpus import Case
@@ -56,11 +56,18 @@ def truth_at_collection(corpus: str) -> dict[str, Any]:
 # The variables that move an agent's default place: cleared for a test with a fake home, so the
 # machine's own settings never leak into it.
 AGENT_HOME_VARIABLES = (
-    "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME",
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "GEMINI_CLI_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CONFIG_HOME",
     "CLINE_DIR",
-    "CLINE_DATA_DIR", "CLINE_SESSION_DATA_DIR", "LLM_FORENSICS_DB", "OPENHANDS_PERSISTENCE_DIR",
+    "CLINE_DATA_DIR",
+    "CLINE_SESSION_DATA_DIR",
+    "LLM_FORENSICS_DB",
+    "OPENHANDS_PERSISTENCE_DIR",
     "OPENHANDS_CONVERSATIONS_DIR",
-)  # fmt: skip
+)
 
 
 def env_of(home: Path, **extra: str | None) -> dict[str, str | None]:
@@ -84,9 +91,9 @@ def counts(r: FileReport) -> tuple[int, int, int, int, int]:
 def assert_accounted(store: Store) -> None:
     """Every file in the store keeps ``rows_read = loaded + rejected + duplicate + skipped``."""
     for read, loaded, rejected, dup, skipped in q(
-        store, "SELECT rows_read, rows_loaded, rows_rejected, rows_duplicate, rows_skipped "
-        "FROM sources"
-    ):  # fmt: skip
+        store,
+        "SELECT rows_read, rows_loaded, rows_rejected, rows_duplicate, rows_skipped FROM sources",
+    ):
         assert read == loaded + rejected + dup + skipped
 
 
@@ -248,10 +255,18 @@ def load_guard_case(store: Store, given: dict[str, Any]) -> list[dict[str, Any]]
             """INSERT INTO incidents (incident_id, detector, severity, stream_key, session_id,
                    first_call_id, last_call_id, wasted_usd, n_calls)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-            [inc["incident_id"], inc["detector"], inc.get("severity", "high"),
-             first["stream_key"], first["session_id"], inc["first_call_id"],
-             inc["last_call_id"], cost, len(span)],
-        )  # fmt: skip
+            [
+                inc["incident_id"],
+                inc["detector"],
+                inc.get("severity", "high"),
+                first["stream_key"],
+                first["session_id"],
+                inc["first_call_id"],
+                inc["last_call_id"],
+                cost,
+                len(span),
+            ],
+        )
         store.con.executemany(
             "INSERT INTO incident_calls VALUES (?, ?)", [[inc["incident_id"], c] for c in waste]
         )

@@ -15,12 +15,12 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
+from analyzer.engine.store import Store, open_store
 from analyzer.ingest import aider
 from analyzer.ingest.base import Head, IngestOptions
 from analyzer.ingest.flow import FileReport
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store, open_store
 from tests.helpers import assert_accounted, counts, q, shared_samples
 from tests.test_properties import JSONL_MUTATIONS, PROPERTY_SETTINGS, check_drawn, mutate
 
@@ -57,9 +57,18 @@ def event(name: str, t: int, user: str | None = U, **props: Any) -> str:
 
 
 def send(t: int, cost: object, total: object, user: str | None = U, **extra: Any) -> str:
-    props = {"main_model": "gpt-5.2", "weak_model": "gpt-5-nano", "editor_model": "gpt-5.2",
-             "edit_format": "diff", "prompt_tokens": 1000, "completion_tokens": 10,
-             "total_tokens": 1010, "cost": cost, "total_cost": total, **extra}  # fmt: skip
+    props = {
+        "main_model": "gpt-5.2",
+        "weak_model": "gpt-5-nano",
+        "editor_model": "gpt-5.2",
+        "edit_format": "diff",
+        "prompt_tokens": 1000,
+        "completion_tokens": 10,
+        "total_tokens": 1010,
+        "cost": cost,
+        "total_cost": total,
+        **extra,
+    }
     return event("message_send", t, user, **props)
 
 
@@ -354,8 +363,9 @@ def test_damaged_lines_are_rejected_by_number(store: Store, tmp_path: Path) -> N
 def test_an_unreadable_file_is_one_line_error(runner: CliRunner, tmp_path: Path) -> None:
     f = tmp_path / "log.jsonl"
     f.write_bytes(b"\x1f\x8b" + b"\x00" * 40)  # a damaged gzip
-    result = runner.invoke(cli, ["ingest", "--db", str(tmp_path / "s.duckdb"),
-                                 "--format", "aider", str(f)])  # fmt: skip
+    result = runner.invoke(
+        cli, ["ingest", "--db", str(tmp_path / "s.duckdb"), "--format", "aider", str(f)]
+    )
     assert result.exit_code == 3
     assert "log.jsonl" in result.output and len(result.output.strip().splitlines()) == 1
 

@@ -2,8 +2,9 @@
 
 cli -> pipeline -> report / summary -> backtest / detect / link -> ingest -> store -> the
 foundation (sql, pricing, errors, formatting). A module may import modules of its own layer
-or any layer below, never one above; and no module imports itself round a circle. Plus the
-size limit: no module over 500 lines.
+or any layer below, never one above; and no module imports itself round a circle. The size
+rule is on functions, not files: the figures of ``tests/architecture_figures.py`` (functions
+over 80 lines among them) may only fall.
 """
 
 from __future__ import annotations
@@ -19,72 +20,17 @@ from tests.helpers import REPO
 
 PACKAGE = REPO / "analyzer"
 
-# Top to bottom. A module not listed is an error (a new module gets a layer on purpose).
+# Top to bottom, by package (a package holds its submodules; a module named on its own is an
+# exception to its package, the longest name wins). A module in none is an error.
 LAYERS: list[tuple[str, set[str]]] = [
-    (
-        "cli",
-        {
-            "analyzer.cli",
-            "analyzer.cli_options",
-            "analyzer.cli_catalog",
-            "analyzer.cli_store",
-            "analyzer.__main__",
-        },
-    ),
+    ("cli", {"analyzer.cli", "analyzer.__main__"}),
     ("pipeline", {"analyzer.pipeline", "analyzer.sample"}),
-    (
-        "report",
-        {
-            "analyzer.pages",
-            "analyzer.report",
-            "analyzer.report_model",
-            "analyzer.figures",
-            "analyzer.summary",
-            "analyzer.charts",
-            "analyzer.views",
-            "analyzer.show",
-            "analyzer.verdicts",
-            "analyzer.lineage",
-            "analyzer.usage",
-            "analyzer.export",
-            "analyzer.bill_views",
-            "analyzer.spark_engine",
-        },
-    ),
-    (
-        "analysis",
-        {
-            "analyzer.backtest",
-            "analyzer.replay",
-            "analyzer.blindness",
-            "analyzer.ground_truth",
-            "analyzer.scoring",
-            "analyzer.guards",
-            "analyzer.primitives",
-            "analyzer.detect",
-            "analyzer.incident",
-            "analyzer.link",
-            "analyzer.recommend",
-            "analyzer.reconcile",
-            "analyzer.spark_sql",
-        },
-    ),
+    # Spark runs the detectors over an export's Parquet (views.export), so it sits above both
+    ("report", {"analyzer.report", "analyzer.views", "analyzer.detect.spark_engine"}),
+    ("analysis", {"analyzer.detect", "analyzer.guards", "analyzer.model.incident"}),
     ("ingest", {"analyzer.ingest"}),
-    ("store", {"analyzer.store", "analyzer.cache"}),
-    (
-        "foundation",
-        {
-            "analyzer",
-            "analyzer.pricing",
-            "analyzer.errors",
-            "analyzer.files",
-            "analyzer.formatting",
-            "analyzer.console",
-            "analyzer.resources",
-            "analyzer.timewindow",
-            "analyzer.arrow_setup",
-        },
-    ),
+    ("engine", {"analyzer.engine"}),
+    ("foundation", {"analyzer", "analyzer.model", "analyzer.errors", "analyzer.console"}),
 ]
 
 
@@ -124,7 +70,7 @@ def imports(path: Path) -> set[str]:
             and node.level == 0
             and node.module.startswith("analyzer")
         ):
-            # `from analyzer import cache` imports the module analyzer.cache
+            # `from analyzer import cache` imports the module analyzer.engine.cache
             for a in node.names:
                 sub = f"{node.module}.{a.name}"
                 is_module = (REPO / Path(*sub.split(".")).with_suffix(".py")).exists() or (
@@ -179,14 +125,9 @@ def test_the_ingest_layer_never_reaches_up() -> None:
     """Spelled out, as the issue states it: ingest never imports link, report or pipeline."""
     for m in MODULES:
         if m.startswith("analyzer.ingest"):
-            assert not {d for d in GRAPH[m] if d.split(".")[1:2] in (["link"], ["report"],
-                                                                      ["pipeline"])}, m  # fmt: skip
-
-
-@pytest.mark.parametrize("module", sorted(MODULES))
-def test_no_module_over_500_lines(module: str) -> None:
-    lines = MODULES[module].read_text(encoding="utf-8").count("\n")
-    assert lines <= 500, f"{module}: {lines} lines"
+            assert not {
+                d for d in GRAPH[m] if d.split(".")[1:2] in (["link"], ["report"], ["pipeline"])
+            }, m
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m != "analyzer.__main__"))
@@ -202,5 +143,5 @@ def test_the_plumbing_figures_never_grow() -> None:
     from tests.architecture_figures import FIGURES, measure
 
     now = measure()
-    grown = {n: (now[n], base) for n, (_, base, _) in FIGURES.items() if now[n] > base}
+    grown = {n: (now[n], base) for n, (_, _, base, _) in FIGURES.items() if now[n] > base}
     assert grown == {}, f"grown past the baseline (now, baseline): {grown}"

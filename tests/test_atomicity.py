@@ -38,9 +38,9 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
+from analyzer.engine.store import OFFLINE
 from analyzer.ingest.flow import PROGRESS_MIN_BYTES
-from analyzer.store import OFFLINE
 from tests.helpers import SAMPLE_DATA, or_row, write_csv
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL and a pty")
@@ -276,8 +276,19 @@ def test_sigkill_mid_ingest_leaves_the_store_as_it_was(
     result = runner.invoke(cli, ["ingest", "--db", str(db), str(bad)])
     assert result.exit_code == 0, result.output
     before = snapshot(db)
-    assert all(before[f"rows:main.{t}"] for t in ("calls", "messages", "sources", "rejects",
-               "meta", "cache", "incidents", "incident_calls"))  # fmt: skip
+    assert all(
+        before[f"rows:main.{t}"]
+        for t in (
+            "calls",
+            "messages",
+            "sources",
+            "rejects",
+            "meta",
+            "cache",
+            "incidents",
+            "incident_calls",
+        )
+    )
 
     big = big_export
     base = size(db)
@@ -313,17 +324,23 @@ def test_sigkill_mid_ingest_leaves_the_store_as_it_was(
 
     # The same ingest again, to the end (another process: the dead child's lock is gone).
     done = subprocess.run(
-        cli_args(db, big), cwd=tmp_path, env=child_env(), capture_output=True, text=True,
+        cli_args(db, big),
+        cwd=tmp_path,
+        env=child_env(),
+        capture_output=True,
+        text=True,
         timeout=300,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr
     (report,) = json.loads(done.stdout)
     assert report["status"] == "loaded", report
     assert (report["rows_read"], report["rows_loaded"]) == (ROWS, ROWS), report
     assert report["rows_rejected"] == report["rows_duplicate"] == report["rows_skipped"] == 0
     with duckdb.connect(str(db), read_only=True, config=OFFLINE) as con:
-        count = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
-                 for t in ("sources", "calls", "rejects")}  # fmt: skip
+        count = {
+            t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
+            for t in ("sources", "calls", "rejects")
+        }
         ((source_id, rows_loaded),) = con.execute(
             "SELECT source_id, rows_loaded FROM sources WHERE path = ?", [big.name]
         ).fetchall()
@@ -341,9 +358,13 @@ def test_sigkill_mid_ingest_leaves_the_store_as_it_was(
 
     # And a third time: nothing to do.
     again = subprocess.run(
-        cli_args(db, big), cwd=tmp_path, env=child_env(), capture_output=True, text=True,
+        cli_args(db, big),
+        cwd=tmp_path,
+        env=child_env(),
+        capture_output=True,
+        text=True,
         timeout=120,
-    )  # fmt: skip
+    )
     assert again.returncode == 0, again.stderr
     (report,) = json.loads(again.stdout)
     assert (report["status"], report["source_id"]) == ("unchanged", source_id), report
@@ -372,9 +393,13 @@ def test_a_second_process_is_told_the_store_is_in_use(tmp_path: Path, big_export
             ["audit", "--db", db.name, small.name],
         ):
             second = subprocess.run(
-                [sys.executable, "-m", "analyzer", *args], cwd=tmp_path, env=child_env(),
-                capture_output=True, text=True, timeout=120,
-            )  # fmt: skip
+                [sys.executable, "-m", "analyzer", *args],
+                cwd=tmp_path,
+                env=child_env(),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert second.returncode == 3, (args, second.stderr)
             assert second.stderr.strip() == expected, (args, second.stderr)
             assert second.stdout == ""

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from analyzer.backtest import backtest
-from analyzer.cli import cli
-from analyzer.guards import all_policies
-from analyzer.store import open_store
+from analyzer.cli.main import cli
+from analyzer.engine.store import open_store
+from analyzer.guards.backtest import backtest
+from analyzer.guards.policy import all_policies
 from tests.helpers import SAMPLE_DATA
 
 BILL = SAMPLE_DATA / "openrouter_activity_2025-12.csv"

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from analyzer.backtest import Result, backtest
-from analyzer.cli import cli
-from analyzer.guards import all_policies
-from analyzer.store import Store, open_store
+from analyzer.cli.main import cli
+from analyzer.engine.store import Store, open_store
+from analyzer.guards.backtest import Result, backtest
+from analyzer.guards.policy import all_policies
 from tests.helpers import SAMPLE_DATA
 
 
@@ -63,8 +63,11 @@ def test_netclaw_cumulative_per_turn_makes_its_last_attempt_at_the_10th_stall(
 ) -> None:
     store, r = replay["store"], replay["results"]["netclaw_cumulative_per_turn"]
     [turn] = incident_ids(store, "alternating_tool_thinking")
-    stalls = [c[0] for c in calls_of(store, "stream_key LIKE 'netclaw%'")
-              if c[1] in ("thinking_only", "empty")]  # fmt: skip
+    stalls = [
+        c[0]
+        for c in calls_of(store, "stream_key LIKE 'netclaw%'")
+        if c[1] in ("thinking_only", "empty")
+    ]
     assert [n.call_id for n in r.nudges] == [stalls[9]]  # tools off, one last attempt
     [trip] = [t for t in r.trips if t.incident_id == turn]
     assert trip.call_id == stalls[10]  # still empty: the turn fails
@@ -121,8 +124,13 @@ def test_penguin_stale_context_stops_each_run_at_its_third_call(replay: dict[str
     store, r = replay["store"], replay["results"]["penguin_stale_context"]
     first_run, second_run = incident_ids(store, "constant_input_low_output")
     assert stopped(r)[first_run]["latency_events"] == 3
-    run_calls = [c[0] for c in calls_of(store, f"call_id IN (SELECT call_id FROM incident_calls "
-                                               f"WHERE incident_id = '{first_run}')")]  # fmt: skip
+    run_calls = [
+        c[0]
+        for c in calls_of(
+            store,
+            f"call_id IN (SELECT call_id FROM incident_calls WHERE incident_id = '{first_run}')",
+        )
+    ]
     [trip] = [t for t in r.trips if t.incident_id == first_run]
     assert trip.call_id == run_calls[2]
     assert stopped(r)[first_run]["waste_prevented_usd"] == pytest.approx(0.28 * 19)
@@ -134,9 +142,19 @@ def test_penguin_stale_context_stops_each_run_at_its_third_call(replay: dict[str
 
 def test_backtest_json_and_sweep(replay: dict[str, Any]) -> None:
     runner = CliRunner()
-    result = runner.invoke(cli, ["backtest", "--db", str(replay["db"]), "--only",
-                                 "netclaw_cumulative_per_turn", "--sweep",
-                                 "netclaw_cumulative_per_turn.stop=3..21:2", "--json"])  # fmt: skip
+    result = runner.invoke(
+        cli,
+        [
+            "backtest",
+            "--db",
+            str(replay["db"]),
+            "--only",
+            "netclaw_cumulative_per_turn",
+            "--sweep",
+            "netclaw_cumulative_per_turn.stop=3..21:2",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert [d["params"]["stop"] for d in data] == [3, 5, 7, 9, 11, 13, 15, 17, 19, 21]
@@ -145,11 +163,26 @@ def test_backtest_json_and_sweep(replay: dict[str, Any]) -> None:
     assert all(len(d["nudges"]) >= 1 for d in data) and len(data[4]["nudges"]) == 1
     for d in data:
         assert set(d) >= {
-            "policy", "params", "description", "incidents_total", "incidents_stopped",
-            "waste_prevented_usd", "waste_missed_usd", "calls_saved", "usd_saved",
-            "false_trips", "usd_false_trips", "usd_work_killed", "harm_usd", "net_usd",
-            "headroom", "blind_calls", "median_latency_events", "trips", "nudges",
-        }  # fmt: skip
+            "policy",
+            "params",
+            "description",
+            "incidents_total",
+            "incidents_stopped",
+            "waste_prevented_usd",
+            "waste_missed_usd",
+            "calls_saved",
+            "usd_saved",
+            "false_trips",
+            "usd_false_trips",
+            "usd_work_killed",
+            "harm_usd",
+            "net_usd",
+            "headroom",
+            "blind_calls",
+            "median_latency_events",
+            "trips",
+            "nudges",
+        }
         for t in d["trips"]:
             assert set(t) >= {"stream_key", "session_id", "call_id", "ts", "action", "incident_id"}
             assert t["ts"].endswith("Z")
@@ -166,9 +199,11 @@ def test_audit_carries_the_backtest_and_the_report_its_guards(tmp_path: Path) ->
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     names = [b["policy"] for b in data["backtest"]]
-    assert names[:3] == ["penguin_consecutive_trivial",
-                         "penguin_consecutive_trivial_placeholder",
-                         "penguin_token_trivial"]  # fmt: skip
+    assert names[:3] == [
+        "penguin_consecutive_trivial",
+        "penguin_consecutive_trivial_placeholder",
+        "penguin_token_trivial",
+    ]
     assert len(names) == 21
     page = out.read_text()
     assert 'id="guards"' in page and "netclaw_cumulative_per_turn" in page

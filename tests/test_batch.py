@@ -10,10 +10,10 @@ import pytest
 
 import analyzer.ingest.batch as batch
 import analyzer.ingest.flow as flow
+from analyzer.engine.store import Store, open_store
 from analyzer.errors import StrictRejectError
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.discovery import discover
-from analyzer.store import Store, open_store
 from tests.test_claude_code import SESSION, SESSION_LINES, assistant, line, user, write
 
 SIDE = {"isSidechain": True, "agentId": "a1b2c3d"}
@@ -55,8 +55,19 @@ def load(db: Path, files: list[Path], **options: Any) -> list[tuple[Any, ...]]:
     try:
         found = discover([str(f) for f in files])
         reports = flow.load_files(store, found.files, IngestOptions(progress=False, **options))
-        return [(r.path, r.status, r.source_id, r.rows_read, r.rows_loaded, r.rows_rejected,
-                 r.rows_duplicate, r.rows_skipped) for r in reports]  # fmt: skip
+        return [
+            (
+                r.path,
+                r.status,
+                r.source_id,
+                r.rows_read,
+                r.rows_loaded,
+                r.rows_rejected,
+                r.rows_duplicate,
+                r.rows_skipped,
+            )
+            for r in reports
+        ]
     finally:
         store.close()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
 from analyzer.sample import CSV_NAME
 from tests.helpers import REPO, SAMPLE_DATA
 
@@ -43,8 +43,13 @@ def test_a_wrong_answer_is_caught(runner: CliRunner) -> None:
 
 def test_a_pointer_from_healthy_traffic_is_listed_not_failed(runner: CliRunner) -> None:
     incidents = _incidents(runner, SAMPLE_DATA / CSV_NAME)
-    outlier = {"detector": "session_cost_outlier", "severity": "low", "n_calls": 80,
-               "wasted_usd": 0.0, "summary": "session cost $5.08, 13.8x the median"}  # fmt: skip
+    outlier = {
+        "detector": "session_cost_outlier",
+        "severity": "low",
+        "n_calls": 80,
+        "wasted_usd": 0.0,
+        "summary": "session cost $5.08, 13.8x the median",
+    }
     assert bench.check_incidents([*incidents, outlier]) == ([], [])
     # The same detector claiming waste, or at a higher severity, is a wrong answer.
     for wrong in (dict(outlier, wasted_usd=1.5), dict(outlier, severity="high")):
@@ -62,8 +67,10 @@ def test_the_recall_script_finds_every_labelled_loop_and_no_false_alarm() -> Non
     corpus = shared_samples() / "real-loops"
     done = subprocess.run(
         [sys.executable, str(REPO / "bench" / "recall.py"), str(corpus)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "recall: 7/7 labelled loops found (100%); false alarms: 0 of 9 healthy files" in (
         done.stdout

@@ -1,5 +1,5 @@
 """Where a guard is blind (the data lacks its signal) and where it counts per session (the
-calls have no turns): ``analyzer.blindness``, golden SQL and its meaning on a few calls."""
+calls have no turns): ``analyzer.detect.blindness``, golden SQL and its meaning on a few calls."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analyzer.backtest import backtest
-from analyzer.blindness import UNKNOWN, blind_sql, per_session_note, signal_columns
-from analyzer.guards import Policy, all_policies, parse_policy
-from analyzer.primitives import EVENT_COLUMNS
-from analyzer.scoring import Result
-from analyzer.store import open_store
+from analyzer.detect.blindness import UNKNOWN, blind_sql, per_session_note, signal_columns
+from analyzer.engine.store import open_store
+from analyzer.guards.backtest import backtest
+from analyzer.guards.policy import Policy, all_policies, parse_policy
+from analyzer.guards.primitives import EVENT_COLUMNS
+from analyzer.guards.scoring import Result
 from tests.helpers import load_guard_case
 
 PRESETS = {p.name: p for p in all_policies()}
@@ -72,8 +72,7 @@ def test_blind_sql_qualifies_its_columns() -> None:
 
 def test_only_the_signal_counts_not_the_watch_reset_or_strings() -> None:
     # a column named in a string is no column; the reset and the watch are not the signal
-    p = policy(type="counter", count="app = 'stalled'", reset="stalled", watch="tool_call",
-               stop=2)  # fmt: skip
+    p = policy(type="counter", count="app = 'stalled'", reset="stalled", watch="tool_call", stop=2)
     assert signal_columns(p) == set() and blind_sql(p) == "false"
     # columns that place a call (position, ids, model, tools_before) are never unknown
     assert blind_sql(policy(type="counter", count="pos > 3 AND tools_before = 0", stop=2)) == (
@@ -100,8 +99,11 @@ BILL = {"format": "openrouter_csv", "stream_key": "k|app|u|m", "session_id": "s1
     ("name", "call", "blind"),
     [
         # a bill's thinking-only reply (every output token was reasoning): seen
-        ("netclaw_cumulative_per_turn",
-         {"response_kind": "thinking_only", "output_tokens": 9, "reasoning_tokens": 9}, False),
+        (
+            "netclaw_cumulative_per_turn",
+            {"response_kind": "thinking_only", "output_tokens": 9, "reasoning_tokens": 9},
+            False,
+        ),
         # a reply with no kind (neither text nor tokens recorded), in a bill or a log: blind
         ("netclaw_cumulative_per_turn", {}, True),
         ("netclaw_cumulative_per_turn", {"format": "test", "turn_id": "t"}, True),
@@ -112,10 +114,13 @@ BILL = {"format": "openrouter_csv", "stream_key": "k|app|u|m", "session_id": "s1
         ("gemini_repeat_tool", {"response_kind": "text", "output_tokens": 9}, False),
         # a bill keeps no reply: what the agent answered is unknown
         ("mini_swe_agent_format_errors", {"response_kind": "text", "output_tokens": 9}, True),
-        ("mini_swe_agent_format_errors",
-         {"format": "test", "response_kind": "text", "content_chars": 40}, False),
+        (
+            "mini_swe_agent_format_errors",
+            {"format": "test", "response_kind": "text", "content_chars": 40},
+            False,
+        ),
     ],
-)  # fmt: skip
+)
 def test_blind_on_a_call_where_its_signal_is_unknown(
     name: str, call: dict[str, Any], blind: bool
 ) -> None:
@@ -137,10 +142,13 @@ def as_log_and_bill(turns: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
         for i, pattern in enumerate(turns)
         for k in pattern
     ]
-    log = [{"response_kind": c["response_kind"], "cost_usd": 1.0, "turn_id": c["turn"]}
-           for c in calls]  # fmt: skip
-    bill = [{"response_kind": c["response_kind"], "cost_usd": 1.0, "output_tokens": 5, **BILL}
-            for c in calls]  # fmt: skip
+    log = [
+        {"response_kind": c["response_kind"], "cost_usd": 1.0, "turn_id": c["turn"]} for c in calls
+    ]
+    bill = [
+        {"response_kind": c["response_kind"], "cost_usd": 1.0, "output_tokens": 5, **BILL}
+        for c in calls
+    ]
     return {"calls": log}, {"calls": bill}
 
 
@@ -166,11 +174,13 @@ def test_a_bill_counts_per_session_and_trips_no_later() -> None:
     p = PRESETS["netclaw_cumulative_per_turn"]
     on_log, on_bill = replayed(p, log), replayed(p, bill)
     assert ([t.call_id for t in on_log.nudges], [t.call_id for t in on_log.trips]) == (
-        ["c13"], ["c14"],
-    )  # fmt: skip
+        ["c13"],
+        ["c14"],
+    )
     assert ([t.call_id for t in on_bill.nudges], [t.call_id for t in on_bill.trips]) == (
-        ["c11"], ["c12"],
-    )  # fmt: skip
+        ["c11"],
+        ["c12"],
+    )
     assert (on_log.per_session_calls, on_log.per_session) == (0, None)
     assert on_bill.per_session_calls == 16 == on_bill.calls_total
     assert on_bill.per_session == per_session_note(p, 16, 16)

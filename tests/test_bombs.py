@@ -32,13 +32,14 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer import backtest, cache
-from analyzer.cli import cli
+from analyzer.cli.main import cli
+from analyzer.engine import cache
+from analyzer.engine.store import Store, open_store
+from analyzer.guards import backtest
 from analyzer.ingest import reading
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.flow import ingest_file
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store, open_store
 from tests.helpers import SAMPLE_DATA
 
 TRANSCRIPT = next((SAMPLE_DATA / "claude-code" / "projects" / "-home-dev-koda").glob("*.jsonl"))
@@ -288,8 +289,8 @@ def test_the_guard_replay_lets_go_of_its_tables_before_the_report(tmp_path: Path
     """The replay's events (an in-memory database of their own) and working tables are
     dropped once the guards are replayed: the report's queries come next (at 4.8 million rows
     they held 290 MB of the audit's peak)."""
-    from analyzer.backtest import guard_run
-    from analyzer.guards import all_policies
+    from analyzer.guards.backtest import guard_run
+    from analyzer.guards.policy import all_policies
 
     def scratch(store: Store) -> list[tuple[str, ...]]:
         return store.con.execute(

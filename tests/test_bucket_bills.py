@@ -14,15 +14,15 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
+from analyzer.detect.reconcile import totals, units
+from analyzer.engine.store import SCHEMA_VERSION, open_store
 from analyzer.errors import ForensicsError
-from analyzer.formatting import money
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.flow import FileReport
-from analyzer.pages import md_env
+from analyzer.model.formatting import money
 from analyzer.pipeline import ingest_paths
-from analyzer.reconcile import totals, units
-from analyzer.store import SCHEMA_VERSION, open_store
+from analyzer.report.pages import md_env
 from tests.helpers import REPO, counts, shared_samples
 from tests.test_markdown_report import check_well_formed, parsed_tables
 
@@ -79,22 +79,47 @@ def test_the_real_console_exports(tmp_path: Path) -> None:
                         FROM bill_buckets WHERE measure = 'usage' ORDER BY model""",
     )
     assert usage == [
-        ("claude-haiku-4-5-20251001", "claude-haiku-4-5", "claude-sdk", "Default", "standard",
-         "≤ 200k", 16765, 0, 0, 1702, Decimal("0.0252750000")),
+        (
+            "claude-haiku-4-5-20251001",
+            "claude-haiku-4-5",
+            "claude-sdk",
+            "Default",
+            "standard",
+            "≤ 200k",
+            16765,
+            0,
+            0,
+            1702,
+            Decimal("0.0252750000"),
+        ),
         # 43 fresh + 302,527 written + 3,301,672 read: the whole prompt, as in calls
-        ("claude-opus-4-5-20251101", "claude-opus-4-5", "claude-sdk", "Default", "standard",
-         "≤ 200k", 3604242, 3301672, 302527, 32676, Decimal("4.3587447500")),
-    ]  # fmt: skip
+        (
+            "claude-opus-4-5-20251101",
+            "claude-opus-4-5",
+            "claude-sdk",
+            "Default",
+            "standard",
+            "≤ 200k",
+            3604242,
+            3301672,
+            302527,
+            32676,
+            Decimal("4.3587447500"),
+        ),
+    ]
     cost = rows(
         db,
         """SELECT model_key, item, sum(cost_usd) FROM bill_buckets
                        WHERE measure = 'cost' GROUP BY ALL ORDER BY ALL""",
     )
     assert [(k, i) for k, i, _ in cost] == [
-        ("claude-haiku-4-5", "input_no_cache"), ("claude-haiku-4-5", "output"),
-        ("claude-opus-4-5", "input_cache_read"), ("claude-opus-4-5", "input_cache_write_5m"),
-        ("claude-opus-4-5", "input_no_cache"), ("claude-opus-4-5", "output"),
-    ]  # fmt: skip
+        ("claude-haiku-4-5", "input_no_cache"),
+        ("claude-haiku-4-5", "output"),
+        ("claude-opus-4-5", "input_cache_read"),
+        ("claude-opus-4-5", "input_cache_write_5m"),
+        ("claude-opus-4-5", "input_no_cache"),
+        ("claude-opus-4-5", "output"),
+    ]
     with open_store(db, read_only=True) as store:
         found = {u.model: u for u in units(store)}
     opus, haiku = found["claude-opus-4-5-20251101"], found["claude-haiku-4-5-20251001"]
@@ -149,8 +174,10 @@ def test_a_usage_report_reconciles_with_claude_code_logs_to_the_cent(tmp_path: P
 
     code, text = run("usage", "reconcile", "--db", str(db))
     assert code == 0, text
-    assert ("2026-03-05 claude-sonnet-4-5-20250929: the logs explain $0.16 of Anthropic's "
-            "$3.91; $3.75 has no log") in text  # fmt: skip
+    assert (
+        "2026-03-05 claude-sonnet-4-5-20250929: the logs explain $0.16 of Anthropic's "
+        "$3.91; $3.75 has no log"
+    ) in text
     assert "2026-03-06 claude-haiku-4-5-20251001: $0.02 of Anthropic's bill has no log" in text
     assert "The logs explain $0.16 of the $3.93 billed; $3.77 has no log." in text
     code, out = run("usage", "reconcile", "--db", str(db), "--json")
@@ -260,11 +287,15 @@ def test_openai_usage_and_costs(tmp_path: Path) -> None:
     assert items == [
         ("gpt-5-2025-08-07", None, "gpt-5-2025-08-07, output", Decimal("0.6")),
         ("gpt-5-2025-08-07", None, "gpt-5-2025-08-07, input", Decimal("0.04759")),
-        ("gpt-5-mini-2025-08-07", "priority",
-         "priority | gpt-5-mini-2025-08-07, output, long context", Decimal("0.0412")),
+        (
+            "gpt-5-mini-2025-08-07",
+            "priority",
+            "priority | gpt-5-mini-2025-08-07, output, long context",
+            Decimal("0.0412"),
+        ),
         (None, None, "web search tool calls", Decimal("0.03")),
         ("gpt-5-2025-08-07", None, "gpt-5-2025-08-07, cached input", Decimal("0.001024")),
-    ]  # fmt: skip
+    ]
     usage = rows(
         db,
         """SELECT strftime(bucket_start, '%Y-%m-%d'), model, service_tier, requests,
@@ -277,11 +308,10 @@ def test_openai_usage_and_costs(tmp_path: Path) -> None:
         # gpt-5 at $1.25 in, $0.125 cached, $10 out per million (API page and dashboard CSV)
         ("2025-10-05", "gpt-5-2025-08-07", None, 8, 46264, 8192, 60000, Decimal("0.648614")),
         # batch: half the list price
-        ("2025-10-05", "gpt-5-mini-2025-08-07", "batch", 21, 80992, 0, 274770,
-         Decimal("0.284894")),
+        ("2025-10-05", "gpt-5-mini-2025-08-07", "batch", 21, 80992, 0, 274770, Decimal("0.284894")),
         ("2025-10-06", "gpt-5-2025-08-07", "batch", 1, 5783, 0, 16000, Decimal("0.083614")),
         ("2025-10-06", "gpt-5-2025-08-07", "default", 8, 46264, 8192, 60000, Decimal("0.648614")),
-    ]  # fmt: skip
+    ]
     # The line items of gpt-5 on 2025-10-05 are its list price to the dollar of the usage page.
     with open_store(db, read_only=True) as store:
         gpt5 = [u for u in units(store) if u.model == "gpt-5-2025-08-07" and u.start.day == 5]
@@ -296,8 +326,9 @@ def test_the_costs_pages_of_another_project(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     reports = ingest(db, *sorted(folder.glob("*.json")))
     assert [(r.format, counts(r)) for r in reports] == [
-        ("openai_usage", (2, 2, 0, 0, 0)), ("openai_usage", (1, 1, 0, 0, 0)),
-    ]  # fmt: skip
+        ("openai_usage", (2, 2, 0, 0, 0)),
+        ("openai_usage", (1, 1, 0, 0, 0)),
+    ]
     assert rows(db, "SELECT sum(cost_usd), count(model) FROM bill_buckets") == [
         (Decimal("21.22"), 0)  # usage.completions and friends name no model
     ]
@@ -335,10 +366,15 @@ def test_a_store_of_format_8_gains_the_new_columns_in_the_order_of_a_new_store(
         with open_store(db):
             pass
     con = duckdb.connect(str(old))
-    for table, column in [("calls", "output_estimate_tokens"), ("calls", "output_estimate_floor"),
-                          ("calls", "cost_logged_usd"), ("incidents", "app"),
-                          ("incidents", "api_key"), ("incidents", "model"),
-                          ("incidents", "project")]:  # fmt: skip
+    for table, column in [
+        ("calls", "output_estimate_tokens"),
+        ("calls", "output_estimate_floor"),
+        ("calls", "cost_logged_usd"),
+        ("incidents", "app"),
+        ("incidents", "api_key"),
+        ("incidents", "model"),
+        ("incidents", "project"),
+    ]:
         con.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     con.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
     con.execute("INSERT INTO cache VALUES ('detect', 'k', '{}')")
@@ -453,8 +489,11 @@ class _Tables(HTMLParser):
             self.para = None
 
     def handle_data(self, data: str) -> None:
-        for sink in (self.cell[0] if self.cell else None, self.item,
-                     self.texts.get(self.para or "")):  # fmt: skip
+        for sink in (
+            self.cell[0] if self.cell else None,
+            self.item,
+            self.texts.get(self.para or ""),
+        ):
             if sink is not None:
                 sink.append(data)
 
@@ -500,15 +539,24 @@ def test_the_page_shows_the_bills_and_their_reconciliation(billed_store: dict[st
     rows = billed_store["bills"]["rows"]
     table = parsed.tables["bucket-bills"]
     assert [c[0] for c in table["thead"][0]] == [
-        "Bucket (UTC)", "Provider", "Model", "Requests", "Input", "Cache write", "Cache read",
-        "Output", "Billed", "At list prices",
-    ]  # fmt: skip
+        "Bucket (UTC)",
+        "Provider",
+        "Model",
+        "Requests",
+        "Input",
+        "Cache write",
+        "Cache read",
+        "Output",
+        "Billed",
+        "At list prices",
+    ]
     assert len(table["tbody"]) == len(rows) == 4
     for row, want in zip(table["tbody"], rows, strict=True):
         text = [c[0] for c in row]
         assert text[:3] == [_day(want["start"]), "Anthropic", want["model"]]
-        assert text[4:8] == [f"{want[k]:,}" for k in ("input", "cache_write", "cache_read",
-                                                        "output")]  # fmt: skip
+        assert text[4:8] == [
+            f"{want[k]:,}" for k in ("input", "cache_write", "cache_read", "output")
+        ]
         for cell, key in ((row[8], "billed_usd"), (row[9], "estimate_usd")):
             assert exact(cell[1]["data-usd"]) == exact(want[key]), key  # --json's amount
     [total] = table["tfoot"]
@@ -520,17 +568,30 @@ def test_the_page_shows_the_bills_and_their_reconciliation(billed_store: dict[st
     rec = billed_store["reconcile"]
     table = parsed.tables["bucket-reconcile"]
     assert [c[0] for c in table["thead"][0]] == [
-        "Bucket (UTC)", "Provider", "Model", "Bill", "Basis", "Logs", "Calls", "Unexplained",
+        "Bucket (UTC)",
+        "Provider",
+        "Model",
+        "Bill",
+        "Basis",
+        "Logs",
+        "Calls",
+        "Unexplained",
         "Status",
-    ]  # fmt: skip
+    ]
     assert len(table["tbody"]) == len(rec["units"]) == 4
     for row, want in zip(table["tbody"], rec["units"], strict=True):
         text = [c[0] for c in row]
         assert text[:3] == [_day(want["start"]), "Anthropic", want["model"]]
-        assert (text[4], text[6], text[8]) == (want["basis"], str(want["logged_calls"]),
-                                               want["status"])  # fmt: skip
-        for cell, key in ((row[3], "billed_usd"), (row[5], "logged_usd"),
-                          (row[7], "unexplained_usd")):  # fmt: skip
+        assert (text[4], text[6], text[8]) == (
+            want["basis"],
+            str(want["logged_calls"]),
+            want["status"],
+        )
+        for cell, key in (
+            (row[3], "billed_usd"),
+            (row[5], "logged_usd"),
+            (row[7], "unexplained_usd"),
+        ):
             assert exact(cell[1]["data-usd"]) == exact(want[key]), key
     assert [u["status"] for u in rec["units"]] == ["explained", "partly", "no log", "unpriced"]
     [total] = table["tfoot"]
@@ -543,9 +604,11 @@ def test_the_page_shows_the_bills_and_their_reconciliation(billed_store: dict[st
         Decimal(t["no_log_usd"]) - Decimal(t["logs_beyond_bill_usd"])
     )
     said = "".join(parsed.texts["bucket-totals"])
-    assert (f"The logs explain {money(Decimal(t['explained_usd']))} of the "
-            f"{money(Decimal(t['billed_usd']))} billed; {money(Decimal(t['no_log_usd']))} has "
-            "no log.") in said  # fmt: skip
+    assert (
+        f"The logs explain {money(Decimal(t['explained_usd']))} of the "
+        f"{money(Decimal(t['billed_usd']))} billed; {money(Decimal(t['no_log_usd']))} has "
+        "no log."
+    ) in said
     assert parsed.items["bucket-remainder"] == [
         "2026-03-05 claude-sonnet-4-5-20250929: the logs explain $0.16 of Anthropic's $3.91; "
         "$3.75 has no log",
@@ -564,32 +627,65 @@ def test_the_markdown_shows_the_bills_and_their_reconciliation(
     tokens, _ = check_well_formed(md)
     dollars = md_env().filters["money"]
     tables = {tuple(t["head"]): t["rows"] for t in parsed_tables(tokens)}
-    bills = tables[("Bucket (UTC)", "Provider", "Model", "Requests", "Input", "Cache write",
-                    "Cache read", "Output", "Billed", "At list prices")]  # fmt: skip
+    bills = tables[
+        (
+            "Bucket (UTC)",
+            "Provider",
+            "Model",
+            "Requests",
+            "Input",
+            "Cache write",
+            "Cache read",
+            "Output",
+            "Billed",
+            "At list prices",
+        )
+    ]
     rows = billed_store["bills"]["rows"]
     assert len(bills) == len(rows) + 1  # and the total
     for got, want in zip(bills, rows, strict=False):
         assert got[:3] == [_day(want["start"]), "Anthropic", want["model"]]
         assert got[4:] == [
             *(f"{want[k]:,}" for k in ("input", "cache_write", "cache_read", "output")),
-            *(dollars(None if want[k] is None else Decimal(want[k]))
-              for k in ("billed_usd", "estimate_usd")),
-        ]  # fmt: skip
+            *(
+                dollars(None if want[k] is None else Decimal(want[k]))
+                for k in ("billed_usd", "estimate_usd")
+            ),
+        ]
     rec = billed_store["reconcile"]
-    units = tables[("Bucket (UTC)", "Provider", "Model", "Bill", "Basis", "Logs", "Calls",
-                    "Unexplained", "Status")]  # fmt: skip
+    units = tables[
+        (
+            "Bucket (UTC)",
+            "Provider",
+            "Model",
+            "Bill",
+            "Basis",
+            "Logs",
+            "Calls",
+            "Unexplained",
+            "Status",
+        )
+    ]
     assert len(units) == len(rec["units"]) + 1
     for got, want in zip(units, rec["units"], strict=False):
         assert got == [
-            _day(want["start"]), "Anthropic", want["model"], dollars(Decimal(want["billed_usd"])),
-            want["basis"], dollars(Decimal(want["logged_usd"])), str(want["logged_calls"]),
-            dollars(Decimal(want["unexplained_usd"])), want["status"],
-        ]  # fmt: skip
+            _day(want["start"]),
+            "Anthropic",
+            want["model"],
+            dollars(Decimal(want["billed_usd"])),
+            want["basis"],
+            dollars(Decimal(want["logged_usd"])),
+            str(want["logged_calls"]),
+            dollars(Decimal(want["unexplained_usd"])),
+            want["status"],
+        ]
     t = rec["totals"]
     assert units[-1][:4] == ["Total", "", "", dollars(Decimal(t["billed_usd"]))]
-    assert (f"The logs explain {money(Decimal(t['explained_usd']))} of the "
-            f"{money(Decimal(t['billed_usd']))} billed; {money(Decimal(t['no_log_usd']))} has "
-            "no log.") in md  # fmt: skip
+    assert (
+        f"The logs explain {money(Decimal(t['explained_usd']))} of the "
+        f"{money(Decimal(t['billed_usd']))} billed; {money(Decimal(t['no_log_usd']))} has "
+        "no log."
+    ) in md
     assert "2026-03-06 claude-haiku-4-5-20251001: $0.02 of Anthropic's bill has no log" in md
 
 

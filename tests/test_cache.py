@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analyzer import cache
-from analyzer.cli import cli
+from analyzer.cli.main import cli
+from analyzer.engine import cache
+from analyzer.engine.store import open_store
 from analyzer.sample import CSV_NAME
-from analyzer.store import open_store
 from tests.helpers import SAMPLE_DATA, or_row, write_csv
 
 
@@ -64,10 +64,15 @@ def test_a_new_file_invalidates_what_was_kept(runner: CliRunner, tmp_path: Path)
     # A second export with a constant-input loop in it: the kept (empty) results must not be
     # served; detection, the replay and the page are computed again.
     loop = [
-        or_row(100 + i, created_at=f"2025-12-02 10:00:{10 + i:02d}.000", tokens_prompt=50000,
-               tokens_completion=3, cost_total=0.15)
+        or_row(
+            100 + i,
+            created_at=f"2025-12-02 10:00:{10 + i:02d}.000",
+            tokens_prompt=50000,
+            tokens_completion=3,
+            cost_total=0.15,
+        )
         for i in range(8)
-    ]  # fmt: skip
+    ]
     looping = write_csv(tmp_path / "loop.csv", loop)
     second = _audit(runner, db, tmp_path / "b.html", quiet, looping)
     assert any(i["detector"] == "constant_input_low_output" for i in second["incidents"])
@@ -85,9 +90,16 @@ def test_other_detector_options_are_not_served_from_the_cache(
     assert n >= 2
     result = runner.invoke(
         cli,
-        ["audit", str(csv), "--db", str(db), "--json",
-         "--param", "constant_input_low_output.min_run=20"],
-    )  # fmt: skip
+        [
+            "audit",
+            str(csv),
+            "--db",
+            str(db),
+            "--json",
+            "--param",
+            "constant_input_low_output.min_run=20",
+        ],
+    )
     assert result.exit_code == 0, result.output
     stricter = json.loads(result.stdout)["incidents"]
     assert sum(i["detector"] == "constant_input_low_output" for i in stricter) == 1

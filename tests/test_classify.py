@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer.store import Store
+from analyzer.engine.store import Store
 
 
 @pytest.mark.parametrize(

@@ -6,36 +6,57 @@ import json
 from pathlib import Path
 from typing import Any
 
+from analyzer.engine.store import Store
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.lowering import args_hash
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store
 
 SESSION = "11111111-2222-3333-4444-555555555555"
 
 
 def line(kind: str, n: int, **extra: Any) -> dict[str, Any]:
     out = {
-        "parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/w",
-        "sessionId": SESSION, "version": "2.1.38", "type": kind, "uuid": f"u{n}",
+        "parentUuid": None,
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/w",
+        "sessionId": SESSION,
+        "version": "2.1.38",
+        "type": kind,
+        "uuid": f"u{n}",
         "timestamp": f"2026-02-10T22:15:{n:02d}.000Z",
-    }  # fmt: skip
+    }
     out.update(extra)
     return out
 
 
-def assistant(n: int, msg_id: str, request: str, block: dict[str, Any], out: int,
-              stop: str | None = None, model: str = "claude-haiku-4-5-20251001",
-              **extra: Any) -> dict[str, Any]:  # fmt: skip
+def assistant(
+    n: int,
+    msg_id: str,
+    request: str,
+    block: dict[str, Any],
+    out: int,
+    stop: str | None = None,
+    model: str = "claude-haiku-4-5-20251001",
+    **extra: Any,
+) -> dict[str, Any]:
     usage = {
-        "input_tokens": 3, "cache_creation_input_tokens": 1906, "cache_read_input_tokens": 10136,
+        "input_tokens": 3,
+        "cache_creation_input_tokens": 1906,
+        "cache_read_input_tokens": 10136,
         "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 1906},
         "output_tokens": out,
-    }  # fmt: skip
+    }
     message = {
-        "model": model, "id": msg_id, "type": "message", "role": "assistant",
-        "content": [block], "stop_reason": stop, "stop_sequence": None, "usage": usage,
-    }  # fmt: skip
+        "model": model,
+        "id": msg_id,
+        "type": "message",
+        "role": "assistant",
+        "content": [block],
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": usage,
+    }
     return line("assistant", n, message=message, requestId=request, **extra)
 
 
@@ -61,21 +82,47 @@ def rows(store: Store, sql: str) -> list[tuple]:
 SESSION_LINES: list[dict[str, Any] | str] = [
     user(1, "Explore the project"),  # a turn
     assistant(2, "msg_A", "req_A", {"type": "text", "text": "I'll look around."}, 1),
-    assistant(3, "msg_A", "req_A", {"type": "tool_use", "id": "t1", "name": "Read",
-                                    "input": {"file_path": "/w/a.py", "limit": 10}}, 4),
-    assistant(4, "msg_A", "req_A", {"type": "tool_use", "id": "t2", "name": "Read",
-                                    "input": {"limit": 10, "file_path": "/w/a.py"}}, 2),
+    assistant(
+        3,
+        "msg_A",
+        "req_A",
+        {
+            "type": "tool_use",
+            "id": "t1",
+            "name": "Read",
+            "input": {"file_path": "/w/a.py", "limit": 10},
+        },
+        4,
+    ),
+    assistant(
+        4,
+        "msg_A",
+        "req_A",
+        {
+            "type": "tool_use",
+            "id": "t2",
+            "name": "Read",
+            "input": {"limit": 10, "file_path": "/w/a.py"},
+        },
+        2,
+    ),
     line("progress", 5, data={"type": "hook_progress"}),
-    user(6, [{"type": "tool_result", "tool_use_id": "t1", "content": "print(1)"},
-             {"type": "tool_result", "tool_use_id": "t2", "content": "boom", "is_error": True}]),
+    user(
+        6,
+        [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "print(1)"},
+            {"type": "tool_result", "tool_use_id": "t2", "content": "boom", "is_error": True},
+        ],
+    ),
     user(7, "<system-reminder>be brief</system-reminder>", isMeta=True),  # not a turn
-    assistant(8, "msg_B", "req_B", {"type": "thinking", "thinking": "hmm " * 25,
-                                    "signature": "s"}, 3),
+    assistant(
+        8, "msg_B", "req_B", {"type": "thinking", "thinking": "hmm " * 25, "signature": "s"}, 3
+    ),
     assistant(9, "msg_B", "req_B", {"type": "text", "text": "  \n"}, 3, stop="end_turn"),
     line("file-history-snapshot", 10, messageId="x", snapshot={}),
     user(11, [{"type": "text", "text": "now fix it"}]),  # a second turn
     assistant(12, "msg_C", "", {"type": "text", "text": "Done."}, 2),  # empty requestId
-]  # fmt: skip
+]
 
 
 def test_lines_are_grouped_into_calls(store: Store, tmp_path: Path) -> None:
@@ -96,14 +143,68 @@ def test_lines_are_grouped_into_calls(store: Store, tmp_path: Path) -> None:
     )
     whole_prompt = 3 + 1906 + 10136
     assert calls == [
-        ("msg_A:req_A", 1, whole_prompt, 10136, 1906, 1906, 4, False, "unknown", "tool_call",
-         17, 15, 0, 2, "anthropic", "claude-code", "estimated_output", True),
+        (
+            "msg_A:req_A",
+            1,
+            whole_prompt,
+            10136,
+            1906,
+            1906,
+            4,
+            False,
+            "unknown",
+            "tool_call",
+            17,
+            15,
+            0,
+            2,
+            "anthropic",
+            "claude-code",
+            "estimated_output",
+            True,
+        ),
         # a line says how msg_B stopped: its count is final, priced as logged
-        ("msg_B:req_B", 2, whole_prompt, 10136, 1906, 1906, 3, True, "stop", "whitespace",
-         3, 0, 100, 0, "anthropic", "claude-code", "estimated", True),
-        ("msg_C", 3, whole_prompt, 10136, 1906, 1906, 2, False, "unknown", "text",
-         5, 5, 0, 0, "anthropic", "claude-code", "estimated_output", True),
-    ]  # fmt: skip
+        (
+            "msg_B:req_B",
+            2,
+            whole_prompt,
+            10136,
+            1906,
+            1906,
+            3,
+            True,
+            "stop",
+            "whitespace",
+            3,
+            0,
+            100,
+            0,
+            "anthropic",
+            "claude-code",
+            "estimated",
+            True,
+        ),
+        (
+            "msg_C",
+            3,
+            whole_prompt,
+            10136,
+            1906,
+            1906,
+            2,
+            False,
+            "unknown",
+            "text",
+            5,
+            5,
+            0,
+            0,
+            "anthropic",
+            "claude-code",
+            "estimated_output",
+            True,
+        ),
+    ]
 
 
 def test_turns_tool_calls_and_results(store: Store, tmp_path: Path) -> None:
@@ -122,8 +223,13 @@ def test_turns_tool_calls_and_results(store: Store, tmp_path: Path) -> None:
     )
     assert results == [(False, "print(1)"), (True, "boom")]
     kinds = rows(store, "SELECT kind, count(*) FROM messages GROUP BY 1 ORDER BY 1")
-    assert kinds == [("prompt", 2), ("system", 1), ("text", 3), ("tool_call", 2),
-                     ("tool_result", 2)]  # fmt: skip
+    assert kinds == [
+        ("prompt", 2),
+        ("system", 1),
+        ("text", 3),
+        ("tool_call", 2),
+        ("tool_result", 2),
+    ]
 
 
 def test_sub_agent_is_its_own_session_linked_to_the_parent(store: Store, tmp_path: Path) -> None:
@@ -132,10 +238,11 @@ def test_sub_agent_is_its_own_session_linked_to_the_parent(store: Store, tmp_pat
         tmp_path / SESSION / "subagents" / "agent-afc096d.jsonl",
         [
             user(1, "Warmup", **side),
-            assistant(2, "msg_S", "req_S", {"type": "text", "text": "ok"}, 152,
-                      stop="end_turn", **side),
+            assistant(
+                2, "msg_S", "req_S", {"type": "text", "text": "ok"}, 152, stop="end_turn", **side
+            ),
         ],
-    )  # fmt: skip
+    )
     ingest(store, f)
     assert rows(store, "SELECT session_id, agent_id, parent_session_id, stream_key FROM calls") == [
         (f"{SESSION}:agent-afc096d", "afc096d", SESSION, f"{SESSION}:agent-afc096d")
@@ -145,8 +252,12 @@ def test_sub_agent_is_its_own_session_linked_to_the_parent(store: Store, tmp_pat
 def test_broken_and_cut_off_lines_are_rejected_and_the_rest_loads(
     store: Store, tmp_path: Path
 ) -> None:
-    lines = [*SESSION_LINES[:3], "{this is not json", *SESSION_LINES[3:6],
-             json.dumps(SESSION_LINES[7])[:70]]  # fmt: skip
+    lines = [
+        *SESSION_LINES[:3],
+        "{this is not json",
+        *SESSION_LINES[3:6],
+        json.dumps(SESSION_LINES[7])[:70],
+    ]
     f = write(tmp_path / f"{SESSION}.jsonl", lines, end="")  # the last line has no newline
     [report] = ingest(store, f)
     assert report.rows_read == 8 and report.rows_rejected == 2
@@ -173,9 +284,14 @@ def test_a_grown_transcript_adds_only_the_new_calls(store: Store, tmp_path: Path
 
 def test_api_error_lines_are_error_calls_without_a_price(store: Store, tmp_path: Path) -> None:
     err = assistant(
-        2, "msg_E", "req_E", {"type": "text", "text": "API Error: 529 Overloaded"}, 0,
-        model="<synthetic>", isApiErrorMessage=True,
-    )  # fmt: skip
+        2,
+        "msg_E",
+        "req_E",
+        {"type": "text", "text": "API Error: 529 Overloaded"},
+        0,
+        model="<synthetic>",
+        isApiErrorMessage=True,
+    )
     ingest(store, write(tmp_path / f"{SESSION}.jsonl", [user(1, "hi"), err]))
     assert rows(store, "SELECT http_status, response_kind, cost_usd, cost_basis FROM calls") == [
         (529, "error", None, None)
@@ -327,7 +443,7 @@ def test_fast_mode_of_a_model_without_a_known_fast_price_is_unpriced_and_named(
 ) -> None:
     from click.testing import CliRunner
 
-    from analyzer.cli import cli
+    from analyzer.cli.main import cli
 
     f = write(
         tmp_path / f"{SESSION}.jsonl",

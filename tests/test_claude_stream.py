@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from analyzer.engine.store import Store, open_store
 from analyzer.ingest import claude_code, claude_stream
 from analyzer.ingest.base import Head, IngestOptions
 from analyzer.ingest.flow import FileReport
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store, open_store
 from tests.helpers import assert_accounted, q, shared_samples
 
 LOOP = "claude_stream_json/lantos1618__better-ui/claude_output.jsonl"  # 133 failed relaunches
@@ -155,8 +155,8 @@ def test_dollars_are_the_clis_own_per_run(real: tuple[Store, dict[str, int]], re
 
 
 def test_the_daily_view_says_where_times_are_missing(real: tuple[Store, dict[str, int]]) -> None:
-    from analyzer.usage import usage
-    from analyzer.views import render_usage
+    from analyzer.views.terminal import render_usage
+    from analyzer.views.usage import usage
 
     store, _ = real
     text = render_usage(usage(store, "daily"), width=200)
@@ -186,39 +186,102 @@ def line(**obj: Any) -> str:
 
 
 def usage(inp: int, read: int, out: int) -> dict[str, int]:
-    return {"input_tokens": inp, "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": read, "output_tokens": out}  # fmt: skip
+    return {
+        "input_tokens": inp,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": read,
+        "output_tokens": out,
+    }
 
 
 def run_lines(sid: str, cost: float | None, *, error: str | None = None) -> list[str]:
     """A run of two calls (a tool call and its result, then a text answer) and its result."""
-    out = [line(type="system", subtype="init", session_id=sid, model="claude-sonnet-4-5",
-                cwd="/work/app", tools=["Bash"])]  # fmt: skip
+    out = [
+        line(
+            type="system",
+            subtype="init",
+            session_id=sid,
+            model="claude-sonnet-4-5",
+            cwd="/work/app",
+            tools=["Bash"],
+        )
+    ]
     if error:
-        out.append(line(type="assistant", session_id=sid, parent_tool_use_id=None,
-                        message={"id": f"{sid}-syn", "model": "<synthetic>", "role": "assistant",
-                                 "content": [{"type": "text", "text": error}],
-                                 "usage": usage(0, 0, 0)}))  # fmt: skip
+        out.append(
+            line(
+                type="assistant",
+                session_id=sid,
+                parent_tool_use_id=None,
+                message={
+                    "id": f"{sid}-syn",
+                    "model": "<synthetic>",
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": error}],
+                    "usage": usage(0, 0, 0),
+                },
+            )
+        )
     else:
         out += [
-            line(type="assistant", session_id=sid, parent_tool_use_id=None,
-                 message={"id": f"{sid}-1", "model": "claude-sonnet-4-5", "role": "assistant",
-                          "content": [{"type": "tool_use", "id": f"{sid}-t", "name": "Bash",
-                                       "input": {"command": "ls"}}],
-                          "stop_reason": None, "usage": usage(3, 1000, 2)}),
-            line(type="user", session_id=sid, parent_tool_use_id=None,
-                 message={"role": "user", "content": [{"type": "tool_result",
-                          "tool_use_id": f"{sid}-t", "content": "a.py"}]}),
-            line(type="assistant", session_id=sid, parent_tool_use_id=None,
-                 message={"id": f"{sid}-2", "model": "claude-sonnet-4-5", "role": "assistant",
-                          "content": [{"type": "text", "text": "Done."}],
-                          "stop_reason": None, "usage": usage(3, 1100, 4)}),
-        ]  # fmt: skip
+            line(
+                type="assistant",
+                session_id=sid,
+                parent_tool_use_id=None,
+                message={
+                    "id": f"{sid}-1",
+                    "model": "claude-sonnet-4-5",
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": f"{sid}-t",
+                            "name": "Bash",
+                            "input": {"command": "ls"},
+                        }
+                    ],
+                    "stop_reason": None,
+                    "usage": usage(3, 1000, 2),
+                },
+            ),
+            line(
+                type="user",
+                session_id=sid,
+                parent_tool_use_id=None,
+                message={
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": f"{sid}-t", "content": "a.py"}
+                    ],
+                },
+            ),
+            line(
+                type="assistant",
+                session_id=sid,
+                parent_tool_use_id=None,
+                message={
+                    "id": f"{sid}-2",
+                    "model": "claude-sonnet-4-5",
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "Done."}],
+                    "stop_reason": None,
+                    "usage": usage(3, 1100, 4),
+                },
+            ),
+        ]
     if cost is not None:
-        out.append(line(type="result", subtype="success", is_error=error is not None,
-                        num_turns=1 if error else 2, duration_ms=1200, session_id=sid,
-                        result=error or "Done.", total_cost_usd=cost,
-                        usage=usage(3, 1100, 4)))  # fmt: skip
+        out.append(
+            line(
+                type="result",
+                subtype="success",
+                is_error=error is not None,
+                num_turns=1 if error else 2,
+                duration_ms=1200,
+                session_id=sid,
+                result=error or "Done.",
+                total_cost_usd=cost,
+                usage=usage(3, 1100, 4),
+            )
+        )
     return out
 
 
@@ -234,13 +297,14 @@ def test_a_relaunch_loop_reads_as_runs_of_one_stream(store: Store, tmp_path: Pat
     assert (report.format, report.calls) == ("claude_stream_json", 4)
     # 4 inits, 3 results, 4 + 1 + 1 + 3 assistant/user lines: every line accounted for
     assert (report.rows_read, report.rows_loaded) == (len(lines), len(lines))
-    assert q(store, "SELECT session_id, seq, outcome, is_error, result_excerpt FROM runs "
-                    "ORDER BY seq") == [
+    assert q(
+        store, "SELECT session_id, seq, outcome, is_error, result_excerpt FROM runs ORDER BY seq"
+    ) == [
         ("a", 1, "completed", False, "Done."),
         ("b", 2, "error", True, "Credit balance is too low"),
         ("c", 3, "error", True, "Credit balance is too low"),
         ("d", 4, None, None, None),
-    ]  # fmt: skip
+    ]
     assert q(store, "SELECT DISTINCT stream_key FROM calls") == [("a",)]
     assert q(store, "SELECT session_id, seq, project, cost_basis FROM calls ORDER BY seq") == [
         ("a", 1, "/work/app", "apportioned"),
@@ -252,14 +316,18 @@ def test_a_relaunch_loop_reads_as_runs_of_one_stream(store: Store, tmp_path: Pat
     assert total == Decimal("0.012")
     # the shares follow the calls' list-price estimates (the first's placeholder output priced
     # at its estimate: a tool call's arguments and framing outweigh the second's cache read)
-    (a1, e1), (a2, e2) = q(store, "SELECT cost_usd, cost_estimate_usd FROM calls "
-                                  "WHERE session_id = 'a' ORDER BY seq")  # fmt: skip
+    (a1, e1), (a2, e2) = q(
+        store, "SELECT cost_usd, cost_estimate_usd FROM calls WHERE session_id = 'a' ORDER BY seq"
+    )
     assert a1 > a2 and e1 > e2 and abs(a1 / a2 - e1 / e2) < Decimal("1e-6")
-    assert q(store, "SELECT session_id, kind, excerpt, call_id FROM messages "
-                    "WHERE kind = 'synthetic' ORDER BY session_id") == [
+    assert q(
+        store,
+        "SELECT session_id, kind, excerpt, call_id FROM messages "
+        "WHERE kind = 'synthetic' ORDER BY session_id",
+    ) == [
         ("b", "synthetic", "Credit balance is too low", None),
         ("c", "synthetic", "Credit balance is too low", None),
-    ]  # fmt: skip
+    ]
     assert_accounted(store)
 
 

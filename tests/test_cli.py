@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
 from analyzer.sample import CSV_NAME
 from tests.helpers import HEADER, SAMPLE_DATA, or_row, write_csv
 
@@ -41,8 +41,11 @@ def test_audit_json_on_the_sample(runner: CliRunner) -> None:
     [billing] = [s for s in data["sources"] if s["format"] == "openrouter_csv"]
     assert billing["rows_loaded"] == 6000
     assert {s["format"] for s in data["sources"]} == {
-        "openrouter_csv", "claude_code", "conversation_json", "nexus3_raw",
-    }  # fmt: skip
+        "openrouter_csv",
+        "claude_code",
+        "conversation_json",
+        "nexus3_raw",
+    }
     assert {r["status"] for r in data["ingested"]} == {"loaded", "unrecognised"}
     top = data["spend_by_model"][0]
     assert top["name"] == "anthropic/claude-opus-4.5" and top["usd"] > 0
@@ -218,8 +221,10 @@ def test_ingest_sniffs_every_format_in_a_mixed_folder(runner: CliRunner, tmp_pat
         cli, ["ingest", "--db", str(tmp_path / "m.duckdb"), str(SAMPLE_DATA), "--json"]
     )
     assert result.exit_code == 0, result.output
-    formats = {Path(r["path"]).relative_to(SAMPLE_DATA).parts[0]: r["format"]
-               for r in json.loads(result.stdout)}  # fmt: skip
+    formats = {
+        Path(r["path"]).relative_to(SAMPLE_DATA).parts[0]: r["format"]
+        for r in json.loads(result.stdout)
+    }
     assert formats == {
         "README.md": None,
         CSV_NAME: "openrouter_csv",
@@ -230,8 +235,9 @@ def test_ingest_sniffs_every_format_in_a_mixed_folder(runner: CliRunner, tmp_pat
     }
     reports = json.loads(result.stdout)
     assert all(r["rows_rejected"] == 0 for r in reports)
-    audit = runner.invoke(cli, ["audit", "--db", str(tmp_path / "m.duckdb"), str(SAMPLE_DATA),
-                                "--json"])  # fmt: skip
+    audit = runner.invoke(
+        cli, ["audit", "--db", str(tmp_path / "m.duckdb"), str(SAMPLE_DATA), "--json"]
+    )
     rec = json.loads(audit.stdout)["reconciliation"]
     # Every call Penguin and Netclaw logged is found in the bill, and nothing billed near them
     # is left over; the NEXUS3 and Claude Code calls were never billed through OpenRouter.
@@ -256,12 +262,14 @@ def test_calls_without_time_are_counted_and_said(runner: CliRunner, tmp_path: Pa
     """A saved OpenAI conversation keeps no timestamps: its calls are still calls, counted, and
     the terminal and the report say they have no time (never "No calls in the store")."""
     usage = {"prompt_tokens": 1200, "completion_tokens": 30}
-    doc = {"messages": [
-        {"role": "user", "content": "fix the test"},
-        {"role": "assistant", "content": "done", "model": "gpt-5", "usage": usage},
-        {"role": "user", "content": "and the docs"},
-        {"role": "assistant", "content": "done too", "model": "gpt-5", "usage": usage},
-    ]}  # fmt: skip
+    doc = {
+        "messages": [
+            {"role": "user", "content": "fix the test"},
+            {"role": "assistant", "content": "done", "model": "gpt-5", "usage": usage},
+            {"role": "user", "content": "and the docs"},
+            {"role": "assistant", "content": "done too", "model": "gpt-5", "usage": usage},
+        ]
+    }
     f = tmp_path / "chat.json"
     f.write_text(json.dumps(doc))
     text = runner.invoke(cli, ["audit", str(f), "-o", str(tmp_path / "r.md")])
@@ -273,8 +281,10 @@ def test_calls_without_time_are_counted_and_said(runner: CliRunner, tmp_path: Pa
     assert "2 calls, none with a time" in page and "No calls" not in page
     data = json.loads(runner.invoke(cli, ["audit", str(f), "--json"]).stdout)
     assert (data["calls"], data["calls_without_time"], data["period"]) == (
-        2, 2, {"start": None, "end": None},
-    )  # fmt: skip
+        2,
+        2,
+        {"start": None, "end": None},
+    )
 
 
 def test_unpriced_models_are_named(runner: CliRunner, tmp_path: Path) -> None:
@@ -295,7 +305,7 @@ def test_ingest_of_a_log_does_not_import_pandas(tmp_path: Path) -> None:
     script = (
         "import atexit, sys\n"
         "atexit.register(lambda: print('pandas imported:', 'pandas' in sys.modules))\n"
-        "from analyzer.cli import main\n"
+        "from analyzer.cli.main import main\n"
         f"sys.argv = ['llm-forensics', 'ingest', '-q', '--db', {str(tmp_path / 's.duckdb')!r},"
         f" {str(SAMPLE_DATA / 'claude-code')!r}]\n"
         "main()\n"
@@ -307,7 +317,7 @@ def test_ingest_of_a_log_does_not_import_pandas(tmp_path: Path) -> None:
 
     after = (
         "import pyarrow as pa\n"
-        "from analyzer.arrow_setup import skip_pandas\n"
+        "from analyzer.engine.arrow_setup import skip_pandas\n"
         "skip_pandas()\n"
         "t = pa.table({'k': pa.array(['a', None])})\n"
         "df = t.to_pandas()\n"

@@ -15,13 +15,13 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
+from analyzer.engine.store import Store, open_store
 from analyzer.errors import InputError
 from analyzer.ingest import cline, conversation_json
 from analyzer.ingest.base import Head, IngestOptions
 from analyzer.ingest.flow import FileReport, ingest_file
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store, open_store
 from tests.helpers import counts, env_of, q, shared_samples
 from tests.test_properties import (
     CONVERSATION_SEEDS,
@@ -218,8 +218,10 @@ def test_fixture_turns_tools_and_errors(store: Store) -> None:
            WHERE c.kind = 'tool_call' ORDER BY c.idx""",
     )
     assert [(n, e) for n, e, _ in rows] == [
-        ("read_files", False), ("run_commands", True), ("editor", False),
-    ]  # fmt: skip
+        ("read_files", False),
+        ("run_commands", True),
+        ("editor", False),
+    ]
     assert rows[1][2] == "make: *** No rule to make target 'docs'.  Stop."
 
 

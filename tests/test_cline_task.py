@@ -15,13 +15,13 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
+from analyzer.engine.store import Store, open_store
 from analyzer.errors import InputError
 from analyzer.ingest import cline, cline_task, conversation_json
 from analyzer.ingest.base import Head, IngestOptions
 from analyzer.ingest.flow import FileReport, ingest_file
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store, open_store
 from tests.helpers import counts, env_of, q
 from tests.test_properties import (
     CONVERSATION_SEEDS,
@@ -97,8 +97,11 @@ def test_cline_task_calls(store: Store) -> None:
     # messages; checkpoint_created, ask completion_result and resume_task skipped.
     assert counts(r) == (23, 20, 0, 0, 3)
     [(kinds,)] = q(store, "SELECT skipped_kinds FROM sources")
-    assert json.loads(kinds) == {"ask_completion_result": 1, "ask_resume_task": 1,
-                                 "say_checkpoint_created": 1}  # fmt: skip
+    assert json.loads(kinds) == {
+        "ask_completion_result": 1,
+        "ask_resume_task": 1,
+        "say_checkpoint_created": 1,
+    }
     rows = q(
         store,
         """SELECT line, model, provider, app, input_tokens, cached_input_tokens,
@@ -199,8 +202,11 @@ def test_cline_task_calls(store: Store) -> None:
 def test_cline_task_turns_and_tools(store: Store) -> None:
     ingest(store, CLINE)
     turns = q(store, "SELECT turn_id, count(*) FROM calls GROUP BY 1 ORDER BY 1")
-    assert turns == [(f"{CLINE_ID}:1767261600000", 4), (f"{CLINE_ID}:1767261661200", 1),
-                     (f"{CLINE_ID}:1767261670100", 1)]  # fmt: skip
+    assert turns == [
+        (f"{CLINE_ID}:1767261600000", 4),
+        (f"{CLINE_ID}:1767261661200", 1),
+        (f"{CLINE_ID}:1767261670100", 1),
+    ]
     prompts = q(store, "SELECT excerpt FROM messages WHERE kind = 'prompt' ORDER BY idx")
     assert [p for (p,) in prompts] == [
         "Add a --verbose flag to the CLI in src/cli.py",
@@ -214,9 +220,11 @@ def test_cline_task_turns_and_tools(store: Store) -> None:
            WHERE c.kind = 'tool_call' ORDER BY c.idx""",
     )
     assert tools == [
-        ("readFile", None), ("editedExistingFile", None),
-        ("execute_command", "...\n3 passed in 0.41s"), ("attempt_completion", None),
-    ]  # fmt: skip
+        ("readFile", None),
+        ("editedExistingFile", None),
+        ("execute_command", "...\n3 passed in 0.41s"),
+        ("attempt_completion", None),
+    ]
     owners = q(
         store,
         """SELECT c.line, count(*) FROM messages m JOIN calls c ON c.call_id = m.call_id
@@ -239,15 +247,55 @@ def test_roo_task_calls(store: Store) -> None:
     )
     # Roo's tokensIn is the whole prompt; no model is written: only the reported cost.
     assert rows == [
-        (None, "roo-code", 15012, 0, 15004, 211, Decimal("0.0594465"), "reported", None,
-         "tool_call"),
-        (None, "roo-code", 15730, 15004, 712, 402, Decimal("0.0132027"), "reported", None,
-         "tool_call"),
-        (None, "roo-code", 16290, 15716, 560, 88, Decimal("0.0081618"), "reported", None,
-         "tool_call"),
-        (None, "roo-code", 16420, 16276, 140, 104, Decimal("0.0069648"), "reported", None,
-         "tool_call"),
-    ]  # fmt: skip
+        (
+            None,
+            "roo-code",
+            15012,
+            0,
+            15004,
+            211,
+            Decimal("0.0594465"),
+            "reported",
+            None,
+            "tool_call",
+        ),
+        (
+            None,
+            "roo-code",
+            15730,
+            15004,
+            712,
+            402,
+            Decimal("0.0132027"),
+            "reported",
+            None,
+            "tool_call",
+        ),
+        (
+            None,
+            "roo-code",
+            16290,
+            15716,
+            560,
+            88,
+            Decimal("0.0081618"),
+            "reported",
+            None,
+            "tool_call",
+        ),
+        (
+            None,
+            "roo-code",
+            16420,
+            16276,
+            140,
+            104,
+            Decimal("0.0069648"),
+            "reported",
+            None,
+            "tool_call",
+        ),
+    ]
     first = q(store, "SELECT kind, excerpt FROM messages WHERE idx = 1")
     assert first == [("prompt", "Why does parse_date fail on 2026-02-29? Fix it.")]
 
@@ -258,14 +306,30 @@ def test_how_tokens_in_is_read(store: Store, tmp_path: Path) -> None:
     mi = {"providerId": "openai", "modelId": "deepseek-chat", "mode": "act"}
     doc = [
         {"ts": 1767261600000, "type": "say", "say": "task", "text": "hi"},
-        {**request(1767261601000, tokensIn=900, tokensOut=5, cacheReads=700, cacheWrites=200),
-         "modelInfo": mi},
-        request(1767261602000, apiProtocol="anthropic", tokensIn=10, tokensOut=5,
-                cacheReads=700, cacheWrites=20),
-        request(1767261603000, apiProtocol="openai", tokensIn=900, tokensOut=5, cacheReads=700,
-                cacheWrites=0, modelId="gpt-4.1", providerId="openai-native"),
+        {
+            **request(1767261601000, tokensIn=900, tokensOut=5, cacheReads=700, cacheWrites=200),
+            "modelInfo": mi,
+        },
+        request(
+            1767261602000,
+            apiProtocol="anthropic",
+            tokensIn=10,
+            tokensOut=5,
+            cacheReads=700,
+            cacheWrites=20,
+        ),
+        request(
+            1767261603000,
+            apiProtocol="openai",
+            tokensIn=900,
+            tokensOut=5,
+            cacheReads=700,
+            cacheWrites=0,
+            modelId="gpt-4.1",
+            providerId="openai-native",
+        ),
         request(1767261604000, tokensOut=3),
-    ]  # fmt: skip
+    ]
     [r] = ingest(store, write_task(tmp_path / "t1", doc))
     assert counts(r) == (5, 5, 0, 0, 0)
     rows = q(
@@ -389,8 +453,12 @@ def test_audit_with_no_path_reads_the_tasks(runner: CliRunner, tmp_path: Path) -
 
 
 def test_mcp_calls_pair_with_their_response(store: Store, tmp_path: Path) -> None:
-    use = {"serverName": "github", "type": "use_mcp_tool", "toolName": "get_issue",
-           "arguments": '{"number": 7}'}  # fmt: skip
+    use = {
+        "serverName": "github",
+        "type": "use_mcp_tool",
+        "toolName": "get_issue",
+        "arguments": '{"number": 7}',
+    }
     doc = [
         {"ts": 1767261600000, "type": "say", "say": "task", "text": "read issue 7"},
         request(1767261601000, tokensIn=3, tokensOut=40, cacheReads=0, cacheWrites=900, cost=0.01),

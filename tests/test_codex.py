@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from analyzer.engine.store import Store
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.flow import FileReport
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store
 from tests.helpers import shared_samples
 
 SID = "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee"
@@ -32,8 +32,13 @@ def rec(sec: int, kind: str, payload: dict[str, object]) -> str:
 
 
 def usage(inp: int, cached: int, out: int, reasoning: int) -> dict[str, int]:
-    return {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out,
-            "reasoning_output_tokens": reasoning, "total_tokens": inp + out}  # fmt: skip
+    return {
+        "input_tokens": inp,
+        "cached_input_tokens": cached,
+        "output_tokens": out,
+        "reasoning_output_tokens": reasoning,
+        "total_tokens": inp + out,
+    }
 
 
 def tokens(last: dict[str, int] | None, total: dict[str, int] | None) -> dict[str, object]:
@@ -62,13 +67,19 @@ def result(output: str) -> dict[str, object]:
 
 
 def say(text: str) -> dict[str, object]:
-    return {"type": "message", "role": "assistant",
-            "content": [{"type": "output_text", "text": text}]}  # fmt: skip
+    return {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text}],
+    }
 
 
 def think(text: str) -> dict[str, object]:
-    return {"type": "reasoning", "summary": [{"type": "summary_text", "text": text}],
-            "encrypted_content": "gAAAA"}  # fmt: skip
+    return {
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": text}],
+        "encrypted_content": "gAAAA",
+    }
 
 
 def write(path: Path, lines: list[str], tail: str | None = None) -> Path:
@@ -88,9 +99,9 @@ def q(store: Store, sql: str, params: list[object] | None = None) -> list[tuple]
 
 def assert_accounted(store: Store) -> None:
     for read, loaded, rejected, dup, skipped in q(
-        store, "SELECT rows_read, rows_loaded, rows_rejected, rows_duplicate, rows_skipped "
-        "FROM sources"
-    ):  # fmt: skip
+        store,
+        "SELECT rows_read, rows_loaded, rows_rejected, rows_duplicate, rows_skipped FROM sources",
+    ):
         assert read == loaded + rejected + dup + skipped
 
 
@@ -133,12 +144,19 @@ def test_accounting_of_every_line(store: Store, main_file: FileReport) -> None:
     assert (r.status, r.format) == ("loaded", "codex")
     # 4 calls + 7 messages loaded; lines 14 and 22 rejected; 9 lines hold nothing to keep.
     assert (r.rows_read, r.rows_loaded, r.rows_rejected, r.rows_duplicate, r.rows_skipped) == (
-        22, 11, 2, 0, 9,
-    )  # fmt: skip
+        22,
+        11,
+        2,
+        0,
+        9,
+    )
     assert json.loads(q(store, "SELECT skipped_kinds FROM sources")[0][0]) == {
-        "session_meta": 1, "turn_context": 4, "reasoning_item": 2, "token_count_repeat": 1,
+        "session_meta": 1,
+        "turn_context": 4,
+        "reasoning_item": 2,
+        "token_count_repeat": 1,
         "rate_limits": 1,
-    }  # fmt: skip
+    }
     assert q(store, "SELECT count(*) FROM calls")[0][0] == 4
     assert q(store, "SELECT count(*) FROM messages")[0][0] == 7
     assert_accounted(store)
@@ -167,11 +185,37 @@ def test_per_call_tokens_and_models(store: Store, main_file: FileReport) -> None
     assert rows == [
         (f"codex:{SID}:1", 1, 6, "gpt-5", "openai", "codex", 1000, 800, 200, 150, True, SID, SID),
         (f"codex:{SID}:2", 2, 11, "gpt-5", "openai", "codex", 1200, 1000, 50, 0, True, SID, SID),
-        (f"codex:{SID}:3", 3, 17, "acme-sekrit-1", "openai", "codex", 1300, 1200, 40, 10, True,
-         SID, SID),
-        (f"codex:{SID}:4", 4, 21, "acme-sekrit-1", "openai", "codex", 1400, 1300, 30, 30, True,
-         SID, SID),
-    ]  # fmt: skip
+        (
+            f"codex:{SID}:3",
+            3,
+            17,
+            "acme-sekrit-1",
+            "openai",
+            "codex",
+            1300,
+            1200,
+            40,
+            10,
+            True,
+            SID,
+            SID,
+        ),
+        (
+            f"codex:{SID}:4",
+            4,
+            21,
+            "acme-sekrit-1",
+            "openai",
+            "codex",
+            1400,
+            1300,
+            30,
+            30,
+            True,
+            SID,
+            SID,
+        ),
+    ]
     assert q(store, "SELECT ts FROM calls WHERE seq = 1")[0][0].isoformat() == (
         "2025-10-01T10:00:05"
     )
@@ -204,12 +248,21 @@ def test_messages_tool_calls_and_results(store: Store, main_file: FileReport) ->
         (1, "user", "prompt", f"{SID}:2", None, None, None, 11, "Fix the bug"),
         (2, "assistant", "tool_call", f"{SID}:2", "shell", None, f"codex:{SID}:1", None, ARGS),
         (3, "tool", "tool_result", f"{SID}:2", None, True, None, len(FAILED), FAILED),
-        (4, "assistant", "tool_call", f"{SID}:2", "shell", None, f"codex:{SID}:2", None,
-         ARGS_REORDERED),
+        (
+            4,
+            "assistant",
+            "tool_call",
+            f"{SID}:2",
+            "shell",
+            None,
+            f"codex:{SID}:2",
+            None,
+            ARGS_REORDERED,
+        ),
         (5, "tool", "tool_result", f"{SID}:2", None, False, None, len(PASSED), PASSED),
         (6, "user", "prompt", f"{SID}:15", None, None, None, 11, "Now explain"),
         (7, "assistant", "text", f"{SID}:15", None, None, f"codex:{SID}:3", 13, "It works now."),
-    ]  # fmt: skip
+    ]
     # The same arguments in another key order hash alike: sha256 of sorted-key compact JSON.
     expected = hashlib.sha256(b'{"command":["ls"],"workdir":"/w"}').hexdigest()
     hashes = q(store, "SELECT tool_args_hash FROM messages WHERE kind = 'tool_call' ORDER BY idx")
@@ -242,8 +295,12 @@ def test_older_file_with_totals_only(store: Store, tmp_path: Path) -> None:
     f = write(tmp_path / f"rollout-2025-09-01T00-00-00-{OLD_SID}.jsonl", lines)
     [r] = ingest(store, f)
     assert (r.rows_read, r.rows_loaded, r.rows_rejected, r.rows_duplicate, r.rows_skipped) == (
-        7, 2, 1, 0, 4,
-    )  # fmt: skip
+        7,
+        2,
+        1,
+        0,
+        4,
+    )
     rows = q(
         store,
         """SELECT call_id, line, input_tokens, cached_input_tokens, output_tokens,
@@ -285,11 +342,17 @@ def test_grown_copy_adds_only_the_new_calls(store: Store, tmp_path: Path) -> Non
     assert r2.status == "loaded"
     # Old: 2 calls + 4 messages are duplicates; new: 1 call + 3 messages.
     assert (r2.rows_read, r2.rows_loaded, r2.rows_rejected, r2.rows_duplicate, r2.rows_skipped) == (
-        14, 4, 0, 6, 4,
-    )  # fmt: skip
+        14,
+        4,
+        0,
+        6,
+        4,
+    )
     assert q(store, "SELECT seq, source_id, input_tokens FROM calls ORDER BY seq") == [
-        (1, r1.source_id, 100), (2, r1.source_id, 200), (3, r2.source_id, 300),
-    ]  # fmt: skip
+        (1, r1.source_id, 100),
+        (2, r1.source_id, 200),
+        (3, r2.source_id, 300),
+    ]
     assert q(store, "SELECT count(*), count(DISTINCT idx) FROM messages") == [(7, 7)]
     assert q(store, "SELECT call_id FROM messages WHERE idx = 6") == [(f"codex:{SID}:3",)]
     assert_accounted(store)
@@ -348,10 +411,17 @@ def test_web_search_items_are_tool_calls(store: Store, tmp_path: Path) -> None:
         rec(1, "turn_context", ctx("gpt-5.3-codex")),
         rec(2, "event_msg", user("look it up")),
         rec(3, "response_item", {"type": "web_search_call", "status": "completed"}),
-        rec(4, "response_item", {"type": "web_search_call", "status": "completed",
-                                 "action": {"type": "search", "query": "duckdb asof join"}}),
+        rec(
+            4,
+            "response_item",
+            {
+                "type": "web_search_call",
+                "status": "completed",
+                "action": {"type": "search", "query": "duckdb asof join"},
+            },
+        ),
         rec(5, "event_msg", tokens(usage(1000, 0, 50, 10), usage(1000, 0, 50, 10))),
-    ]  # fmt: skip
+    ]
     [r] = ingest(store, write(tmp_path / f"rollout-{SID}.jsonl", lines))
     assert r.rows_skipped == 2  # session_meta, turn_context
     tools = q(
@@ -377,18 +447,29 @@ def test_polls_are_tied_to_their_outputs(
     """write_stdin polling a running command: the same arguments, a new output each time.
     Each output is tied to its call by call_id and hashed, so the detector can tell polling
     from the same call getting the same output back."""
-    from analyzer.detect import detect, select
+    from analyzer.detect.detectors import detect, select
 
     poll = '{"session_id": 7, "chars": "", "yield_time_ms": 5000}'
     lines = [rec(0, "session_meta", {"id": SID}), rec(1, "turn_context", ctx("gpt-5.3-codex"))]
     for i, out in enumerate(outputs):
         lines += [
-            rec(2 + 3 * i, "response_item", {"type": "function_call", "name": "write_stdin",
-                                             "arguments": poll, "call_id": f"call_{i}"}),
+            rec(
+                2 + 3 * i,
+                "response_item",
+                {
+                    "type": "function_call",
+                    "name": "write_stdin",
+                    "arguments": poll,
+                    "call_id": f"call_{i}",
+                },
+            ),
             rec(3 + 3 * i, "event_msg", tokens(usage(100 + i, 0, 5, 0), None)),
-            rec(4 + 3 * i, "response_item", {"type": "function_call_output",
-                                             "call_id": f"call_{i}", "output": out}),
-        ]  # fmt: skip
+            rec(
+                4 + 3 * i,
+                "response_item",
+                {"type": "function_call_output", "call_id": f"call_{i}", "output": out},
+            ),
+        ]
     ingest(store, write(tmp_path / f"rollout-{SID}.jsonl", lines))
     got = q(
         store,

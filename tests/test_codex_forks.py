@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from analyzer.engine.store import Store, open_store
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.codex_forks import Lineage, lineage, uuid7_ms
 from analyzer.ingest.flow import FileReport
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store, open_store
 from tests.helpers import assert_accounted, q
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codex_forks"
@@ -51,8 +51,9 @@ def usage_of(rec: dict[str, Any], key: str) -> dict[str, int]:
 
 def token_counts(path: Path) -> list[dict[str, Any]]:
     """A rollout's token_count events that carry usage."""
-    return [r for r in lines(path)
-            if r["payload"].get("type") == "token_count" and r["payload"]["info"]]  # fmt: skip
+    return [
+        r for r in lines(path) if r["payload"].get("type") == "token_count" and r["payload"]["info"]
+    ]
 
 
 def per_session(store: Store) -> dict[str, tuple[Any, ...]]:
@@ -70,16 +71,25 @@ def snapshot(store: Store) -> dict[str, list[tuple[Any, ...]]]:
     """The store's rows, each file named by its name (source ids follow the order read)."""
     name = "regexp_extract(s.path, '[^/]+$')"
     return {
-        "sources": q(store, f"""SELECT {name}, format, sha256, rows_read, rows_loaded,
+        "sources": q(
+            store,
+            f"""SELECT {name}, format, sha256, rows_read, rows_loaded,
                                        rows_rejected, rows_duplicate, rows_skipped, skipped_kinds
-                                FROM sources s ORDER BY 1"""),
-        "calls": q(store, f"""SELECT {name}, c.* EXCLUDE (source_id) FROM calls c
-                              JOIN sources s USING (source_id) ORDER BY c.call_id"""),
-        "messages": q(store, f"""SELECT {name}, m.* EXCLUDE (source_id) FROM messages m
+                                FROM sources s ORDER BY 1""",
+        ),
+        "calls": q(
+            store,
+            f"""SELECT {name}, c.* EXCLUDE (source_id) FROM calls c
+                              JOIN sources s USING (source_id) ORDER BY c.call_id""",
+        ),
+        "messages": q(
+            store,
+            f"""SELECT {name}, m.* EXCLUDE (source_id) FROM messages m
                                 JOIN sources s USING (source_id)
-                                ORDER BY m.session_id, m.idx"""),
+                                ORDER BY m.session_id, m.idx""",
+        ),
         "rejects": q(store, "SELECT * EXCLUDE (source_id) FROM rejects ORDER BY ALL"),
-    }  # fmt: skip
+    }
 
 
 # -- what the fixtures hold ---------------------------------------------------------------------
@@ -100,8 +110,10 @@ def test_the_fixtures_have_the_shape_codex_writes() -> None:
     fork_copy = [r["payload"] for r in lines(FILES[F])[1:22]]
     assert fork_copy == [r["payload"] for r in lines(FILES[P])[:21]]
     sub_copy = [r["payload"] for r in lines(FILES[S])[1:20]]
-    assert all(p.get("type") not in ("reasoning", "function_call", "function_call_output")
-               for p in sub_copy)  # fmt: skip
+    assert all(
+        p.get("type") not in ("reasoning", "function_call", "function_call_output")
+        for p in sub_copy
+    )
     assert all(p in [r["payload"] for r in lines(FILES[P])] for p in sub_copy)
     # Codex stamps each copied line as it writes it: the copy carries the fork's instant.
     stamps = [r["timestamp"] for r in lines(FILES[F])[1:23]]
@@ -116,8 +128,11 @@ def test_the_fixtures_have_the_shape_codex_writes() -> None:
 def test_lineage_reads_every_spelling() -> None:
     assert lineage({"id": "c", "forked_from_id": "p"}) == Lineage("p", None, None)
     assert lineage({"id": "c", "parent_thread_id": "p", "thread_source": "subagent"}).parent == "p"
-    spawn = {"subagent": {"thread_spawn": {"parent_thread_id": "p", "depth": 1,
-                                           "agent_nickname": "Tesla"}}}  # fmt: skip
+    spawn = {
+        "subagent": {
+            "thread_spawn": {"parent_thread_id": "p", "depth": 1, "agent_nickname": "Tesla"}
+        }
+    }
     assert (lineage({"source": spawn}).parent, lineage({"source": spawn}).agent) == ("p", "Tesla")
     assert lineage({"source": {"subagent": "review"}}).agent == "review"
     assert lineage({"source": {"subagent": {"other": "guardian"}}}).agent == "guardian"
@@ -167,12 +182,21 @@ def test_copied_lines_are_skipped_and_accounted(store: Store) -> None:
     assert "fork_replay" not in kinds[P] and "fork_replay" not in kinds[Q]
     # No message of the parent's is stored again under a child.
     assert q(store, "SELECT kind FROM messages WHERE session_id = $1 ORDER BY idx", [F]) == [
-        ("prompt",), ("tool_call",), ("tool_result",), ("text",)
-    ]  # fmt: skip
-    prompts = q(store, "SELECT session_id, excerpt FROM messages WHERE kind = 'prompt' "
-                       "AND session_id IN ($1, $2) ORDER BY 1", [F, S])  # fmt: skip
-    assert prompts == [(S, "Run the full test suite"),
-                       (F, "Use a pytest fixture for the cart instead")]  # fmt: skip
+        ("prompt",),
+        ("tool_call",),
+        ("tool_result",),
+        ("text",),
+    ]
+    prompts = q(
+        store,
+        "SELECT session_id, excerpt FROM messages WHERE kind = 'prompt' "
+        "AND session_id IN ($1, $2) ORDER BY 1",
+        [F, S],
+    )
+    assert prompts == [
+        (S, "Run the full test suite"),
+        (F, "Use a pytest fixture for the cart instead"),
+    ]
     assert_accounted(store)
 
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from analyzer.engine.store import Store
 from analyzer.errors import InputError
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.lowering import result_hash
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store
 from tests.helpers import shared_samples
 
 
@@ -39,27 +39,45 @@ OPENAI = {
         {"role": "system", "content": "be useful"},
         {"role": "user", "content": "list the files", "timestamp": "2025-12-09T10:00:00Z"},
         {
-            "role": "assistant", "content": None, "timestamp": "2025-12-09T10:00:01Z",
-            "tool_calls": [{"id": "c1", "type": "function",
-                            "function": {"name": "ls", "arguments": "{\"path\": \".\"}"}}],
-            "usage": {"prompt_tokens": 1200, "completion_tokens": 40,
-                      "completion_tokens_details": {"reasoning_tokens": 20},
-                      "prompt_tokens_details": {"cached_tokens": 1024}},
+            "role": "assistant",
+            "content": None,
+            "timestamp": "2025-12-09T10:00:01Z",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "ls", "arguments": '{"path": "."}'},
+                }
+            ],
+            "usage": {
+                "prompt_tokens": 1200,
+                "completion_tokens": 40,
+                "completion_tokens_details": {"reasoning_tokens": 20},
+                "prompt_tokens_details": {"cached_tokens": 1024},
+            },
             "finish_reason": "tool_calls",
         },
         {"role": "tool", "tool_call_id": "c1", "content": "a.py b.py"},
         {
-            "role": "assistant", "content": "", "reasoning_content": "thinking " * 50,
-            "timestamp": "2025-12-09T10:00:05Z", "finish_reason": "stop",
-            "usage": {"prompt_tokens": 1260, "completion_tokens": 900,
-                      "completion_tokens_details": {"reasoning_tokens": 900}},
+            "role": "assistant",
+            "content": "",
+            "reasoning_content": "thinking " * 50,
+            "timestamp": "2025-12-09T10:00:05Z",
+            "finish_reason": "stop",
+            "usage": {
+                "prompt_tokens": 1260,
+                "completion_tokens": 900,
+                "completion_tokens_details": {"reasoning_tokens": 900},
+            },
         },
         {
-            "role": "assistant", "timestamp": "2025-12-09T10:00:09Z", "finish_reason": "stop",
+            "role": "assistant",
+            "timestamp": "2025-12-09T10:00:09Z",
+            "finish_reason": "stop",
             "content": [{"type": "text", "text": "There are "}, {"type": "text", "text": "two."}],
         },
     ],
-}  # fmt: skip
+}
 
 
 def test_openai_messages(store: Store, tmp_path: Path) -> None:
@@ -73,18 +91,65 @@ def test_openai_messages(store: Store, tmp_path: Path) -> None:
            FROM calls ORDER BY seq""",
     )
     assert got == [
-        (1, "conv-1", "openai/gpt-5-mini", 1200, 1024, 40, 20, True, "tool_calls", "tool_call",
-         1, 0, 0, "estimated"),
-        (2, "conv-1", "openai/gpt-5-mini", 1260, None, 900, 900, True, "stop", "thinking_only",
-         0, 0, 450, "estimated"),
-        (3, "conv-1", "openai/gpt-5-mini", None, None, None, None, None, "stop", "text",
-         0, 14, 0, None),
-    ]  # fmt: skip
+        (
+            1,
+            "conv-1",
+            "openai/gpt-5-mini",
+            1200,
+            1024,
+            40,
+            20,
+            True,
+            "tool_calls",
+            "tool_call",
+            1,
+            0,
+            0,
+            "estimated",
+        ),
+        (
+            2,
+            "conv-1",
+            "openai/gpt-5-mini",
+            1260,
+            None,
+            900,
+            900,
+            True,
+            "stop",
+            "thinking_only",
+            0,
+            0,
+            450,
+            "estimated",
+        ),
+        (
+            3,
+            "conv-1",
+            "openai/gpt-5-mini",
+            None,
+            None,
+            None,
+            None,
+            None,
+            "stop",
+            "text",
+            0,
+            14,
+            0,
+            None,
+        ),
+    ]
     # One turn, started by the user; the tool result is stored with the tool's name hashed args.
     assert rows(store, "SELECT DISTINCT turn_id FROM calls") == [("conv-1:2",)]
     kinds = rows(store, "SELECT kind, count(*) FROM messages GROUP BY 1 ORDER BY 1")
-    assert kinds == [("prompt", 1), ("system", 1), ("text", 2), ("tool_call", 1),
-                     ("tool_result", 1)]  # fmt: skip
+    assert kinds == [
+        ("prompt", 1),
+        ("system", 1),
+        ("text", 2),
+        ("tool_call", 1),
+        ("tool_result", 1),
+    ]
     # The call and its result share the id that ties them; the result is hashed.
     assert rows(
         store,
@@ -97,15 +162,32 @@ def test_a_bare_list_of_anthropic_messages(store: Store, tmp_path: Path) -> None
     doc = [
         {"role": "user", "content": [{"type": "text", "text": "go"}]},
         {
-            "role": "assistant", "model": "claude-sonnet-4-5", "stop_reason": "max_tokens",
-            "content": [{"type": "thinking", "thinking": "abc"},
-                        {"type": "tool_use", "id": "t", "name": "Write", "input": {"p": 1}}],
-            "usage": {"input_tokens": 10, "cache_creation_input_tokens": 100,
-                      "cache_read_input_tokens": 5000, "output_tokens": 8192},
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "stop_reason": "max_tokens",
+            "content": [
+                {"type": "thinking", "thinking": "abc"},
+                {"type": "tool_use", "id": "t", "name": "Write", "input": {"p": 1}},
+            ],
+            "usage": {
+                "input_tokens": 10,
+                "cache_creation_input_tokens": 100,
+                "cache_read_input_tokens": 5000,
+                "output_tokens": 8192,
+            },
         },
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
-                                      "content": "invalid JSON", "is_error": True}]},
-    ]  # fmt: skip
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t",
+                    "content": "invalid JSON",
+                    "is_error": True,
+                }
+            ],
+        },
+    ]
     ingest(store, write(tmp_path / "anthropic-session.json", doc))
     assert rows(
         store,
@@ -125,29 +207,71 @@ def test_a_bare_list_of_anthropic_messages(store: Store, tmp_path: Path) -> None
 PENGUIN = {
     "id": "session_20251213_054944_abcd1234",
     "messages": [
-        {"role": "user", "content": "fix the wallet", "category": "DIALOG",
-         "timestamp": "2025-12-13T05:50:00.000"},
-        {"role": "assistant", "content": "<execute>pytest</execute>", "category": "DIALOG",
-         "timestamp": "2025-12-13T05:50:10.000", "metadata": {"request_id": "r1"}},
-        {"role": "system", "content": "[Tool Result] ok", "category": "SYSTEM_OUTPUT",
-         "timestamp": "2025-12-13T05:50:11.000"},
+        {
+            "role": "user",
+            "content": "fix the wallet",
+            "category": "DIALOG",
+            "timestamp": "2025-12-13T05:50:00.000",
+        },
+        {
+            "role": "assistant",
+            "content": "<execute>pytest</execute>",
+            "category": "DIALOG",
+            "timestamp": "2025-12-13T05:50:10.000",
+            "metadata": {"request_id": "r1"},
+        },
+        {
+            "role": "system",
+            "content": "[Tool Result] ok",
+            "category": "SYSTEM_OUTPUT",
+            "timestamp": "2025-12-13T05:50:11.000",
+        },
         # r2 and r3: whitespace replies, never saved
-        {"role": "assistant", "content": "[Empty response from model]", "category": "SYSTEM",
-         "timestamp": "2025-12-13T05:50:40.000", "metadata": {"was_empty": True}},
+        {
+            "role": "assistant",
+            "content": "[Empty response from model]",
+            "category": "SYSTEM",
+            "timestamp": "2025-12-13T05:50:40.000",
+            "metadata": {"was_empty": True},
+        },
     ],
     "llm_request_lifecycles": [
-        {"request_id": "r1", "model": "anthropic/claude-opus-4.5", "provider": "openrouter",
-         "started_at": 1765605005.0, "ended_at": 1765605009.5, "finish_reason": "stop",
-         "stream": True},
-        {"request_id": "r2", "model": "anthropic/claude-opus-4.5", "provider": "openrouter",
-         "started_at": 1765605020.0, "ended_at": 1765605021.5, "finish_reason": "stop"},
-        {"request_id": "r3", "model": "anthropic/claude-opus-4.5", "provider": "openrouter",
-         "started_at": 1765605025.0, "ended_at": 1765605026.0, "finish_reason": "stop"},
-        {"request_id": "r4", "model": "anthropic/claude-opus-4.5", "provider": "openrouter",
-         "started_at": 1765605037.0, "ended_at": 1765605039.0, "finish_reason": "stop"},
+        {
+            "request_id": "r1",
+            "model": "anthropic/claude-opus-4.5",
+            "provider": "openrouter",
+            "started_at": 1765605005.0,
+            "ended_at": 1765605009.5,
+            "finish_reason": "stop",
+            "stream": True,
+        },
+        {
+            "request_id": "r2",
+            "model": "anthropic/claude-opus-4.5",
+            "provider": "openrouter",
+            "started_at": 1765605020.0,
+            "ended_at": 1765605021.5,
+            "finish_reason": "stop",
+        },
+        {
+            "request_id": "r3",
+            "model": "anthropic/claude-opus-4.5",
+            "provider": "openrouter",
+            "started_at": 1765605025.0,
+            "ended_at": 1765605026.0,
+            "finish_reason": "stop",
+        },
+        {
+            "request_id": "r4",
+            "model": "anthropic/claude-opus-4.5",
+            "provider": "openrouter",
+            "started_at": 1765605037.0,
+            "ended_at": 1765605039.0,
+            "finish_reason": "stop",
+        },
     ],
     "tool_call_records": [{"x": 1}],
-}  # fmt: skip
+}
 
 
 def test_penguin_session_saved_unsaved_and_placeholder(store: Store, tmp_path: Path) -> None:
@@ -163,12 +287,22 @@ def test_penguin_session_saved_unsaved_and_placeholder(store: Store, tmp_path: P
     sid = PENGUIN["id"]
     assert got == [
         # A CodeAct tag is Penguin's tool call.
-        (f"{sid}:r1", 1, _t("05:50:05"), True, "stop", "tool_call", 25, 4500.0, "penguin",
-         f"{sid}:1"),
+        (
+            f"{sid}:r1",
+            1,
+            _t("05:50:05"),
+            True,
+            "stop",
+            "tool_call",
+            25,
+            4500.0,
+            "penguin",
+            f"{sid}:1",
+        ),
         (f"{sid}:r2", 2, _t("05:50:20"), False, "stop", None, None, 1500.0, "penguin", f"{sid}:1"),
         (f"{sid}:r3", 3, _t("05:50:25"), False, "stop", None, None, 1000.0, "penguin", f"{sid}:1"),
         (f"{sid}:2", 4, _t("05:50:37"), True, "stop", "empty", 0, 2000.0, "penguin", f"{sid}:1"),
-    ]  # fmt: skip
+    ]
     assert rows(
         store,
         "SELECT kind, excerpt, tool_name FROM messages WHERE role = 'assistant' ORDER BY idx",
@@ -299,20 +433,31 @@ def mini_swe_agent_doc() -> dict[str, Any]:
         "messages": [
             {"role": "system", "content": "You are a helpful assistant."},
             {"role": "user", "content": "<pr_description>Fix L060</pr_description>"},
-            _mini_assistant(1, "Let me look.", "ls", _deepseek_usage(320, 1220, 85),
-                            costs[0], T_MINI),
+            _mini_assistant(
+                1, "Let me look.", "ls", _deepseek_usage(320, 1220, 85), costs[0], T_MINI
+            ),
             _mini_tool(1, "L060.py\n", 0, T_MINI + 0.12),
-            _mini_assistant(2, "", "python repro.py", _deepseek_usage(1536, 131, 68),
-                            costs[1], T_MINI + 2.4),
+            _mini_assistant(
+                2, "", "python repro.py", _deepseek_usage(1536, 131, 68), costs[1], T_MINI + 2.4
+            ),
             _mini_tool(2, "Traceback ...\n", 1, T_MINI + 2.6),
-            _mini_assistant(3, "Submitting.", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
-                            _deepseek_usage(16256, 306, 83), costs[2], T_MINI + 5.0),
-            {"role": "exit", "content": "diff --git a/x.py b/x.py",
-             "extra": {"exit_status": "Submitted", "submission": "diff --git a/x.py b/x.py"}},
+            _mini_assistant(
+                3,
+                "Submitting.",
+                "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
+                _deepseek_usage(16256, 306, 83),
+                costs[2],
+                T_MINI + 5.0,
+            ),
+            {
+                "role": "exit",
+                "content": "diff --git a/x.py b/x.py",
+                "extra": {"exit_status": "Submitted", "submission": "diff --git a/x.py b/x.py"},
+            },
         ],
         "trajectory_format": "mini-swe-agent-1.1",
         "instance_id": "sqlfluff__sqlfluff-2419",
-    }  # fmt: skip
+    }
 
 
 def _utc(epoch: float) -> datetime:
@@ -329,9 +474,17 @@ def test_mini_swe_agent_calls_read_from_extra(store: Store, tmp_path: Path) -> N
         """SELECT session_id, agent, exit_status, outcome, is_error, reported_calls,
                   reported_cost_usd::DOUBLE, cost_apportioned FROM runs""",
     ) == [
-        ("run__sqlfluff-2419.traj", "mini-swe-agent", "Submitted", "completed", None, 3,
-         doc["info"]["model_stats"]["instance_cost"], False),
-    ]  # fmt: skip
+        (
+            "run__sqlfluff-2419.traj",
+            "mini-swe-agent",
+            "Submitted",
+            "completed",
+            None,
+            3,
+            doc["info"]["model_stats"]["instance_cost"],
+            False,
+        ),
+    ]
     got = rows(
         store,
         """SELECT seq, model, response_id, input_tokens, cached_input_tokens, output_tokens,
@@ -341,13 +494,58 @@ def test_mini_swe_agent_calls_read_from_extra(store: Store, tmp_path: Path) -> N
            FROM calls ORDER BY seq""",
     )
     assert got == [
-        (1, "deepseek-chat", "resp-1", 1540, 320, 85, None, True, "tool_calls", "tool_calls",
-         "tool_call", _utc(T_MINI), 0.00038626, "reported", True),
-        (2, "deepseek-chat", "resp-2", 1667, 1536, 68, None, True, "tool_calls", "tool_calls",
-         "tool_call", _utc(T_MINI + 2.4), 0.00041468, "reported", True),
-        (3, "deepseek-chat", "resp-3", 16562, 16256, 83, None, True, "tool_calls",
-         "tool_calls", "tool_call", _utc(T_MINI + 5.0), 0.0005757, "reported", True),
-    ]  # fmt: skip
+        (
+            1,
+            "deepseek-chat",
+            "resp-1",
+            1540,
+            320,
+            85,
+            None,
+            True,
+            "tool_calls",
+            "tool_calls",
+            "tool_call",
+            _utc(T_MINI),
+            0.00038626,
+            "reported",
+            True,
+        ),
+        (
+            2,
+            "deepseek-chat",
+            "resp-2",
+            1667,
+            1536,
+            68,
+            None,
+            True,
+            "tool_calls",
+            "tool_calls",
+            "tool_call",
+            _utc(T_MINI + 2.4),
+            0.00041468,
+            "reported",
+            True,
+        ),
+        (
+            3,
+            "deepseek-chat",
+            "resp-3",
+            16562,
+            16256,
+            83,
+            None,
+            True,
+            "tool_calls",
+            "tool_calls",
+            "tool_call",
+            _utc(T_MINI + 5.0),
+            0.0005757,
+            "reported",
+            True,
+        ),
+    ]
     # The reported dollars add up to the trajectory's own instance_cost.
     [(total,)] = rows(store, "SELECT sum(cost_usd) FROM calls")
     assert abs(float(total) - doc["info"]["model_stats"]["instance_cost"]) < 1e-9
@@ -395,8 +593,14 @@ def test_a_poll_and_a_loop_hash_apart(store: Store, tmp_path: Path) -> None:
     """The same command three times: new output each time is a poll, the same output a loop;
     the same output once as an error is a different result."""
     msgs: list[dict[str, Any]] = [{"role": "user", "content": "wait for the build"}]
-    outputs = [("building 10%", 0), ("building 60%", 0), ("done", 0),
-               ("done", 0), ("done", 0), ("done", 2)]  # fmt: skip
+    outputs = [
+        ("building 10%", 0),
+        ("building 60%", 0),
+        ("done", 0),
+        ("done", 0),
+        ("done", 0),
+        ("done", 2),
+    ]
     for n, (out, code) in enumerate(outputs, 1):
         usage = _deepseek_usage(0, 100 * n, 10)
         msgs.append(_mini_assistant(n, "", "tail build.log", usage, 0.0001, T_MINI + n))
@@ -420,11 +624,16 @@ def test_a_poll_and_a_loop_hash_apart(store: Store, tmp_path: Path) -> None:
 def test_the_message_s_own_fields_win_over_extra(store: Store, tmp_path: Path) -> None:
     own = _mini_assistant(1, "x", "ls", _deepseek_usage(100, 900, 50), 0.25, T_MINI)
     own.update(
-        id="msg-own", model="openai/gpt-5-mini", finish_reason="stop",
+        id="msg-own",
+        model="openai/gpt-5-mini",
+        finish_reason="stop",
         timestamp="2026-04-09T07:00:00Z",
-        usage={"prompt_tokens": 2000, "completion_tokens": 70,
-               "completion_tokens_details": {"reasoning_tokens": 30}},
-    )  # fmt: skip
+        usage={
+            "prompt_tokens": 2000,
+            "completion_tokens": 70,
+            "completion_tokens_details": {"reasoning_tokens": 30},
+        },
+    )
     # No top-level time, usage with a count missing: extra fills what the message lacks.
     partial = _mini_assistant(2, "y", "ls", _deepseek_usage(100, 900, 50), 0.5, T_MINI + 9)
     partial["usage"] = {"prompt_tokens": 1000, "completion_tokens": None}
@@ -439,12 +648,20 @@ def test_the_message_s_own_fields_win_over_extra(store: Store, tmp_path: Path) -
            FROM calls ORDER BY seq""",
     )
     assert got == [
-        ("msg-own", "openai/gpt-5-mini", 2000, 100, 70, 30, "stop",
-         datetime(2026, 4, 9, 7, 0, 0), 0.25),
+        (
+            "msg-own",
+            "openai/gpt-5-mini",
+            2000,
+            100,
+            70,
+            30,
+            "stop",
+            datetime(2026, 4, 9, 7, 0, 0),
+            0.25,
+        ),
         ("resp-2", "deepseek-chat", 1000, 100, 50, None, "tool_calls", _utc(T_MINI + 9), 0.5),
-        ("resp-3", "deepseek-chat", 10, 0, 5, None, "tool_calls",
-         _utc(int(T_MINI + 20) - 2), 0.1),
-    ]  # fmt: skip
+        ("resp-3", "deepseek-chat", 10, 0, 5, None, "tool_calls", _utc(int(T_MINI + 20) - 2), 0.1),
+    ]
 
 
 def test_a_cost_is_read_only_as_a_plausible_number(store: Store, tmp_path: Path) -> None:
@@ -468,21 +685,29 @@ def test_a_cost_is_read_only_as_a_plausible_number(store: Store, tmp_path: Path)
 def test_mini_swe_agent_text_based_observations(store: Store, tmp_path: Path) -> None:
     """mini-swe-agent without tool calling sends a command's output, and its complaint about a
     reply it could not parse, as user messages: tool results and agent text, not prompts."""
-    first = _mini_assistant(1, "```mswea_bash_command\nls\n```", "ls",
-                            _deepseek_usage(0, 500, 20), 0.001, T_MINI)  # fmt: skip
+    first = _mini_assistant(
+        1, "```mswea_bash_command\nls\n```", "ls", _deepseek_usage(0, 500, 20), 0.001, T_MINI
+    )
     del first["tool_calls"]
-    second = _mini_assistant(2, "no command here", "", _deepseek_usage(0, 600, 5), 0.001,
-                             T_MINI + 3)  # fmt: skip
+    second = _mini_assistant(
+        2, "no command here", "", _deepseek_usage(0, 600, 5), 0.001, T_MINI + 3
+    )
     del second["tool_calls"]
     msgs = [
         {"role": "user", "content": "Fix the bug"},
         first,
-        {"role": "user", "content": "<returncode>2</returncode>\n<output>\nno such file</output>",
-         "extra": {"raw_output": "no such file", "returncode": 2, "timestamp": T_MINI + 1}},
+        {
+            "role": "user",
+            "content": "<returncode>2</returncode>\n<output>\nno such file</output>",
+            "extra": {"raw_output": "no such file", "returncode": 2, "timestamp": T_MINI + 1},
+        },
         second,
-        {"role": "user", "content": "Please always provide EXACTLY ONE action.",
-         "extra": {"interrupt_type": "FormatError", "n_actions": 0}},
-    ]  # fmt: skip
+        {
+            "role": "user",
+            "content": "Please always provide EXACTLY ONE action.",
+            "extra": {"interrupt_type": "FormatError", "n_actions": 0},
+        },
+    ]
     ingest(store, write(tmp_path / "text.traj.json", {"messages": msgs}))
     got = rows(
         store,
@@ -566,8 +791,10 @@ def test_the_real_mini_swe_agent_trajectories_match_the_truth(store: Store, tmp_
     for path, calls, prompt, output, usd, *filled in got:
         figures = want[Path(path).name]
         assert (calls, prompt, output) == (
-            figures["calls"], figures["prompt_tokens"], figures["output_tokens"]
-        ), path  # fmt: skip
+            figures["calls"],
+            figures["prompt_tokens"],
+            figures["output_tokens"],
+        ), path
         assert abs(float(usd) - figures["reported_usd"]) < 0.005, path
         assert filled == [calls] * 5, path
         # instance_cost is the sum of extra.cost: the same to far better than a cent.
@@ -601,11 +828,18 @@ def test_mini_swe_agent_2_format_errors_are_refusals_of_their_call(
     first = doc["messages"][:4]  # system, task, a call, its result
     refused = []
     for n in range(10, 14):
-        reply = _mini_assistant(n, "I will now", "ls", _deepseek_usage(100, 900, 50), 0.001,
-                                T_MINI + n)  # fmt: skip
+        reply = _mini_assistant(
+            n, "I will now", "ls", _deepseek_usage(100, 900, 50), 0.001, T_MINI + n
+        )
         reply.pop("tool_calls")
-        refused += [reply, {"role": "user", "content": "No tool calls found in the response.",
-                            "extra": {"interrupt_type": "FormatError"}}]  # fmt: skip
+        refused += [
+            reply,
+            {
+                "role": "user",
+                "content": "No tool calls found in the response.",
+                "extra": {"interrupt_type": "FormatError"},
+            },
+        ]
     doc["messages"] = first + refused
     ingest(store, write(tmp_path / "fmt.traj.json", doc))
     got = rows(
@@ -614,7 +848,7 @@ def test_mini_swe_agent_2_format_errors_are_refusals_of_their_call(
            WHERE m.kind = 'format_error' ORDER BY 1""",
     )
     assert got == [(2,), (3,), (4,), (5,)]
-    from analyzer.detect import bind_all, detect, discover
+    from analyzer.detect.detectors import bind_all, detect, discover
 
     found = detect(store, bind_all([d for d in discover() if d.name == "format_error_loop"], {}))
     assert [(i.n_calls, i.wasted_usd) for i in found] == [(4, Decimal("0.003"))]

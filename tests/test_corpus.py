@@ -195,8 +195,11 @@ def test_header_repeated_mid_file(corpus) -> None:
     o = outcome(corpus, "csv_header_repeated")
     f = o.one()
     assert (f["rows_read"], f["rows_loaded"], f["rows_skipped"], f["rows_rejected"]) == (
-        21, 20, 1, 0,
-    )  # fmt: skip
+        21,
+        20,
+        1,
+        0,
+    )
 
 
 def test_dates_in_three_layouts_and_epoch(corpus) -> None:

@@ -9,28 +9,38 @@ from typing import Any
 
 import pytest
 
+from analyzer.detect.link import reconciliation
+from analyzer.engine.store import Store
 from analyzer.ingest.base import IngestOptions
-from analyzer.link import reconciliation
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store
-from analyzer.summary import build_summary
+from analyzer.views.summary import build_summary
 from tests.helpers import or_row, write_csv
 
 
 def bill(i: int, ts: str, prompt: int, out: int, cost: str, **kw: Any) -> dict[str, object]:
     return or_row(
-        i, created_at=f"2025-12-09 {ts}", tokens_prompt=str(prompt), tokens_completion=str(out),
-        cost_total=cost, model_permaslug="openai/gpt-5-mini", api_key_name="ops-key",
-        app_name="Ops Bot", **kw,
-    )  # fmt: skip
+        i,
+        created_at=f"2025-12-09 {ts}",
+        tokens_prompt=str(prompt),
+        tokens_completion=str(out),
+        cost_total=cost,
+        model_permaslug="openai/gpt-5-mini",
+        api_key_name="ops-key",
+        app_name="Ops Bot",
+        **kw,
+    )
 
 
 def said(ts: str, prompt: int, out: int, **kw: Any) -> dict[str, Any]:
     usage = {"prompt_tokens": prompt, "completion_tokens": out}
     return {
-        "role": "assistant", "content": "ok", "model": "gpt-5-mini",
-        "timestamp": f"2025-12-09T{ts}Z", "usage": usage, **kw,
-    }  # fmt: skip
+        "role": "assistant",
+        "content": "ok",
+        "model": "gpt-5-mini",
+        "timestamp": f"2025-12-09T{ts}Z",
+        "usage": usage,
+        **kw,
+    }
 
 
 def load(
@@ -103,9 +113,14 @@ def test_unmatched_bills_are_counted_near_a_logged_session_of_their_model(
 
 @pytest.mark.parametrize(
     ("bill_at", "linked"),
-    [("10:00:02.000", True), ("09:59:58.000", True), ("10:00:02.001", False),
-     ("09:59:57.999", False), ("10:00:01.999", True)],
-)  # fmt: skip
+    [
+        ("10:00:02.000", True),
+        ("09:59:58.000", True),
+        ("10:00:02.001", False),
+        ("09:59:57.999", False),
+        ("10:00:01.999", True),
+    ],
+)
 def test_the_time_window_is_two_seconds_each_way(
     store: Store, tmp_path: Path, bill_at: str, linked: bool
 ) -> None:
@@ -126,8 +141,13 @@ def test_logs_hours_apart_are_each_linked(store: Store, tmp_path: Path) -> None:
 
 
 def test_linking_works_when_logs_arrive_first(store: Store, tmp_path: Path) -> None:
-    load(store, tmp_path, [bill(0, "10:00:00.000", 1000, 50, "0.01")],
-         [said("10:00:00.000", 1000, 50)], logs_first=True)  # fmt: skip
+    load(
+        store,
+        tmp_path,
+        [bill(0, "10:00:00.000", 1000, 50, "0.01")],
+        [said("10:00:00.000", 1000, 50)],
+        logs_first=True,
+    )
     assert len(links(store)) == 1
 
 
@@ -156,18 +176,30 @@ def test_each_side_is_linked_once_nearest_first(store: Store, tmp_path: Path) ->
 def test_unsaved_penguin_replies_take_the_billed_tokens(store: Store, tmp_path: Path) -> None:
     csv = write_csv(
         tmp_path / "bill.csv",
-        [or_row(0, created_at="2025-12-13 06:12:58.000", tokens_prompt="56065",
-                tokens_completion="3", cost_total="0.28",
-                model_permaslug="anthropic/claude-opus-4.5")],
-    )  # fmt: skip
+        [
+            or_row(
+                0,
+                created_at="2025-12-13 06:12:58.000",
+                tokens_prompt="56065",
+                tokens_completion="3",
+                cost_total="0.28",
+                model_permaslug="anthropic/claude-opus-4.5",
+            )
+        ],
+    )
     session = {
         "id": "s1",
         "messages": [{"role": "user", "content": "go", "category": "DIALOG"}],
         "llm_request_lifecycles": [
-            {"request_id": "r1", "model": "anthropic/claude-opus-4.5", "finish_reason": "stop",
-             "started_at": 1765606378.0, "ended_at": 1765606379.5}
+            {
+                "request_id": "r1",
+                "model": "anthropic/claude-opus-4.5",
+                "finish_reason": "stop",
+                "started_at": 1765606378.0,
+                "ended_at": 1765606379.5,
+            }
         ],
-    }  # fmt: skip
+    }
     conv = tmp_path / "s1.json"
     conv.write_text(json.dumps(session))
     ingest_paths(store, [str(csv), str(conv)], IngestOptions())

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analyzer.cli import cli
-from analyzer.store import open_store
+from analyzer.cli.main import cli
+from analyzer.engine.store import open_store
 from tests.helpers import HEADER, REPO, or_row
 
 FIXTURES = REPO / "tests" / "fixtures"

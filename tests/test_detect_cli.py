@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
 from tests.helpers import SAMPLE_DATA, shared_samples
 
 
@@ -72,8 +72,11 @@ def test_seed004_sub_agent_runs(sample_audit: dict[str, Any]) -> None:
     [lost] = by_detector(sample_audit, "subagent_empty_result")
     ev = lost["evidence"]
     assert (ev["runs"], ev["reinvocations"], ev["no_output_results"], ev["recoverable_runs"]) == (
-        3, 2, 3, 1,
-    )  # fmt: skip
+        3,
+        2,
+        3,
+        1,
+    )
     assert lost["severity"] == "high" and lost["wasted_usd"] > 0
 
 
@@ -86,12 +89,19 @@ def test_the_audit_total_is_the_sum_of_its_incidents(sample_audit: dict[str, Any
 
 
 def test_no_waste_in_the_healthy_traffic(sample_audit: dict[str, Any]) -> None:
-    planted = ("penguin-personal", "netclaw", "healthcare-agents", "session_2025121",
-               "2025-12-11_091502_a7c3", "5f0c2a9e")  # fmt: skip
+    planted = (
+        "penguin-personal",
+        "netclaw",
+        "healthcare-agents",
+        "session_2025121",
+        "2025-12-11_091502_a7c3",
+        "5f0c2a9e",
+    )
     healthy = [
-        i for i in sample_audit["incidents"]
+        i
+        for i in sample_audit["incidents"]
         if not any(p in (i["stream_key"] or "") for p in planted)
-    ]  # fmt: skip
+    ]
     assert [i for i in healthy if i["wasted_usd"] > 0] == []
     assert [i for i in healthy if i["severity"] != "low"] == []
 
@@ -174,9 +184,19 @@ FROM live_calls WHERE cost_usd > $min_usd
     names = [d["name"] for d in json.loads(listed.stdout)]
     assert "expensive_call" in names and "constant_input_low_output" in names
     result = runner.invoke(
-        cli, ["audit", str(SAMPLE_DATA), "--queries", str(mine), "--only", "expensive_call",
-              "--param", "expensive_call.min_usd=0.25", "--json"],
-    )  # fmt: skip
+        cli,
+        [
+            "audit",
+            str(SAMPLE_DATA),
+            "--queries",
+            str(mine),
+            "--only",
+            "expensive_call",
+            "--param",
+            "expensive_call.min_usd=0.25",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     found = json.loads(result.stdout)["incidents"]
     assert found and all(i["detector"] == "expensive_call" for i in found)
@@ -195,8 +215,15 @@ def test_a_broken_user_detector_is_one_line_naming_the_file(tmp_path: Path) -> N
 def test_detectors_lists_every_detector() -> None:
     result = CliRunner().invoke(cli, ["detectors"])
     assert result.exit_code == 0
-    for name in ("constant_input_low_output", "alternating_tool_thinking",
-                 "truncated_tool_call_streak", "length_counter_false_alarm",
-                 "empty_stream_cascade", "empty_assistant_persisted", "subagent_empty_result",
-                 "repeated_tool_call", "session_cost_outlier"):  # fmt: skip
+    for name in (
+        "constant_input_low_output",
+        "alternating_tool_thinking",
+        "truncated_tool_call_streak",
+        "length_counter_false_alarm",
+        "empty_stream_cascade",
+        "empty_assistant_persisted",
+        "subagent_empty_result",
+        "repeated_tool_call",
+        "session_cost_outlier",
+    ):
         assert name in result.stdout

@@ -26,9 +26,9 @@ from typing import Any
 
 import pytest
 
-from analyzer.detect import Detector, bind_all, detect, discover
-from analyzer.incident import Incident
-from analyzer.store import open_store
+from analyzer.detect.detectors import Detector, bind_all, detect, discover
+from analyzer.engine.store import open_store
+from analyzer.model.incident import Incident
 from tests.helpers import fill_calls, fill_messages, fill_runs, insert
 
 CASES = Path(__file__).parent / "detectors"

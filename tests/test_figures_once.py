@@ -1,5 +1,5 @@
 """One figure per question: the counts and dollars ``audit``, the report and the usage views
-show come from one aggregate (``analyzer.usage``), so they agree on the same store."""
+show come from one aggregate (``analyzer.views.usage``), so they agree on the same store."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
 from tests.test_claude_code import SESSION, assistant, line, user, write
 
 
@@ -21,11 +21,20 @@ def test_audit_and_the_usage_views_count_the_same_unpriced_calls(tmp_path: Path)
         user(1, "go"),
         assistant(2, "msg_A", "req_A", {"type": "text", "text": "ok"}, 5, stop="end_turn"),
         no_usage,
-        line("assistant", 4, requestId="req_M",
-             message={"id": "msg_M", "model": "no-such-model-9", "role": "assistant",
-                      "content": [{"type": "text", "text": "x"}], "stop_reason": "end_turn",
-                      "usage": {"input_tokens": 10, "output_tokens": 2}}),
-    ]  # fmt: skip
+        line(
+            "assistant",
+            4,
+            requestId="req_M",
+            message={
+                "id": "msg_M",
+                "model": "no-such-model-9",
+                "role": "assistant",
+                "content": [{"type": "text", "text": "x"}],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": 10, "output_tokens": 2},
+            },
+        ),
+    ]
     f = write(tmp_path / "p" / f"{SESSION}.jsonl", lines)
     db = tmp_path / "s.duckdb"
     run = CliRunner()

@@ -9,7 +9,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
 from tests.test_codex_forks import FILES, FIXTURES, F, P, Q, R, S, lines, write
 
 
@@ -22,8 +22,10 @@ def run(runner: CliRunner, *args: str) -> str:
 def test_usage_session_shows_the_fork(runner: CliRunner, tmp_path: Path) -> None:
     db = str(tmp_path / "s.duckdb")
     run(runner, "ingest", str(FIXTURES), "--db", db, "-q")
-    rows = {r["key"]: r for r in json.loads(run(runner, "usage", "session", "--db", db, "--json"))
-            ["rows"]}  # fmt: skip
+    rows = {
+        r["key"]: r
+        for r in json.loads(run(runner, "usage", "session", "--db", db, "--json"))["rows"]
+    }
     assert rows[F]["parent"] == {"session_id": P, "relation": "forked_from"}
     assert rows[S]["parent"] == {"session_id": P, "relation": "subagent_of"}
     assert rows[R]["parent"] == {"session_id": Q, "relation": "subagent_of"}
@@ -51,21 +53,47 @@ def _loop_lines(session: str, at: str, sec0: int) -> list[dict[str, Any]]:
     out = []
     for i in range(3):
         s = sec0 + 10 * i
-        total = {"input_tokens": 1000 * (i + 1), "cached_input_tokens": 0,
-                 "output_tokens": 20 * (i + 1), "reasoning_output_tokens": 0}  # fmt: skip
-        last = {"input_tokens": 1000, "cached_input_tokens": 0, "output_tokens": 20,
-                "reasoning_output_tokens": 0}  # fmt: skip
+        total = {
+            "input_tokens": 1000 * (i + 1),
+            "cached_input_tokens": 0,
+            "output_tokens": 20 * (i + 1),
+            "reasoning_output_tokens": 0,
+        }
+        last = {
+            "input_tokens": 1000,
+            "cached_input_tokens": 0,
+            "output_tokens": 20,
+            "reasoning_output_tokens": 0,
+        }
         out += [
-            _rec(f"{at}:{s:02d}.000Z", "response_item", {
-                "type": "function_call", "name": "exec_command", "call_id": f"{session}-{i}",
-                "arguments": '{"cmd":"make build"}'}),
-            _rec(f"{at}:{s + 1:02d}.000Z", "event_msg", {
-                "type": "token_count", "info": {"total_token_usage": total,
-                                                "last_token_usage": last}}),
-            _rec(f"{at}:{s + 2:02d}.000Z", "response_item", {
-                "type": "function_call_output", "call_id": f"{session}-{i}",
-                "output": "error: missing header cart.h"}),
-        ]  # fmt: skip
+            _rec(
+                f"{at}:{s:02d}.000Z",
+                "response_item",
+                {
+                    "type": "function_call",
+                    "name": "exec_command",
+                    "call_id": f"{session}-{i}",
+                    "arguments": '{"cmd":"make build"}',
+                },
+            ),
+            _rec(
+                f"{at}:{s + 1:02d}.000Z",
+                "event_msg",
+                {
+                    "type": "token_count",
+                    "info": {"total_token_usage": total, "last_token_usage": last},
+                },
+            ),
+            _rec(
+                f"{at}:{s + 2:02d}.000Z",
+                "response_item",
+                {
+                    "type": "function_call_output",
+                    "call_id": f"{session}-{i}",
+                    "output": "error: missing header cart.h",
+                },
+            ),
+        ]
     return out
 
 
@@ -78,14 +106,15 @@ def test_show_tells_the_fork_and_the_copy_makes_no_second_incident(
     folder.mkdir()
     pmeta = lines(FILES[P])[0]["payload"]
     ctx = {"turn_id": None, "cwd": "/home/dev/shop", "model": "gpt-5.3-codex"}
-    parent = [_rec("2026-03-02T09:00:00.410Z", "session_meta", pmeta),
-              _rec("2026-03-02T09:00:01.000Z", "turn_context", ctx)]  # fmt: skip
+    parent = [
+        _rec("2026-03-02T09:00:00.410Z", "session_meta", pmeta),
+        _rec("2026-03-02T09:00:01.000Z", "turn_context", ctx),
+    ]
     parent += _loop_lines("p", "2026-03-02T09:00", 2)
     write(folder / FILES[P].name, parent)
     fmeta = lines(FILES[F])[0]["payload"]
     fork = [_rec("2026-03-02T09:10:00.412Z", "session_meta", fmeta)]
-    fork += [dict(r, timestamp=f"2026-03-02T09:10:00.{413 + i:03d}Z")
-             for i, r in enumerate(parent)]  # fmt: skip
+    fork += [dict(r, timestamp=f"2026-03-02T09:10:00.{413 + i:03d}Z") for i, r in enumerate(parent)]
     fork += [_rec("2026-03-02T09:10:30.000Z", "turn_context", ctx)]
     fork += _loop_lines("f", "2026-03-02T09:11", 2)
     write(folder / FILES[F].name, fork)

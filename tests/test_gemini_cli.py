@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
+from analyzer.engine.store import Store, open_store
 from analyzer.ingest import gemini_cli
 from analyzer.ingest.base import Head, IngestOptions
 from analyzer.ingest.flow import FileReport
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store, open_store
 from tests.helpers import assert_accounted, counts, env_of, q, shared_samples
 
 OLD = "Mai0313__VibeCodingTracker__b36a8d3__test_conversation_gemini.json"  # 2025, one object
@@ -387,20 +387,33 @@ def test_a_saved_chats_bad_messages_are_rejected_by_their_number(
     assert_accounted(store)
 
 
-HEADER = gline(sessionId="s1", projectHash="ab" * 32, startTime="2026-04-23T12:00:00.000Z",
-               lastUpdated="2026-04-23T12:00:00.000Z", kind="main")  # fmt: skip
+HEADER = gline(
+    sessionId="s1",
+    projectHash="ab" * 32,
+    startTime="2026-04-23T12:00:00.000Z",
+    lastUpdated="2026-04-23T12:00:00.000Z",
+    kind="main",
+)
 
 
 def reply(mid: str, sec: int, **extra: Any) -> str:
     tokens = {"input": 1000, "output": 10, "cached": 0, "thoughts": 5, "tool": 0, "total": 1015}
-    return gline(id=mid, timestamp=f"2026-04-23T12:00:{sec:02d}.000Z", type="gemini",
-                 content="ok", thoughts=[], tokens=extra.pop("tokens", tokens),
-                 model="gemini-3-flash-preview", **extra)  # fmt: skip
+    return gline(
+        id=mid,
+        timestamp=f"2026-04-23T12:00:{sec:02d}.000Z",
+        type="gemini",
+        content="ok",
+        thoughts=[],
+        tokens=extra.pop("tokens", tokens),
+        model="gemini-3-flash-preview",
+        **extra,
+    )
 
 
 def ask(mid: str, sec: int, text: str) -> str:
-    return gline(id=mid, timestamp=f"2026-04-23T12:00:{sec:02d}.000Z", type="user",
-                 content=[{"text": text}])  # fmt: skip
+    return gline(
+        id=mid, timestamp=f"2026-04-23T12:00:{sec:02d}.000Z", type="user", content=[{"text": text}]
+    )
 
 
 def test_rewinds_repeats_and_notes(store: Store, tmp_path: Path) -> None:
@@ -418,8 +431,13 @@ def test_rewinds_repeats_and_notes(store: Store, tmp_path: Path) -> None:
     [r] = ingest(store, write_lines(tmp_path / "s.jsonl", lines))
     assert counts(r) == (9, 3, 0, 1, 5)
     skipped = json.loads(q(store, "SELECT skipped_kinds FROM sources")[0][0])
-    assert skipped == {"error": 1, "message_written_again": 1, "rewind": 1, "session_header": 1,
-                       "warning": 1}  # fmt: skip
+    assert skipped == {
+        "error": 1,
+        "message_written_again": 1,
+        "rewind": 1,
+        "session_header": 1,
+        "warning": 1,
+    }
     assert q(store, "SELECT count(*), sum(input_tokens) FROM calls") == [(1, 1000)]
 
 
@@ -435,8 +453,12 @@ def test_tool_prompt_tokens_are_prompt(store: Store, tmp_path: Path) -> None:
 
 
 def test_a_sub_agent_chat_names_its_parent(store: Store, tmp_path: Path) -> None:
-    header = gline(sessionId="sub1", projectHash="ab" * 32, kind="subagent",
-                   startTime="2026-04-23T12:00:00.000Z")  # fmt: skip
+    header = gline(
+        sessionId="sub1",
+        projectHash="ab" * 32,
+        kind="subagent",
+        startTime="2026-04-23T12:00:00.000Z",
+    )
     chats = tmp_path / ".gemini" / "tmp" / "shop" / "chats"
     f = write_lines(chats / "parent1" / "sub1.jsonl", [header, reply("g1", 1)])
     ingest(store, f)

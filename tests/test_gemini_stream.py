@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
+from analyzer.engine.store import Store, open_store
 from analyzer.errors import InputError
 from analyzer.ingest import gemini_cli, gemini_stream
 from analyzer.ingest.base import Head, IngestOptions
 from analyzer.ingest.flow import FileReport
 from analyzer.ingest.reading import read_head
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store, open_store
 from tests.helpers import assert_accounted, counts, q, shared_samples
 
 KEY = (
@@ -98,13 +98,42 @@ def test_real_runs_and_their_verdicts(real: tuple[Store, FileReport]) -> None:
            FROM runs ORDER BY seq""",
     )
     assert rows == [
-        (RUN1, RUN1, 1, 91, "gemini-cli", "gemini-3-pro-preview", "success", "completed",
-         False, stats["input_tokens"], stats["output_tokens"], float(stats["duration_ms"]),
-         None, None, True),
+        (
+            RUN1,
+            RUN1,
+            1,
+            91,
+            "gemini-cli",
+            "gemini-3-pro-preview",
+            "success",
+            "completed",
+            False,
+            stats["input_tokens"],
+            stats["output_tokens"],
+            float(stats["duration_ms"]),
+            None,
+            None,
+            True,
+        ),
         # The second run was cut off: no result line, so no verdict, but the session is known.
-        (RUN2, RUN1, 2, 93, "gemini-cli", "gemini-3-pro-preview", None, None, None, None, None,
-         None, None, None, None),
-    ]  # fmt: skip
+        (
+            RUN2,
+            RUN1,
+            2,
+            93,
+            "gemini-cli",
+            "gemini-3-pro-preview",
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        ),
+    ]
     # No cost is stated, nor any call's tokens: the run's stated tokens at list prices
     # (gemini-3-pro-preview: $2 / M fresh input, $0.20 cached, $12 output with thinking, the
     # output billed being total_tokens - input_tokens) divided over its calls as their estimate.
@@ -139,11 +168,33 @@ def test_real_calls_one_per_model_response(real: tuple[Store, FileReport]) -> No
     )
     assert rows == [
         # 40 responses each calling one tool, then the answer (7 deltas): 75 lines in all.
-        (RUN1, 41, 40, 0, ["text", "tool_call"], 40 + 7, 0, ["gemini-3-pro-preview"],
-         ["google"], ["gemini-cli"], [RUN1]),
-        (RUN2, 28, 28, 0, ["tool_call"], 28, 0, ["gemini-3-pro-preview"], ["google"],
-         ["gemini-cli"], [RUN1]),
-    ]  # fmt: skip
+        (
+            RUN1,
+            41,
+            40,
+            0,
+            ["text", "tool_call"],
+            40 + 7,
+            0,
+            ["gemini-3-pro-preview"],
+            ["google"],
+            ["gemini-cli"],
+            [RUN1],
+        ),
+        (
+            RUN2,
+            28,
+            28,
+            0,
+            ["tool_call"],
+            28,
+            0,
+            ["gemini-3-pro-preview"],
+            ["google"],
+            ["gemini-cli"],
+            [RUN1],
+        ),
+    ]
     # The answer: its time is its first delta's own timestamp (not the harness's ts), its text
     # the deltas joined.
     [(ts, chars, seq)] = q(store, "SELECT ts, content_chars, seq FROM calls WHERE line = 84")
@@ -170,8 +221,13 @@ def test_real_tool_calls_tied_to_their_results(real: tuple[Store, FileReport]) -
         """SELECT c.tool_name, c.excerpt FROM messages c WHERE c.kind = 'tool_call'
              AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.kind = 'tool_result'
                              AND r.tool_use_id = c.tool_use_id)""",
-    ) == [("run_shell_command", '{"command":"git add . && git commit -m \\"Implement Figma '
-           'design\\" && git push origin main"}')]  # fmt: skip
+    ) == [
+        (
+            "run_shell_command",
+            '{"command":"git add . && git commit -m \\"Implement Figma '
+            'design\\" && git push origin main"}',
+        )
+    ]
     # Every tool call belongs to a call of its session.
     assert q(
         store,
@@ -217,9 +273,16 @@ def res(sec: int, tid: str, output: str | None = None, error: dict[str, str] | N
 
 
 def stats(inp: int, out: int, duration: int, tools: int, **extra: Any) -> dict[str, Any]:
-    return {"total_tokens": inp + out + 40, "input_tokens": inp, "output_tokens": out,
-            "cached": inp // 2, "input": inp - inp // 2, "duration_ms": duration,
-            "tool_calls": tools, **extra}  # fmt: skip
+    return {
+        "total_tokens": inp + out + 40,
+        "input_tokens": inp,
+        "output_tokens": out,
+        "cached": inp // 2,
+        "input": inp - inp // 2,
+        "duration_ms": duration,
+        "tool_calls": tools,
+        **extra,
+    }
 
 
 # Two runs, in the shapes Gemini CLI's source writes them (nonInteractiveCli.ts, errors.ts).
@@ -230,22 +293,38 @@ STREAM = [
     use(3, "read_file", "read_file-1-a", file_path="Makefile"),  # one response, two calls
     use(3, "read_file", "read_file-1-b", file_path="setup.py"),
     res(4, "read_file-1-a", "all:\n\tcc main.c"),
-    res(4, "read_file-1-b", "File not found: setup.py",
-        {"type": "file_not_found", "message": "File not found: setup.py"}),
+    res(
+        4,
+        "read_file-1-b",
+        "File not found: setup.py",
+        {"type": "file_not_found", "message": "File not found: setup.py"},
+    ),
     msg("assistant", 6, "Same again.", delta=True),
     msg("assistant", 7, " And again.", delta=True),
-    line(type="error", timestamp=ts(8), severity="warning",
-         message="Loop detected, stopping execution"),
-    line(type="result", timestamp=ts(9), status="success",
-         stats=stats(5000, 80, 9000, 2, models={"gemini-2.5-pro": {"total_tokens": 5120}})),
+    line(
+        type="error",
+        timestamp=ts(8),
+        severity="warning",
+        message="Loop detected, stopping execution",
+    ),
+    line(
+        type="result",
+        timestamp=ts(9),
+        status="success",
+        stats=stats(5000, 80, 9000, 2, models={"gemini-2.5-pro": {"total_tokens": 5120}}),
+    ),
     init("s-b", 20, model="auto"),
     msg("user", 20, "Deploy"),
     use(21, "run_shell_command", "run_shell_command-2-a", command="make deploy"),
     res(22, "run_shell_command-2-a", "deployed"),
-    line(type="result", timestamp=ts(23), status="error",
-         error={"type": "FatalTurnLimitedError", "message": "Reached max session turns"},
-         stats=stats(3000, 30, 0, 1)),
-]  # fmt: skip
+    line(
+        type="result",
+        timestamp=ts(23),
+        status="error",
+        error={"type": "FatalTurnLimitedError", "message": "Reached max session turns"},
+        stats=stats(3000, 30, 0, 1),
+    ),
+]
 
 
 def test_hand_written_runs_calls_and_verdicts(store: Store, tmp_path: Path) -> None:
@@ -259,14 +338,47 @@ def test_hand_written_runs_calls_and_verdicts(store: Store, tmp_path: Path) -> N
            FROM calls ORDER BY seq""",
     )
     assert calls == [
-        ("s-a", 1, 3, datetime(2026, 3, 2, 10, 0, 2), "gemini-2.5-pro", 2, 24, "tool_call", 3,
-         "s-a:2", "s-a"),
-        ("s-a", 2, 8, datetime(2026, 3, 2, 10, 0, 6), "gemini-2.5-pro", 0, 22, "text", 2,
-         "s-a:2", "s-a"),
+        (
+            "s-a",
+            1,
+            3,
+            datetime(2026, 3, 2, 10, 0, 2),
+            "gemini-2.5-pro",
+            2,
+            24,
+            "tool_call",
+            3,
+            "s-a:2",
+            "s-a",
+        ),
+        (
+            "s-a",
+            2,
+            8,
+            datetime(2026, 3, 2, 10, 0, 6),
+            "gemini-2.5-pro",
+            0,
+            22,
+            "text",
+            2,
+            "s-a:2",
+            "s-a",
+        ),
         # The run's model as configured: an alias ("auto") names no model to price.
-        ("s-b", 3, 14, datetime(2026, 3, 2, 10, 0, 21), "auto", 1, 0, "tool_call", 1, "s-b:13",
-         "s-a"),
-    ]  # fmt: skip
+        (
+            "s-b",
+            3,
+            14,
+            datetime(2026, 3, 2, 10, 0, 21),
+            "auto",
+            1,
+            0,
+            "tool_call",
+            1,
+            "s-b:13",
+            "s-a",
+        ),
+    ]
     runs = q(
         store,
         """SELECT session_id, seq, line, model, exit_status, outcome, is_error, result_excerpt,
@@ -275,12 +387,36 @@ def test_hand_written_runs_calls_and_verdicts(store: Store, tmp_path: Path) -> N
     )
     assert runs == [
         # The CLI says success, but its last word was its loop detector stopping the run.
-        ("s-a", 1, 11, "gemini-2.5-pro", "success", "stuck", False,
-         "Loop detected, stopping execution", 5000, 80, 9000.0, None),
+        (
+            "s-a",
+            1,
+            11,
+            "gemini-2.5-pro",
+            "success",
+            "stuck",
+            False,
+            "Loop detected, stopping execution",
+            5000,
+            80,
+            9000.0,
+            None,
+        ),
         # A failed run: the result's error names it; its duration is the source's literal 0.
-        ("s-b", 2, 16, "auto", "error (FatalTurnLimitedError)", "step_limit", True,
-         "Reached max session turns", 3000, 30, None, None),
-    ]  # fmt: skip
+        (
+            "s-b",
+            2,
+            16,
+            "auto",
+            "error (FatalTurnLimitedError)",
+            "step_limit",
+            True,
+            "Reached max session turns",
+            3000,
+            30,
+            None,
+            None,
+        ),
+    ]
     # s-a's stated tokens are priced over its two calls; "auto" names no model to price.
     assert q(store, "SELECT session_id, count(cost_usd) FROM calls GROUP BY 1 ORDER BY 1") == [
         ("s-a", 2),
@@ -300,17 +436,49 @@ def test_hand_written_messages_in_order(store: Store, tmp_path: Path) -> None:
     assert rows == [
         (1, "user", "prompt", None, None, None, "Fix the build", False),
         (2, "assistant", "text", None, None, None, "I'll look at both files.", True),
-        (3, "assistant", "tool_call", "read_file", "read_file-1-a", None,
-         '{"file_path":"Makefile"}', True),
-        (4, "assistant", "tool_call", "read_file", "read_file-1-b", None,
-         '{"file_path":"setup.py"}', True),
+        (
+            3,
+            "assistant",
+            "tool_call",
+            "read_file",
+            "read_file-1-a",
+            None,
+            '{"file_path":"Makefile"}',
+            True,
+        ),
+        (
+            4,
+            "assistant",
+            "tool_call",
+            "read_file",
+            "read_file-1-b",
+            None,
+            '{"file_path":"setup.py"}',
+            True,
+        ),
         (5, "tool", "tool_result", None, "read_file-1-a", False, "all:\n\tcc main.c", False),
-        (6, "tool", "tool_result", None, "read_file-1-b", True,
-         "file_not_found: File not found: setup.py", False),
+        (
+            6,
+            "tool",
+            "tool_result",
+            None,
+            "read_file-1-b",
+            True,
+            "file_not_found: File not found: setup.py",
+            False,
+        ),
         (7, "assistant", "text", None, None, None, "Same again. And again.", True),
-        (8, "system", "system", None, None, None,
-         "warning: Loop detected, stopping execution", False),
-    ]  # fmt: skip
+        (
+            8,
+            "system",
+            "system",
+            None,
+            None,
+            None,
+            "warning: Loop detected, stopping execution",
+            False,
+        ),
+    ]
 
 
 def test_text_after_a_tool_call_stays_in_its_response(store: Store, tmp_path: Path) -> None:
@@ -416,13 +584,23 @@ def test_damaged_lines_are_rejected_by_number(store: Store, tmp_path: Path) -> N
         # Values of the wrong types are read as missing, never trusted.
         line(type="message", timestamp=12345, role="user", content=["not", "text"]),
         line(type="tool_use", timestamp=None, tool_name=7, tool_id={"x": 1}, parameters="a b"),
-        line(type="tool_result", timestamp=ts(3), tool_id=7, status=True, output={"o": 1},
-             error="bad"),
+        line(
+            type="tool_result",
+            timestamp=ts(3),
+            tool_id=7,
+            status=True,
+            output={"o": 1},
+            error="bad",
+        ),
         line(type="error", timestamp=ts(4), severity=1, message=None),
-        line(type="result", timestamp=ts(5), status=["success"], stats={"input_tokens": "9",
-             "output_tokens": -1, "duration_ms": 1e30}),
+        line(
+            type="result",
+            timestamp=ts(5),
+            status=["success"],
+            stats={"input_tokens": "9", "output_tokens": -1, "duration_ms": 1e30},
+        ),
         line(type="thought", timestamp=ts(5)),  # a newer event
-    ]  # fmt: skip
+    ]
     [r] = ingest(store, write(tmp_path / "out.jsonl", lines, tail='{"type":"message","ro'))
     assert r.status == "loaded"
     assert counts(r) == (14, 6, 7, 0, 1)

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.backtest import backtest
-from analyzer.guards import all_policies, parse_policy
-from analyzer.store import open_store
+from analyzer.engine.store import open_store
+from analyzer.guards.backtest import backtest
+from analyzer.guards.policy import all_policies, parse_policy
 from tests.helpers import load_guard_case
 
 CASES = Path(__file__).parent / "guards"

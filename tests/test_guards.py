@@ -12,12 +12,12 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analyzer.backtest import backtest
-from analyzer.cli import cli
+from analyzer.cli.main import cli
+from analyzer.engine.store import Store, open_store
 from analyzer.errors import ForensicsError
-from analyzer.guards import Policy, all_policies, load_policies, parse_policy
-from analyzer.replay import Replay
-from analyzer.store import Store, open_store
+from analyzer.guards.backtest import backtest
+from analyzer.guards.policy import Policy, all_policies, load_policies, parse_policy
+from analyzer.guards.replay import Replay
 from tests.helpers import fill_calls, fill_messages, insert
 
 
@@ -31,10 +31,18 @@ def make_store(calls: list[dict[str, Any]]) -> Store:
     rows = fill_calls([{k: v for k, v in c.items() if k != "tool"} for c in calls])
     insert(store, "calls", rows)
     messages = [
-        {"session_id": r["session_id"], "idx": i, "role": "assistant", "kind": "tool_call",
-         "tool_name": c["tool"], "tool_args_hash": "h", "call_id": r["call_id"]}
-        for i, (c, r) in enumerate(zip(calls, rows, strict=True)) if c.get("tool")
-    ]  # fmt: skip
+        {
+            "session_id": r["session_id"],
+            "idx": i,
+            "role": "assistant",
+            "kind": "tool_call",
+            "tool_name": c["tool"],
+            "tool_args_hash": "h",
+            "call_id": r["call_id"],
+        }
+        for i, (c, r) in enumerate(zip(calls, rows, strict=True))
+        if c.get("tool")
+    ]
     insert(store, "messages", fill_messages(messages))
     return store
 
@@ -53,68 +61,153 @@ T, S, X = "tool_call", "thinking_only", "text"
 
 # (name, policy, calls, stops, nudges)
 CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[str], list[str]]] = [
-    ("counter increments to its stop",
-     {"type": "counter", "count": "stalled", "stop": 3}, kinds(S, S, X, S, X), ["c4"], []),
-    ("counter reset by a reset event never reaches it",
-     {"type": "counter", "count": "stalled", "reset": "tool_call", "stop": 3},
-     kinds(S, S, T, S, S, T, S, S), [], []),
-    ("counter without the reset does",
-     {"type": "counter", "count": "stalled", "stop": 3}, kinds(S, S, T, S, S, T, S, S),
-     ["c4"], []),
-    ("ladder: nudge, then stop",
-     {"type": "counter", "count": "stalled", "nudge": 2, "stop": 4}, kinds(S, S, S, S, S),
-     ["c4"], ["c2"]),
-    ("a reset lets the nudge fire again",
-     {"type": "counter", "count": "stalled", "reset": "tool_call", "nudge": 2, "stop": 9},
-     kinds(S, S, T, S, S), [], ["c2", "c5"]),
-    ("scope: a new session starts the counter afresh",
-     {"type": "counter", "count": "stalled", "stop": 3, "scope": "session"},
-     [*kinds(S, S, session_id="a"), *kinds(S, S, session_id="b")], [], []),
-    ("scope: stream counts across sessions",
-     {"type": "counter", "count": "stalled", "stop": 3, "scope": "stream"},
-     [*kinds(S, S, session_id="a"), *kinds(S, S, session_id="b")], ["c3"], []),
-    ("scope: turn",
-     {"type": "counter", "count": "stalled", "stop": 2, "scope": "turn"},
-     [*kinds(S, turn_id="t1"), *kinds(S, S, turn_id="t2")], ["c3"], []),
-    ("weight: tokens",
-     {"type": "counter", "count": "true", "weight": "output_tokens", "stop": 100},
-     [{"output_tokens": 40}, {"output_tokens": 50}, {"output_tokens": 20}], ["c3"], []),
-    ("budget: dollars, never reset",
-     {"type": "budget", "stop": 1.0},
-     [{"cost_usd": 0.4}, {"cost_usd": 0.4}, {"cost_usd": 0.4}, {"cost_usd": 0.4}], ["c3"], []),
-    ("watch: the guard is blind to unsaved replies",
-     {"type": "counter", "count": "stalled", "stop": 2, "watch": "coalesce(reply_saved, true)"},
-     [{"response_kind": S, "reply_saved": False}] * 3, [], []),
-    ("run length over the prompt size",
-     {"type": "run_length", "key": "input_tokens", "stop": 3},
-     [{"input_tokens": n} for n in (10, 20, 20, 30, 30, 30, 30)], ["c6"], []),
-    ("run length: a NULL key is no run",
-     {"type": "run_length", "key": "input_tokens", "stop": 2},
-     [{"input_tokens": None}, {"input_tokens": None}], [], []),
-    ("run length over tool calls, other calls unseen",
-     {"type": "run_length", "key": "tool_key", "watch": "tool_key IS NOT NULL", "stop": 3},
-     [{"tool": "read"}, {"response_kind": X}, {"tool": "read"}, {"tool": "read"}], ["c4"], []),
-    ("period 2: A-B-A-B-A-B",
-     {"type": "period", "key": "tool_key", "watch": "tool_key IS NOT NULL", "period": 2,
-      "stop": 3},
-     [{"tool": t} for t in "ababab"], ["c6"], []),
-    ("period 2: two repeats only",
-     {"type": "period", "key": "tool_key", "watch": "tool_key IS NOT NULL", "period": 2,
-      "stop": 3},
-     [{"tool": t} for t in "ababc"], [], []),
-    ("window of calls",
-     {"type": "window", "count": "stalled", "size": 4, "stop": 3},
-     kinds(S, X, X, S, X, S, S), ["c7"], []),
-    ("window of seconds",
-     {"type": "window", "count": "stalled", "seconds": 60, "stop": 3},
-     [{"response_kind": S, "t": t} for t in (0, 50, 130, 150, 170)], ["c5"], []),
-]  # fmt: skip
+    (
+        "counter increments to its stop",
+        {"type": "counter", "count": "stalled", "stop": 3},
+        kinds(S, S, X, S, X),
+        ["c4"],
+        [],
+    ),
+    (
+        "counter reset by a reset event never reaches it",
+        {"type": "counter", "count": "stalled", "reset": "tool_call", "stop": 3},
+        kinds(S, S, T, S, S, T, S, S),
+        [],
+        [],
+    ),
+    (
+        "counter without the reset does",
+        {"type": "counter", "count": "stalled", "stop": 3},
+        kinds(S, S, T, S, S, T, S, S),
+        ["c4"],
+        [],
+    ),
+    (
+        "ladder: nudge, then stop",
+        {"type": "counter", "count": "stalled", "nudge": 2, "stop": 4},
+        kinds(S, S, S, S, S),
+        ["c4"],
+        ["c2"],
+    ),
+    (
+        "a reset lets the nudge fire again",
+        {"type": "counter", "count": "stalled", "reset": "tool_call", "nudge": 2, "stop": 9},
+        kinds(S, S, T, S, S),
+        [],
+        ["c2", "c5"],
+    ),
+    (
+        "scope: a new session starts the counter afresh",
+        {"type": "counter", "count": "stalled", "stop": 3, "scope": "session"},
+        [*kinds(S, S, session_id="a"), *kinds(S, S, session_id="b")],
+        [],
+        [],
+    ),
+    (
+        "scope: stream counts across sessions",
+        {"type": "counter", "count": "stalled", "stop": 3, "scope": "stream"},
+        [*kinds(S, S, session_id="a"), *kinds(S, S, session_id="b")],
+        ["c3"],
+        [],
+    ),
+    (
+        "scope: turn",
+        {"type": "counter", "count": "stalled", "stop": 2, "scope": "turn"},
+        [*kinds(S, turn_id="t1"), *kinds(S, S, turn_id="t2")],
+        ["c3"],
+        [],
+    ),
+    (
+        "weight: tokens",
+        {"type": "counter", "count": "true", "weight": "output_tokens", "stop": 100},
+        [{"output_tokens": 40}, {"output_tokens": 50}, {"output_tokens": 20}],
+        ["c3"],
+        [],
+    ),
+    (
+        "budget: dollars, never reset",
+        {"type": "budget", "stop": 1.0},
+        [{"cost_usd": 0.4}, {"cost_usd": 0.4}, {"cost_usd": 0.4}, {"cost_usd": 0.4}],
+        ["c3"],
+        [],
+    ),
+    (
+        "watch: the guard is blind to unsaved replies",
+        {"type": "counter", "count": "stalled", "stop": 2, "watch": "coalesce(reply_saved, true)"},
+        [{"response_kind": S, "reply_saved": False}] * 3,
+        [],
+        [],
+    ),
+    (
+        "run length over the prompt size",
+        {"type": "run_length", "key": "input_tokens", "stop": 3},
+        [{"input_tokens": n} for n in (10, 20, 20, 30, 30, 30, 30)],
+        ["c6"],
+        [],
+    ),
+    (
+        "run length: a NULL key is no run",
+        {"type": "run_length", "key": "input_tokens", "stop": 2},
+        [{"input_tokens": None}, {"input_tokens": None}],
+        [],
+        [],
+    ),
+    (
+        "run length over tool calls, other calls unseen",
+        {"type": "run_length", "key": "tool_key", "watch": "tool_key IS NOT NULL", "stop": 3},
+        [{"tool": "read"}, {"response_kind": X}, {"tool": "read"}, {"tool": "read"}],
+        ["c4"],
+        [],
+    ),
+    (
+        "period 2: A-B-A-B-A-B",
+        {
+            "type": "period",
+            "key": "tool_key",
+            "watch": "tool_key IS NOT NULL",
+            "period": 2,
+            "stop": 3,
+        },
+        [{"tool": t} for t in "ababab"],
+        ["c6"],
+        [],
+    ),
+    (
+        "period 2: two repeats only",
+        {
+            "type": "period",
+            "key": "tool_key",
+            "watch": "tool_key IS NOT NULL",
+            "period": 2,
+            "stop": 3,
+        },
+        [{"tool": t} for t in "ababc"],
+        [],
+        [],
+    ),
+    (
+        "window of calls",
+        {"type": "window", "count": "stalled", "size": 4, "stop": 3},
+        kinds(S, X, X, S, X, S, S),
+        ["c7"],
+        [],
+    ),
+    (
+        "window of seconds",
+        {"type": "window", "count": "stalled", "seconds": 60, "stop": 3},
+        [{"response_kind": S, "t": t} for t in (0, 50, 130, 150, 170)],
+        ["c5"],
+        [],
+    ),
+]
 
 
-@pytest.mark.parametrize(("name", "raw", "calls", "stops", "nudges"), CASES,
-                         ids=[c[0] for c in CASES])  # fmt: skip
-def test_primitive(name: str, raw: dict[str, Any], calls: list[dict[str, Any]], stops: list[str],
-                   nudges: list[str]) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "raw", "calls", "stops", "nudges"), CASES, ids=[c[0] for c in CASES]
+)
+def test_primitive(
+    name: str, raw: dict[str, Any], calls: list[dict[str, Any]], stops: list[str], nudges: list[str]
+) -> None:
     got_stops, got_nudges = trips(calls, policy(**raw))
     assert (got_stops, got_nudges) == (stops, nudges)
 
@@ -156,9 +249,15 @@ def test_incident_scoring_latency_and_prevention() -> None:
     two, six, seven = results[2], results[6], results[7]
     # c2 (t=10 s) and c3 (t=20 s) are the guard's two events; c4-c7 are prevented.
     assert two.stopped == [
-        {"incident_id": "i1", "event_id": "i1", "latency_events": 2, "latency_seconds": 10.0,
-         "latency_usd": 1.0, "waste_prevented_usd": 2.0}
-    ]  # fmt: skip
+        {
+            "incident_id": "i1",
+            "event_id": "i1",
+            "latency_events": 2,
+            "latency_seconds": 10.0,
+            "latency_usd": 1.0,
+            "waste_prevented_usd": 2.0,
+        }
+    ]
     assert (two.false_trips, two.waste_prevented_usd, two.median_latency_events) == (0, 2.0, 2)
     assert (two.waste_total_usd, two.waste_missed_usd, two.net_usd) == (3.0, 1.0, 2.0)
     # Tripping at its last call prevents nothing: not stopped (and not a false trip either).
@@ -183,9 +282,11 @@ def reference(events: list[dict[str, Any]], p: Policy) -> tuple[list[str], list[
             n, last = n + 1, ident
         units.setdefault((e["stream_key"], n), []).append(e)
     pred = {
-        "stalled": lambda e: e["stalled"], "tool_call": lambda e: e["tool_call"],
-        "true": lambda e: True, "tool_key IS NOT NULL": lambda e: e["tool_key"] is not None,
-    }  # fmt: skip
+        "stalled": lambda e: e["stalled"],
+        "tool_call": lambda e: e["tool_call"],
+        "true": lambda e: True,
+        "tool_key IS NOT NULL": lambda e: e["tool_key"] is not None,
+    }
     stops: list[tuple[Any, str]] = []
     nudges: list[tuple[Any, str]] = []
     for _u, evs in sorted(units.items()):
@@ -231,32 +332,52 @@ def reference(events: list[dict[str, Any]], p: Policy) -> tuple[list[str], list[
 
 
 KINDS = ["tool_call", "thinking_only", "text", "empty", None]
-call_st = st.fixed_dictionaries({
-    "response_kind": st.sampled_from(KINDS),
-    "input_tokens": st.sampled_from([100, 200, None]),
-    "cost_usd": st.sampled_from([0.5, 1.0, 2.0]),
-    "stream_key": st.sampled_from(["s1", "s2"]),
-    "session_id": st.sampled_from(["a", "b"]),
-    "turn_id": st.sampled_from(["t1", "t2", None]),
-    "tool": st.sampled_from([None, "read", "edit"]),
-})  # fmt: skip
+call_st = st.fixed_dictionaries(
+    {
+        "response_kind": st.sampled_from(KINDS),
+        "input_tokens": st.sampled_from([100, 200, None]),
+        "cost_usd": st.sampled_from([0.5, 1.0, 2.0]),
+        "stream_key": st.sampled_from(["s1", "s2"]),
+        "session_id": st.sampled_from(["a", "b"]),
+        "turn_id": st.sampled_from(["t1", "t2", None]),
+        "tool": st.sampled_from([None, "read", "edit"]),
+    }
+)
 policy_st = st.one_of(
-    st.builds(dict, type=st.just("counter"), count=st.sampled_from(["stalled", "tool_call"]),
-              reset=st.sampled_from([None, "tool_call", "stalled"]),
-              scope=st.sampled_from(["stream", "session", "turn"])),
+    st.builds(
+        dict,
+        type=st.just("counter"),
+        count=st.sampled_from(["stalled", "tool_call"]),
+        reset=st.sampled_from([None, "tool_call", "stalled"]),
+        scope=st.sampled_from(["stream", "session", "turn"]),
+    ),
     st.builds(dict, type=st.just("budget"), scope=st.sampled_from(["stream", "session"])),
-    st.builds(dict, type=st.just("run_length"), key=st.sampled_from(["input_tokens", "tool_key"]),
-              watch=st.sampled_from([None, "tool_key IS NOT NULL"]),
-              scope=st.sampled_from(["stream", "turn"])),
-    st.builds(dict, type=st.just("period"), key=st.just("tool_key"), period=st.sampled_from([2, 3]),
-              watch=st.sampled_from([None, "tool_key IS NOT NULL"])),
-    st.builds(dict, type=st.just("window"), count=st.sampled_from(["stalled", "tool_call"]),
-              size=st.sampled_from([2, 3, 5])),
-)  # fmt: skip
+    st.builds(
+        dict,
+        type=st.just("run_length"),
+        key=st.sampled_from(["input_tokens", "tool_key"]),
+        watch=st.sampled_from([None, "tool_key IS NOT NULL"]),
+        scope=st.sampled_from(["stream", "turn"]),
+    ),
+    st.builds(
+        dict,
+        type=st.just("period"),
+        key=st.just("tool_key"),
+        period=st.sampled_from([2, 3]),
+        watch=st.sampled_from([None, "tool_key IS NOT NULL"]),
+    ),
+    st.builds(
+        dict,
+        type=st.just("window"),
+        count=st.sampled_from(["stalled", "tool_call"]),
+        size=st.sampled_from([2, 3, 5]),
+    ),
+)
 
 
-@settings(max_examples=30, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
+@settings(
+    max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(calls=st.lists(call_st, min_size=1, max_size=25), raw=policy_st)
 def test_sweep_equals_separate_replays(calls: list[dict[str, Any]], raw: dict[str, Any]) -> None:
     raw = {k: v for k, v in raw.items() if v is not None}
@@ -280,12 +401,12 @@ def _events(store: Store) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
-@settings(max_examples=25, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
+@settings(
+    max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(calls=st.lists(call_st, min_size=1, max_size=25))
 def test_ladder_nudges_match_the_reference(calls: list[dict[str, Any]]) -> None:
-    p = policy(type="counter", count="stalled", reset="tool_call", nudge=2, stop=3,
-               scope="session")  # fmt: skip
+    p = policy(type="counter", count="stalled", reset="tool_call", nudge=2, stop=3, scope="session")
     with make_store(calls) as store:
         [r] = backtest(store, [p])
         Replay(store)  # every column, for the reference
@@ -300,15 +421,28 @@ def test_ladder_nudges_match_the_reference(calls: list[dict[str, Any]]) -> None:
 def test_the_presets_are_the_public_names() -> None:
     names = [p.name for p in all_policies()]
     assert names == [
-        "penguin_consecutive_trivial", "penguin_consecutive_trivial_placeholder",
-        "penguin_token_trivial", "penguin_stale_context", "penguin_no_action_completion",
-        "session_cost_cap", "netclaw_reset_on_tool", "netclaw_pre_tool_empty",
-        "netclaw_cumulative_per_turn", "netclaw_max_tool_iterations",
-        "nexus3_consecutive_empty", "maxtokens_session", "maxtokens_truncated_tools",
-        "gemini_repeat_tool", "openhands_alternation", "opencode_doom_loop",
-        "mini_swe_agent_format_errors", "swe_agent_requeries", "openhands_action_error",
-        "openhands_action_observation", "cline_mistakes",
-    ]  # fmt: skip
+        "penguin_consecutive_trivial",
+        "penguin_consecutive_trivial_placeholder",
+        "penguin_token_trivial",
+        "penguin_stale_context",
+        "penguin_no_action_completion",
+        "session_cost_cap",
+        "netclaw_reset_on_tool",
+        "netclaw_pre_tool_empty",
+        "netclaw_cumulative_per_turn",
+        "netclaw_max_tool_iterations",
+        "nexus3_consecutive_empty",
+        "maxtokens_session",
+        "maxtokens_truncated_tools",
+        "gemini_repeat_tool",
+        "openhands_alternation",
+        "opencode_doom_loop",
+        "mini_swe_agent_format_errors",
+        "swe_agent_requeries",
+        "openhands_action_error",
+        "openhands_action_observation",
+        "cline_mistakes",
+    ]
 
 
 MY_POLICY = """
@@ -333,8 +467,19 @@ def test_a_users_toml_policy_end_to_end(tmp_path: Path) -> None:
     listed = runner.invoke(cli, ["policies", "--policies", str(f), "--json"])
     mine = [p for p in json.loads(listed.stdout) if p["name"] == "two_stalls_per_turn"]
     assert mine and mine[0]["source"] == str(f) and mine[0]["params"]["stop"] == 2
-    result = runner.invoke(cli, ["backtest", "--db", str(db), "--policies", str(f), "--only",
-                                 "two_stalls_per_turn", "--json"])  # fmt: skip
+    result = runner.invoke(
+        cli,
+        [
+            "backtest",
+            "--db",
+            str(db),
+            "--policies",
+            str(f),
+            "--only",
+            "two_stalls_per_turn",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     [r] = json.loads(result.stdout)
     assert r["policy"] == "two_stalls_per_turn"
@@ -389,15 +534,21 @@ def test_labels_override_the_ground_truth(tmp_path: Path) -> None:
     # they started (latency 0); c3 and c4 were legitimate work it killed.
     assert r.incidents_total == 1
     assert r.stopped == [
-        {"incident_id": "label:s", "event_id": "label:s", "latency_events": 0,
-         "latency_seconds": 0.0, "latency_usd": 0.0, "waste_prevented_usd": 2.0}
-    ]  # fmt: skip
+        {
+            "incident_id": "label:s",
+            "event_id": "label:s",
+            "latency_events": 0,
+            "latency_seconds": 0.0,
+            "latency_usd": 0.0,
+            "waste_prevented_usd": 2.0,
+        }
+    ]
     assert (r.usd_work_killed, r.harm_usd, r.net_usd) == (2.0, 2.0, 0.0)
 
 
 def test_the_replay_has_exactly_the_columns_a_policy_may_use() -> None:
     """The columns policies are checked against are the replay's own (one definition)."""
-    from analyzer.primitives import EVENT_COLUMNS
+    from analyzer.guards.primitives import EVENT_COLUMNS
 
     with make_store(kinds(S, X)) as store:
         Replay(store)
@@ -406,5 +557,10 @@ def test_the_replay_has_exactly_the_columns_a_policy_may_use() -> None:
     # The replay's own: the units, the session's number, the parent session, the running
     # dollars of the stream order.
     assert set(got) - set(EVENT_COLUMNS) == {
-        "u_stream", "u_session", "u_turn", "sid", "parent_session_id", "usd_through"
-    }  # fmt: skip
+        "u_stream",
+        "u_session",
+        "u_turn",
+        "sid",
+        "parent_session_id",
+        "usd_through",
+    }

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
 from analyzer.console import csv_out
-from analyzer.store import open_store
+from analyzer.engine.store import open_store
 from tests.helpers import or_row, write_csv
 
 FORMULA = "=2+5+cmd|' /C calc'!A0"
@@ -82,8 +82,11 @@ def test_a_hostile_file_name_is_one_plain_line_in_every_message(tmp_path: Path) 
     write_csv(folder / "activity.csv", [or_row(i) for i in range(3)])
     run = CliRunner()
     db = str(tmp_path / "s.duckdb")
-    for args in (["ingest", "--db", db, str(folder)], ["ingest", "-v", "--db", db, str(folder)],
-                 ["ingest", "--db", db, str(hostile)]):  # fmt: skip
+    for args in (
+        ["ingest", "--db", db, str(folder)],
+        ["ingest", "-v", "--db", db, str(folder)],
+        ["ingest", "--db", db, str(hostile)],
+    ):
         result = run.invoke(cli, args)
         assert result.exit_code in (0, 3, 4), result.output
         assert terminal_text(result.stderr) and terminal_text(result.stdout), args
@@ -123,10 +126,17 @@ RAW = ("\u202e", "\x00", "\x1b", "\x07")
 def looping_bill(tmp_path: Path) -> Path:
     """22 calls that re-send the same 56,065-token prompt for 3 tokens back: one incident."""
     rows = [
-        or_row(i, tokens_prompt="56065", tokens_completion="3", cost_total="0.17",
-               model_permaslug=HOSTILE_MODEL, api_key_name=LONG_KEY, app_name=HOSTILE_APP)
+        or_row(
+            i,
+            tokens_prompt="56065",
+            tokens_completion="3",
+            cost_total="0.17",
+            model_permaslug=HOSTILE_MODEL,
+            api_key_name=LONG_KEY,
+            app_name=HOSTILE_APP,
+        )
         for i in range(22)
-    ]  # fmt: skip
+    ]
     return write_csv(tmp_path / "activity.csv", rows)
 
 
@@ -165,7 +175,7 @@ def test_chart_labels_from_logs_raise_no_font_warning() -> None:
     """A tab, NUL or ESC in a model name, and a script the font lacks, used to print
     matplotlib's ``UserWarning: Glyph … missing from font`` (with the installed path) on
     stderr."""
-    from analyzer import charts
+    from analyzer.report import charts
 
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")

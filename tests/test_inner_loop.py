@@ -16,11 +16,24 @@ def collected(*args: str, ci: bool) -> tuple[int, int, str]:
     if ci:
         env["CI"] = "1"
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/test_spark.py", "tests/test_readme.py",
-         "--collect-only", "-q",
-         "-p", "no:cacheprovider", *args],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/test_spark.py",
+            "tests/test_readme.py",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *args,
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     found = re.search(r"(\d+)(?:/(\d+))? tests? collected(?: \((\d+) deselected\))?", result.stdout)
     assert found is not None, result.stdout

@@ -41,8 +41,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from analyzer.engine.store import OFFLINE
 from analyzer.ingest.workers import ENV as WORKERS_ENV
-from analyzer.store import OFFLINE
 from tests.helpers import REPO
 
 pytestmark = pytest.mark.skipif(
@@ -96,7 +96,8 @@ batch.Batch.commit = commit
 """
 
 _DRIVER = (
-    "import sys; sys.path.insert(0, {root!r})\n{patch}\nfrom analyzer.cli import main\nmain()\n"
+    "import sys; sys.path.insert(0, {root!r})\n{patch}\n"
+    "from analyzer.cli.main import main\nmain()\n"
 )
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
+from analyzer.engine.store import open_store
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.flow import FileReport
 from analyzer.pipeline import ingest_paths
-from analyzer.store import open_store
 from tests.helpers import REPO, shared_samples
 
 FIXTURES = REPO / "tests" / "fixtures" / "litellm"
@@ -36,8 +36,12 @@ def test_the_table_exported_as_csv(tmp_path: Path) -> None:
     # 57 rows: 30 healthy calls, 22 of the runaway, 2 embeddings (skipped by kind), a failed
     # request, a row whose spend is "n/a" (rejected), and a request exported twice.
     assert (r.rows_read, r.rows_loaded, r.rows_rejected, r.rows_duplicate, r.rows_skipped) == (
-        57, 53, 1, 1, 2,
-    )  # fmt: skip
+        57,
+        53,
+        1,
+        1,
+        2,
+    )
     with open_store(tmp_path / "s.duckdb", read_only=True) as store:
         [(line, reason, excerpt)] = store.con.execute(
             "SELECT line, reason, excerpt FROM rejects"
@@ -53,12 +57,24 @@ def test_the_table_exported_as_csv(tmp_path: Path) -> None:
         assert first is not None
         assert str(first[0]) == "2025-12-13 05:40:02.211000"  # naive: read in --input-tz (UTC)
         assert first[1:8] == (
-            "claude-opus-4-5", "anthropic", "penguin-prod", "agents", "agents", None,
+            "claude-opus-4-5",
+            "anthropic",
+            "penguin-prod",
+            "agents",
+            "agents",
+            None,
             "sess-koda-0513",
-        )  # fmt: skip
+        )
         assert first[8:] == (
-            8120, 412, Decimal("0.0509"), "billed", "stop", "text", 4200.0, 700.0,
-        )  # fmt: skip
+            8120,
+            412,
+            Decimal("0.0509"),
+            "billed",
+            "stop",
+            "text",
+            4200.0,
+            700.0,
+        )
         failed = store.con.execute(
             "SELECT finish_reason, response_kind, cost_basis FROM calls WHERE model = 'gpt-4.1'"
         ).fetchall()
@@ -127,9 +143,16 @@ def test_other_projects_spend_log_rows(tmp_path: Path) -> None:
         ).fetchall()
     by_id = {g[0]: g[1:] for g in got}
     assert by_id["req-success-001"] == (
-        "gpt-4o", 50, 0, 100, Decimal("0.00525"), "billed", "unknown", None,
+        "gpt-4o",
+        50,
+        0,
+        100,
+        Decimal("0.00525"),
+        "billed",
+        "unknown",
+        None,
         "session-alpha-001",
-    )  # fmt: skip
+    )
     assert by_id["req-failed-001"][6:8] == ("error", 429)
     assert by_id["req-cached-001"][1:3] == (20, 20)
     assert by_id["req-sparse-001"][4:6] == (None, None)  # no spend: unpriced, not billed

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from analyzer.cli import cli
-from analyzer.pages import md_escape, render
-from analyzer.report import build_report
-from analyzer.store import open_store
+from analyzer.cli.main import cli
+from analyzer.engine.store import open_store
+from analyzer.report.build import build_report
+from analyzer.report.pages import md_escape, render
 from tests.helpers import SAMPLE_DATA, or_row, shared_samples, write_csv
 from tests.test_report import HOSTILE, hostile_store
 
@@ -28,8 +28,18 @@ HEALTHY = "real-world/claude_code/DRMacIver__claude-reliability/hello-world-scri
 DELIMITER = re.compile(r"\|(?:\s*:?-+:?\s*\|)+")
 # Our own markup: headings, paragraphs, lists, tables. Untrusted text adds none, and no inline
 # markup at all (the template writes no emphasis, code, link or HTML of its own).
-OWN_BLOCKS = {"heading", "paragraph", "bullet_list", "list_item", "table", "thead", "tbody",
-              "tr", "th", "td"}  # fmt: skip
+OWN_BLOCKS = {
+    "heading",
+    "paragraph",
+    "bullet_list",
+    "list_item",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+}
 OWN_HEADINGS = re.compile(
     r"LLM spend and runaway-loop incident report|Where the waste went|Provider bills per bucket|"
     r"Incidents, most wasted first|Guards|Inputs|"
@@ -85,9 +95,15 @@ def hostile_md(tmp_path_factory: pytest.TempPathFactory) -> str:
                    VALUES (?, 'constant_input_low_output', 'high', ?, ?,
                            TIMESTAMP '2025-12-13 07:00:00', TIMESTAMP '2025-12-13 07:01:00', 3,
                            'none-1', 'none-2', ?, 'billed', ?, ?)""",
-                [f"hostile:{n}", f"k|{HOSTILE[0]}", f"[s](javascript:alert({n}))", 100 + n,
-                 summary, json.dumps({f"k|{HOSTILE[1]}": summary, "n": 3.0})],
-            )  # fmt: skip
+                [
+                    f"hostile:{n}",
+                    f"k|{HOSTILE[0]}",
+                    f"[s](javascript:alert({n}))",
+                    100 + n,
+                    summary,
+                    json.dumps({f"k|{HOSTILE[1]}": summary, "n": 3.0}),
+                ],
+            )
         return render(build_report(store, charts_on=False), "md")
 
 
@@ -261,10 +277,27 @@ def test_hostile_text_stays_literal(hostile_md: str) -> None:
 
 # -- md_escape on its own ----------------------------------------------------------------------
 
-BRIEF_HOSTILE = ["<script>alert(1)</script>", "[x](javascript:alert(1))", "| a | b |", "`code`",
-                 "# heading", "![img](http://x)", "- item", "1. item", "> quote", "---",
-                 "*em* _em_ **strong** ~~gone~~", "&lt;b&gt; &#60;", "<http://x>", "a\\", "\\*",
-                 "    indented", "x\ny", "{{7*7}}", "[ref]: http://x"]  # fmt: skip
+BRIEF_HOSTILE = [
+    "<script>alert(1)</script>",
+    "[x](javascript:alert(1))",
+    "| a | b |",
+    "`code`",
+    "# heading",
+    "![img](http://x)",
+    "- item",
+    "1. item",
+    "> quote",
+    "---",
+    "*em* _em_ **strong** ~~gone~~",
+    "&lt;b&gt; &#60;",
+    "<http://x>",
+    "a\\",
+    "\\*",
+    "    indented",
+    "x\ny",
+    "{{7*7}}",
+    "[ref]: http://x",
+]
 
 
 def as_paragraph(value: str) -> str:
@@ -293,8 +326,12 @@ def test_md_escape_keeps_any_text_literal(value: str) -> None:
 
 
 def test_md_escape_leaves_plain_text_alone() -> None:
-    for plain in ["anthropic/claude-opus-4.5", "22 calls re-sent the same 56,065-token prompt "
-                  "and got 3 tokens back in 69 s ($6.16)", "Hello! It's 10:21 (UTC), see "
-                  "docs/a-b.md", "-3", "2025-12-11_091502"]:  # fmt: skip
+    for plain in [
+        "anthropic/claude-opus-4.5",
+        "22 calls re-sent the same 56,065-token prompt and got 3 tokens back in 69 s ($6.16)",
+        "Hello! It's 10:21 (UTC), see docs/a-b.md",
+        "-3",
+        "2025-12-11_091502",
+    ]:
         assert md_escape(plain) == plain  # "_" inside a word opens no emphasis
     assert md_escape(3.0) == "3" and md_escape(2.5) == "2.5" and md_escape(None) == "–"

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
+from analyzer.engine.store import Store, open_store
 from analyzer.ingest import conversation_json, mini_swe_agent
 from analyzer.ingest.base import Head, IngestOptions
 from analyzer.ingest.flow import FileReport
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store, open_store
 from tests.helpers import assert_accounted, q, shared_samples, truth_at_collection
 
 FOLDER = "conversation_json"
@@ -161,8 +161,15 @@ FORMAT_ERROR = "Please always provide EXACTLY ONE action in triple backticks, fo
 
 
 def reply(text: str, usage: dict[str, Any] | None = None) -> dict[str, Any]:
-    extra = {"response": {"id": "r", "model": "gpt-5-mini", "created": 1767698210,
-                          "choices": [{"finish_reason": "stop"}], "usage": usage}}  # fmt: skip
+    extra = {
+        "response": {
+            "id": "r",
+            "model": "gpt-5-mini",
+            "created": 1767698210,
+            "choices": [{"finish_reason": "stop"}],
+            "usage": usage,
+        }
+    }
     return {"role": "assistant", "content": text, "extra": extra if usage else {}}
 
 
@@ -182,9 +189,12 @@ def trajectory(messages: list[dict[str, Any]], **info: Any) -> dict[str, Any]:
         },
     }
     base.update(info)
-    return {"info": base, "messages": [{"role": "system", "content": "Use bash."},
-                                       said("Fix the bug."), *messages],
-            "trajectory_format": "mini-swe-agent-1", "instance_id": "t-1"}  # fmt: skip
+    return {
+        "info": base,
+        "messages": [{"role": "system", "content": "Use bash."}, said("Fix the bug."), *messages],
+        "trajectory_format": "mini-swe-agent-1",
+        "instance_id": "t-1",
+    }
 
 
 def write(tmp_path: Path, doc: object, name: str = "t.traj.json") -> Path:
@@ -194,20 +204,26 @@ def write(tmp_path: Path, doc: object, name: str = "t.traj.json") -> Path:
 
 
 def test_observations_timeouts_and_refusals(store: Store, tmp_path: Path) -> None:
-    doc = trajectory([
-        reply("Look.\n```bash\nls\n```"),
-        said("<returncode>0</returncode>\n<output>\na.py\n</output>"),
-        reply("Two.\n```bash\nls\n```\n```bash\npwd\n```"),
-        said("Please always provide EXACTLY ONE action in triple backticks, found 2 actions."),
-        reply("Run.\n```bash\npython a.py\n```"),
-        said("<returncode>1</returncode>\n<output>\nTraceback\n</output>"),
-        said(""),  # the exception that ended the run (a limit): the agent's, no prompt
-    ], exit_status="LimitsExceeded")  # fmt: skip
+    doc = trajectory(
+        [
+            reply("Look.\n```bash\nls\n```"),
+            said("<returncode>0</returncode>\n<output>\na.py\n</output>"),
+            reply("Two.\n```bash\nls\n```\n```bash\npwd\n```"),
+            said("Please always provide EXACTLY ONE action in triple backticks, found 2 actions."),
+            reply("Run.\n```bash\npython a.py\n```"),
+            said("<returncode>1</returncode>\n<output>\nTraceback\n</output>"),
+            said(""),  # the exception that ended the run (a limit): the agent's, no prompt
+        ],
+        exit_status="LimitsExceeded",
+    )
     [report] = ingest(store, write(tmp_path, doc))
     # 9 messages and info; every one loaded
     assert (report.format, report.rows_read, report.rows_loaded, report.calls) == (
-        "mini_swe_agent", 10, 10, 3
-    )  # fmt: skip
+        "mini_swe_agent",
+        10,
+        10,
+        3,
+    )
     got = q(
         store,
         """SELECT kind, tool_name, excerpt, is_error, tool_use_id IS NOT NULL FROM messages
@@ -267,8 +283,12 @@ def test_the_agents_own_action_pattern_is_used(store: Store, tmp_path: Path) -> 
 
 
 def test_per_call_costs_win_over_the_run_total(store: Store, tmp_path: Path) -> None:
-    usage = {"prompt_tokens": 1000, "completion_tokens": 20, "cost": 0.004,
-             "completion_tokens_details": {"reasoning_tokens": 8}}  # fmt: skip
+    usage = {
+        "prompt_tokens": 1000,
+        "completion_tokens": 20,
+        "cost": 0.004,
+        "completion_tokens_details": {"reasoning_tokens": 8},
+    }
     doc = trajectory([reply("```bash\nls\n```", usage), said("<returncode>0</returncode>")])
     ingest(store, write(tmp_path, doc))
     assert q(store, "SELECT cost_basis, cost_usd, reasoning_tokens, output_final FROM calls") == [
@@ -292,8 +312,14 @@ def test_sniffing_tells_format_1_from_1_1() -> None:
 
 
 def test_bad_values_are_read_as_missing(store: Store, tmp_path: Path) -> None:
-    doc = trajectory([reply("```bash\nls\n```"), {"content": "no role"}, 7,
-                      {"role": "assistant", "content": 5, "extra": {"response": []}}])  # fmt: skip
+    doc = trajectory(
+        [
+            reply("```bash\nls\n```"),
+            {"content": "no role"},
+            7,
+            {"role": "assistant", "content": 5, "extra": {"response": []}},
+        ]
+    )
     doc["info"]["model_stats"] = {"instance_cost": "lots", "api_calls": -1}
     doc["info"]["config"]["agent"]["action_regex"] = "(unclosed"
     [report] = ingest(store, write(tmp_path, doc))

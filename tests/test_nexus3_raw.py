@@ -6,11 +6,11 @@ import hashlib
 import json
 from pathlib import Path
 
+from analyzer.engine.store import Store
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.flow import FileReport
 from analyzer.ingest.lowering import result_hash
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store
 from tests.helpers import SAMPLE_DATA
 
 SESSION = "2025-12-11_100000_beef"
@@ -23,25 +23,46 @@ ASK = {"role": "user", "content": "List the files."}
 TOOL_TURN = {
     "role": "assistant",
     "content": "Listing files.",
-    "tool_calls": [{"id": "call_1", "type": "function",
-                    "function": {"name": "ls", "arguments": LS_ARGS}}],
-}  # fmt: skip
+    "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": LS_ARGS}}
+    ],
+}
 TOOL_RESULT = {"role": "tool", "tool_call_id": "call_1", "content": "a.py\nb.py"}
 EMPTY_TURN = {"role": "assistant", "content": ""}  # what the client saved from the empty stream
 RETRY = {"role": "user", "content": "Try again."}
 
 
-TOOL_DELTA = {"index": 0, "id": "call_1", "type": "function",
-              "function": {"name": "ls", "arguments": LS_ARGS}}  # fmt: skip
-USAGE_1 = {"prompt_tokens": 1200, "completion_tokens": 40, "total_tokens": 1240,
-           "prompt_tokens_details": {"cached_tokens": 1000},
-           "completion_tokens_details": {"reasoning_tokens": 8}}  # fmt: skip
-ERROR_400 = {"error": {"message": "assistant messages must have content",
-                       "type": "invalid_request_error", "code": 400}}  # fmt: skip
-ANSWER = {"id": "chatcmpl-9",
-          "choices": [{"index": 0, "finish_reason": "stop",
-                       "message": {"role": "assistant", "content": "Done: a.py, b.py"}}],
-          "usage": {"prompt_tokens": 1300, "completion_tokens": 9}}  # fmt: skip
+TOOL_DELTA = {
+    "index": 0,
+    "id": "call_1",
+    "type": "function",
+    "function": {"name": "ls", "arguments": LS_ARGS},
+}
+USAGE_1 = {
+    "prompt_tokens": 1200,
+    "completion_tokens": 40,
+    "total_tokens": 1240,
+    "prompt_tokens_details": {"cached_tokens": 1000},
+    "completion_tokens_details": {"reasoning_tokens": 8},
+}
+ERROR_400 = {
+    "error": {
+        "message": "assistant messages must have content",
+        "type": "invalid_request_error",
+        "code": 400,
+    }
+}
+ANSWER = {
+    "id": "chatcmpl-9",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "Done: a.py, b.py"},
+        }
+    ],
+    "usage": {"prompt_tokens": 1300, "completion_tokens": 9},
+}
 
 
 def request(t: float, messages: list[dict[str, object]], stream: bool = True) -> str:
@@ -63,11 +84,25 @@ def delta(content: object = None, finish: str | None = None, **extra: object) ->
     return {"choices": [{"index": 0, "delta": d, "finish_reason": finish}]}
 
 
-def complete(t: float, status: int, events: int, length: int, tools: int, done: bool,
-             finish: str | None, ms: float) -> str:  # fmt: skip
-    summary = {"http_status": status, "event_count": events, "content_length": length,
-               "tool_call_count": tools, "received_done": done, "finish_reason": finish,
-               "duration_ms": ms}  # fmt: skip
+def complete(
+    t: float,
+    status: int,
+    events: int,
+    length: int,
+    tools: int,
+    done: bool,
+    finish: str | None,
+    ms: float,
+) -> str:
+    summary = {
+        "http_status": status,
+        "event_count": events,
+        "content_length": length,
+        "tool_call_count": tools,
+        "received_done": done,
+        "finish_reason": finish,
+        "duration_ms": ms,
+    }
     return json.dumps({"type": "stream_complete", "timestamp": T0 + t, **summary})
 
 
@@ -114,9 +149,9 @@ def q(store: Store, sql: str, params: list[object] | None = None) -> list[tuple]
 
 def assert_accounted(store: Store) -> None:
     for read, loaded, rejected, dup, skipped in q(
-        store, "SELECT rows_read, rows_loaded, rows_rejected, rows_duplicate, rows_skipped "
-        "FROM sources"
-    ):  # fmt: skip
+        store,
+        "SELECT rows_read, rows_loaded, rows_rejected, rows_duplicate, rows_skipped FROM sources",
+    ):
         assert read == loaded + rejected + dup + skipped
     # Every line of a call (its request and its outcome) is a loaded row.
     for sid, loaded in q(store, "SELECT source_id, rows_loaded FROM sources"):
@@ -135,8 +170,12 @@ def test_accounting_every_line_belongs_to_a_call(store: Store, tmp_path: Path) -
     assert (r.status, r.format) == ("loaded", "nexus3_raw")
     # Lines per call: 8 + 2 + 2 + 2; messages are read from requests and add no rows.
     assert (r.rows_read, r.rows_loaded, r.rows_rejected, r.rows_duplicate, r.rows_skipped) == (
-        14, 14, 0, 0, 0,
-    )  # fmt: skip
+        14,
+        14,
+        0,
+        0,
+        0,
+    )
     assert q(store, "SELECT count(*) FROM calls") == [(4,)]
     assert q(store, "SELECT count(*) FROM messages") == [(7,)]
     assert_accounted(store)
@@ -151,19 +190,69 @@ def test_calls_in_order_with_their_outcome(store: Store, tmp_path: Path) -> None
            FROM calls ORDER BY seq""",
     )
     assert rows == [
-        (f"nexus3:{SESSION}:1", 1, 1, f"{SESSION}:2", True, 200, 5, True, 1500.0,
-         "tool_calls", "tool_calls", "tool_call"),
-        (f"nexus3:{SESSION}:9", 2, 9, f"{SESSION}:2", True, 200, 0, False, 30000.0,
-         None, "unknown", "empty"),
-        (f"nexus3:{SESSION}:11", 3, 11, f"{SESSION}:2", True, 400, None, None, None,
-         "error", "error", "error"),
-        (f"nexus3:{SESSION}:13", 4, 13, f"{SESSION}:7", False, 200, None, None, None,
-         "stop", "stop", "text"),
-    ]  # fmt: skip
+        (
+            f"nexus3:{SESSION}:1",
+            1,
+            1,
+            f"{SESSION}:2",
+            True,
+            200,
+            5,
+            True,
+            1500.0,
+            "tool_calls",
+            "tool_calls",
+            "tool_call",
+        ),
+        (
+            f"nexus3:{SESSION}:9",
+            2,
+            9,
+            f"{SESSION}:2",
+            True,
+            200,
+            0,
+            False,
+            30000.0,
+            None,
+            "unknown",
+            "empty",
+        ),
+        (
+            f"nexus3:{SESSION}:11",
+            3,
+            11,
+            f"{SESSION}:2",
+            True,
+            400,
+            None,
+            None,
+            None,
+            "error",
+            "error",
+            "error",
+        ),
+        (
+            f"nexus3:{SESSION}:13",
+            4,
+            13,
+            f"{SESSION}:7",
+            False,
+            200,
+            None,
+            None,
+            None,
+            "stop",
+            "stop",
+            "text",
+        ),
+    ]
     assert [str(t) for (t,) in q(store, "SELECT ts FROM calls ORDER BY seq")] == [
-        "2025-12-11 10:00:00", "2025-12-11 10:00:05", "2025-12-11 10:00:40",
+        "2025-12-11 10:00:00",
+        "2025-12-11 10:00:05",
+        "2025-12-11 10:00:40",
         "2025-12-11 10:01:00",
-    ]  # fmt: skip
+    ]
 
 
 def test_tokens_and_content(store: Store, tmp_path: Path) -> None:
@@ -186,8 +275,9 @@ def test_tokens_and_content(store: Store, tmp_path: Path) -> None:
     ]
     # A call with no tokens gets no cost.
     assert q(store, "SELECT seq, cost_usd, cost_basis FROM calls WHERE seq IN (2, 3)") == [
-        (2, None, None), (3, None, None),
-    ]  # fmt: skip
+        (2, None, None),
+        (3, None, None),
+    ]
 
 
 def test_new_messages_of_each_request_are_stored(store: Store, tmp_path: Path) -> None:
@@ -208,7 +298,7 @@ def test_new_messages_of_each_request_are_stored(store: Store, tmp_path: Path) -
         # The empty assistant message saved from the empty stream, tied to that call.
         (6, "assistant", "text", t1, 0, None, c2, ""),
         (7, "user", "prompt", t2, 10, None, None, "Try again."),
-    ]  # fmt: skip
+    ]
     expected = hashlib.sha256(b'{"path":"."}').hexdigest()
     assert q(store, "SELECT tool_args_hash FROM messages WHERE idx = 4") == [(expected,)]
     # The tool message's tool_call_id ties the result to its call; what it returned is hashed.
@@ -227,8 +317,12 @@ def test_line_before_any_request_is_rejected(store: Store, tmp_path: Path) -> No
     ]
     [r] = ingest(store, write(tmp_path / "logs" / SESSION / "raw.jsonl", lines))
     assert (r.rows_read, r.rows_loaded, r.rows_rejected, r.rows_duplicate, r.rows_skipped) == (
-        4, 2, 1, 0, 1,
-    )  # fmt: skip
+        4,
+        2,
+        1,
+        0,
+        1,
+    )
     [(line, reason)] = q(store, "SELECT line, reason FROM rejects")
     assert line == 1 and reason == "stream_chunk line before any request"
     assert q(store, "SELECT seq, line, content_chars, response_kind FROM calls") == [
@@ -260,17 +354,26 @@ def test_grown_log_completes_a_call_still_in_flight(store: Store, tmp_path: Path
     [r2] = ingest(store, write(tmp_path / "later" / "logs" / SESSION / "raw.jsonl", LOG))
     assert (r2.rows_read, r2.rows_loaded + r2.rows_duplicate) == (14, 14)
     assert q(store, "SELECT seq, http_status, response_kind FROM calls ORDER BY seq") == [
-        (1, 200, "tool_call"), (2, 200, "empty"), (3, 400, "error"), (4, 200, "text"),
-    ]  # fmt: skip
+        (1, 200, "tool_call"),
+        (2, 200, "empty"),
+        (3, 400, "error"),
+        (4, 200, "text"),
+    ]
 
 
 def test_subagent_folder(store: Store, tmp_path: Path) -> None:
     load_log(store, tmp_path)
     sub = [
         request(100, [{"role": "user", "content": "Check a.py"}], stream=False),
-        response(101, 200, {"choices": [{"message": {"content": "fine"}, "finish_reason": "stop"}],
-                            "usage": {"prompt_tokens": 50, "completion_tokens": 2}}),
-    ]  # fmt: skip
+        response(
+            101,
+            200,
+            {
+                "choices": [{"message": {"content": "fine"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 50, "completion_tokens": 2},
+            },
+        ),
+    ]
     [r] = ingest(store, write(tmp_path / "logs" / SESSION / "subagent_x1" / "raw.jsonl", sub))
     assert (r.rows_read, r.rows_loaded, r.rows_rejected) == (2, 2, 0)
     rows = q(
@@ -296,8 +399,12 @@ def test_sample_data_log(store: Store) -> None:
     assert (r.status, r.format, r.rows_read, r.rows_rejected) == ("loaded", "nexus3_raw", 22, 0)
     kinds = q(store, "SELECT seq, http_status, response_kind FROM calls ORDER BY seq")
     # A tool call, a text answer, the empty stream, then a 400 for every retry.
-    assert kinds[:4] == [(1, 200, "tool_call"), (2, 200, "text"), (3, 200, "empty"),
-                         (4, 400, "error")]  # fmt: skip
+    assert kinds[:4] == [
+        (1, 200, "tool_call"),
+        (2, 200, "text"),
+        (3, 200, "empty"),
+        (4, 400, "error"),
+    ]
     assert {k for _, _, k in kinds[3:]} == {"error"}
     assert q(store, "SELECT input_tokens, output_tokens FROM calls WHERE seq = 1") == [(2210, 31)]
     assert q(

@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from analyzer.store import open_store
+from analyzer.engine.store import open_store
 from tests.helpers import SAMPLE_DATA
 
 TIMEOUT = 300  # seconds for one audit run (about 10 s on a quiet machine)
@@ -45,10 +45,20 @@ SAMPLE_FORMATS = {"openrouter_csv", "claude_code", "conversation_json", "nexus3_
 # The ways out the bootstrap blocks; it tries every one of them at start-up and at exit, and each
 # must be caught (recorded as an attempt with ``probe`` true and raising the guard's error).
 GUARDS = {
-    "create_connection", "getaddrinfo", "gethostbyname", "gethostbyname_ex", "gethostbyaddr",
-    "getnameinfo", "socket.connect", "socket.connect_ex", "socket.sendto", "socket.sendmsg",
-    "audit:socket.connect", "audit:socket.sendto", "audit:socket.getaddrinfo",
-}  # fmt: skip
+    "create_connection",
+    "getaddrinfo",
+    "gethostbyname",
+    "gethostbyname_ex",
+    "gethostbyaddr",
+    "getnameinfo",
+    "socket.connect",
+    "socket.connect_ex",
+    "socket.sendto",
+    "socket.sendmsg",
+    "audit:socket.connect",
+    "audit:socket.sendto",
+    "audit:socket.getaddrinfo",
+}
 
 BOOTSTRAP = textwrap.dedent(
     r'''
@@ -319,8 +329,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         ):
             proc = subprocess.Popen(
                 [*prefix, *_cli(), "audit", str(SAMPLE_DATA), "--verbose", *args],
-                cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-            )  # fmt: skip
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+            )
         return Run(name, cwd, home, proc, log)
 
     report = ["-o", "report.html"]
@@ -408,8 +422,11 @@ def test_runs_were_in_an_empty_network_namespace(runs: Runs) -> None:
     # And such a namespace really has no way out, even for code the Python guard cannot see.
     probe = subprocess.run(
         [*runs.netns, sys.executable, "-I", "-c", NETNS_PROBE],
-        capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     found = json.loads(probe.stdout)
     assert found["netns"] != host_netns
     assert found["interfaces"] == ["lo"] and not found["lo_up"], found
@@ -439,9 +456,21 @@ def test_store_never_autoinstalls_extensions(tmp_path: Path, read_only: bool) ->
 # Attributes that make a browser fetch something. In this self-contained page each must point
 # inside the page (#id) or carry its data (data:).
 _FETCHING = {
-    "src", "href", "xlink:href", "srcset", "action", "formaction", "poster", "data",
-    "background", "ping", "manifest", "codebase", "longdesc", "usemap",
-}  # fmt: skip
+    "src",
+    "href",
+    "xlink:href",
+    "srcset",
+    "action",
+    "formaction",
+    "poster",
+    "data",
+    "background",
+    "ping",
+    "manifest",
+    "codebase",
+    "longdesc",
+    "usemap",
+}
 # URIs that only name something and are never fetched: XML namespaces of the inline SVG charts
 # and the RDF metadata matplotlib writes into them.
 _IDENTIFIERS = re.compile(r"^(xmlns(:.*)?|rdf:resource|rdf:about)$")

@@ -14,8 +14,8 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from analyzer.cli import cli
-from analyzer.store import open_store
+from analyzer.cli.main import cli
+from analyzer.engine.store import open_store
 from tests.helpers import SAMPLE_DATA, fill_calls, insert, q
 
 # A detector of the test's own (``--queries``): every call of a stream of three calls or more
@@ -60,8 +60,16 @@ def run(*args: str) -> str:
 
 
 def _call(app: str, key: str, model: str, project: str, usd: str) -> dict[str, Any]:
-    return {"app": app, "api_key": key, "model": model, "project": project, "cost_usd": usd,
-            "cost_basis": "estimated", "input_tokens": 1000, "output_tokens": 3}  # fmt: skip
+    return {
+        "app": app,
+        "api_key": key,
+        "model": model,
+        "project": project,
+        "cost_usd": usd,
+        "cost_basis": "estimated",
+        "input_tokens": 1000,
+        "output_tokens": 3,
+    }
 
 
 # Its first call is another app's; of its wasted calls two are alpha-loop's and two
@@ -101,8 +109,11 @@ def test_every_view_names_the_app_stored_at_detection_and_counts_its_waste_there
     page = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert page["incidents"][0]["where"] == "zeta-big · key-b · m-loop"
     # The spend tables count the incident's waste under the app, key and model it names.
-    named = (("by_app", "zeta-big", "first-app"), ("by_key", "key-b", "key-first"),
-             ("by_model", "m-loop", "m-first"))  # fmt: skip
+    named = (
+        ("by_app", "zeta-big", "first-app"),
+        ("by_key", "key-b", "key-first"),
+        ("by_model", "m-loop", "m-first"),
+    )
     for table, name, other in named:
         rows = {r["name"]: r for r in page[table]}
         assert (Decimal(str(rows[name]["wasted_usd"])), rows[name]["incidents"]) == (wasted, 1)
@@ -113,8 +124,10 @@ def test_every_view_names_the_app_stored_at_detection_and_counts_its_waste_there
     assert "| first-app | 2 | $5.01 | $0.00 |" in md
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "<dt>Where</dt><dd>zeta-big · key-b · m-loop</dd>" in html
-    assert '<td class="name">zeta-big</td><td class="n">2</td><td class="n">$2.00</td><td ' \
-           'class="n">$2.21</td>' in html  # fmt: skip
+    assert (
+        '<td class="name">zeta-big</td><td class="n">2</td><td class="n">$2.00</td><td '
+        'class="n">$2.21</td>' in html
+    )
     run("report", "--db", db, "-o", str(tmp_path / "r.csv"))
     assert "zeta-big,key-b,m-loop,p-big" in (tmp_path / "r.csv").read_text(encoding="utf-8")
 
@@ -142,8 +155,9 @@ def test_the_incidents_of_a_store_of_format_8_are_attributed_when_it_is_upgraded
 def sample(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("one")
     db = str(out / "s.duckdb")
-    audit = json.loads(run("audit", str(SAMPLE_DATA), "--db", db, "-o", str(out / "r.json"),
-                           "--json"))  # fmt: skip
+    audit = json.loads(
+        run("audit", str(SAMPLE_DATA), "--db", db, "-o", str(out / "r.json"), "--json")
+    )
     page = json.loads((out / "r.json").read_text(encoding="utf-8"))
     return {"db": db, "audit": audit, "page": page, "dir": out}
 
@@ -163,8 +177,9 @@ def test_the_guards_that_stop_an_incident_are_one_list_in_every_view(
         in_show = [(s["policy"], s["latency_events"], s["waste_prevented_usd"]) for s in shown]
         assert in_show == on_page, n
         in_audit = audit[n]["stopped_by"]
-        assert [(s["policy"], s["latency_events"], s["waste_prevented_usd"])
-                for s in in_audit] == on_page, n  # fmt: skip
+        assert [
+            (s["policy"], s["latency_events"], s["waste_prevented_usd"]) for s in in_audit
+        ] == on_page, n
         text = run("show", str(n), "--db", sample["db"])
         guards = text[text.index("Guards that would have stopped it") :]
         named = re.findall(r"^  ([a-z0-9_]+): after", guards, re.M)
@@ -186,9 +201,8 @@ EXACT = [
     {"cost_usd": "0.0550000001", "cost_basis": "estimated", "app": "a"},
     {"cost_usd": "0.0549999999", "cost_basis": "estimated", "app": "a"},
     {"cost_usd": "0.0550000000", "cost_basis": "estimated", "app": "a"},
-    {"cost_usd": "9999999.9999999999", "cost_basis": "estimated", "app": "b",
-     "stream_key": "big"},
-]  # fmt: skip
+    {"cost_usd": "9999999.9999999999", "cost_basis": "estimated", "app": "b", "stream_key": "big"},
+]
 WASTED = Decimal("0.165")
 TOTAL = Decimal("10000000.1649999999")
 
@@ -201,8 +215,10 @@ def test_money_is_exact_from_the_store_to_every_printed_figure(tmp_path: Path) -
     assert page["headline"]["wasted_usd"] == WASTED
     assert page["headline"]["total_usd"] == TOTAL
     assert page["incidents"][0]["wasted_usd"] == WASTED
-    assert {r["name"]: r["usd"] for r in page["by_app"]} == {"b": Decimal("9999999.9999999999"),
-                                                             "a": WASTED}  # fmt: skip
+    assert {r["name"]: r["usd"] for r in page["by_app"]} == {
+        "b": Decimal("9999999.9999999999"),
+        "a": WASTED,
+    }
     [listed] = json.loads(run("incidents", "--db", db, "--json"), parse_float=Decimal)
     assert listed["wasted_usd"] == WASTED
     usage = json.loads(run("usage", "daily", "--db", db, "--json"), parse_float=Decimal)

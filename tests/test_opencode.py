@@ -15,13 +15,13 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
+from analyzer.engine.store import Store, open_store
 from analyzer.errors import InputError
 from analyzer.ingest import opencode
 from analyzer.ingest.base import Head, IngestOptions
 from analyzer.ingest.flow import FileReport
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store, open_store
 from tests.helpers import assert_accounted, counts, env_of, q, shared_samples
 from tests.test_properties import JSON_DOC_MUTATIONS, PROPERTY_SETTINGS, check_drawn, mutate
 
@@ -84,16 +84,57 @@ def test_real_files_golden(real: tuple[Store, dict[str, FileReport]]) -> None:
     assert rows == [
         # tokens.input is the fresh part: the prompt is input + cache.read + cache.write; the
         # output is output + reasoning. No cost in these files: priced from list prices.
-        ("msg_builder", "ses_fixture_one", "grok-code", None, 1200 + 300 + 100, 300, 100,
-         200 + 50, 50, None, rows[0][10], True, "opencode"),
-        ("msg_nested", "ses_fixture_one", "scout-preview", None, 400, 0, 0, 80, None, None,
-         rows[1][10], False, "opencode"),
-        ("msg_test001", "ses_test001", "claude-3-5-sonnet-20241022", "anthropic",
-         1000 + 200 + 100, 200, 100, 500, 0, "estimated", rows[2][10], True, "opencode"),
-    ]  # fmt: skip
+        (
+            "msg_builder",
+            "ses_fixture_one",
+            "grok-code",
+            None,
+            1200 + 300 + 100,
+            300,
+            100,
+            200 + 50,
+            50,
+            None,
+            rows[0][10],
+            True,
+            "opencode",
+        ),
+        (
+            "msg_nested",
+            "ses_fixture_one",
+            "scout-preview",
+            None,
+            400,
+            0,
+            0,
+            80,
+            None,
+            None,
+            rows[1][10],
+            False,
+            "opencode",
+        ),
+        (
+            "msg_test001",
+            "ses_test001",
+            "claude-3-5-sonnet-20241022",
+            "anthropic",
+            1000 + 200 + 100,
+            200,
+            100,
+            500,
+            0,
+            "estimated",
+            rows[2][10],
+            True,
+            "opencode",
+        ),
+    ]
     assert [r[10].isoformat() for r in rows] == [
-        "2025-10-01T07:00:01", "2025-10-01T07:10:00", "2024-12-01T00:00:00",
-    ]  # fmt: skip
+        "2025-10-01T07:00:01",
+        "2025-10-01T07:10:00",
+        "2024-12-01T00:00:00",
+    ]
     # 1000 fresh at $3, 200 read at $0.30, 100 written at $3.75, 500 out at $15 per million.
     cost = q(store, "SELECT cost_usd FROM calls WHERE native_id = 'msg_test001'")[0][0]
     assert cost == Decimal("0.003") + Decimal("0.00006") + Decimal("0.000375") + Decimal("0.0075")
@@ -147,8 +188,13 @@ def test_the_storage_tree(store: Store) -> None:
     for (kinds,) in q(store, "SELECT skipped_kinds FROM sources WHERE skipped_kinds IS NOT NULL"):
         for kind, n in json.loads(kinds).items():
             skipped[kind] = skipped.get(kind, 0) + n
-    assert skipped == {"part_reasoning": 1, "part_step-finish": 1, "part_step-start": 1,
-                       "part_text": 2, "session": 1}  # fmt: skip
+    assert skipped == {
+        "part_reasoning": 1,
+        "part_step-finish": 1,
+        "part_step-start": 1,
+        "part_text": 2,
+        "session": 1,
+    }
     rows = q(
         store,
         """SELECT native_id, turn_id, model, provider, input_tokens, cached_input_tokens,
@@ -159,21 +205,123 @@ def test_the_storage_tree(store: Store) -> None:
     t1, t2 = f"{SID}:{U1}", f"{SID}:{U2}"
     shop = "/home/dev/shop"
     assert rows == [
-        (A1, t1, "claude-sonnet-4-5", "anthropic", 14492, 0, 14480, 180, 0,
-         Decimal("0.0570375"), "reported", "tool_calls", "tool_call", None, None, 5200.0, shop),
-        (A2, t1, "claude-sonnet-4-5", "anthropic", 14905, 14480, 420, 120, 0,
-         Decimal("0.00704"), "reported", "tool_calls", "tool_call", None, None, 5300.0, shop),
-        (A3, t1, "claude-sonnet-4-5", "anthropic", 15288, 14900, 385, 420, 0,
-         Decimal("0.0109035"), "reported", "stop", "text", None, None, 7100.0, shop),
+        (
+            A1,
+            t1,
+            "claude-sonnet-4-5",
+            "anthropic",
+            14492,
+            0,
+            14480,
+            180,
+            0,
+            Decimal("0.0570375"),
+            "reported",
+            "tool_calls",
+            "tool_call",
+            None,
+            None,
+            5200.0,
+            shop,
+        ),
+        (
+            A2,
+            t1,
+            "claude-sonnet-4-5",
+            "anthropic",
+            14905,
+            14480,
+            420,
+            120,
+            0,
+            Decimal("0.00704"),
+            "reported",
+            "tool_calls",
+            "tool_call",
+            None,
+            None,
+            5300.0,
+            shop,
+        ),
+        (
+            A3,
+            t1,
+            "claude-sonnet-4-5",
+            "anthropic",
+            15288,
+            14900,
+            385,
+            420,
+            0,
+            Decimal("0.0109035"),
+            "reported",
+            "stop",
+            "text",
+            None,
+            None,
+            7100.0,
+            shop,
+        ),
         # AI SDK 6: ``total`` = the prompt + output + reasoning, the output 150 + 64.
-        (A4, t2, "gpt-5", "openai", 10588, 9088, 0, 214, 64,
-         Decimal("0.003365"), "reported", "stop", "text", None, None, 10800.0, shop),
-        (A5, t2, "gpt-5", "openai", 0, 0, 0, 0, 0, Decimal(0), "reported", "cancelled", "empty",
-         None, True, 2000.0, shop),
+        (
+            A4,
+            t2,
+            "gpt-5",
+            "openai",
+            10588,
+            9088,
+            0,
+            214,
+            64,
+            Decimal("0.003365"),
+            "reported",
+            "stop",
+            "text",
+            None,
+            None,
+            10800.0,
+            shop,
+        ),
+        (
+            A5,
+            t2,
+            "gpt-5",
+            "openai",
+            0,
+            0,
+            0,
+            0,
+            0,
+            Decimal(0),
+            "reported",
+            "cancelled",
+            "empty",
+            None,
+            True,
+            2000.0,
+            shop,
+        ),
         # OpenCode Zen (provider "opencode", unknown to the price list): priced by name.
-        (A6, t2, "grok-code", None, 0, 0, 0, 0, 0, Decimal(0), "reported", "error", "error", 529,
-         None, 5000.0, shop),
-    ]  # fmt: skip
+        (
+            A6,
+            t2,
+            "grok-code",
+            None,
+            0,
+            0,
+            0,
+            0,
+            0,
+            Decimal(0),
+            "reported",
+            "error",
+            "error",
+            529,
+            None,
+            5000.0,
+            shop,
+        ),
+    ]
     # The reported cost is kept; the list-price estimate beside it.
     assert q(store, f"SELECT cost_estimate_usd FROM calls WHERE native_id = '{A1}'") == [
         (Decimal("0.000012") * 3 + Decimal("0.00018") * 15 + Decimal("0.01448") * Decimal("3.75"),)
@@ -190,25 +338,57 @@ def test_tool_parts_are_tool_calls_and_results(store: Store) -> None:
     )
     assert rows == [
         ("user", "prompt", None, None, None, None, None),
-        ("assistant", "tool_call", "read", "toolu_01FZ5bXq7Rr1kV9pDnE2aLmS", None,
-         f"opencode:{A1}", '{"filePath":"/home/dev/shop/README.md"}'),
-        ("tool", "tool_result", None, "toolu_01FZ5bXq7Rr1kV9pDnE2aLmS", False, None,
-         "<file>\n00001| # Shop\n00002| \n00003| A small shop.\n</file>"),
-        ("assistant", "tool_call", "bash", "toolu_01Q8cW3nYt6mJbVh2sKxP4dA", None,
-         f"opencode:{A2}", '{"command":"make docs","description":"Build the docs"}'),
-        ("tool", "tool_result", None, "toolu_01Q8cW3nYt6mJbVh2sKxP4dA", True, None,
-         "make: *** No rule to make target 'docs'.  Stop."),
+        (
+            "assistant",
+            "tool_call",
+            "read",
+            "toolu_01FZ5bXq7Rr1kV9pDnE2aLmS",
+            None,
+            f"opencode:{A1}",
+            '{"filePath":"/home/dev/shop/README.md"}',
+        ),
+        (
+            "tool",
+            "tool_result",
+            None,
+            "toolu_01FZ5bXq7Rr1kV9pDnE2aLmS",
+            False,
+            None,
+            "<file>\n00001| # Shop\n00002| \n00003| A small shop.\n</file>",
+        ),
+        (
+            "assistant",
+            "tool_call",
+            "bash",
+            "toolu_01Q8cW3nYt6mJbVh2sKxP4dA",
+            None,
+            f"opencode:{A2}",
+            '{"command":"make docs","description":"Build the docs"}',
+        ),
+        (
+            "tool",
+            "tool_result",
+            None,
+            "toolu_01Q8cW3nYt6mJbVh2sKxP4dA",
+            True,
+            None,
+            "make: *** No rule to make target 'docs'.  Stop.",
+        ),
         ("user", "prompt", None, None, None, None, None),
-    ]  # fmt: skip
+    ]
     # Messages and calls of one session in one order, across files: by the ids' clocks.
     assert q(store, "SELECT count(DISTINCT session_id) FROM messages") == [(1,)]
 
 
 def test_a_message_read_before_it_completed_is_replaced(store: Store, tmp_path: Path) -> None:
     doc = json.loads((MESSAGES / f"{A3}.json").read_text())
-    early = {**doc, "time": {"created": doc["time"]["created"]}, "finish": None,
-             "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}},
-             "cost": 0}  # fmt: skip
+    early = {
+        **doc,
+        "time": {"created": doc["time"]["created"]},
+        "finish": None,
+        "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}},
+        "cost": 0,
+    }
     first = tmp_path / "a" / SID / f"{A3}.json"
     first.parent.mkdir(parents=True)
     first.write_text(json.dumps(early, indent=2))

@@ -15,14 +15,14 @@ import pytest
 from click.testing import CliRunner
 
 import analyzer.ingest as registry
-from analyzer.cli import cli
+from analyzer.cli.main import cli
+from analyzer.engine.store import Store, open_store
 from analyzer.errors import InputError
 from analyzer.ingest import openhands
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.flow import FileReport
 from analyzer.ingest.reading import read_head
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store, open_store
 from tests.helpers import assert_accounted, counts, env_of, q, shared_samples
 
 REAL = "openhands_eval_output/OpenHands__OpenHands__pr10000/output.jsonl"
@@ -118,8 +118,14 @@ def test_real_tool_calls_are_tied_to_their_observations(real: tuple[Store, FileR
     # 105 actions the model called (one per response here), 103 observations of them (the two
     # `finish` actions have none), the instruction of each instance, and two invalid tool
     # calls the agent refused without running them.
-    assert kinds == {"system": 3, "prompt": 3, "text": 105, "tool_call": 105, "tool_result": 103,
-                     "format_error": 2}  # fmt: skip
+    assert kinds == {
+        "system": 3,
+        "prompt": 3,
+        "text": 105,
+        "tool_call": 105,
+        "tool_result": 103,
+        "format_error": 2,
+    }
     untied = q(
         store,
         """SELECT count(*) FROM messages r WHERE r.kind = 'tool_result' AND NOT EXISTS (
@@ -160,8 +166,9 @@ def test_real_call_times_and_turns(real: tuple[Store, FileReport]) -> None:
     assert got[0].isoformat() == "2025-04-30T17:56:42.611674"
     assert got[1:5] == ("meta-llama/llama-4-maverick", "stop", True, "tool_call")
     assert got[5].endswith(":1")  # the instruction (event 1) started the one turn
-    assert q(store, "SELECT count(DISTINCT turn_id), count(*) FILTER (WHERE ts IS NULL) "
-             "FROM calls") == [(3, 0)]  # fmt: skip
+    assert q(
+        store, "SELECT count(DISTINCT turn_id), count(*) FILTER (WHERE ts IS NULL) FROM calls"
+    ) == [(3, 0)]
 
 
 def test_reading_the_real_output_again_adds_nothing(store: Store, tmp_path: Path) -> None:
@@ -177,8 +184,14 @@ def test_reading_the_real_output_again_adds_nothing(store: Store, tmp_path: Path
 def test_a_bad_line_is_rejected_and_the_others_load(store: Store, tmp_path: Path) -> None:
     lines = real_file().read_bytes().splitlines(keepends=True)
     broken = tmp_path / "output.jsonl"
-    broken.write_bytes(lines[0] + b'{"instance_id": "x", "history": \n' + lines[1]
-                       + b'{"instance_id": 7}\n' + b"[1, 2]\n" + lines[2][:5000])  # fmt: skip
+    broken.write_bytes(
+        lines[0]
+        + b'{"instance_id": "x", "history": \n'
+        + lines[1]
+        + b'{"instance_id": 7}\n'
+        + b"[1, 2]\n"
+        + lines[2][:5000]
+    )
     [r] = ingest(store, broken)
     assert (r.format, counts(r)) == ("openhands", (6, 2, 4, 0, 0))
     assert q(store, "SELECT line, reason FROM rejects ORDER BY line") == [
@@ -198,9 +211,17 @@ def test_the_stuck_detector_is_the_verdict(store: Store, tmp_path: Path) -> None
     line["error"] = "AgentStuckInLoopError: Agent got stuck in a loop"
     quiet = json.loads(real_file().read_bytes().splitlines()[0])
     said = "AgentStuckInLoopError: Agent got stuck in a loop"
-    quiet["history"].append({"id": 999, "timestamp": "2025-04-30T16:40:00", "source": "agent",
-                             "message": said, "observation": "error", "content": said,
-                             "extras": {"error_id": ""}})  # fmt: skip
+    quiet["history"].append(
+        {
+            "id": 999,
+            "timestamp": "2025-04-30T16:40:00",
+            "source": "agent",
+            "message": said,
+            "observation": "error",
+            "content": said,
+            "extras": {"error_id": ""},
+        }
+    )
     path = tmp_path / "output.jsonl"
     path.write_text(json.dumps(line) + "\n" + json.dumps(quiet) + "\n")
     ingest(store, path)
@@ -294,27 +315,43 @@ def text(t: str) -> list[dict[str, Any]]:
 
 def event(n: int, kind: str, source: str, **fields: Any) -> dict[str, Any]:
     """An event as ``model_dump_json(exclude_none=True)`` writes it: Event's fields first."""
-    return {"id": f"{n:08x}-0000-4000-8000-00000000e7{n:02x}", "timestamp": f"{T}{10 + n:02d}.5",
-            "source": source, **fields, "kind": kind}  # fmt: skip
+    return {
+        "id": f"{n:08x}-0000-4000-8000-00000000e7{n:02x}",
+        "timestamp": f"{T}{10 + n:02d}.5",
+        "source": source,
+        **fields,
+        "kind": kind,
+    }
 
 
 def action(n: int, rid: str, tool: str, args: dict[str, Any], thought: str = "") -> dict[str, Any]:
     tid = f"toolu_{n:02d}"
     arguments = json.dumps({**args, "security_risk": "LOW"})
-    return event(n, "ActionEvent", "agent", thought=text(thought) if thought else [],
-                 thinking_blocks=[], action={**args, "kind": f"{tool.title()}Action"},
-                 tool_name=tool, tool_call_id=tid,
-                 tool_call={"id": tid, "name": tool, "arguments": arguments,
-                            "origin": "completion"},
-                 llm_response_id=rid, security_risk="LOW")  # fmt: skip
+    return event(
+        n,
+        "ActionEvent",
+        "agent",
+        thought=text(thought) if thought else [],
+        thinking_blocks=[],
+        action={**args, "kind": f"{tool.title()}Action"},
+        tool_name=tool,
+        tool_call_id=tid,
+        tool_call={"id": tid, "name": tool, "arguments": arguments, "origin": "completion"},
+        llm_response_id=rid,
+        security_risk="LOW",
+    )
 
 
 def observation(n: int, of: dict[str, Any], out: str, **obs: Any) -> dict[str, Any]:
-    return event(n, "ObservationEvent", "environment", tool_name=of["tool_name"],
-                 tool_call_id=of["tool_call_id"],
-                 observation={"content": text(out), "is_error": False, **obs,
-                              "kind": "TerminalObservation"},
-                 action_id=of["id"])  # fmt: skip
+    return event(
+        n,
+        "ObservationEvent",
+        "environment",
+        tool_name=of["tool_name"],
+        tool_call_id=of["tool_call_id"],
+        observation={"content": text(out), "is_error": False, **obs, "kind": "TerminalObservation"},
+        action_id=of["id"],
+    )
 
 
 def message(n: int, source: str, said: str, rid: str | None = None) -> dict[str, Any]:
@@ -323,32 +360,53 @@ def message(n: int, source: str, said: str, rid: str | None = None) -> dict[str,
     if rid is not None:
         msg["reasoning_content"] = "The user wants a summary."
     extra = {"llm_response_id": rid} if rid else {}
-    return event(n, "MessageEvent", source, llm_message=msg, activated_skills=[],
-                 extended_content=[], **extra)  # fmt: skip
+    return event(
+        n,
+        "MessageEvent",
+        source,
+        llm_message=msg,
+        activated_skills=[],
+        extended_content=[],
+        **extra,
+    )
 
 
 def usage(rid: str, prompt: int, out: int, read: int = 0) -> dict[str, Any]:
     return {
-        "model": MODEL, "prompt_tokens": prompt, "completion_tokens": out,
-        "cache_read_tokens": read, "cache_write_tokens": 0, "reasoning_tokens": 0,
-        "context_window": 200000, "per_turn_token": prompt + out, "response_id": rid,
-    }  # fmt: skip
+        "model": MODEL,
+        "prompt_tokens": prompt,
+        "completion_tokens": out,
+        "cache_read_tokens": read,
+        "cache_write_tokens": 0,
+        "reasoning_tokens": 0,
+        "context_window": 200000,
+        "per_turn_token": prompt + out,
+        "response_id": rid,
+    }
 
 
 def metrics(usages: list[dict[str, Any]], costs: list[float], total: float) -> dict[str, Any]:
     keys = ("prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens")
     acc = {k: sum(u[k] for u in usages) for k in keys}
     return {
-        "model_name": MODEL, "accumulated_cost": total,
-        "accumulated_token_usage": {"model": MODEL, **acc, "reasoning_tokens": 0,
-                                    "context_window": 200000, "per_turn_token": 0,
-                                    "response_id": ""},
-        "costs": [{"model": MODEL, "cost": c, "timestamp": 1770641200.0 + i}
-                  for i, c in enumerate(costs)],
-        "response_latencies": [{"model": MODEL, "latency": 2.5, "response_id": u["response_id"]}
-                               for u in usages],
+        "model_name": MODEL,
+        "accumulated_cost": total,
+        "accumulated_token_usage": {
+            "model": MODEL,
+            **acc,
+            "reasoning_tokens": 0,
+            "context_window": 200000,
+            "per_turn_token": 0,
+            "response_id": "",
+        },
+        "costs": [
+            {"model": MODEL, "cost": c, "timestamp": 1770641200.0 + i} for i, c in enumerate(costs)
+        ],
+        "response_latencies": [
+            {"model": MODEL, "latency": 2.5, "response_id": u["response_id"]} for u in usages
+        ],
         "token_usages": usages,
-    }  # fmt: skip
+    }
 
 
 def state(status: str, usage_to_metrics: dict[str, Any]) -> dict[str, Any]:
@@ -358,37 +416,64 @@ def state(status: str, usage_to_metrics: dict[str, Any]) -> dict[str, Any]:
         "agent": {"llm": llm, "tools": [{"name": "terminal", "params": {}}], "kind": "Agent"},
         "workspace": {"working_dir": "/home/dev/shop", "kind": "LocalWorkspace"},
         "persistence_dir": f"/home/dev/.openhands/conversations/{CONV.replace('-', '')}",
-        "max_iterations": 500, "stuck_detection": True, "execution_status": status,
-        "confirmation_policy": {"kind": "NeverConfirm"}, "activated_knowledge_skills": [],
-        "blocked_actions": {}, "blocked_messages": {},
+        "max_iterations": 500,
+        "stuck_detection": True,
+        "execution_status": status,
+        "confirmation_policy": {"kind": "NeverConfirm"},
+        "activated_knowledge_skills": [],
+        "blocked_actions": {},
+        "blocked_messages": {},
         "stats": {"usage_to_metrics": usage_to_metrics},
         "secret_registry": {"secret_sources": {}},
-    }  # fmt: skip
+    }
 
 
 def finished() -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A run that finished: a command, two reads from one response (one of them refused), a
     condensation, a summary, a second request and the finish."""
     ls = action(2, "chatcmpl-a", "terminal", {"command": "ls"}, "Let me look around.")
-    view = action(4, "chatcmpl-b", "file_editor", {"command": "view", "path": "/shop/a.py"},
-                  "Both files.")  # fmt: skip
+    view = action(
+        4, "chatcmpl-b", "file_editor", {"command": "view", "path": "/shop/a.py"}, "Both files."
+    )
     bad = action(5, "chatcmpl-b", "file_editor", {"command": "peek", "path": "/shop/b.py"})
     done = action(11, "chatcmpl-e", "finish", {"message": "All tests pass."})
     events = [
-        event(0, "SystemPromptEvent", "agent", system_prompt=text("You are OpenHands agent.")[0],
-              tools=[]),
+        event(
+            0,
+            "SystemPromptEvent",
+            "agent",
+            system_prompt=text("You are OpenHands agent.")[0],
+            tools=[],
+        ),
         message(1, "user", "Why do the tests fail?"),
-        ls, observation(3, ls, "a.py b.py", command="ls", exit_code=0),
-        view, bad, observation(6, view, "1\tprint('a')"),
-        event(7, "AgentErrorEvent", "agent", tool_name="file_editor", tool_call_id="toolu_05",
-              error="Parameter 'command' is expected to be one of [view, create]."),
-        event(8, "Condensation", "environment", forgotten_event_ids=[], summary="Read a.py.",
-              summary_offset=1, llm_response_id="chatcmpl-c"),
+        ls,
+        observation(3, ls, "a.py b.py", command="ls", exit_code=0),
+        view,
+        bad,
+        observation(6, view, "1\tprint('a')"),
+        event(
+            7,
+            "AgentErrorEvent",
+            "agent",
+            tool_name="file_editor",
+            tool_call_id="toolu_05",
+            error="Parameter 'command' is expected to be one of [view, create].",
+        ),
+        event(
+            8,
+            "Condensation",
+            "environment",
+            forgotten_event_ids=[],
+            summary="Read a.py.",
+            summary_offset=1,
+            llm_response_id="chatcmpl-c",
+        ),
         message(9, "agent", "a.py prints the wrong thing.", "chatcmpl-d"),
         message(10, "user", "Fix it and run the tests."),
-        done, observation(12, done, "All tests pass."),
+        done,
+        observation(12, done, "All tests pass."),
         event(13, "CondensationRequest", "environment"),
-    ]  # fmt: skip
+    ]
     agent = [
         usage("chatcmpl-a", 12000, 80),
         usage("chatcmpl-b", 12500, 150, 11900),
@@ -396,8 +481,10 @@ def finished() -> tuple[dict[str, Any], list[dict[str, Any]]]:
         usage("chatcmpl-e", 13400, 40, 12900),
     ]
     condenser = [usage("chatcmpl-c", 9000, 300)]
-    stats = {"agent": metrics(agent, [0.0372, 0.0161, 0.0086, 0.0084], 0.0703),
-             "condenser": metrics(condenser, [0.0315], 0.0315)}  # fmt: skip
+    stats = {
+        "agent": metrics(agent, [0.0372, 0.0161, 0.0086, 0.0084], 0.0703),
+        "condenser": metrics(condenser, [0.0315], 0.0315),
+    }
     return state("finished", stats), events
 
 
@@ -420,8 +507,13 @@ def write_export(folder: Path, conv: tuple[dict[str, Any], list[dict[str, Any]]]
     """As the visualizer's ``build_static.py`` writes it (indented)."""
     base, events = conv
     folder.mkdir(parents=True)
-    doc = {"id": str(base["id"]).replace("-", ""), "created": "Mon Feb  9 20:16:56 2026",
-           "eventCount": len(events), "baseState": base, "model": MODEL}  # fmt: skip
+    doc = {
+        "id": str(base["id"]).replace("-", ""),
+        "created": "Mon Feb  9 20:16:56 2026",
+        "eventCount": len(events),
+        "baseState": base,
+        "model": MODEL,
+    }
     (folder / "trajectory.json").write_text(json.dumps(doc, indent=2))
     (folder / "events.json").write_text(json.dumps(events, indent=2))
     return folder
@@ -445,13 +537,35 @@ def test_a_finished_conversation(store: Store, tmp_path: Path) -> None:
     second = f"{CONV}:0000000a-0000-4000-8000-00000000e70a"
     assert rows == [
         (1, "chatcmpl-a", 12000, 0, 80, 1, "tool_call", Decimal("0.0372"), "reported", first, 2),
-        (2, "chatcmpl-b", 12500, 11900, 150, 2, "tool_call", Decimal("0.0161"), "reported",
-         first, 4),
+        (
+            2,
+            "chatcmpl-b",
+            12500,
+            11900,
+            150,
+            2,
+            "tool_call",
+            Decimal("0.0161"),
+            "reported",
+            first,
+            4,
+        ),
         (3, "chatcmpl-c", 9000, 0, 300, 0, "text", Decimal("0.0315"), "reported", first, 8),
         (4, "chatcmpl-d", 13000, 12400, 60, 0, "text", Decimal("0.0086"), "reported", first, 9),
-        (5, "chatcmpl-e", 13400, 12900, 40, 1, "tool_call", Decimal("0.0084"), "reported",
-         second, 11),
-    ]  # fmt: skip
+        (
+            5,
+            "chatcmpl-e",
+            13400,
+            12900,
+            40,
+            1,
+            "tool_call",
+            Decimal("0.0084"),
+            "reported",
+            second,
+            11,
+        ),
+    ]
     [(ts,)] = q(store, "SELECT ts FROM calls WHERE seq = 1")
     assert ts.isoformat() == "2026-02-09T12:46:12.500000"
     assert q(store, "SELECT reasoning_chars FROM calls WHERE seq = 4") == [(25,)]
@@ -462,8 +576,22 @@ def test_a_finished_conversation(store: Store, tmp_path: Path) -> None:
                   result_excerpt, duration_ms
            FROM runs""",
     )
-    assert run == [(CONV, "finished", "completed", False, Decimal("0.1018"), False, 5,
-                     50900 + 9000, 500, MODEL, "All tests pass.", 13000.0)]  # fmt: skip
+    assert run == [
+        (
+            CONV,
+            "finished",
+            "completed",
+            False,
+            Decimal("0.1018"),
+            False,
+            5,
+            50900 + 9000,
+            500,
+            MODEL,
+            "All tests pass.",
+            13000.0,
+        )
+    ]
     assert_accounted(store)
 
 
@@ -479,14 +607,24 @@ def test_conversation_tool_calls_results_and_messages(store: Store, tmp_path: Pa
     assert rows == [
         ("terminal", '{"command":"ls"}', False, "a.py b.py", True),
         ("file_editor", '{"command":"view","path":"/shop/a.py"}', False, "1\tprint('a')", True),
-        ("file_editor", '{"command":"peek","path":"/shop/b.py"}', True,
-         "Parameter 'command' is expected to be one of [view, create].", True),
+        (
+            "file_editor",
+            '{"command":"peek","path":"/shop/b.py"}',
+            True,
+            "Parameter 'command' is expected to be one of [view, create].",
+            True,
+        ),
         ("finish", '{"message":"All tests pass."}', False, "All tests pass.", True),
-    ]  # fmt: skip
+    ]
     kinds = q(store, "SELECT kind, role, count(*) FROM messages GROUP BY ALL ORDER BY ALL")
-    assert kinds == [("compaction", "system", 1), ("prompt", "user", 2), ("system", "system", 1),
-                     ("text", "assistant", 3), ("tool_call", "assistant", 4),
-                     ("tool_result", "tool", 4)]  # fmt: skip
+    assert kinds == [
+        ("compaction", "system", 1),
+        ("prompt", "user", 2),
+        ("system", "system", 1),
+        ("text", "assistant", 3),
+        ("tool_call", "assistant", 4),
+        ("tool_result", "tool", 4),
+    ]
 
 
 def test_a_conversation_that_ended_in_error_states_its_cost(store: Store, tmp_path: Path) -> None:
@@ -494,19 +632,34 @@ def test_a_conversation_that_ended_in_error_states_its_cost(store: Store, tmp_pa
     ask = message(1, "user", "Deploy it.")
     run = action(2, "chatcmpl-x", "terminal", {"command": "make deploy"})
     events = [
-        ask, run, observation(3, run, "make: *** [deploy] Error 2", exit_code=2),
-        event(4, "ConversationErrorEvent", "environment", code="LLMBadRequestError",
-              detail="litellm.BadRequestError: prompt is too long"),
-    ]  # fmt: skip
-    stats = {"agent": metrics([usage("chatcmpl-x", 5000, 20), usage("chatcmpl-y", 5100, 0)],
-                              [], 0.01537)}  # fmt: skip
+        ask,
+        run,
+        observation(3, run, "make: *** [deploy] Error 2", exit_code=2),
+        event(
+            4,
+            "ConversationErrorEvent",
+            "environment",
+            code="LLMBadRequestError",
+            detail="litellm.BadRequestError: prompt is too long",
+        ),
+    ]
+    stats = {
+        "agent": metrics([usage("chatcmpl-x", 5000, 20), usage("chatcmpl-y", 5100, 0)], [], 0.01537)
+    }
     folder = write_conversation(tmp_path, (state("error", stats), events))
     [r] = ingest(store, folder / "base_state.json")
     assert counts(r) == (5, 5, 0, 0, 0)
-    run_row = q(store, "SELECT exit_status, outcome, is_error, reported_cost_usd, "
-                "cost_apportioned FROM runs")[0]  # fmt: skip
-    assert run_row == ("LLMBadRequestError: litellm.BadRequestError: prompt is too long",
-                       "context_limit", True, Decimal("0.0153700000"), True)  # fmt: skip
+    run_row = q(
+        store,
+        "SELECT exit_status, outcome, is_error, reported_cost_usd, cost_apportioned FROM runs",
+    )[0]
+    assert run_row == (
+        "LLMBadRequestError: litellm.BadRequestError: prompt is too long",
+        "context_limit",
+        True,
+        Decimal("0.0153700000"),
+        True,
+    )
     got = q(store, "SELECT list(DISTINCT cost_basis), sum(cost_usd), count(*) FROM calls")
     assert got == [(["apportioned"], Decimal("0.0153700000"), 2)]
     assert q(store, "SELECT is_error FROM messages WHERE kind = 'tool_result'") == [(True,)]
@@ -518,11 +671,22 @@ def test_a_conversation_that_ended_in_error_states_its_cost(store: Store, tmp_pa
     [
         ("stuck", [], ("stuck", "stuck", True)),
         ("paused", [event(3, "PauseEvent", "user")], ("paused", "interrupted", False)),
-        ("error", [event(3, "ConversationIterationLimitEvent", "environment", iteration=3,
-                         max_iterations=3, detail="Reached 3 iterations")],
-         ("iteration limit: Reached 3 iterations", "step_limit", True)),
+        (
+            "error",
+            [
+                event(
+                    3,
+                    "ConversationIterationLimitEvent",
+                    "environment",
+                    iteration=3,
+                    max_iterations=3,
+                    detail="Reached 3 iterations",
+                )
+            ],
+            ("iteration limit: Reached 3 iterations", "step_limit", True),
+        ),
     ],
-)  # fmt: skip
+)
 def test_conversation_verdicts(
     store: Store, tmp_path: Path, status: str, extra: list[dict[str, Any]], want: tuple[Any, ...]
 ) -> None:
@@ -584,25 +748,42 @@ def test_the_visualizer_export_reads_as_the_folder(tmp_path: Path) -> None:
         with open_store(tmp_path / f"{i}.duckdb") as store:
             [r] = ingest(store, path)
             assert counts(r) == (15, 14, 0, 0, 1)
-            tables.append((
-                q(store, "SELECT native_id, input_tokens, output_tokens, ts, tool_call_count,"
-                  " cost_usd FROM calls ORDER BY seq"),
-                q(store, "SELECT idx, kind, tool_use_id, tool_args_hash, tool_result_hash, "
-                  "call_id FROM messages ORDER BY idx"),
-                q(store, "SELECT session_id, exit_status, reported_cost_usd FROM runs"),
-            ))  # fmt: skip
+            tables.append(
+                (
+                    q(
+                        store,
+                        "SELECT native_id, input_tokens, output_tokens, ts, tool_call_count,"
+                        " cost_usd FROM calls ORDER BY seq",
+                    ),
+                    q(
+                        store,
+                        "SELECT idx, kind, tool_use_id, tool_args_hash, tool_result_hash, "
+                        "call_id FROM messages ORDER BY idx",
+                    ),
+                    q(store, "SELECT session_id, exit_status, reported_cost_usd FROM runs"),
+                )
+            )
     assert tables[0] == tables[1]
 
 
 def test_an_sdk_benchmark_output_line(store: Store, tmp_path: Path) -> None:
     """OpenHands/benchmarks writes the V1 events in an instance's history."""
     base, events = FINISHED
-    line = {"instance_id": "shop__shop-1", "attempt": 2, "test_result": {"git_patch": ""},
-            "instruction": "Why do the tests fail?",
-            "metadata": {"llm": {"model": MODEL}, "dataset": "shop", "max_iterations": 100,
-                         "eval_output_dir": "out/shop"},
-            "history": events, "metrics": base["stats"]["usage_to_metrics"]["agent"],
-            "error": None}  # fmt: skip
+    line = {
+        "instance_id": "shop__shop-1",
+        "attempt": 2,
+        "test_result": {"git_patch": ""},
+        "instruction": "Why do the tests fail?",
+        "metadata": {
+            "llm": {"model": MODEL},
+            "dataset": "shop",
+            "max_iterations": 100,
+            "eval_output_dir": "out/shop",
+        },
+        "history": events,
+        "metrics": base["stats"]["usage_to_metrics"]["agent"],
+        "error": None,
+    }
     path = tmp_path / "output.jsonl"
     path.write_text(json.dumps(line) + "\n")
     [r] = ingest(store, path)

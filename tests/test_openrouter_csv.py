@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from analyzer.engine.store import Store
 from analyzer.errors import InputError, StrictRejectError
 from analyzer.ingest.base import IngestOptions
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store
 from tests.helpers import HEADER, or_row, write_csv
 
 OPTS = IngestOptions()
@@ -69,13 +69,22 @@ def test_good_file_loads_every_row_typed(store: Store, tmp_path: Path) -> None:
 
 
 def test_columns_in_any_order_and_optional_columns_missing(store: Store, tmp_path: Path) -> None:
-    columns = ["model_permaslug", "tokens_completion", "created_at", "generation_id",
-               "tokens_prompt", "cost_total"]  # fmt: skip
+    columns = [
+        "model_permaslug",
+        "tokens_completion",
+        "created_at",
+        "generation_id",
+        "tokens_prompt",
+        "cost_total",
+    ]
     f = write_csv(tmp_path / "r.csv", rows(5), columns=columns)
     [report] = ingest(store, f)
     assert report.rows_loaded == 5
-    got = q(store, "SELECT input_tokens, output_tokens, cost_usd, app, provider FROM calls "
-                   "ORDER BY seq LIMIT 1")  # fmt: skip
+    got = q(
+        store,
+        "SELECT input_tokens, output_tokens, cost_usd, app, provider FROM calls "
+        "ORDER BY seq LIMIT 1",
+    )
     assert got == [(1000, 120, Decimal("0.0123"), None, None)]
 
 
@@ -290,17 +299,23 @@ def test_timestamps_are_stored_in_utc(store: Store, tmp_path: Path) -> None:
 
 def test_finish_reasons_and_response_kinds_from_billing_rows(store: Store, tmp_path: Path) -> None:
     cases = [
-        ({"finish_reason_normalized": "tool_calls", "finish_reason_raw": "tool_use"},
-         "tool_calls", "tool_call"),
+        (
+            {"finish_reason_normalized": "tool_calls", "finish_reason_raw": "tool_use"},
+            "tool_calls",
+            "tool_call",
+        ),
         ({"tokens_completion": "0", "finish_reason_normalized": "stop"}, "stop", "empty"),
         ({"tokens_completion": "900", "tokens_reasoning": "900"}, "stop", "thinking_only"),
         ({"tokens_completion": "900", "tokens_reasoning": "400"}, "stop", "text"),
         ({"finish_reason_normalized": "", "finish_reason_raw": "max_tokens"}, "length", "text"),
-        ({"finish_reason_normalized": "", "finish_reason_raw": "", "cancelled": "true"},
-         "cancelled", "text"),
+        (
+            {"finish_reason_normalized": "", "finish_reason_raw": "", "cancelled": "true"},
+            "cancelled",
+            "text",
+        ),
         ({"finish_reason_normalized": "error", "tokens_completion": "0"}, "error", "error"),
         ({"finish_reason_normalized": "", "finish_reason_raw": "weird"}, "unknown", "text"),
-    ]  # fmt: skip
+    ]
     data = [or_row(i, **c) for i, (c, _, _) in enumerate(cases)]
     ingest(store, write_csv(tmp_path / "k.csv", data))
     got = q(store, "SELECT finish_reason, response_kind FROM calls ORDER BY seq")
@@ -328,7 +343,7 @@ def test_sessions_split_on_gaps_and_seq_orders_each_stream(store: Store, tmp_pat
 
 
 def test_month_by_month_gives_the_same_sessions_as_one_export(tmp_path: Path) -> None:
-    from analyzer.store import open_store
+    from analyzer.engine.store import open_store
 
     rng = random.Random(7)
     data, t = [], 0

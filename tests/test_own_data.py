@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from analyzer.cli import cli
-from analyzer.store import OFFLINE
+from analyzer.cli.main import cli
+from analyzer.engine.store import OFFLINE
 from tests.helpers import SAMPLE_DATA, env_of, or_row, shared_samples, write_csv
 from tests.test_atomicity import Child, child_env, write_big_export
 
@@ -73,10 +73,12 @@ def test_claude_config_dir_is_a_comma_separated_list(runner: CliRunner, tmp_path
     )
     codex_home = tmp_path / "codex-home"
     result = runner.invoke(
-        cli, ["audit", "--json"],
-        env=env_of(home, CLAUDE_CONFIG_DIR=f"{home / '.claude'}, {other}",
-                   CODEX_HOME=str(codex_home)),
-    )  # fmt: skip
+        cli,
+        ["audit", "--json"],
+        env=env_of(
+            home, CLAUDE_CONFIG_DIR=f"{home / '.claude'}, {other}", CODEX_HOME=str(codex_home)
+        ),
+    )
     assert result.exit_code == 0, result.output
     # Both Claude folders; $CODEX_HOME has no sessions, so ~/.codex is not read either.
     assert "reading 1 file from ~/.claude/projects, 1 from " in result.stderr
@@ -245,26 +247,43 @@ def test_readers_open_the_store_read_only(tmp_path: Path, sample_db: Path) -> No
     db.write_bytes(sample_db.read_bytes())
     before = _sha(db)
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import duckdb, sys, time; c = duckdb.connect(sys.argv[1], read_only=True); "
-         "print('ready', flush=True); time.sleep(120)", str(db)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1], read_only=True); "
+            "print('ready', flush=True); time.sleep(120)",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
-        for args in (["report", "-o", str(tmp_path / "r.html")], ["usage", "daily"],
-                     ["incidents"], ["show", "1"], ["backtest"], ["rejects"],
-                     ["export", "--parquet", str(tmp_path / "tables")]):  # fmt: skip
+        for args in (
+            ["report", "-o", str(tmp_path / "r.html")],
+            ["usage", "daily"],
+            ["incidents"],
+            ["show", "1"],
+            ["backtest"],
+            ["rejects"],
+            ["export", "--parquet", str(tmp_path / "tables")],
+        ):
             done = subprocess.run(
                 [sys.executable, "-m", "analyzer", args[0], "--db", str(db), *args[1:]],
-                capture_output=True, text=True, env=child_env(), timeout=300,
-            )  # fmt: skip
+                capture_output=True,
+                text=True,
+                env=child_env(),
+                timeout=300,
+            )
             assert done.returncode == 0, (args, done.stderr)
         # A writer is refused while the reader holds it: the readers above were not writers.
         refused = subprocess.run(
             [sys.executable, "-m", "analyzer", "detect", "--db", str(db)],
-            capture_output=True, text=True, env=child_env(), timeout=300,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            env=child_env(),
+            timeout=300,
+        )
         assert refused.returncode == 3
     finally:
         holder.kill()
@@ -281,13 +300,17 @@ def test_ctrl_c_while_loading_stores_nothing_of_that_file(tmp_path: Path) -> Non
     db = tmp_path / "s.duckdb"
     first = subprocess.run(
         [sys.executable, "-m", "analyzer", "ingest", "--db", str(db), str(small)],
-        capture_output=True, env=child_env(), timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        env=child_env(),
+        timeout=120,
+    )
     assert first.returncode == 0, first.stderr
     child = Child.start(
         [sys.executable, "-m", "analyzer", "ingest", "--db", str(db), str(big)],
-        tmp_path, str(big), child_env(),
-    )  # fmt: skip
+        tmp_path,
+        str(big),
+        child_env(),
+    )
     deadline = time.monotonic() + 120
     while child.stage is None and child.proc.poll() is None and time.monotonic() < deadline:
         child.pump(0.2)
@@ -326,25 +349,53 @@ def test_the_recommendation_is_a_policy_file_that_reads_back(
     policy_file.write_text(rec["toml"])
     name = next(iter(tomllib.loads(rec["toml"])["policy"]))
     assert name == f"{rec['policy']}_at_{rec['stop']:g}".replace(".", "_")
-    again = runner.invoke(cli, ["backtest", "--db", str(sample_db), "--policies",
-                                str(policy_file), "--only", name, "--json"])  # fmt: skip
+    again = runner.invoke(
+        cli,
+        [
+            "backtest",
+            "--db",
+            str(sample_db),
+            "--policies",
+            str(policy_file),
+            "--only",
+            name,
+            "--json",
+        ],
+    )
     assert again.exit_code == 0, again.output
     [replayed] = json.loads(again.stdout)
     for key in ("waste_prevented_usd", "false_trips", "harm_usd", "incidents_stopped"):
         assert replayed[key] == rec["result"][key], key
     # A wider budget can only do as well or better.
-    wider = json.loads(runner.invoke(cli, ["backtest", "--db", str(sample_db), "--recommend",
-                                           "--max-false-trips", "2", "--json"]).stdout)  # fmt: skip
+    wider = json.loads(
+        runner.invoke(
+            cli,
+            ["backtest", "--db", str(sample_db), "--recommend", "--max-false-trips", "2", "--json"],
+        ).stdout
+    )
     assert wider["result"]["false_trips"] <= 2
     assert wider["result"]["net_usd"] >= rec["result"]["net_usd"]
-    tight = json.loads(runner.invoke(cli, ["backtest", "--db", str(sample_db), "--recommend",
-                                           "--max-false-usd", "0", "--json"]).stdout)  # fmt: skip
+    tight = json.loads(
+        runner.invoke(
+            cli,
+            ["backtest", "--db", str(sample_db), "--recommend", "--max-false-usd", "0", "--json"],
+        ).stdout
+    )
     assert tight["result"]["usd_false_trips"] == 0
 
 
 def test_a_sweep_shows_the_swept_policy_only(runner: CliRunner, sample_db: Path) -> None:
-    result = runner.invoke(cli, ["backtest", "--db", str(sample_db), "--sweep",
-                                 "netclaw_cumulative_per_turn.stop=2..6", "--json"])  # fmt: skip
+    result = runner.invoke(
+        cli,
+        [
+            "backtest",
+            "--db",
+            str(sample_db),
+            "--sweep",
+            "netclaw_cumulative_per_turn.stop=2..6",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert {r["policy"] for r in rows} == {"netclaw_cumulative_per_turn"}

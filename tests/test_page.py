@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
 from tests.helpers import REPO, SAMPLE_DATA, shared_samples
 from tests.test_report import chromium_or_skip
 

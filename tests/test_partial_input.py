@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
 from tests.helpers import SAMPLE_DATA
 
 GOOD = SAMPLE_DATA / "netclaw" / "conversation_2025-12-09_discord-ops.json"

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from analyzer.cli import cli
-from analyzer.detect import detect, select
+from analyzer.cli.main import cli
+from analyzer.detect.detectors import detect, select
+from analyzer.engine.store import Store, open_store
 from analyzer.ingest.content import args_text
 from analyzer.ingest.output_estimate import OutputTally, estimate_tokens
-from analyzer.pricing import tier_prices
-from analyzer.store import Store, open_store
+from analyzer.model.pricing import tier_prices
 from tests.helpers import q, shared_samples
 from tests.test_claude_code import SESSION, assistant, ingest, user, write
 
@@ -191,13 +191,17 @@ def test_the_estimator_against_the_final_counts_of_a_real_transcript() -> None:
                 t.add_thinking(b)
         stopped = stopped or bool(msg.get("stop_reason"))
         tallies[msg["id"]] = (t, max(out, msg["usage"]["output_tokens"]), stopped)
-    pairs = [(estimate_tokens(t), out) for t, out, stopped in tallies.values()
-             if stopped and not t.redacted]  # fmt: skip
+    pairs = [
+        (estimate_tokens(t), out)
+        for t, out, stopped in tallies.values()
+        if stopped and not t.redacted
+    ]
     assert len(pairs) == 27
     ratio = sum(e for e, _ in pairs) / sum(o for _, o in pairs)
     assert 0.95 < ratio < 1.0
-    hidden = [(estimate_tokens(t), out) for t, out, stopped in tallies.values()
-              if stopped and t.redacted]  # fmt: skip
+    hidden = [
+        (estimate_tokens(t), out) for t, out, stopped in tallies.values() if stopped and t.redacted
+    ]
     assert max(out - e for e, out in hidden) > 1000  # why a redacted estimate is a lower bound
 
 
@@ -211,9 +215,16 @@ def tiny_replies(version: str, stop: str | None) -> list[dict[str, Any]]:
     lines: list[dict[str, Any]] = [user(1, PROMPT, version=version)]
     for i in range(6):
         lines.append(
-            assistant(2 + i, f"msg_{i}", f"req_{i}", {"type": "text", "text": "ok"}, 3,
-                      stop=stop, version=version)
-        )  # fmt: skip
+            assistant(
+                2 + i,
+                f"msg_{i}",
+                f"req_{i}",
+                {"type": "text", "text": "ok"},
+                3,
+                stop=stop,
+                version=version,
+            )
+        )
     return lines
 
 

@@ -12,10 +12,10 @@ import duckdb
 import pytest
 from genai_prices import Usage, calc_price
 
+from analyzer.engine.store import Store
 from analyzer.ingest.base import IngestOptions
+from analyzer.model.pricing import COST_SQL, fast_multiplier, price_table
 from analyzer.pipeline import ingest_paths
-from analyzer.pricing import COST_SQL, fast_multiplier, price_table
-from analyzer.store import Store
 
 DAY = date(2025, 12, 13)
 
@@ -31,8 +31,9 @@ CASES = [
 ]
 
 
-def genai(model: str, provider: str | None, fresh: int, read: int, w5: int, w1: int,
-          out: int) -> Decimal:  # fmt: skip
+def genai(
+    model: str, provider: str | None, fresh: int, read: int, w5: int, w1: int, out: int
+) -> Decimal:
     usage: dict[str, int] = {"input_tokens": fresh + read + w5 + w1, "output_tokens": out}
     if read:
         usage["cache_read_tokens"] = read
@@ -41,9 +42,11 @@ def genai(model: str, provider: str | None, fresh: int, read: int, w5: int, w1: 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return calc_price(
-            Usage(**usage), model_ref=model, provider_id=provider or "openrouter",
+            Usage(**usage),
+            model_ref=model,
+            provider_id=provider or "openrouter",
             genai_request_timestamp=datetime(DAY.year, DAY.month, DAY.day, 12, tzinfo=UTC),
-        ).total_price  # fmt: skip
+        ).total_price
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
@@ -102,11 +105,17 @@ def test_unknown_model_is_unpriced_and_named_once(
 @pytest.mark.parametrize(
     ("model", "factor"),
     [
-        ("claude-opus-4-6", 6), ("claude-opus-4-7", 6), ("anthropic/claude-opus-4.6", 6),
-        ("claude-opus-4-8", 2), ("claude-opus-5", 2), ("claude-opus-5-20260723", 2),
-        ("claude-opus-4-5-20251101", None), ("claude-sonnet-4-5", None), ("gpt-5", None),
+        ("claude-opus-4-6", 6),
+        ("claude-opus-4-7", 6),
+        ("anthropic/claude-opus-4.6", 6),
+        ("claude-opus-4-8", 2),
+        ("claude-opus-5", 2),
+        ("claude-opus-5-20260723", 2),
+        ("claude-opus-4-5-20251101", None),
+        ("claude-sonnet-4-5", None),
+        ("gpt-5", None),
     ],
-)  # fmt: skip
+)
 def test_fast_mode_multiplier_is_known_only_where_published(model: str, factor: int | None) -> None:
     assert fast_multiplier(model) == (None if factor is None else Decimal(factor))
 
@@ -137,13 +146,13 @@ def test_fast_prices_multiply_every_token_kind() -> None:
 def test_a_prefixed_model_name_is_priced_as_its_model(
     logged: str, provider: str | None, priced_as: str, by: str | None
 ) -> None:
-    from analyzer.pricing import tier_prices
+    from analyzer.model.pricing import tier_prices
 
     got = tier_prices(logged, provider, DAY)
     assert got is not None and got == tier_prices(priced_as, by, DAY)
 
 
 def test_a_name_no_prefix_explains_stays_unpriced() -> None:
-    from analyzer.pricing import tier_prices
+    from analyzer.model.pricing import tier_prices
 
     assert tier_prices("openai/openrouter-llama-4-maverick", None, DAY) is None  # a proxy alias

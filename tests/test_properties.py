@@ -36,11 +36,11 @@ import pytest
 from hypothesis import HealthCheck, Phase, currently_in_test_context, event, given, note, settings
 from hypothesis import strategies as st
 
+from analyzer.engine.store import Store, open_store
 from analyzer.errors import ForensicsError, LoaderBug
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.flow import FileReport, ingest_file
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store, open_store
 from tests.helpers import HEADER, SAMPLE_DATA, csv_text, or_row
 
 # --- Valid inputs to start from -------------------------------------------------------------
@@ -77,12 +77,21 @@ def _cc_line(n: int, kind: str, **extra: Any) -> dict[str, Any]:
 
 
 def _cc_assistant(n: int, block: dict[str, Any], out: int) -> dict[str, Any]:
-    usage = {"input_tokens": 4, "cache_creation_input_tokens": 600,
-             "cache_read_input_tokens": 18430, "output_tokens": out,
-             "cache_creation": {"ephemeral_5m_input_tokens": 0,
-                                "ephemeral_1h_input_tokens": 600}}  # fmt: skip
-    message = {"model": "claude-sonnet-4-5-20250929", "id": "msg_01", "role": "assistant",
-               "content": [block], "stop_reason": None, "usage": usage}  # fmt: skip
+    usage = {
+        "input_tokens": 4,
+        "cache_creation_input_tokens": 600,
+        "cache_read_input_tokens": 18430,
+        "output_tokens": out,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 600},
+    }
+    message = {
+        "model": "claude-sonnet-4-5-20250929",
+        "id": "msg_01",
+        "role": "assistant",
+        "content": [block],
+        "stop_reason": None,
+        "usage": usage,
+    }
     return _cc_line(n, "assistant", message=message, requestId="req_01")
 
 
@@ -148,8 +157,13 @@ def _cx(sec: int, kind: str, payload: object) -> dict[str, Any]:
 
 
 def _cx_usage(inp: int, cached: int, out: int, reasoning: int) -> dict[str, int]:
-    return {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out,
-            "reasoning_output_tokens": reasoning, "total_tokens": inp + out}  # fmt: skip
+    return {
+        "input_tokens": inp,
+        "cached_input_tokens": cached,
+        "output_tokens": out,
+        "reasoning_output_tokens": reasoning,
+        "total_tokens": inp + out,
+    }
 
 
 def _cx_tokens(last: dict[str, int] | None, total: dict[str, int]) -> dict[str, Any]:
@@ -284,8 +298,14 @@ def _cs(kind: str, **extra: Any) -> bytes:
 
 def _cs_call(sid: str, mid: str, block: dict[str, Any], out: int) -> bytes:
     usage = {"input_tokens": 3, "cache_read_input_tokens": 900, "output_tokens": out}
-    msg = {"id": mid, "model": "claude-sonnet-4-5", "role": "assistant", "content": [block],
-           "stop_reason": None, "usage": usage}  # fmt: skip
+    msg = {
+        "id": mid,
+        "model": "claude-sonnet-4-5",
+        "role": "assistant",
+        "content": [block],
+        "stop_reason": None,
+        "usage": usage,
+    }
     return _cs("assistant", session_id=sid, parent_tool_use_id=None, message=msg)
 
 
@@ -402,24 +422,75 @@ BUCKET_SEEDS = {
 
 SPECIAL_BYTES = [0xFF, 0xC3, 0x00, 0x80, 0xFE, 0x0A, 0x0D, 0x22, 0x2C, 0x3B, 0x09, 0x7B, 0x5C]
 SPECIAL_INSERTS = [
-    b"\xff", b"\xc3", b"\x00", b"\xef\xbb\xbf", b"\r", b"\n", b'"', b",", b"\xe2\x82", b"\x1f\x8b",
-    b'"\n"', b"\n\n", b"\xed\xa0\x80",
-]  # fmt: skip
+    b"\xff",
+    b"\xc3",
+    b"\x00",
+    b"\xef\xbb\xbf",
+    b"\r",
+    b"\n",
+    b'"',
+    b",",
+    b"\xe2\x82",
+    b"\x1f\x8b",
+    b'"\n"',
+    b"\n\n",
+    b"\xed\xa0\x80",
+]
 CSV_NUMBER = re.compile(rb"(?<=[,;\t\n])-?\d+(?:\.\d+)?(?=[,;\t\r\n])")
 JSON_NUMBER = re.compile(rb'(?<=":)\s*-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?')
 CSV_BAD_NUMBERS = [
-    b"n/a", b"-5", b"NaN", b"1e30", b"", b"inf", b"-inf", b"1.5", b" 7 ", b"0x10", b"-0",
-    b"99999999999999999999", b'"1,5"', b"1e-400",
-]  # fmt: skip
+    b"n/a",
+    b"-5",
+    b"NaN",
+    b"1e30",
+    b"",
+    b"inf",
+    b"-inf",
+    b"1.5",
+    b" 7 ",
+    b"0x10",
+    b"-0",
+    b"99999999999999999999",
+    b'"1,5"',
+    b"1e-400",
+]
 JSON_BAD_NUMBERS = [
-    b'"n/a"', b"n/a", b"-5", b"NaN", b"1e30", b"-1e30", b"", b"1.5", b"null", b"true", b'"12"',
-    b"[]", b"{}", b"18446744073709551615", b"9223372036854775808", b"99999999999999999999999",
-    b"1e400", b"-0",
-]  # fmt: skip
+    b'"n/a"',
+    b"n/a",
+    b"-5",
+    b"NaN",
+    b"1e30",
+    b"-1e30",
+    b"",
+    b"1.5",
+    b"null",
+    b"true",
+    b'"12"',
+    b"[]",
+    b"{}",
+    b"18446744073709551615",
+    b"9223372036854775808",
+    b"99999999999999999999999",
+    b"1e400",
+    b"-0",
+]
 # What a value anywhere in a JSON line may be replaced with (a value of another type).
 JSON_VALUES: list[object] = [
-    None, True, 0, -5, 1.5, 1e30, 2**63, "", "x", "n/a", [], {}, [1], {"a": 1},
-]  # fmt: skip
+    None,
+    True,
+    0,
+    -5,
+    1.5,
+    1e30,
+    2**63,
+    "",
+    "x",
+    "n/a",
+    [],
+    {},
+    [1],
+    {"a": 1},
+]
 ENCODINGS = ["utf-16", "utf-16-le", "utf-16-be", "cp1252", "utf-8-sig"]
 
 Draw = Callable[[st.SearchStrategy[Any]], Any]
@@ -578,9 +649,18 @@ def m_gzip(draw: Draw, raw: bytes) -> bytes:
 
 
 BYTE_MUTATIONS = [
-    m_flip, m_replace, m_delete, m_insert, m_truncate, m_duplicate_line, m_swap_lines,
-    m_first_line_again, m_crlf, m_reencode, m_gzip,
-]  # fmt: skip
+    m_flip,
+    m_replace,
+    m_delete,
+    m_insert,
+    m_truncate,
+    m_duplicate_line,
+    m_swap_lines,
+    m_first_line_again,
+    m_crlf,
+    m_reencode,
+    m_gzip,
+]
 CSV_MUTATIONS = [*BYTE_MUTATIONS, m_csv_number, m_csv_number, m_unclosed_quote]
 JSONL_MUTATIONS = [*BYTE_MUTATIONS, m_json_number, m_json_retype, m_json_retype]
 JSON_DOC_MUTATIONS = [*BYTE_MUTATIONS, m_json_number, m_json_doc_retype, m_json_doc_retype]
@@ -625,9 +705,18 @@ def _assert_store_empty(store: Store) -> None:
 
 # The formats that number a JSON document's records (the first record 1) rather than its lines.
 NUMBERED_FORMATS = {
-    "litellm_spend", "gemini_cli", "opencode", "cline", "cline_task", "aider", "anthropic_usage",
-    "openai_usage", "mini_swe_agent", "swe_agent", "openhands",
-}  # fmt: skip
+    "litellm_spend",
+    "gemini_cli",
+    "opencode",
+    "cline",
+    "cline_task",
+    "aider",
+    "anthropic_usage",
+    "openai_usage",
+    "mini_swe_agent",
+    "swe_agent",
+    "openhands",
+}
 
 
 def _check_loaded(store: Store, r: FileReport, raw: bytes) -> None:
@@ -707,8 +796,12 @@ def _check_loaded(store: Store, r: FileReport, raw: bytes) -> None:
         )[0]
         fixed = records + compactions
         assert fixed + user_lines_min <= r.rows_loaded <= fixed + user_msgs, (
-            records, compactions, user_lines_min, user_msgs, r,
-        )  # fmt: skip
+            records,
+            compactions,
+            user_lines_min,
+            user_msgs,
+            r,
+        )
     elif r.format == "gemini_cli":
         # A message's copies (the same id written again) are the records of its call
         # (record_count; its text, tool and result messages count for nothing) or of its one
@@ -1117,10 +1210,14 @@ def _helper_seeds() -> dict[str, tuple[str, bytes]]:
     from tests.test_swe_agent import v1_doc
 
     base, events = FINISHED
-    line = {"instance_id": "shop__shop-1", "instruction": "Why do the tests fail?",
-            "metadata": {"llm": {"model": "m"}, "max_iterations": 100},
-            "history": events, "metrics": base["stats"]["usage_to_metrics"]["agent"],
-            "error": "Agent got stuck in a loop"}  # fmt: skip
+    line = {
+        "instance_id": "shop__shop-1",
+        "instruction": "Why do the tests fail?",
+        "metadata": {"llm": {"model": "m"}, "max_iterations": 100},
+        "history": events,
+        "metrics": base["stats"]["usage_to_metrics"]["agent"],
+        "error": "Agent got stuck in a loop",
+    }
     return {
         "x__y-1.traj": ("trajectories", orjson.dumps(v1_doc(), option=orjson.OPT_INDENT_2)),
         "out.jsonl": ("gemini", "".join(x + "\n" for x in STREAM).encode()),

@@ -8,25 +8,34 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from analyzer.backtest import GuardRun, default_sweep
-from analyzer.cli import cli
-from analyzer.guards import parse_policy
-from analyzer.recommend import Budget, best
-from analyzer.report import build_report
-from analyzer.scoring import Result
-from analyzer.store import open_store
+from analyzer.cli.main import cli
+from analyzer.engine.store import open_store
+from analyzer.guards.backtest import GuardRun, default_sweep
+from analyzer.guards.policy import parse_policy
+from analyzer.guards.recommend import Budget, best
+from analyzer.guards.scoring import Result
+from analyzer.report.build import build_report
 from tests.helpers import SAMPLE_DATA
 
 
 def result(policy: str, stop: float, prevented: float, harm: float, false_trips: int) -> Result:
     return Result(
-        policy=policy, params={"type": "counter", "scope": "session", "stop": stop},
-        description="", incidents_total=2, incidents_stopped=1 if prevented else 0,
-        waste_prevented_usd=prevented, calls_saved=0, usd_saved=prevented + harm,
-        false_trips=false_trips, usd_false_trips=harm if false_trips else 0.0,
-        median_latency_events=None, waste_total_usd=10.0, waste_missed_usd=10.0 - prevented,
-        harm_usd=harm, net_usd=round(prevented - harm, 10),
-    )  # fmt: skip
+        policy=policy,
+        params={"type": "counter", "scope": "session", "stop": stop},
+        description="",
+        incidents_total=2,
+        incidents_stopped=1 if prevented else 0,
+        waste_prevented_usd=prevented,
+        calls_saved=0,
+        usd_saved=prevented + harm,
+        false_trips=false_trips,
+        usd_false_trips=harm if false_trips else 0.0,
+        median_latency_events=None,
+        waste_total_usd=10.0,
+        waste_missed_usd=10.0 - prevented,
+        harm_usd=harm,
+        net_usd=round(prevented - harm, 10),
+    )
 
 
 def test_the_page_recommends_what_backtest_recommend_does(tmp_path: Path) -> None:

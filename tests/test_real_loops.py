@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
+from analyzer.engine.store import Store, open_store
 from analyzer.ingest.base import IngestOptions
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store, open_store
 from tests.helpers import assert_accounted, q, shared_samples, truth_at_collection
 
 CENT = Decimal("0.005")
@@ -182,7 +182,7 @@ def _truth_runs(want: dict[str, Any]) -> list[tuple[int, int]]:
 @pytest.fixture(scope="module")
 def found(loaded: tuple[Store, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """The incidents of each file: detector, severity, first and last call's place, waste."""
-    from analyzer.detect import bind_all, detect, discover
+    from analyzer.detect.detectors import bind_all, detect, discover
 
     store, reports = loaded
     detect(store, bind_all(discover(), {}))
@@ -200,9 +200,17 @@ def found(loaded: tuple[Store, dict[str, Any]]) -> dict[str, list[dict[str, Any]
     by_source: dict[int, list[dict[str, Any]]] = {}
     for sid, det, sev, first, last, usd, basis, evidence, calls_usd in rows:
         by_source.setdefault(int(sid), []).append(
-            {"detector": det, "severity": sev, "first": first, "last": last, "usd": usd,
-             "basis": basis, "evidence": json.loads(evidence), "calls_usd": calls_usd}
-        )  # fmt: skip
+            {
+                "detector": det,
+                "severity": sev,
+                "first": first,
+                "last": last,
+                "usd": usd,
+                "basis": basis,
+                "evidence": json.loads(evidence),
+                "calls_usd": calls_usd,
+            }
+        )
     return {rel: by_source.get(_source(store, reports, rel), []) for rel in truth()}
 
 
@@ -242,14 +250,18 @@ def test_the_agents_own_guards_replayed_on_them(
     loaded: tuple[Store, dict[str, Any]], found: dict[str, list[dict[str, Any]]]
 ) -> None:
     """Which of the real agents' guards would have stopped what these runs had."""
-    from analyzer.backtest import guard_run
-    from analyzer.guards import all_policies
+    from analyzer.guards.backtest import guard_run
+    from analyzer.guards.policy import all_policies
 
     store, _ = loaded
     names = {
-        "mini_swe_agent_format_errors", "swe_agent_requeries", "openhands_action_observation",
-        "gemini_repeat_tool", "opencode_doom_loop", "cline_mistakes",
-    }  # fmt: skip
+        "mini_swe_agent_format_errors",
+        "swe_agent_requeries",
+        "openhands_action_observation",
+        "gemini_repeat_tool",
+        "opencode_doom_loop",
+        "cline_mistakes",
+    }
     results = {
         r.policy: r
         for r in guard_run(store, [p for p in all_policies() if p.name in names]).results

@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 from click.testing import CliRunner
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
 from analyzer.errors import ForensicsError
 from analyzer.ingest.encodings import LineEnds, Utf8Tally, guess_encoding
 from tests.helpers import SAMPLE_DATA, csv_text, or_row

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from analyzer.primitives import EVENT_COLUMNS
-from analyzer.replay import Replay, columns_of
+from analyzer.guards.primitives import EVENT_COLUMNS
+from analyzer.guards.replay import Replay, columns_of
 from tests.test_guards import S, X, kinds, make_store, policy
 
 

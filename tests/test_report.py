@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from analyzer import charts
-from analyzer.cli import cli
-from analyzer.formatting import mask_keys
-from analyzer.pages import md_escape, render, write_report
-from analyzer.report import build_report
-from analyzer.store import open_store
+from analyzer.cli.main import cli
+from analyzer.engine.store import open_store
+from analyzer.model.formatting import mask_keys
+from analyzer.report import charts
+from analyzer.report.build import build_report
+from analyzer.report.pages import md_escape, render, write_report
 from tests.helpers import SAMPLE_DATA, or_row, write_csv
 
 CHROMIUM = "/usr/bin/chromium"
@@ -33,8 +33,9 @@ def sample_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     runner = CliRunner()
     db = out / "store.duckdb"
     html = out / "report.html"
-    result = runner.invoke(cli, ["audit", str(SAMPLE_DATA), "--db", str(db), "-o", str(html),
-                                 "--json"])  # fmt: skip
+    result = runner.invoke(
+        cli, ["audit", str(SAMPLE_DATA), "--db", str(db), "-o", str(html), "--json"]
+    )
     assert result.exit_code == 0, result.output
     return {"dir": out, "db": db, "html": html, "audit": json.loads(result.stdout)}
 
@@ -57,12 +58,22 @@ def test_the_page_in_a_real_browser(sample_report: dict[str, Any]) -> None:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(
             executable_path=exe,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
-        )  # fmt: skip
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
         page = browser.new_page(viewport={"width": 1200, "height": 900})
-        page.on("console", lambda m: errors.append(f"{m.type}: {m.text}") if m.type in (
-            "error", "warning") else None)  # fmt: skip
+        page.on(
+            "console",
+            lambda m: (
+                errors.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None
+            ),
+        )
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.on("request", lambda r: requests.append(r.url))
         page.goto(html.as_uri())
@@ -114,8 +125,9 @@ def test_report_command_formats_agree(sample_report: dict[str, Any]) -> None:
     runner = CliRunner()
     out: Path = sample_report["dir"]
     for name in ("r.md", "r.json"):
-        result = runner.invoke(cli, ["report", "--db", str(sample_report["db"]), "-o",
-                                     str(out / name)])  # fmt: skip
+        result = runner.invoke(
+            cli, ["report", "--db", str(sample_report["db"]), "-o", str(out / name)]
+        )
         assert result.exit_code == 0, result.output
     data = json.loads((out / "r.json").read_text())
     assert data["headline"]["total_usd"] == sample_report["audit"]["total_usd"]
@@ -130,8 +142,8 @@ def test_report_command_formats_agree(sample_report: dict[str, Any]) -> None:
 
 
 def test_rendering_twice_is_byte_identical(sample_report: dict[str, Any], tmp_path: Path) -> None:
-    from analyzer.backtest import guard_run
-    from analyzer.guards import all_policies
+    from analyzer.guards.backtest import guard_run
+    from analyzer.guards.policy import all_policies
 
     with open_store(sample_report["db"]) as store:
         guards = guard_run(store, all_policies())
@@ -147,16 +159,30 @@ def hostile_store(tmp_path: Path) -> Path:
     saved conversation whose text carries hostile markup and an API key."""
     rows = [or_row(0, tokens_prompt="50000", tokens_completion="500")]
     rows += [
-        or_row(i, tokens_prompt="56065", tokens_completion="3", cost_total="0.28",
-               app_name=HOSTILE[0], model_permaslug=HOSTILE[1], user=HOSTILE[2])
+        or_row(
+            i,
+            tokens_prompt="56065",
+            tokens_completion="3",
+            cost_total="0.28",
+            app_name=HOSTILE[0],
+            model_permaslug=HOSTILE[1],
+            user=HOSTILE[2],
+        )
         for i in range(1, 6)
-    ]  # fmt: skip
+    ]
     csv = write_csv(tmp_path / "bill.csv", rows)
     conv = tmp_path / "conv.json"
-    conv.write_text(json.dumps({"id": f"sess {HOSTILE[1]}", "messages": [
-        {"role": "user", "content": f"{HOSTILE[0]} my key is {KEY}"},
-        {"role": "assistant", "content": ""},
-    ]}))  # fmt: skip
+    conv.write_text(
+        json.dumps(
+            {
+                "id": f"sess {HOSTILE[1]}",
+                "messages": [
+                    {"role": "user", "content": f"{HOSTILE[0]} my key is {KEY}"},
+                    {"role": "assistant", "content": ""},
+                ],
+            }
+        )
+    )
     broken = tmp_path / "broken.csv"
     write_csv(broken, [or_row(50, tokens_prompt=f"{HOSTILE[0]} {KEY}")])
     db = tmp_path / "h.duckdb"

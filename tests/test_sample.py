@@ -266,10 +266,13 @@ def test_netclaw_conversation_retells_the_billed_turn(con: duckdb.DuckDBPyConnec
            WHERE api_key_name = 'netclaw-selfhost' AND ts::DATE = '2025-12-09' ORDER BY ts""",
     )
     logged = [
-        (m["usage"]["prompt_tokens"], m["usage"]["completion_tokens"],
-         m["usage"]["completion_tokens_details"]["reasoning_tokens"])
+        (
+            m["usage"]["prompt_tokens"],
+            m["usage"]["completion_tokens"],
+            m["usage"]["completion_tokens_details"]["reasoning_tokens"],
+        )
         for m in said
-    ]  # fmt: skip
+    ]
     assert logged == billed
     thinking_only = [m for m in said if not m["content"] and not m.get("tool_calls")]
     assert len(thinking_only) == 57 and all(m["reasoning_content"] for m in thinking_only)

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from analyzer.backtest import backtest
-from analyzer.guards import parse_policy
-from analyzer.scoring import Result
-from analyzer.store import open_store
+from analyzer.engine.store import open_store
+from analyzer.guards.backtest import backtest
+from analyzer.guards.policy import parse_policy
+from analyzer.guards.scoring import Result
 from tests.helpers import insert, load_guard_case
 
 
@@ -33,9 +33,16 @@ def two_turns() -> dict[str, Any]:
             {"pattern": "S S X X X", "cost_usd": 1.0, "turn_id": "a"},
             {"pattern": "S S S S", "cost_usd": 1.0, "turn_id": "b"},
         ],
-        "incidents": [{"incident_id": "loop", "detector": "d", "first_call_id": "c6",
-                       "last_call_id": "c9", "waste": "thinking_only"}],
-    }  # fmt: skip
+        "incidents": [
+            {
+                "incident_id": "loop",
+                "detector": "d",
+                "first_call_id": "c6",
+                "last_call_id": "c9",
+                "waste": "thinking_only",
+            }
+        ],
+    }
 
 
 def test_reach_is_its_own_setting() -> None:
@@ -66,9 +73,13 @@ def test_prevented_only_inside_what_the_stop_ends() -> None:
 def test_false_trip_cost_includes_the_lost_output() -> None:
     """No incident; a failing guard (on_trip = fail) trips at c2: it kills c3 ($2) and throws
     away c2's own output ($3). Ending instead of failing, only c3 is harm."""
-    given = {"calls": [{"response_kind": "thinking_only", "cost_usd": 1.0},
-                       {"response_kind": "thinking_only", "cost_usd": 3.0},
-                       {"response_kind": "text", "cost_usd": 2.0}]}  # fmt: skip
+    given = {
+        "calls": [
+            {"response_kind": "thinking_only", "cost_usd": 1.0},
+            {"response_kind": "thinking_only", "cost_usd": 3.0},
+            {"response_kind": "text", "cost_usd": 2.0},
+        ]
+    }
     failing = run({**STALLS, "scope": "stream", "on_trip": "fail"}, given)
     assert (failing.false_trips, failing.usd_false_trips, failing.usd_lost_output) == (1, 5.0, 3.0)
     ending = run({**STALLS, "scope": "stream"}, given)
@@ -80,13 +91,23 @@ def test_productive_calls_killed_beside_an_incident_are_harm() -> None:
     c4, c5 ($2): work killed, reported, and taken from the net."""
     given = {
         "calls": [{"pattern": "S S S X X", "cost_usd": 1.0}],
-        "incidents": [{"incident_id": "i", "detector": "d", "first_call_id": "c2",
-                       "last_call_id": "c3", "waste": ["c2", "c3"]}],
-    }  # fmt: skip
+        "incidents": [
+            {
+                "incident_id": "i",
+                "detector": "d",
+                "first_call_id": "c2",
+                "last_call_id": "c3",
+                "waste": ["c2", "c3"],
+            }
+        ],
+    }
     r = run({**STALLS, "scope": "stream"}, given)
     assert (r.waste_prevented_usd, r.usd_work_killed, r.false_trips, r.net_usd) == (
-        1.0, 2.0, 0, -1.0,
-    )  # fmt: skip
+        1.0,
+        2.0,
+        0,
+        -1.0,
+    )
 
 
 def test_blind_where_the_data_lacks_the_signal_not_on_a_format() -> None:
@@ -105,14 +126,15 @@ def test_blind_where_the_data_lacks_the_signal_not_on_a_format() -> None:
     assert [t.call_id for t in r.trips] == ["c2"]  # the bill's second stall: seen, scored
     assert r.healthy_units == 2  # session a of the bill and the log's turn; not "dark"
     assert r.per_session_calls == 4 and r.per_session and "per session" in r.per_session
-    runs = run({"type": "run_length", "key": "coalesce(response_kind, '?')", "stop": 2,
-                "scope": "turn"}, given)  # fmt: skip
+    runs = run(
+        {"type": "run_length", "key": "coalesce(response_kind, '?')", "stop": 2, "scope": "turn"},
+        given,
+    )
     assert (runs.blind_calls, runs.trips_blind, runs.false_trips) == (2, 1, 1)
     assert [t.call_id for t in runs.trips] == ["c2"]  # c4's trip, blind, is not listed
     # A policy on what every call here shows (its cost) is blind nowhere, and counts per
     # session where it lives in sessions: nothing to say.
-    seen = run({"type": "counter", "count": "cost_usd > 0", "stop": 2, "scope": "session"},
-               given)  # fmt: skip
+    seen = run({"type": "counter", "count": "cost_usd > 0", "stop": 2, "scope": "session"}, given)
     assert (seen.blind_calls, seen.per_session_calls, seen.per_session) == (0, 0, None)
 
 
@@ -121,14 +143,25 @@ def test_incidents_of_one_event_count_once() -> None:
     given = {
         "calls": [{"pattern": "T E E E E", "cost_usd": 1.0}],
         "incidents": [
-            {"incident_id": "a", "detector": "d1", "first_call_id": "c2", "last_call_id": "c5",
-             "waste": ["c2", "c3", "c4", "c5"]},
-            {"incident_id": "b", "detector": "d2", "first_call_id": "c2", "last_call_id": "c3",
-             "waste": ["c2", "c3"]},
+            {
+                "incident_id": "a",
+                "detector": "d1",
+                "first_call_id": "c2",
+                "last_call_id": "c5",
+                "waste": ["c2", "c3", "c4", "c5"],
+            },
+            {
+                "incident_id": "b",
+                "detector": "d2",
+                "first_call_id": "c2",
+                "last_call_id": "c3",
+                "waste": ["c2", "c3"],
+            },
         ],
-    }  # fmt: skip
-    r = run({"type": "counter", "count": "response_kind = 'empty'", "stop": 2,
-             "scope": "stream"}, given)  # fmt: skip
+    }
+    r = run(
+        {"type": "counter", "count": "response_kind = 'empty'", "stop": 2, "scope": "stream"}, given
+    )
     assert (r.incidents_total, r.incidents_stopped, r.waste_total_usd) == (1, 1, 4.0)
     assert r.waste_prevented_usd == 2.0  # c4, c5: counted once, though both incidents hold them
 
@@ -139,9 +172,16 @@ def test_latency_is_counted_in_the_guards_own_events_seconds_and_dollars() -> No
     incident's first call (calls are 10 s apart), with $3 of its waste spent."""
     given = {
         "calls": [{"pattern": "T S", "times": 5, "cost_usd": 1.0, "turn_id": "t"}],
-        "incidents": [{"incident_id": "i", "detector": "d", "first_call_id": "c1",
-                       "last_call_id": "c10", "waste": "thinking_only"}],
-    }  # fmt: skip
+        "incidents": [
+            {
+                "incident_id": "i",
+                "detector": "d",
+                "first_call_id": "c1",
+                "last_call_id": "c10",
+                "waste": "thinking_only",
+            }
+        ],
+    }
     r = run({"type": "counter", "count": "stalled", "stop": 3, "scope": "turn"}, given)
     [s] = r.stopped
     assert (s["latency_events"], s["latency_seconds"], s["latency_usd"]) == (3, 50.0, 3.0)
@@ -155,14 +195,33 @@ def test_a_stop_in_the_parent_prevents_the_sub_agent_runs_it_never_starts() -> N
     given = {
         "calls": [
             {"pattern": "S S X", "cost_usd": 1.0, "session_id": "p", "stream_key": "p"},
-            {"response_kind": "empty", "cost_usd": 2.0, "session_id": "p:agent-1",
-             "stream_key": "p:agent-1", "parent_session_id": "p", "t": 30},
-            {"response_kind": "empty", "cost_usd": 2.0, "session_id": "p:agent-1",
-             "stream_key": "p:agent-1", "parent_session_id": "p", "t": 40},
+            {
+                "response_kind": "empty",
+                "cost_usd": 2.0,
+                "session_id": "p:agent-1",
+                "stream_key": "p:agent-1",
+                "parent_session_id": "p",
+                "t": 30,
+            },
+            {
+                "response_kind": "empty",
+                "cost_usd": 2.0,
+                "session_id": "p:agent-1",
+                "stream_key": "p:agent-1",
+                "parent_session_id": "p",
+                "t": 40,
+            },
         ],
-        "incidents": [{"incident_id": "i", "detector": "d", "first_call_id": "c4",
-                       "last_call_id": "c5", "waste": ["c4", "c5"]}],
-    }  # fmt: skip
+        "incidents": [
+            {
+                "incident_id": "i",
+                "detector": "d",
+                "first_call_id": "c4",
+                "last_call_id": "c5",
+                "waste": ["c4", "c5"],
+            }
+        ],
+    }
     r = run({**STALLS, "scope": "session"}, given)
     assert [t.call_id for t in r.trips] == ["c2"]
     assert (r.waste_prevented_usd, r.calls_saved, r.usd_saved) == (4.0, 3, 5.0)
@@ -179,15 +238,23 @@ def test_headroom_is_the_highest_value_on_healthy_work() -> None:
 def test_a_second_sweep_of_one_policy_is_refused(tmp_path: Any) -> None:
     from click.testing import CliRunner
 
-    from analyzer.cli import cli
+    from analyzer.cli.main import cli
 
     db = tmp_path / "s.duckdb"
     with open_store(db) as store:
         insert(store, "meta", [])
-    result = CliRunner().invoke(cli, [
-        "backtest", "--db", str(db), "--sweep", "session_cost_cap.stop=1..3",
-        "--sweep", "session_cost_cap.stop=4..6",
-    ])  # fmt: skip
+    result = CliRunner().invoke(
+        cli,
+        [
+            "backtest",
+            "--db",
+            str(db),
+            "--sweep",
+            "session_cost_cap.stop=1..3",
+            "--sweep",
+            "session_cost_cap.stop=4..6",
+        ],
+    )
     assert result.exit_code == 2
     assert "session_cost_cap is swept twice" in result.output
 
@@ -206,10 +273,23 @@ def test_an_unjudgeable_last_call_neither_counts_nor_resets() -> None:
     prompt (it did not grow: the output was thrown away). c4's next call comes 10 minutes later,
     too late to judge by: unknown, so it must not reset the fixed breaker's count - which
     reaches 5 at c6 (c1-c3, then c5, c6)."""
-    row = {"format": "openrouter_csv", "finish_reason": "length", "response_kind": "text",
-           "input_tokens": 20_000, "output_tokens": 4096, "cost_usd": 0.1}  # fmt: skip
+    row = {
+        "format": "openrouter_csv",
+        "finish_reason": "length",
+        "response_kind": "text",
+        "input_tokens": 20_000,
+        "output_tokens": 4096,
+        "cost_usd": 0.1,
+    }
     calls = [dict(row, t=t) for t in (0, 20, 40, 60, 660, 680, 700, 720)]
-    r = run({"type": "counter", "count": "truncated",
-             "reset": "truncated = false AND NOT (finish_reason = 'length' AND tool_call)",
-             "stop": 5, "scope": "session"}, {"calls": calls})  # fmt: skip
+    r = run(
+        {
+            "type": "counter",
+            "count": "truncated",
+            "reset": "truncated = false AND NOT (finish_reason = 'length' AND tool_call)",
+            "stop": 5,
+            "scope": "session",
+        },
+        {"calls": calls},
+    )
     assert [t.call_id for t in r.trips] == ["c6"]

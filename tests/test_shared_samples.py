@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from analyzer.engine.store import Store
 from analyzer.ingest.base import IngestOptions
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store
 from tests.helpers import shared_samples
 
 EXPECTED = {  # file: (format, calls)

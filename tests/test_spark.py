@@ -26,14 +26,14 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from analyzer import spark_engine
-from analyzer.cli import cli
-from analyzer.detect import Detector, bind_all, detect, discover, load_incidents, record
+from analyzer.cli.main import cli
+from analyzer.detect import spark_engine
+from analyzer.detect.detectors import Detector, bind_all, detect, discover, load_incidents, record
+from analyzer.detect.spark_sql import macros, to_spark
+from analyzer.engine.store import SCHEMA_VERSION, open_store
 from analyzer.errors import ForensicsError
-from analyzer.export import export_parquet, read_manifest
-from analyzer.incident import Incident
-from analyzer.spark_sql import macros, to_spark
-from analyzer.store import SCHEMA_VERSION, open_store
+from analyzer.model.incident import Incident
+from analyzer.views.export import export_parquet, read_manifest
 from tests.helpers import REPO, fill_calls, fill_messages, fill_runs, insert
 from tests.test_detectors import DETECTORS, case_files, check_expected, load_case
 
@@ -76,8 +76,11 @@ def test_every_detector_translates(name: str) -> None:
 
 def test_the_shared_macros_are_expanded_with_their_arguments() -> None:
     assert set(macros()) == {
-        "lf_finish_reason", "lf_response_kind", "lf_model_key", "lf_output_discarded"
-    }  # fmt: skip
+        "lf_finish_reason",
+        "lf_response_kind",
+        "lf_model_key",
+        "lf_output_discarded",
+    }
     got = to_spark("SELECT lf_finish_reason(finish_reason_raw, cancelled) AS f FROM calls")
     assert "max_tokens" in got and "finish_reason_raw" in got and "cancelled" in got
     assert " raw" not in got, "the macro's parameter names are replaced by the arguments"
@@ -147,20 +150,33 @@ def test_export_is_partitioned_by_day_and_accounts_for_every_row(
     accounting = manifest["accounting"]
     assert (accounting["live_calls"], Decimal(accounting["cost_usd"])) == (live, cost)
     assert accounting["rows_read"] == (
-        accounting["rows_loaded"] + accounting["rows_rejected"] + accounting["rows_duplicate"]
+        accounting["rows_loaded"]
+        + accounting["rows_rejected"]
+        + accounting["rows_duplicate"]
         + accounting["rows_skipped"]
-    )  # fmt: skip
+    )
     for table in ("sources", "rejects", "incidents"):
         assert pq.read_table(out / f"{table}.parquet").num_rows == manifest["tables"][table]["rows"]
 
 
 def _day(store: Any, day: int, n: int, prefix: str) -> None:
     start = datetime(2025, 12, day, 9)
-    insert(store, "calls", fill_calls([
-        {"call_id": f"{prefix}{i}", "stream_key": prefix, "input_tokens": 100, "output_tokens": 5,
-         "ts": (start + timedelta(seconds=10 * i)).isoformat(sep=" ")}
-        for i in range(n)
-    ]))  # fmt: skip
+    insert(
+        store,
+        "calls",
+        fill_calls(
+            [
+                {
+                    "call_id": f"{prefix}{i}",
+                    "stream_key": prefix,
+                    "input_tokens": 100,
+                    "output_tokens": 5,
+                    "ts": (start + timedelta(seconds=10 * i)).isoformat(sep=" "),
+                }
+                for i in range(n)
+            ]
+        ),
+    )
 
 
 def test_a_re_export_writes_only_the_days_that_are_new_or_changed(tmp_path: Path) -> None:
@@ -208,8 +224,9 @@ def test_a_windowed_re_export_leaves_the_other_days(tmp_path: Path) -> None:
     out = tmp_path / "lake"
     runner = CliRunner()
     assert runner.invoke(cli, ["export", "--db", str(db), "--parquet", str(out)]).exit_code == 0
-    result = runner.invoke(cli, ["export", "--db", str(db), "--parquet", str(out),
-                                 "--since", "2025-12-02"])  # fmt: skip
+    result = runner.invoke(
+        cli, ["export", "--db", str(db), "--parquet", str(out), "--since", "2025-12-02"]
+    )
     assert result.exit_code == 0, result.output
     manifest = read_manifest(out)
     assert manifest["tables"]["calls"]["written"] == []
@@ -232,8 +249,9 @@ def test_without_pyspark_the_engine_is_a_usage_error_naming_the_extra(
     monkeypatch: pytest.MonkeyPatch, sample_db: Path, tmp_path: Path
 ) -> None:
     monkeypatch.setattr(spark_engine, "available", lambda: False)
-    result = CliRunner().invoke(cli, ["detect", "--db", str(sample_db), "--engine", "spark",
-                                      "--parquet", str(tmp_path)])  # fmt: skip
+    result = CliRunner().invoke(
+        cli, ["detect", "--db", str(sample_db), "--engine", "spark", "--parquet", str(tmp_path)]
+    )
     assert result.exit_code == 2
     assert "pip install 'llm-forensics[spark]'" in result.stderr
 
@@ -244,13 +262,25 @@ def test_without_the_extra_installed_at_all_the_error_is_the_same(
     # pyspark and sqlglot unimportable, as after `pip install .` alone.
     script = (
         "import sys; sys.modules['pyspark'] = None; sys.modules['sqlglot'] = None; "
-        "from analyzer.cli import main; sys.argv = ['llm-forensics'] + sys.argv[1:]; main()"
+        "from analyzer.cli.main import main; sys.argv = ['llm-forensics'] + sys.argv[1:]; main()"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script, "detect", "--db", str(sample_db), "--engine", "spark",
-         "--parquet", str(tmp_path)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            script,
+            "detect",
+            "--db",
+            str(sample_db),
+            "--engine",
+            "spark",
+            "--parquet",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2, done.stderr
     assert "--engine spark needs pyspark: pip install 'llm-forensics[spark]'" in done.stderr
 
@@ -272,8 +302,9 @@ def test_engine_options_that_do_not_go_together(
 def test_a_folder_that_is_no_export_is_named(sample_db: Path, tmp_path: Path) -> None:
     if not spark_engine.available():
         pytest.skip("the check runs after the extra's")
-    result = CliRunner().invoke(cli, ["detect", "--db", str(sample_db), "--engine", "spark",
-                                      "--parquet", str(tmp_path)])  # fmt: skip
+    result = CliRunner().invoke(
+        cli, ["detect", "--db", str(sample_db), "--engine", "spark", "--parquet", str(tmp_path)]
+    )
     assert result.exit_code == 3
     assert result.stderr.strip() == (
         f"Error: {tmp_path}: no export here (no manifest.json): write one with "
@@ -287,10 +318,23 @@ def test_without_java_spark_says_what_to_install(sample_db: Path, tmp_path: Path
     export_parquet_cli(sample_db, tmp_path / "lake")
     env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java"), "LLM_FORENSICS_DB": ""}
     done = subprocess.run(
-        [sys.executable, "-m", "analyzer", "detect", "--engine", "spark", "--parquet",
-         str(tmp_path / "lake"), "--db", str(sample_db)],
-        capture_output=True, text=True, env=env, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "analyzer",
+            "detect",
+            "--engine",
+            "spark",
+            "--parquet",
+            str(tmp_path / "lake"),
+            "--db",
+            str(sample_db),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 3, done.stderr
     assert "Spark could not start: it needs a Java runtime, 17 or later" in done.stderr
 
@@ -348,9 +392,19 @@ def test_golden_case_on_spark(spark: Any, path: Path, tmp_path: Path) -> None:
 def _key(i: Incident) -> tuple[Any, ...]:
     """What must be the same on both engines: the incident, its calls, counts, and wasted
     dollars to the cent."""
-    return (i.incident_id, i.severity, i.first_call_id, i.last_call_id, i.n_calls,
-            i.wasted_tokens, round(i.wasted_usd, 2), i.cost_basis, i.start_ts, i.end_ts,
-            i.summary)  # fmt: skip
+    return (
+        i.incident_id,
+        i.severity,
+        i.first_call_id,
+        i.last_call_id,
+        i.n_calls,
+        i.wasted_tokens,
+        round(i.wasted_usd, 2),
+        i.cost_basis,
+        i.start_ts,
+        i.end_ts,
+        i.summary,
+    )
 
 
 def test_detect_on_spark_writes_the_same_incidents_into_the_store(
@@ -371,8 +425,15 @@ def test_detect_on_spark_writes_the_same_incidents_into_the_store(
     assert len(on_spark) == 10
 
     def key(i: dict[str, Any]) -> tuple[Any, ...]:
-        return (i["number"], i["incident_id"], i["n_calls"], round(i["wasted_usd"], 2),
-                i["first_call_id"], i["last_call_id"], i["summary"])  # fmt: skip
+        return (
+            i["number"],
+            i["incident_id"],
+            i["n_calls"],
+            round(i["wasted_usd"], 2),
+            i["first_call_id"],
+            i["last_call_id"],
+            i["summary"],
+        )
 
     assert [key(i) for i in on_spark] == [key(i) for i in on_duck]
     beside = pq.read_table(lake / "detected" / "incidents.parquet").to_pylist()
@@ -381,8 +442,9 @@ def test_detect_on_spark_writes_the_same_incidents_into_the_store(
     # A window: both engines see the same calls.
     args = ["--since", "2025-12-13", "--until", "2025-12-14", "--json"]
     duck = runner.invoke(cli, ["detect", "--db", str(db), *args])
-    spark_run = runner.invoke(cli, ["detect", "--db", str(db), "--engine", "spark",
-                                    "--parquet", str(lake), *args])  # fmt: skip
+    spark_run = runner.invoke(
+        cli, ["detect", "--db", str(db), "--engine", "spark", "--parquet", str(lake), *args]
+    )
     assert spark_run.exit_code == 0, spark_run.output
     windowed = [key(i) for i in json.loads(spark_run.stdout)]
     assert windowed == [key(i) for i in json.loads(duck.stdout)] and len(windowed) == 2
@@ -393,8 +455,9 @@ def test_an_export_of_other_calls_is_refused(spark: Any, sample_db: Path, tmp_pa
     with open_store(str(tmp_path / "other.duckdb")) as store:
         _day(store, 1, 3, "a")
         export_parquet(store, lake)
-    result = CliRunner().invoke(cli, ["detect", "--db", str(sample_db), "--engine", "spark",
-                                      "--parquet", str(lake)])  # fmt: skip
+    result = CliRunner().invoke(
+        cli, ["detect", "--db", str(sample_db), "--engine", "spark", "--parquet", str(lake)]
+    )
     assert result.exit_code == 3
     assert "the export holds 3 calls ($0.00), the store 6,018" in result.stderr
     assert "export the store again" in result.stderr
@@ -407,8 +470,10 @@ def test_without_a_store_the_incidents_are_beside_the_export(
     export_parquet_cli(sample_db, lake)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("LLM_FORENSICS_DB", raising=False)
-    result = CliRunner().invoke(cli, ["detect", "--engine", "spark", "--parquet", "lake",
-                                      "--only", "constant_input_low_output"])  # fmt: skip
+    result = CliRunner().invoke(
+        cli,
+        ["detect", "--engine", "spark", "--parquet", "lake", "--only", "constant_input_low_output"],
+    )
     assert result.exit_code == 0, result.output
     assert "the incidents are in lake/detected only" in result.stderr
     assert "22 calls re-sent the same 56,065-token prompt" in result.stdout

@@ -21,7 +21,7 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
 from tests.helpers import _as_an_ordinary_user, or_row, write_csv
 
 
@@ -82,10 +82,12 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize(
     "tables",
-    [["CREATE TABLE calls (a INTEGER)"],  # a table of one of our names: a binder error before
-     ["CREATE TABLE orders (id INTEGER, total DECIMAL(9, 2))", "CREATE VIEW v AS SELECT 1"]],
+    [
+        ["CREATE TABLE calls (a INTEGER)"],  # a table of one of our names: a binder error before
+        ["CREATE TABLE orders (id INTEGER, total DECIMAL(9, 2))", "CREATE VIEW v AS SELECT 1"],
+    ],
     ids=["a-calls-table", "other-tables"],
-)  # fmt: skip
+)
 def test_another_programs_duckdb_file_is_refused_untouched(
     tmp_path: Path, tables: list[str]
 ) -> None:
@@ -96,9 +98,11 @@ def test_another_programs_duckdb_file_is_refused_untouched(
     con.close()
     before = digest(other)
     bill = write_csv(tmp_path / "activity.csv", [or_row(i) for i in range(3)])
-    for args in (["ingest", "--db", "other.duckdb", str(bill)],
-                 ["audit", "--db", "other.duckdb", str(bill)],
-                 ["usage", "daily", "--db", "other.duckdb"]):  # fmt: skip
+    for args in (
+        ["ingest", "--db", "other.duckdb", str(bill)],
+        ["audit", "--db", "other.duckdb", str(bill)],
+        ["usage", "daily", "--db", "other.duckdb"],
+    ):
         result = llm_forensics(tmp_path, *args)
         one_plain_line(result, "other.duckdb", "not an llm-forensics store")
     assert digest(other) == before
@@ -136,8 +140,11 @@ def mounts(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     full, ro = tmp_path / "full", tmp_path / "ro"
     full.mkdir()
     ro.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k,mode=777", "tmpfs", str(full)],
-                          capture_output=True, text=True)  # fmt: skip
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8k,mode=777", "tmpfs", str(full)],
+        capture_output=True,
+        text=True,
+    )
     if made.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({made.stderr.strip()}); ulimit -f case runs")
     try:
@@ -189,8 +196,14 @@ def test_no_keep_cache_leaves_the_store_byte_for_byte(store: Path, tmp_path: Pat
     before = digest(store)
     run = CliRunner()
     export = ["export", "--parquet", str(tmp_path / "t")]
-    reads = [["report", "-o", str(tmp_path / "x.md")], ["backtest"], ["usage", "daily"],
-             ["incidents"], ["show", "1"], export]  # fmt: skip
+    reads = [
+        ["report", "-o", str(tmp_path / "x.md")],
+        ["backtest"],
+        ["usage", "daily"],
+        ["incidents"],
+        ["show", "1"],
+        export,
+    ]
     for args in reads:
         result = run.invoke(cli, [*args, "--db", str(store), "--no-keep-cache"])
         assert result.exit_code == 0, (args, result.output)

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
+from analyzer.engine.store import Store
 from analyzer.errors import InputError
 from analyzer.ingest import swe_agent
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.flow import FileReport
 from analyzer.ingest.reading import read_head
 from analyzer.pipeline import ingest_paths
-from analyzer.store import Store
 from tests.helpers import assert_accounted, counts, q, shared_samples
 
 REAL = "swe_agent_traj/SWE-agent__SWE-agent/pydicom__pydicom-1458.traj"
@@ -66,8 +66,14 @@ def test_the_real_run_matches_its_truth(store: Store) -> None:
                   sum(cost_usd)::DOUBLE, list(DISTINCT cost_basis), list(DISTINCT session_id)
            FROM calls""",
     )
-    assert (calls, tokens, models, times, bases, sessions) == (12, 0, 0, 0, ["apportioned"],
-                                                               [session])  # fmt: skip
+    assert (calls, tokens, models, times, bases, sessions) == (
+        12,
+        0,
+        0,
+        0,
+        ["apportioned"],
+        [session],
+    )
     assert round(usd, 2) == round(truth["reported_cost_usd"], 2)
     assert usd == pytest.approx(truth["reported_cost_usd"], abs=1e-9)
     assert_accounted(store)
@@ -83,9 +89,19 @@ def test_the_real_run_s_actions_are_tied_to_their_observations(store: Store) -> 
            WHERE c.kind = 'tool_call' ORDER BY c.idx""",
     )
     assert [t[0] for t in tools] == [
-        "create", "edit", "python", "find_file", "open", "edit", "edit", "edit", "edit",
-        "python", "rm", "submit",
-    ]  # fmt: skip
+        "create",
+        "edit",
+        "python",
+        "find_file",
+        "open",
+        "edit",
+        "edit",
+        "edit",
+        "edit",
+        "python",
+        "rm",
+        "submit",
+    ]
     assert all(tied and hashed for _name, tied, hashed in tools)
     # Each of the 12 calls made one tool call; the issue is the one prompt, observations are
     # never prompts, and the last result (submit's) is the patch.
@@ -93,8 +109,9 @@ def test_the_real_run_s_actions_are_tied_to_their_observations(store: Store) -> 
     assert kinds == {"system": 1, "prompt": 1, "text": 12, "tool_call": 12, "tool_result": 12}
     assert q(store, "SELECT count(DISTINCT turn_id), count(*) FROM calls") == [(1, 12)]
     assert q(store, "SELECT sum(tool_call_count) FROM calls") == [(12,)]
-    [(last,)] = q(store, "SELECT excerpt FROM messages WHERE kind = 'tool_result' ORDER BY idx "
-                         "DESC LIMIT 1")  # fmt: skip
+    [(last,)] = q(
+        store, "SELECT excerpt FROM messages WHERE kind = 'tool_result' ORDER BY idx DESC LIMIT 1"
+    )
     assert last.lstrip().startswith("diff --git")
     # Calls 7 and 8 sent the same edit and got the same syntax error back: the same action
     # and the same result hash (a repeat a detector can see); call 6's edit was another.
@@ -114,31 +131,54 @@ CONFIG = {
     "env": {"deployment": {"image": "python:3.11", "type": "docker"}, "repo": None},
     "agent": {
         "name": "main",
-        "model": {"name": "claude-3-5-sonnet-20241022", "per_instance_cost_limit": 0.4,
-                  "total_cost_limit": 0.0, "per_instance_call_limit": 0, "temperature": 0.0},
+        "model": {
+            "name": "claude-3-5-sonnet-20241022",
+            "per_instance_cost_limit": 0.4,
+            "total_cost_limit": 0.0,
+            "per_instance_call_limit": 0,
+            "temperature": 0.0,
+        },
         "max_requeries": 3,
         "type": "default",
     },
     "problem_statement": {"id": "demo__repo-7", "type": "text", "text": "Fix a.py"},
     "output_dir": "trajectories/demo",
-}  # fmt: skip
+}
 
 
 def _tool_call(use_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"index": 0, "function": {"arguments": json.dumps(arguments), "name": name},
-            "id": use_id, "type": "function"}  # fmt: skip
+    return {
+        "index": 0,
+        "function": {"arguments": json.dumps(arguments), "name": name},
+        "id": use_id,
+        "type": "function",
+    }
 
 
 def _action(text: str, action: str, tool_call: dict[str, Any] | None) -> dict[str, Any]:
-    return {"role": "assistant", "content": text, "thought": text, "action": action,
-            "agent": "main", "tool_calls": None if tool_call is None else [tool_call],
-            "message_type": "action", "thinking_blocks": []}  # fmt: skip
+    return {
+        "role": "assistant",
+        "content": text,
+        "thought": text,
+        "action": action,
+        "agent": "main",
+        "tool_calls": None if tool_call is None else [tool_call],
+        "message_type": "action",
+        "thinking_blocks": [],
+    }
 
 
 def _step(response: str, action: str, observation: str, query: list[Any]) -> dict[str, Any]:
-    return {"action": action, "observation": observation, "response": response,
-            "thought": response, "execution_time": 0.42, "state": {"working_dir": "/repo"},
-            "query": query, "extra_info": {}}  # fmt: skip
+    return {
+        "action": action,
+        "observation": observation,
+        "response": response,
+        "thought": response,
+        "execution_time": 0.42,
+        "state": {"working_dir": "/repo"},
+        "query": query,
+        "extra_info": {},
+    }
 
 
 def v1_doc() -> dict[str, Any]:
@@ -147,44 +187,78 @@ def v1_doc() -> dict[str, Any]:
     """
     view = _tool_call("toolu_01", "str_replace_editor", {"command": "view", "path": "/repo/a.py"})
     test = _tool_call("toolu_02", "bash", {"command": "python -m pytest -q"})
-    system = {"role": "system", "content": "You are a helpful assistant.", "agent": "main",
-              "message_type": "system_prompt"}  # fmt: skip
+    system = {
+        "role": "system",
+        "content": "You are a helpful assistant.",
+        "agent": "main",
+        "message_type": "system_prompt",
+    }
     history = [
         system,
-        {"agent": "main", "content": "Here is a demonstration...", "is_demo": True,
-         "role": "user", "message_type": "demonstration"},
-        {"role": "user", "content": "<uploaded_files>/repo</uploaded_files> Fix a.py",
-         "agent": "main", "message_type": "observation"},
+        {
+            "agent": "main",
+            "content": "Here is a demonstration...",
+            "is_demo": True,
+            "role": "user",
+            "message_type": "demonstration",
+        },
+        {
+            "role": "user",
+            "content": "<uploaded_files>/repo</uploaded_files> Fix a.py",
+            "agent": "main",
+            "message_type": "observation",
+        },
         _action("Let me look at a.py.", "str_replace_editor view /repo/a.py", view),
-        {"role": "tool", "content": "OBSERVATION:\n1\tx\n", "agent": "main",
-         "message_type": "observation", "tool_call_ids": ["toolu_01"]},
+        {
+            "role": "tool",
+            "content": "OBSERVATION:\n1\tx\n",
+            "agent": "main",
+            "message_type": "observation",
+            "tool_call_ids": ["toolu_01"],
+        },
         _action("Now the tests.", "python -m pytest -q", test),
-        {"role": "tool", "content": "OBSERVATION:\n1 failed\n", "agent": "main",
-         "message_type": "observation", "tool_call_ids": ["toolu_02"]},
+        {
+            "role": "tool",
+            "content": "OBSERVATION:\n1 failed\n",
+            "agent": "main",
+            "message_type": "observation",
+            "tool_call_ids": ["toolu_02"],
+        },
         _action("Exit due to cost limit", "", None),
-        {"role": "user", "content": "Exited (autosubmitted)", "agent": "main",
-         "message_type": "observation"},
-    ]  # fmt: skip
+        {
+            "role": "user",
+            "content": "Exited (autosubmitted)",
+            "agent": "main",
+            "message_type": "observation",
+        },
+    ]
     trajectory = [
-        _step("Let me look at a.py.", "str_replace_editor view /repo/a.py", "1\tx\n",
-              [system]),
+        _step("Let me look at a.py.", "str_replace_editor view /repo/a.py", "1\tx\n", [system]),
         _step("I will run pytest.", "", "", [system]),  # refused: no function call in it
         _step("Now the tests.", "python -m pytest -q", "1 failed\n", [system]),
         _step("Exit due to cost limit", "", PATCH, [{}]),
-    ]  # fmt: skip
+    ]
     return {
         "trajectory": trajectory,
         "history": history,
         "info": {
-            "swe_agent_hash": "unavailable", "swe_agent_version": "1.1.0",
-            "swe_rex_version": "1.2.1", "swe_rex_hash": "unavailable", "submission": PATCH,
-            "exit_status": "submitted (exit_cost)", "edited_files30": "",
-            "model_stats": {"instance_cost": 0.4242, "tokens_sent": 30000,
-                            "tokens_received": 900, "api_calls": 4},
+            "swe_agent_hash": "unavailable",
+            "swe_agent_version": "1.1.0",
+            "swe_rex_version": "1.2.1",
+            "swe_rex_hash": "unavailable",
+            "submission": PATCH,
+            "exit_status": "submitted (exit_cost)",
+            "edited_files30": "",
+            "model_stats": {
+                "instance_cost": 0.4242,
+                "tokens_sent": 30000,
+                "tokens_received": 900,
+                "api_calls": 4,
+            },
         },
         "replay_config": json.dumps(CONFIG),
         "environment": "main",
-    }  # fmt: skip
+    }
 
 
 def test_a_1x_run_with_a_refused_reply_and_a_stand_in(store: Store, tmp_path: Path) -> None:
@@ -198,14 +272,26 @@ def test_a_1x_run_with_a_refused_reply_and_a_stand_in(store: Store, tmp_path: Pa
            ORDER BY seq""",
     )
     model = "claude-3-5-sonnet-20241022"
-    assert calls == [(1, model, 1, True, "apportioned", 4), (2, model, 0, True, "apportioned",
-                     None), (3, model, 1, True, "apportioned", 6)]  # fmt: skip
+    assert calls == [
+        (1, model, 1, True, "apportioned", 4),
+        (2, model, 0, True, "apportioned", None),
+        (3, model, 1, True, "apportioned", 6),
+    ]
     assert q(store, "SELECT sum(cost_usd)::DOUBLE FROM calls") == [(pytest.approx(0.4242),)]
     msgs = q(store, "SELECT kind, tool_name, tool_use_id, excerpt FROM messages ORDER BY idx")
     assert [m[0] for m in msgs] == [
-        "system", "prompt", "text", "tool_call", "tool_result", "format_error", "text",
-        "tool_call", "tool_result", "synthetic", "tool_result",
-    ]  # fmt: skip
+        "system",
+        "prompt",
+        "text",
+        "tool_call",
+        "tool_result",
+        "format_error",
+        "text",
+        "tool_call",
+        "tool_result",
+        "synthetic",
+        "tool_result",
+    ]
     assert msgs[3][1:3] == ("str_replace_editor", "toolu_01")
     assert msgs[4][2:] == ("toolu_01", "1\tx\n")  # the raw observation, not the template
     assert msgs[7][1:3] == ("bash", "toolu_02") and msgs[8][2] == "toolu_02"
@@ -219,8 +305,19 @@ def test_a_1x_run_with_a_refused_reply_and_a_stand_in(store: Store, tmp_path: Pa
                   cost_limit_usd::DOUBLE, step_limit, result_excerpt FROM runs""",
     )
     assert run[0].startswith("demo__repo-7@")
-    assert run[1:] == (model, "submitted (exit_cost)", "cost_limit", 4, 30000, 900,
-                       pytest.approx(0.4242), True, 0.4, None, PATCH.strip())  # fmt: skip
+    assert run[1:] == (
+        model,
+        "submitted (exit_cost)",
+        "cost_limit",
+        4,
+        30000,
+        900,
+        pytest.approx(0.4242),
+        True,
+        0.4,
+        None,
+        PATCH.strip(),
+    )
     assert_accounted(store)
 
 
@@ -258,12 +355,22 @@ def test_the_retry_agent_s_attempts(store: Store, tmp_path: Path) -> None:
     first, second = v1_doc(), v1_doc()
     second["history"][3]["content"] = second["trajectory"][0]["response"] = "Again: a.py."
     doc = {"attempts": [first, second], **copy.deepcopy(second)}  # the chosen one, again
-    doc["info"]["model_stats"] = {"instance_cost": 0.9, "tokens_sent": 61000,
-                                  "tokens_received": 1900, "api_calls": 9}  # fmt: skip
+    doc["info"]["model_stats"] = {
+        "instance_cost": 0.9,
+        "tokens_sent": 61000,
+        "tokens_received": 1900,
+        "api_calls": 9,
+    }
     doc["replay_config"] = json.dumps(
-        {**CONFIG, "agent": {"type": "retry", "agent_configs": [CONFIG["agent"]],
-                             "retry_loop": {"type": "chooser", "cost_limit": 1.5}}}
-    )  # fmt: skip
+        {
+            **CONFIG,
+            "agent": {
+                "type": "retry",
+                "agent_configs": [CONFIG["agent"]],
+                "retry_loop": {"type": "chooser", "cost_limit": 1.5},
+            },
+        }
+    )
     [r] = ingest(store, write(tmp_path / "demo__repo-7.traj", doc))
     assert r.rows_rejected == 0 and r.calls == 6  # both attempts; the copy is skipped
     assert r.rows_skipped == 2 + 2 + 9 + 4  # two demonstrations, two attempt infos, the copy
@@ -281,29 +388,61 @@ def test_an_early_0x_stand_in_in_the_history(store: Store, tmp_path: Path) -> No
     doc = {
         "environment": "swe_main",
         "trajectory": [
-            {"action": "ls\n", "observation": "a.py\n", "response": "Listing.\n```\nls\n```",
-             "state": "{}", "thought": "Listing.\n"},
-            {"action": "exit_cost", "observation": "Exited", "response": "Exit due to cost "
-             "limit", "state": "{}", "thought": "Exit due to cost limit"},
+            {
+                "action": "ls\n",
+                "observation": "a.py\n",
+                "response": "Listing.\n```\nls\n```",
+                "state": "{}",
+                "thought": "Listing.\n",
+            },
+            {
+                "action": "exit_cost",
+                "observation": "Exited",
+                "response": "Exit due to cost limit",
+                "state": "{}",
+                "thought": "Exit due to cost limit",
+            },
         ],
         "history": [
             {"role": "system", "content": "SETTING: ...", "agent": "primary"},
             {"role": "user", "content": "ISSUE: ...", "agent": "primary"},
-            {"role": "assistant", "content": "Listing.\n```\nls\n```", "thought": "Listing.\n",
-             "action": "ls\n", "agent": "primary"},
+            {
+                "role": "assistant",
+                "content": "Listing.\n```\nls\n```",
+                "thought": "Listing.\n",
+                "action": "ls\n",
+                "agent": "primary",
+            },
             {"role": "user", "content": "a.py\n(Open file: n/a)", "agent": "primary"},
-            {"role": "assistant", "content": "Exit due to cost limit", "thought": "Exit due to "
-             "cost limit", "action": "exit_cost", "agent": "primary"},
+            {
+                "role": "assistant",
+                "content": "Exit due to cost limit",
+                "thought": "Exit due to cost limit",
+                "action": "exit_cost",
+                "agent": "primary",
+            },
         ],
-        "info": {"exit_status": "exit_cost", "model_stats": {"total_cost": 9.0,
-                 "instance_cost": 2.01, "tokens_sent": 1000, "tokens_received": 50,
-                 "api_calls": 2}},
-    }  # fmt: skip
+        "info": {
+            "exit_status": "exit_cost",
+            "model_stats": {
+                "total_cost": 9.0,
+                "instance_cost": 2.01,
+                "tokens_sent": 1000,
+                "tokens_received": 50,
+                "api_calls": 2,
+            },
+        },
+    }
     [r] = ingest(store, write(tmp_path / "x__y-1.traj", doc))
     assert (r.calls, r.rows_read, r.rows_loaded) == (1, 8, 8)
     assert [k for (k,) in q(store, "SELECT kind FROM messages ORDER BY idx")] == [
-        "system", "prompt", "text", "tool_call", "tool_result", "synthetic"
-    ]  # fmt: skip
+        "system",
+        "prompt",
+        "text",
+        "tool_call",
+        "tool_result",
+        "synthetic",
+    ]
     assert q(store, "SELECT outcome, result_excerpt, reported_cost_usd::DOUBLE FROM runs") == [
         ("cost_limit", "Exit due to cost limit", 2.01)
     ]
@@ -324,16 +463,14 @@ def test_sniffing_claims_trajectories_only(tmp_path: Path) -> None:
     compact.write_text(json.dumps(v1_doc()))
     assert _claimed(compact)
     samples = shared_samples()
-    others = [
-        p for p in samples.rglob("*")
-        if p.is_file() and "swe_agent_traj" not in p.parts
-    ]  # fmt: skip
+    others = [p for p in samples.rglob("*") if p.is_file() and "swe_agent_traj" not in p.parts]
     assert any("mini-swe-agent" in str(p) for p in others)
     assert len(others) > 50
     assert [p for p in others if _claimed(p)] == []
     # A saved conversation that merely mentions a trajectory is not one.
-    conv = write(tmp_path / "c.json", {"messages": [{"role": "user", "content": "x"}],
-                                        "trajectory": [1, 2]})  # fmt: skip
+    conv = write(
+        tmp_path / "c.json", {"messages": [{"role": "user", "content": "x"}], "trajectory": [1, 2]}
+    )
     assert not _claimed(conv)
 
 
@@ -373,10 +510,12 @@ def test_bad_values_are_rejected_or_read_as_missing(store: Store, tmp_path: Path
     [r] = ingest(store, write(tmp_path / "bad.traj", doc))
     assert r.rows_rejected == 5 and r.calls == 3
     assert q(store, "SELECT line, reason FROM rejects ORDER BY line, reason") == [
-        (5, "trajectory step 5 is not an object"), (10, "history entry without a role"),
-        (11, "history entry without a role"), (12, "history entry without a role"),
+        (5, "trajectory step 5 is not an object"),
+        (10, "history entry without a role"),
+        (11, "history entry without a role"),
+        (12, "history entry without a role"),
         (13, "history entry of role 'critic'"),
-    ]  # fmt: skip
+    ]
     assert q(store, "SELECT model, reported_calls, reported_cost_usd FROM runs") == [
         (None, None, None)
     ]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analyzer.cli import cli
+from analyzer.cli.main import cli
 from tests.helpers import shared_samples
 from tests.test_claude_stream import run_lines, write
 
@@ -55,8 +55,11 @@ def test_usage_session_says_how_each_run_ended(store: Path) -> None:
     runs = {r["key"]: r["run"] for r in rows}
     idle = next(r for k, r in runs.items() if k.startswith("idle@"))
     assert (idle["exit_status"], idle["outcome"], idle["reported_calls"], idle["step_limit"]) == (
-        "LimitsExceeded", "step_limit", 100, 100
-    )  # fmt: skip
+        "LimitsExceeded",
+        "step_limit",
+        100,
+        100,
+    )
     assert runs["ok"]["outcome"] == "completed" and runs["ok"]["reported_cost_usd"] == 0.02
     table = list(csv.DictReader(io.StringIO(run("usage", "session", "--db", str(store), "--csv"))))
     assert {(r["ended"], r["exit_status"]) for r in table if r["session"] != "Total"} == {
@@ -100,13 +103,15 @@ def test_the_runs_verdict_raises_the_confidence_of_a_loop_that_ran_to_its_end(st
     [idle] = [i for i in listed if i["session_id"].startswith("idle@")]
     assert (idle["detector"], idle["severity"]) == ("repeated_tool_call", "high")
     assert idle["evidence"]["run_ended"] == {
-        "exit_status": "LimitsExceeded", "outcome": "step_limit", "result": None
-    }  # fmt: skip
+        "exit_status": "LimitsExceeded",
+        "outcome": "step_limit",
+        "result": None,
+    }
     assert idle["evidence"]["ran_to_its_end"] is True
 
 
 def test_a_verdict_only_adds_to_an_incident() -> None:
-    from analyzer.detect import with_verdict
+    from analyzer.detect.detectors import with_verdict
 
     rec = {"severity": "medium", "last_call_id": "c9", "evidence": '{"tool_calls": 5}'}
     # completed, or no verdict: unchanged

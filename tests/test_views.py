@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from analyzer.cli import cli
-from analyzer.store import OFFLINE
+from analyzer.cli.main import cli
+from analyzer.engine.store import OFFLINE
 from tests.helpers import SAMPLE_DATA, or_row, shared_samples, write_csv
 
 # The five Claude Code transcripts among ../shared/samples, and what ccusage 20.0.24 prints for
@@ -24,13 +24,11 @@ from tests.helpers import SAMPLE_DATA, or_row, shared_samples, write_csv
 # project of a fake home): input, cache creation, cache read and output tokens.
 CC_FILES = {
     "jnarowski__agentcmd__full-session-four.jsonl": "2d984148-cddb-4605-aac1-13e720fe613c",
-    "marot__spotter__agent-acompact-e1f845.jsonl":
-        "4d5611e5-241a-462a-8d15-5122611a9569:agent-acompact-e1f845",
+    "marot__spotter__agent-acompact-e1f845.jsonl": "4d5611e5-241a-462a-8d15-5122611a9569:agent-acompact-e1f845",  # noqa: E501
     "marot__spotter__agent-afc096d.jsonl": "6c2214d7-b87e-4432-8e41-22ba294ea584:agent-afc096d",
     "oneryalcin__fasthooks__sample_main_transcript.jsonl": "c45af7b1-cb7c-4e51-93db-8cbb250a877a",
-    "pypi-data__pypi-mirror-400__fasthooks-0.1.4__sample_agent_sidechain.jsonl":
-        "c45af7b1-cb7c-4e51-93db-8cbb250a877a:agent-af1ff21",
-}  # fmt: skip
+    "pypi-data__pypi-mirror-400__fasthooks-0.1.4__sample_agent_sidechain.jsonl": "c45af7b1-cb7c-4e51-93db-8cbb250a877a:agent-af1ff21",  # noqa: E501
+}
 CCUSAGE_DAILY = {
     "2025-10-26": (48, 64499, 1178761, 228),
     "2026-01-02": (860, 8467, 223265, 1632),
@@ -165,9 +163,10 @@ def test_usage_table_fits_the_terminal_with_a_totals_row(cc_db: Path) -> None:
         assert max(len(line) for line in lines) <= columns
         totals = usage_json(cc_db, "daily")["totals"]
         total, placeholders = totals["usd"], totals["placeholder_output"]["calls"]
-        assert any(line.startswith("Total ") and (f"{total:,.2f}" in line or
-                                                  "2,148,825" in line)
-                   for line in lines)  # fmt: skip
+        assert any(
+            line.startswith("Total ") and (f"{total:,.2f}" in line or "2,148,825" in line)
+            for line in lines
+        )
         # the placeholder outputs are said, with what they do to the total
         said = " ".join(result.stdout.split())
         assert f"estimated_output: {placeholders} calls log only a streaming placeholder" in said
@@ -180,13 +179,32 @@ def test_since_and_until_filter_every_reader(sample_db: Path) -> None:
     day = usage_json(sample_db, "daily", "--since", "2025-12-13", "--until", "2025-12-13")
     assert [r["key"] for r in day["rows"]] == ["2025-12-13"]
     runner = CliRunner()
-    found = runner.invoke(cli, ["incidents", "--db", str(sample_db), "--json",
-                                "--since", "2025-12-13", "--until", "2025-12-15"])  # fmt: skip
+    found = runner.invoke(
+        cli,
+        [
+            "incidents",
+            "--db",
+            str(sample_db),
+            "--json",
+            "--since",
+            "2025-12-13",
+            "--until",
+            "2025-12-15",
+        ],
+    )
     dates = sorted(i["start_ts"][:10] for i in json.loads(found.stdout))
     assert dates == ["2025-12-13", "2025-12-13", "2025-12-15"]
     # In Berlin the day starts an hour earlier (UTC+1 in December).
-    evening = usage_json(sample_db, "daily", "--since", "2025-12-13 07:00",
-                         "--until", "2025-12-13 08:00", "--tz", "Europe/Berlin")  # fmt: skip
+    evening = usage_json(
+        sample_db,
+        "daily",
+        "--since",
+        "2025-12-13 07:00",
+        "--until",
+        "2025-12-13 08:00",
+        "--tz",
+        "Europe/Berlin",
+    )
     con = duckdb.connect(str(sample_db), read_only=True, config=OFFLINE)
     try:
         expected = con.execute(
@@ -199,8 +217,19 @@ def test_since_and_until_filter_every_reader(sample_db: Path) -> None:
     # A span back from now: the sample is from 2025, so the last 7 days hold none of it.
     recent = runner.invoke(cli, ["incidents", "--db", str(sample_db), "--since", "7d"])
     assert recent.stdout.strip() == "No incidents."
-    audit = runner.invoke(cli, ["audit", str(SAMPLE_DATA), "--since", "2025-12-13",
-                                "--until", "2025-12-13", "--json", "-q"])  # fmt: skip
+    audit = runner.invoke(
+        cli,
+        [
+            "audit",
+            str(SAMPLE_DATA),
+            "--since",
+            "2025-12-13",
+            "--until",
+            "2025-12-13",
+            "--json",
+            "-q",
+        ],
+    )
     data = json.loads(audit.stdout)
     assert {i["detector"] for i in data["incidents"]} == {"constant_input_low_output"}
     assert data["period"]["start"].startswith("2025-12-13")
@@ -241,25 +270,36 @@ def test_incident_numbers_are_stable_across_reruns(sample_db: Path, tmp_path: Pa
 
 
 def _number_of(db: Path, detector: str) -> int:
-    out = CliRunner().invoke(cli, ["incidents", "--db", str(db), "--json",
-                                   "--detector", detector]).stdout  # fmt: skip
+    out = (
+        CliRunner()
+        .invoke(cli, ["incidents", "--db", str(db), "--json", "--detector", detector])
+        .stdout
+    )
     return int(json.loads(out)[0]["number"])
 
 
 def test_show_tells_one_incident_within_the_terminal(sample_db: Path) -> None:
     n = _number_of(sample_db, "constant_input_low_output")
-    result = CliRunner().invoke(cli, ["show", str(n), "--db", str(sample_db)],
-                                env={"COLUMNS": "100"})  # fmt: skip
+    result = CliRunner().invoke(
+        cli, ["show", str(n), "--db", str(sample_db)], env={"COLUMNS": "100"}
+    )
     assert result.exit_code == 0, result.output
     text = result.stdout
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 100
     assert lines[0] == f"Incident #{n}  high  constant_input_low_output  $6.16 wasted (billed)"
     assert "22 calls re-sent the same 56,065-token prompt and got 3 tokens back" in text
-    for part in ("What happened", "app      Penguin", "API key  penguin-personal",
-                 "model    anthropic/claude-opus-4.5", "Calls (22; * = counted as waste)",
-                 "Evidence", "prompt_tokens: 56,065", "Guards that would have stopped it",
-                 "penguin_stale_context: after 3 of its events"):  # fmt: skip
+    for part in (
+        "What happened",
+        "app      Penguin",
+        "API key  penguin-personal",
+        "model    anthropic/claude-opus-4.5",
+        "Calls (22; * = counted as waste)",
+        "Evidence",
+        "prompt_tokens: 56,065",
+        "Guards that would have stopped it",
+        "penguin_stale_context: after 3 of its events",
+    ):
         assert part in text, part
     calls = [line for line in lines if line.startswith("* ")]
     assert len(calls) == 22 and all("56,065" in line and " 3 " in line for line in calls)
@@ -268,8 +308,11 @@ def test_show_tells_one_incident_within_the_terminal(sample_db: Path) -> None:
 
 def test_show_gives_tool_calls_and_their_results(sample_db: Path) -> None:
     n = _number_of(sample_db, "repeated_tool_call")
-    text = CliRunner().invoke(cli, ["show", str(n), "--db", str(sample_db)],
-                              env={"COLUMNS": "160"}).stdout  # fmt: skip
+    text = (
+        CliRunner()
+        .invoke(cli, ["show", str(n), "--db", str(sample_db)], env={"COLUMNS": "160"})
+        .stdout
+    )
     assert 'Task {"description":"Explore the codebase"' in text
     assert "-> (no output)" in text
 
@@ -307,8 +350,9 @@ def test_rejects_lists_file_line_reason_and_excerpt(runner: CliRunner, tmp_path:
 
 
 def test_export_writes_every_canonical_table(sample_db: Path, tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["export", "--db", str(sample_db), "--parquet",
-                                      str(tmp_path / "t")])  # fmt: skip
+    result = CliRunner().invoke(
+        cli, ["export", "--db", str(sample_db), "--parquet", str(tmp_path / "t")]
+    )
     assert result.exit_code == 0, result.output
     manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
     con = duckdb.connect(str(sample_db), read_only=True, config=OFFLINE)
@@ -352,17 +396,19 @@ def test_an_incidents_attribution_is_its_wasted_calls_most_common_then_dollars_t
     carry (not its first call's), a tie going to the value that wasted more dollars, then to
     the first name in order (whatever order a parallel scan meets the rows in); a call without
     a value does not vote. Without wasted calls, its first call's; without calls, none."""
-    from analyzer.resources import package_sql
-    from analyzer.store import open_store
+    from analyzer.engine.resources import package_sql
+    from analyzer.engine.store import open_store
 
     with open_store(tmp_path / "s.duckdb") as store:
         con = store.con
-        rows = [("c1", "first", "k0", "m0", "p0", "9.00"),
-                ("c2", "alpha", "k1", "m-b", "p-b", "0.10"),
-                ("c3", "zeta", "k1", "m-a", None, "0.50"),
-                ("c4", "alpha", "k2", "m-a", "p-a", "0.10"),
-                ("c5", "zeta", "k2", "m-b", None, "0.05"),
-                ("c6", "solo", "k9", "m9", "r", "1.00")]  # fmt: skip
+        rows = [
+            ("c1", "first", "k0", "m0", "p0", "9.00"),
+            ("c2", "alpha", "k1", "m-b", "p-b", "0.10"),
+            ("c3", "zeta", "k1", "m-a", None, "0.50"),
+            ("c4", "alpha", "k2", "m-a", "p-a", "0.10"),
+            ("c5", "zeta", "k2", "m-b", None, "0.05"),
+            ("c6", "solo", "k9", "m9", "r", "1.00"),
+        ]
         for cid, app, key, model, project, usd in rows:
             con.execute(
                 """INSERT INTO calls (call_id, source_id, format, stream_key, app, api_key, model,

@@ -12,9 +12,9 @@ import pytest
 
 import analyzer.ingest.flow as flow
 import analyzer.ingest.workers as workers
+from analyzer.engine.store import Store, open_store
 from analyzer.errors import ForensicsError, StrictRejectError
 from analyzer.ingest.base import IngestOptions
-from analyzer.store import Store, open_store
 from tests.test_batch import history, load
 from tests.test_claude_code import user, write
 

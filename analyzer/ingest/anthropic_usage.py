@@ -3,7 +3,7 @@
 Read as a bucketed bill (``KIND = "bucket_bill"``): each record says what an organisation used
 or paid in one bucket of time, for one model, key, workspace...; it never becomes a call and
 never feeds a detector. The spend views show it, and ``usage reconcile`` compares it with the
-logged calls of the same bucket (analyzer.reconcile). Four shapes, found by content:
+logged calls of the same bucket (analyzer.detect.reconcile). Four shapes, found by content:
 
 * **Console usage export** (``claude_api_tokens_<YYYY_MM>.csv``, real file in the tests):
   ``usage_date_utc, model_version, api_key, workspace, usage_type, context_window,
@@ -53,15 +53,21 @@ SNIFF_ORDER = 16  # with the other bills, before the agent logs
 PROVIDER = "anthropic"
 
 TOKENS_FIGURES = {
-    "usage_input_tokens_no_cache", "usage_input_tokens_cache_write_5m",
-    "usage_input_tokens_cache_write_1h", "usage_input_tokens_cache_read",
-    "usage_output_tokens", "web_search_count",
-}  # fmt: skip
+    "usage_input_tokens_no_cache",
+    "usage_input_tokens_cache_write_5m",
+    "usage_input_tokens_cache_write_1h",
+    "usage_input_tokens_cache_read",
+    "usage_output_tokens",
+    "web_search_count",
+}
 COST_FIGURES = {"cost_usd", "list_price_usd"}
 USAGE_FIGURES = {
-    "uncached_input_tokens", "cache_read_input_tokens", "cache_creation", "output_tokens",
+    "uncached_input_tokens",
+    "cache_read_input_tokens",
+    "cache_creation",
+    "output_tokens",
     "server_tool_use",
-}  # fmt: skip
+}
 _CSV_TOKENS = {"usage_date_utc", "model_version", "usage_input_tokens_no_cache"}
 _CSV_COST = {"usage_date_utc", "token_type", "cost_usd"}
 
@@ -98,17 +104,22 @@ def _tokens_row(row: dict[str, str]) -> Bucket:
     given = [v for v in (fresh, w5, w1, read) if v is not None]
     speed = (row.get("speed") or "").strip().lower()
     return Bucket(
-        measure="usage", start=start, end=end, key_parts=_parts(row, TOKENS_FIGURES),
-        model=row.get("model_version") or None, workspace=row.get("workspace") or None,
+        measure="usage",
+        start=start,
+        end=end,
+        key_parts=_parts(row, TOKENS_FIGURES),
+        model=row.get("model_version") or None,
+        workspace=row.get("workspace") or None,
         api_key=row.get("api_key") or None,
         service_tier="fast" if speed == "fast" else row.get("usage_type") or None,
         context_window=row.get("context_window") or None,
-        input_tokens=sum(given) if given else None, cached_input_tokens=read,
+        input_tokens=sum(given) if given else None,
+        cached_input_tokens=read,
         cache_write_tokens=(w5 or 0) + (w1 or 0) if w5 is not None or w1 is not None else None,
-        cache_write_1h_tokens=w1, output_tokens=count(row.get("usage_output_tokens"),
-                                                      "usage_output_tokens"),
+        cache_write_1h_tokens=w1,
+        output_tokens=count(row.get("usage_output_tokens"), "usage_output_tokens"),
         web_search_requests=count(row.get("web_search_count"), "web_search_count"),
-    )  # fmt: skip
+    )
 
 
 def _cost_row(row: dict[str, str]) -> Bucket:
@@ -119,22 +130,30 @@ def _cost_row(row: dict[str, str]) -> Bucket:
     kind = row.get("cost_type") or ""
     token_type = row.get("token_type") or ""
     return Bucket(
-        measure="cost", start=start, end=end, key_parts=_parts(row, COST_FIGURES),
-        model=row.get("model") or None, workspace=row.get("workspace") or None,
-        api_key=row.get("api_key") or None, service_tier=row.get("usage_type") or None,
+        measure="cost",
+        start=start,
+        end=end,
+        key_parts=_parts(row, COST_FIGURES),
+        model=row.get("model") or None,
+        workspace=row.get("workspace") or None,
+        api_key=row.get("api_key") or None,
+        service_tier=row.get("usage_type") or None,
         context_window=row.get("context_window") or None,
         item=token_type if kind in ("", "token", "tokens", token_type) else f"{kind} {token_type}",
         cost_usd=usd,
-    )  # fmt: skip
+    )
 
 
 def _api_result(start: datetime, end: datetime, r: dict[str, Any]) -> Bucket:
     common: dict[str, Any] = {
-        "start": start, "end": end, "model": as_str(r.get("model")),
-        "workspace": as_str(r.get("workspace_id")), "api_key": as_str(r.get("api_key_id")),
+        "start": start,
+        "end": end,
+        "model": as_str(r.get("model")),
+        "workspace": as_str(r.get("workspace_id")),
+        "api_key": as_str(r.get("api_key_id")),
         "service_tier": as_str(r.get("service_tier")),
         "context_window": as_str(r.get("context_window")),
-    }  # fmt: skip
+    }
     if "amount" in r:
         currency = (as_str(r.get("currency")) or "USD").upper()
         if currency != "USD":
@@ -144,8 +163,13 @@ def _api_result(start: datetime, end: datetime, r: dict[str, Any]) -> Bucket:
             raise ValueError("no amount")
         item = " ".join(x for x in (as_str(r.get("cost_type")), as_str(r.get("token_type"))) if x)
         parts = _parts(r, {"amount"})
-        return Bucket(measure="cost", key_parts=parts, item=item or as_str(r.get("description")),
-                      cost_usd=usd, **common)  # fmt: skip
+        return Bucket(
+            measure="cost",
+            key_parts=parts,
+            item=item or as_str(r.get("description")),
+            cost_usd=usd,
+            **common,
+        )
     if not USAGE_FIGURES & r.keys():
         raise ValueError("neither tokens nor an amount")
     created = as_dict(r.get("cache_creation"))
@@ -157,14 +181,18 @@ def _api_result(start: datetime, end: datetime, r: dict[str, Any]) -> Bucket:
     if as_str(r.get("speed")) == "fast":
         common["service_tier"] = "fast"
     return Bucket(
-        measure="usage", key_parts=_parts(r, USAGE_FIGURES),
-        input_tokens=sum(given) if given else None, cached_input_tokens=read,
+        measure="usage",
+        key_parts=_parts(r, USAGE_FIGURES),
+        input_tokens=sum(given) if given else None,
+        cached_input_tokens=read,
         cache_write_tokens=(w5 or 0) + (w1 or 0) if w5 is not None or w1 is not None else None,
-        cache_write_1h_tokens=w1, output_tokens=count(r.get("output_tokens"), "output_tokens"),
-        web_search_requests=count(as_dict(r.get("server_tool_use")).get("web_search_requests"),
-                                  "web_search_requests"),
+        cache_write_1h_tokens=w1,
+        output_tokens=count(r.get("output_tokens"), "output_tokens"),
+        web_search_requests=count(
+            as_dict(r.get("server_tool_use")).get("web_search_requests"), "web_search_requests"
+        ),
         **common,
-    )  # fmt: skip
+    )
 
 
 def _times(bucket: dict[str, Any]) -> tuple[datetime, datetime]:

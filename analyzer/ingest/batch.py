@@ -26,13 +26,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from analyzer import cache
+from analyzer.engine import cache
+from analyzer.engine.store import Store, interrupted
 from analyzer.errors import ForensicsError, LoaderBug, StrictRejectError
 from analyzer.ingest.base import LoadResult
 from analyzer.ingest.lowering import insert_calls
 from analyzer.ingest.staged import Staged
-from analyzer.pricing import PriceKey, price_table
-from analyzer.store import Store, interrupted
+from analyzer.model.pricing import PriceKey, price_table
 
 BATCH_FILE_BYTES = 8 << 20  # a bigger file is loaded on its own
 BATCH_BYTES = 48 << 20  # the input a batch holds in memory at most
@@ -330,32 +330,44 @@ def _write(store: Store, files: list[Pending]) -> None:
             con.unregister("lf_msg_batch")
     if rejects:
         cols = list(zip(*rejects, strict=True))
-        con.register("lf_rejects", pa.table({
-            "source_id": pa.array(cols[0], pa.int64()), "line": pa.array(cols[1], pa.int64()),
-            "reason": pa.array(cols[2], pa.string()), "excerpt": pa.array(cols[3], pa.string()),
-        }))  # fmt: skip
+        con.register(
+            "lf_rejects",
+            pa.table(
+                {
+                    "source_id": pa.array(cols[0], pa.int64()),
+                    "line": pa.array(cols[1], pa.int64()),
+                    "reason": pa.array(cols[2], pa.string()),
+                    "excerpt": pa.array(cols[3], pa.string()),
+                }
+            ),
+        )
         try:
             con.execute("INSERT INTO rejects BY NAME SELECT * FROM lf_rejects")
         finally:
             con.unregister("lf_rejects")
     res = [f.low.result for f in files]
-    con.register("lf_sources", pa.table({
-        "source_id": pa.array(ids, pa.int64()),
-        "path": pa.array([f.name for f in files], pa.string()),
-        "format": pa.array([f.fmt for f in files], pa.string()),
-        "sha256": pa.array([f.digest for f in files], pa.string()),
-        "bytes": pa.array([f.size for f in files], pa.int64()),
-        "ingested_at": pa.array([f.at for f in files], pa.timestamp("us")),
-        "rows_read": pa.array([r.rows_read for r in res], pa.int64()),
-        "rows_loaded": pa.array([r.rows_loaded for r in res], pa.int64()),
-        "rows_rejected": pa.array([r.rows_rejected for r in res], pa.int64()),
-        "rows_duplicate": pa.array([r.rows_duplicate for r in res], pa.int64()),
-        "rows_skipped": pa.array([r.rows_skipped for r in res], pa.int64()),
-        "skipped_kinds": pa.array([json.dumps(r.skipped_kinds) for r in res], pa.string()),
-        "encoding": pa.array([f.encoding for f in files], pa.string()),
-        "options": pa.array([f.options for f in files], pa.string()),
-        "file_stat": pa.array([f.file_stat for f in files], pa.string()),
-    }))  # fmt: skip
+    con.register(
+        "lf_sources",
+        pa.table(
+            {
+                "source_id": pa.array(ids, pa.int64()),
+                "path": pa.array([f.name for f in files], pa.string()),
+                "format": pa.array([f.fmt for f in files], pa.string()),
+                "sha256": pa.array([f.digest for f in files], pa.string()),
+                "bytes": pa.array([f.size for f in files], pa.int64()),
+                "ingested_at": pa.array([f.at for f in files], pa.timestamp("us")),
+                "rows_read": pa.array([r.rows_read for r in res], pa.int64()),
+                "rows_loaded": pa.array([r.rows_loaded for r in res], pa.int64()),
+                "rows_rejected": pa.array([r.rows_rejected for r in res], pa.int64()),
+                "rows_duplicate": pa.array([r.rows_duplicate for r in res], pa.int64()),
+                "rows_skipped": pa.array([r.rows_skipped for r in res], pa.int64()),
+                "skipped_kinds": pa.array([json.dumps(r.skipped_kinds) for r in res], pa.string()),
+                "encoding": pa.array([f.encoding for f in files], pa.string()),
+                "options": pa.array([f.options for f in files], pa.string()),
+                "file_stat": pa.array([f.file_stat for f in files], pa.string()),
+            }
+        ),
+    )
     try:
         con.execute("INSERT INTO sources BY NAME SELECT * FROM lf_sources")
     finally:

@@ -31,7 +31,7 @@ import pyarrow as pa
 from analyzer.errors import InputError
 from analyzer.ingest.base import LoadContext, LoadResult
 from analyzer.ingest.csv_scan import UNTERMINATED, fields, table
-from analyzer.pricing import COST_SQL, WEB_SEARCH_SQL, PriceKey, price_table, tier_prices
+from analyzer.model.pricing import COST_SQL, WEB_SEARCH_SQL, PriceKey, price_table, tier_prices
 
 MAX_TOKENS = 10**15  # a day of a large organisation is far below; more is not a count
 MAX_USD = Decimal(10**9)
@@ -40,16 +40,31 @@ HALF_PRICE_TIERS = {"batch"}
 LIST_PRICE_TIERS = {"", "standard", "default", "auto", "on_demand", "message"}
 
 _COLUMNS: dict[str, pa.DataType] = {
-    "line": pa.int64(), "bucket_key": pa.string(), "measure": pa.string(),
-    "bucket_start": pa.timestamp("us"), "bucket_end": pa.timestamp("us"),
-    "model": pa.string(), "price_model": pa.string(), "workspace": pa.string(),
-    "project": pa.string(), "api_key": pa.string(), "user_id": pa.string(),
-    "service_tier": pa.string(), "context_window": pa.string(), "item": pa.string(),
-    "requests": pa.int64(), "input_tokens": pa.int64(), "cached_input_tokens": pa.int64(),
-    "cache_write_tokens": pa.int64(), "cache_write_1h_tokens": pa.int64(),
-    "output_tokens": pa.int64(), "web_search_requests": pa.int64(),
-    "cost_usd": pa.decimal128(18, 10), "price_size": pa.int64(), "price_factor": pa.float64(),
-}  # fmt: skip
+    "line": pa.int64(),
+    "bucket_key": pa.string(),
+    "measure": pa.string(),
+    "bucket_start": pa.timestamp("us"),
+    "bucket_end": pa.timestamp("us"),
+    "model": pa.string(),
+    "price_model": pa.string(),
+    "workspace": pa.string(),
+    "project": pa.string(),
+    "api_key": pa.string(),
+    "user_id": pa.string(),
+    "service_tier": pa.string(),
+    "context_window": pa.string(),
+    "item": pa.string(),
+    "requests": pa.int64(),
+    "input_tokens": pa.int64(),
+    "cached_input_tokens": pa.int64(),
+    "cache_write_tokens": pa.int64(),
+    "cache_write_1h_tokens": pa.int64(),
+    "output_tokens": pa.int64(),
+    "web_search_requests": pa.int64(),
+    "cost_usd": pa.decimal128(18, 10),
+    "price_size": pa.int64(),
+    "price_factor": pa.float64(),
+}
 
 
 def count(value: object, name: str) -> int | None:
@@ -145,8 +160,9 @@ class Buckets:
             self.result.rows_read -= 1
             self.reject(line, "the bucket ends before it starts", repr(b.key_parts))
             return
-        ident = repr((self.provider, b.measure, b.start.isoformat(), b.end.isoformat(),
-                      b.key_parts))  # fmt: skip
+        ident = repr(
+            (self.provider, b.measure, b.start.isoformat(), b.end.isoformat(), b.key_parts)
+        )
         key = hashlib.sha256(ident.encode()).hexdigest()[:32]
         if key in self.seen:
             self.result.rows_duplicate += 1
@@ -161,19 +177,34 @@ class Buckets:
                 if tier_prices(name, self.provider, day) is not None:
                     price_model = name
                     break
-        self.rows.append({
-            "line": line, "bucket_key": key, "measure": b.measure, "bucket_start": b.start,
-            "bucket_end": b.end, "model": b.model, "price_model": price_model,
-            "workspace": b.workspace, "project": b.project, "api_key": b.api_key,
-            "user_id": b.user_id, "service_tier": b.service_tier,
-            "context_window": b.context_window, "item": b.item, "requests": b.requests,
-            "input_tokens": b.input_tokens, "cached_input_tokens": b.cached_input_tokens,
-            "cache_write_tokens": b.cache_write_tokens,
-            "cache_write_1h_tokens": b.cache_write_1h_tokens, "output_tokens": b.output_tokens,
-            "web_search_requests": b.web_search_requests, "cost_usd": b.cost_usd,
-            "price_size": 200_001 if long_context(b.context_window) else 0,
-            "price_factor": factor,
-        })  # fmt: skip
+        self.rows.append(
+            {
+                "line": line,
+                "bucket_key": key,
+                "measure": b.measure,
+                "bucket_start": b.start,
+                "bucket_end": b.end,
+                "model": b.model,
+                "price_model": price_model,
+                "workspace": b.workspace,
+                "project": b.project,
+                "api_key": b.api_key,
+                "user_id": b.user_id,
+                "service_tier": b.service_tier,
+                "context_window": b.context_window,
+                "item": b.item,
+                "requests": b.requests,
+                "input_tokens": b.input_tokens,
+                "cached_input_tokens": b.cached_input_tokens,
+                "cache_write_tokens": b.cache_write_tokens,
+                "cache_write_1h_tokens": b.cache_write_1h_tokens,
+                "output_tokens": b.output_tokens,
+                "web_search_requests": b.web_search_requests,
+                "cost_usd": b.cost_usd,
+                "price_size": 200_001 if long_context(b.context_window) else 0,
+                "price_factor": factor,
+            }
+        )
 
     def _model_key(self, model: str) -> str:
         """``lf_model_key`` (the one rule, in SQL), to find a price by a report's display name."""
@@ -185,8 +216,10 @@ class Buckets:
     def finish(self) -> LoadResult:
         con = self.ctx.con
         for line, reason, excerpt in self.rejects:
-            con.execute("INSERT INTO rejects VALUES (?, ?, ?, ?)",
-                        [self.ctx.source_id, line, reason, excerpt])  # fmt: skip
+            con.execute(
+                "INSERT INTO rejects VALUES (?, ?, ?, ?)",
+                [self.ctx.source_id, line, reason, excerpt],
+            )
         if not self.rows:
             return self.result
         to_price: set[PriceKey] = {

@@ -67,9 +67,15 @@ SNIFF_ORDER = 20
 BATCH = True  # small files are loaded many at a time (analyzer.ingest.batch)
 APP = "claude-code"
 _LINE_TYPES = {
-    "user", "assistant", "system", "summary", "progress", "file-history-snapshot",
-    "queue-operation", "turn_end",
-}  # fmt: skip
+    "user",
+    "assistant",
+    "system",
+    "summary",
+    "progress",
+    "file-history-snapshot",
+    "queue-operation",
+    "turn_end",
+}
 _API_ERROR = re.compile(r"API Error:?\s*(\d{3})")
 AGENT_FOLDERS = (".claude",)  # a hidden folder a walk of a home folder enters
 
@@ -213,16 +219,28 @@ def _assistant(
         native = f"{msg_id}:{request}" if request else msg_id
         s.seq += 1
         call = {
-            "native_id": native, "response_id": msg_id, "line": lineno,
+            "native_id": native,
+            "response_id": msg_id,
+            "line": lineno,
             "ts": parse_time(obj.get("timestamp"), tz),
-            "session_id": s.session_id, "stream_key": s.session_id, "turn_id": s.turn,
-            "seq": s.seq, "agent_id": s.agent, "parent_session_id": s.parent,
-            "model": as_str(msg.get("model")), "provider": "anthropic", "app": APP,
-            "output_final": False, "content_chars": 0, "visible_chars": 0,
-            "reasoning_chars": 0, "tool_call_count": 0, "n_records": 0,
+            "session_id": s.session_id,
+            "stream_key": s.session_id,
+            "turn_id": s.turn,
+            "seq": s.seq,
+            "agent_id": s.agent,
+            "parent_session_id": s.parent,
+            "model": as_str(msg.get("model")),
+            "provider": "anthropic",
+            "app": APP,
+            "output_final": False,
+            "content_chars": 0,
+            "visible_chars": 0,
+            "reasoning_chars": 0,
+            "tool_call_count": 0,
+            "n_records": 0,
             "replay": obj.get("isSidechain") is True and bool(request),
             "tally": OutputTally(),  # what it wrote (see ``settle_call``)
-        }  # fmt: skip
+        }
         calls[key] = call
     tally: OutputTally = call["tally"]
     tally.see_version(obj.get("version"))

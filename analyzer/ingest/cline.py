@@ -186,11 +186,18 @@ class _Reader:
                 self.turn = f"{self.session}:{mid}"
             chars, visible = text_measure(text)
             self.low.add_message(
-                {**common, "idx": self.next_idx(), "role": "user",
-                 "kind": "system" if agent else "prompt", "turn_id": self.turn,
-                 "text_chars": chars, "visible_chars": visible, "excerpt": excerpt(text),
-                 "n_records": records}
-            )  # fmt: skip
+                {
+                    **common,
+                    "idx": self.next_idx(),
+                    "role": "user",
+                    "kind": "system" if agent else "prompt",
+                    "turn_id": self.turn,
+                    "text_chars": chars,
+                    "visible_chars": visible,
+                    "excerpt": excerpt(text),
+                    "n_records": records,
+                }
+            )
             records = 0
         for b in results:
             content = b.get("content")
@@ -199,12 +206,22 @@ class _Reader:
             rtext = _result_text(content)
             chars, visible = text_measure(rtext)
             self.low.add_message(
-                {**common, "idx": self.next_idx(), "role": "tool", "kind": "tool_result",
-                 "turn_id": self.turn, "text_chars": chars, "visible_chars": visible,
-                 "tool_name": as_str(b.get("name")), "tool_use_id": as_str(b.get("tool_use_id")),
-                 "tool_result_hash": result_hash(content, is_error), "is_error": is_error,
-                 "excerpt": excerpt(rtext), "n_records": records}
-            )  # fmt: skip
+                {
+                    **common,
+                    "idx": self.next_idx(),
+                    "role": "tool",
+                    "kind": "tool_result",
+                    "turn_id": self.turn,
+                    "text_chars": chars,
+                    "visible_chars": visible,
+                    "tool_name": as_str(b.get("name")),
+                    "tool_use_id": as_str(b.get("tool_use_id")),
+                    "tool_result_hash": result_hash(content, is_error),
+                    "is_error": is_error,
+                    "excerpt": excerpt(rtext),
+                    "n_records": records,
+                }
+            )
             records = 0
         if records:  # nothing the store keeps (no text, no result)
             self.low.skip("empty_user_message")
@@ -222,32 +239,61 @@ class _Reader:
         call_id = self.low.call_id(native)
         self.seq += 1
         call: dict[str, Any] = {
-            "native_id": native, "response_id": None, "line": n, "ts": ts,
-            "session_id": self.session, "stream_key": self.session, "turn_id": self.turn,
-            "seq": self.seq, "model": as_str(info.get("id")),
-            "provider": None if provider in _GATEWAYS else provider, "app": APP,
-            **_tokens(metrics), "output_final": True if metrics else None,
-            "content_chars": chars, "visible_chars": visible, "reasoning_chars": thinking,
-            "tool_call_count": len(tools), "n_records": 1,
-        }  # fmt: skip
+            "native_id": native,
+            "response_id": None,
+            "line": n,
+            "ts": ts,
+            "session_id": self.session,
+            "stream_key": self.session,
+            "turn_id": self.turn,
+            "seq": self.seq,
+            "model": as_str(info.get("id")),
+            "provider": None if provider in _GATEWAYS else provider,
+            "app": APP,
+            **_tokens(metrics),
+            "output_final": True if metrics else None,
+            "content_chars": chars,
+            "visible_chars": visible,
+            "reasoning_chars": thinking,
+            "tool_call_count": len(tools),
+            "n_records": 1,
+        }
         cost = stated_cost(metrics.get("cost"))
         if cost is not None:
             call["cost_usd"], call["cost_basis"] = cost, "reported"
         self.low.add_call(call)
-        common = {"session_id": self.session, "turn_id": self.turn, "ts": ts,
-                  "role": "assistant", "call_id": call_id, "n_records": 0}  # fmt: skip
+        common = {
+            "session_id": self.session,
+            "turn_id": self.turn,
+            "ts": ts,
+            "role": "assistant",
+            "call_id": call_id,
+            "n_records": 0,
+        }
         if chars:
             self.low.add_message(
-                {**common, "idx": self.next_idx(), "kind": "text", "text_chars": chars,
-                 "visible_chars": visible, "excerpt": excerpt(text)}
-            )  # fmt: skip
+                {
+                    **common,
+                    "idx": self.next_idx(),
+                    "kind": "text",
+                    "text_chars": chars,
+                    "visible_chars": visible,
+                    "excerpt": excerpt(text),
+                }
+            )
         for b in tools:
             args = b.get("input")
             self.low.add_message(
-                {**common, "idx": self.next_idx(), "kind": "tool_call",
-                 "tool_name": as_str(b.get("name")), "tool_args_hash": args_hash(args),
-                 "tool_use_id": as_str(b.get("id")), "excerpt": args_excerpt(args)}
-            )  # fmt: skip
+                {
+                    **common,
+                    "idx": self.next_idx(),
+                    "kind": "tool_call",
+                    "tool_name": as_str(b.get("name")),
+                    "tool_args_hash": args_hash(args),
+                    "tool_use_id": as_str(b.get("id")),
+                    "excerpt": args_excerpt(args),
+                }
+            )
 
 
 def _load_session(ctx: LoadContext, doc: dict[str, Any]) -> LoadResult:

@@ -94,8 +94,12 @@ EXTENSIONS = {
     "kilocode.kilo-code": "kilo-code",
 }
 # Cline's provider ids that are genai-prices' ids (others are stored as no provider).
-_PROVIDERS = {"anthropic": "anthropic", "openai-native": "openai", "gemini": "google",
-              "deepseek": "deepseek"}  # fmt: skip
+_PROVIDERS = {
+    "anthropic": "anthropic",
+    "openai-native": "openai",
+    "gemini": "google",
+    "deepseek": "deepseek",
+}
 _INCLUSIVE = {"openai"}  # Cline providers whose tokensIn is the whole prompt (see above)
 _TURN_KINDS = {"task", "user_feedback", "user_feedback_diff"}
 _ERROR_REASONS = {"streaming_failed", "retries_exhausted"}
@@ -132,8 +136,10 @@ def _tokens(info: dict[str, Any], provider: str | None) -> dict[str, Any]:
     reads, writes = as_int(info.get("cacheReads")) or 0, as_int(info.get("cacheWrites")) or 0
     if tin is None and out is None:
         return {}
-    cols: dict[str, Any] = {"output_tokens": out,
-                            "reasoning_tokens": as_int(info.get("reasoningTokens"))}  # fmt: skip
+    cols: dict[str, Any] = {
+        "output_tokens": out,
+        "reasoning_tokens": as_int(info.get("reasoningTokens")),
+    }
     if tin is None:
         return {k: v for k, v in cols.items() if v is not None}
     if "apiProtocol" in info:  # Roo / Kilo: the whole prompt, unless below its cache counts
@@ -261,14 +267,25 @@ class _Reader:
         reason = as_str(info.get("cancelReason"))
         failed = reason in _ERROR_REASONS or bool(as_str(info.get("streamingFailedMessage")))
         self.call = {
-            "native_id": native, "line": n, "ts": ts, "session_id": self.session,
-            "stream_key": self.session, "turn_id": self.turn, "seq": self.seq,
-            "model": as_str(info.get("modelId")), "_provider": as_str(info.get("providerId")),
-            "_info": info, "app": self.app or ("roo-code" if "apiProtocol" in info else "cline"),
-            "content_chars": 0, "visible_chars": 0, "reasoning_chars": 0, "tool_call_count": 0,
+            "native_id": native,
+            "line": n,
+            "ts": ts,
+            "session_id": self.session,
+            "stream_key": self.session,
+            "turn_id": self.turn,
+            "seq": self.seq,
+            "model": as_str(info.get("modelId")),
+            "_provider": as_str(info.get("providerId")),
+            "_info": info,
+            "app": self.app or ("roo-code" if "apiProtocol" in info else "cline"),
+            "content_chars": 0,
+            "visible_chars": 0,
+            "reasoning_chars": 0,
+            "tool_call_count": 0,
             "cancelled": True if reason == "user_cancelled" else None,
-            "finish_reason_raw": "error" if failed else None, "n_records": 1,
-        }  # fmt: skip
+            "finish_reason_raw": "error" if failed else None,
+            "n_records": 1,
+        }
         cost = stated_cost(info.get("cost"))
         if cost is not None:
             self.call["cost_usd"], self.call["cost_basis"] = cost, "reported"
@@ -276,8 +293,15 @@ class _Reader:
 
     def common(self, ts: Any, role: str) -> dict[str, Any]:
         call_id = self.low.call_id(self.call["native_id"]) if self.call else None
-        return {"session_id": self.session, "idx": self.next_idx(), "ts": ts, "role": role,
-                "turn_id": self.turn, "call_id": call_id, "n_records": 1}  # fmt: skip
+        return {
+            "session_id": self.session,
+            "idx": self.next_idx(),
+            "ts": ts,
+            "role": role,
+            "turn_id": self.turn,
+            "call_id": call_id,
+            "n_records": 1,
+        }
 
     def prompt(self, m: dict[str, Any], ts: Any, text: object) -> None:
         self.flush()
@@ -285,9 +309,14 @@ class _Reader:
         self.turn = f"{self.session}:{raw_ts if isinstance(raw_ts, int) else self.idx + 1}"
         chars, visible = text_measure(text)
         self.low.add_message(
-            {**self.common(ts, "user"), "kind": "prompt", "text_chars": chars,
-             "visible_chars": visible, "excerpt": excerpt(text)}
-        )  # fmt: skip
+            {
+                **self.common(ts, "user"),
+                "kind": "prompt",
+                "text_chars": chars,
+                "visible_chars": visible,
+                "excerpt": excerpt(text),
+            }
+        )
 
     def content(self, kind: str, ts: Any, text: object) -> None:
         chars, visible = text_measure(text)
@@ -295,9 +324,14 @@ class _Reader:
             self.call["content_chars"] += chars
             self.call["visible_chars"] += visible
         self.low.add_message(
-            {**self.common(ts, "assistant"), "kind": kind, "text_chars": chars,
-             "visible_chars": visible, "excerpt": excerpt(text)}
-        )  # fmt: skip
+            {
+                **self.common(ts, "assistant"),
+                "kind": kind,
+                "text_chars": chars,
+                "visible_chars": visible,
+                "excerpt": excerpt(text),
+            }
+        )
 
     def tool(self, ts: Any, name: str | None, args: object, tid: str | None = None) -> str:
         row = self.common(ts, "assistant")
@@ -305,19 +339,32 @@ class _Reader:
         if self.call is not None:
             self.call["tool_call_count"] += 1
         self.low.add_message(
-            {**row, "kind": "tool_call", "tool_name": name, "tool_args_hash": args_hash(args),
-             "tool_use_id": tid, "excerpt": args_excerpt(args)}
-        )  # fmt: skip
+            {
+                **row,
+                "kind": "tool_call",
+                "tool_name": name,
+                "tool_args_hash": args_hash(args),
+                "tool_use_id": tid,
+                "excerpt": args_excerpt(args),
+            }
+        )
         return tid
 
     def result(self, ts: Any, name: str | None, tid: str | None, text: object) -> None:
         chars, visible = text_measure(text)
         self.low.add_message(
-            {**self.common(ts, "tool"), "kind": "tool_result", "call_id": None,
-             "text_chars": chars, "visible_chars": visible, "tool_name": name,
-             "tool_use_id": tid, "tool_result_hash": result_hash(as_text(text)),
-             "excerpt": excerpt(text)}
-        )  # fmt: skip
+            {
+                **self.common(ts, "tool"),
+                "kind": "tool_result",
+                "call_id": None,
+                "text_chars": chars,
+                "visible_chars": visible,
+                "tool_name": name,
+                "tool_use_id": tid,
+                "tool_result_hash": result_hash(as_text(text)),
+                "excerpt": excerpt(text),
+            }
+        )
 
 
 def load(ctx: LoadContext) -> LoadResult:

@@ -312,15 +312,27 @@ class _Reader:
             self.prev_total = total
         self.n_calls += 1
         call: dict[str, Any] = {
-            "native_id": f"{self.session}:{self.n_calls}", "line": lineno, "ts": ts,
-            "session_id": self.session, "stream_key": self.session, "turn_id": self.turn,
-            "seq": self.n_calls, "model": self.model, "provider": "openai", "app": APP,
-            "project": self.cwd, "parent_session_id": self.replay.parent,
+            "native_id": f"{self.session}:{self.n_calls}",
+            "line": lineno,
+            "ts": ts,
+            "session_id": self.session,
+            "stream_key": self.session,
+            "turn_id": self.turn,
+            "seq": self.n_calls,
+            "model": self.model,
+            "provider": "openai",
+            "app": APP,
+            "project": self.cwd,
+            "parent_session_id": self.replay.parent,
             "agent_id": self.replay.lineage.agent,
-            **token_counts(last), "output_final": True,
-            "content_chars": 0, "visible_chars": 0, "reasoning_chars": 0, "tool_call_count": 0,
+            **token_counts(last),
+            "output_final": True,
+            "content_chars": 0,
+            "visible_chars": 0,
+            "reasoning_chars": 0,
+            "tool_call_count": 0,
             "n_records": 1,
-        }  # fmt: skip
+        }
         self.call = call
         self.low.add_call(call)
         waiting, self.pending = self.pending, []

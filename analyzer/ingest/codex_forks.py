@@ -61,8 +61,9 @@ def lineage(meta: dict[str, Any]) -> Lineage:
         or as_str(meta.get("parent_thread_id"))
         or as_str(spawn.get("parent_thread_id"))
     )
-    agent = next((as_str(d.get(k)) for k in _SUBAGENT_NAMES for d in (meta, spawn)
-                  if as_str(d.get(k))), None)  # fmt: skip
+    agent = next(
+        (as_str(d.get(k)) for k in _SUBAGENT_NAMES for d in (meta, spawn) if as_str(d.get(k))), None
+    )
     if agent is None and sub is not None:  # "review", "compact", {"other": "guardian"}
         agent = as_str(sub) or next((as_str(v) for v in as_dict(sub).values() if as_str(v)), None)
         agent = agent or "subagent"
@@ -103,8 +104,9 @@ class Replay:
         self._own_ms = uuid7_ms(self.own_id)
         self._state = "before"
 
-    def copied(self, kind: str | None, p: dict[str, Any], ts: datetime | None, ordinal: object
-               ) -> bool:  # fmt: skip
+    def copied(
+        self, kind: str | None, p: dict[str, Any], ts: datetime | None, ordinal: object
+    ) -> bool:
         """Whether this line (after the first ``session_meta``) is copied history."""
         start, n = self.lineage.start_ordinal, as_int(ordinal)
         if start is not None and n is not None:
@@ -114,8 +116,11 @@ class Replay:
             if kind == "session_meta" and other and other != self.own_id:
                 self._state, self._last, self.copied_from = "replay", ts, other
                 return True
-            if kind == "event_msg" and kind_of(p) in ("token_count", "task_started",
-                                                      "user_message"):  # fmt: skip
+            if kind == "event_msg" and kind_of(p) in (
+                "token_count",
+                "task_started",
+                "user_message",
+            ):
                 self._state = "own"
             return False
         if self._state != "replay":

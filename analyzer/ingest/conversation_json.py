@@ -248,10 +248,17 @@ class _Reader:
             # mini-swe-agent 2.x refusing the reply before it (no tool call, a malformed one):
             # its FormatError message, tied to the refused call.
             self.message_row(
-                role=role, kind="format_error", ts=ts, text_chars=chars, visible_chars=visible,
-                excerpt=excerpt(text), n_records=1, is_error=True, call_id=self.last_call_id,
+                role=role,
+                kind="format_error",
+                ts=ts,
+                text_chars=chars,
+                visible_chars=visible,
+                excerpt=excerpt(text),
+                n_records=1,
+                is_error=True,
+                call_id=self.last_call_id,
                 tool_result_hash=result_hash(content, True),
-            )  # fmt: skip
+            )
             return
         if (
             role == "user"
@@ -284,20 +291,32 @@ class _Reader:
                     "tool_result_hash": result_hash(content, is_error),
                 }
             self.message_row(
-                role=role, kind=kind, ts=ts, text_chars=chars, visible_chars=visible,
-                excerpt=excerpt(text), n_records=1, **tool,
-            )  # fmt: skip
+                role=role,
+                kind=kind,
+                ts=ts,
+                text_chars=chars,
+                visible_chars=visible,
+                excerpt=excerpt(text),
+                n_records=1,
+                **tool,
+            )
             first = False
         for b in results:
             rtext = _text(b.get("content"))
             rchars, rvisible = text_measure(rtext)
             is_error = bool(b.get("is_error"))
             self.message_row(
-                role=role, kind="tool_result", ts=ts, text_chars=rchars, visible_chars=rvisible,
-                is_error=is_error, tool_use_id=as_str(b.get("tool_use_id")),
+                role=role,
+                kind="tool_result",
+                ts=ts,
+                text_chars=rchars,
+                visible_chars=rvisible,
+                is_error=is_error,
+                tool_use_id=as_str(b.get("tool_use_id")),
                 tool_result_hash=result_hash(b.get("content"), is_error),
-                excerpt=excerpt(rtext), n_records=int(first),
-            )  # fmt: skip
+                excerpt=excerpt(rtext),
+                n_records=int(first),
+            )
             first = False
 
     def assistant(self, m: dict[str, Any]) -> dict[str, Any]:
@@ -317,29 +336,46 @@ class _Reader:
         call: dict[str, Any] = {
             "native_id": native,
             "response_id": own_id if isinstance(own_id, str) else as_str(response.get("id")),
-            "line": self.seq, "ts": ts, "session_id": self.session, "stream_key": self.session,
-            "turn_id": self.turn, "seq": self.seq,
+            "line": self.seq,
+            "ts": ts,
+            "session_id": self.session,
+            "stream_key": self.session,
+            "turn_id": self.turn,
+            "seq": self.seq,
             "model": as_str(m.get("model")) or as_str(response.get("model")) or self.model,
-            "provider": as_str(m.get("provider")), "app": self.app, "n_records": 1,
-            "reply_saved": True, "agent_id": as_str(m.get("agent_id")),
-        }  # fmt: skip
+            "provider": as_str(m.get("provider")),
+            "app": self.app,
+            "n_records": 1,
+            "reply_saved": True,
+            "agent_id": as_str(m.get("agent_id")),
+        }
         call_id = self.last_call_id = self.low.call_id(native)
         if placeholder:
             # The model's reply was empty; the text is the agent's stand-in for it.
             call["content_chars"], call["visible_chars"] = 0, 0
             chars, visible = text_measure(text)
             self.message_row(
-                role="assistant", kind="placeholder", ts=ts, text_chars=chars,
-                visible_chars=visible, call_id=call_id, excerpt=excerpt(text),
-            )  # fmt: skip
+                role="assistant",
+                kind="placeholder",
+                ts=ts,
+                text_chars=chars,
+                visible_chars=visible,
+                call_id=call_id,
+                excerpt=excerpt(text),
+            )
         else:
             chars, visible = text_measure(text)
             call["content_chars"], call["visible_chars"] = chars, visible
             if chars or not (m.get("tool_calls") or _blocks(content, "tool_use")):
                 self.message_row(
-                    role="assistant", kind="text", ts=ts, text_chars=chars,
-                    visible_chars=visible, call_id=call_id, excerpt=excerpt(text),
-                )  # fmt: skip
+                    role="assistant",
+                    kind="text",
+                    ts=ts,
+                    text_chars=chars,
+                    visible_chars=visible,
+                    call_id=call_id,
+                    excerpt=excerpt(text),
+                )
         reasoning = m.get("reasoning_content") or m.get("reasoning") or meta.get("reasoning")
         thinking = "".join(as_text(b.get("thinking")) for b in _blocks(content, "thinking"))
         r_chars = len(reasoning) if isinstance(reasoning, str) else 0
@@ -358,10 +394,15 @@ class _Reader:
         call["tool_call_count"] = len(tools)
         for name, args, use_id in tools:
             self.message_row(
-                role="assistant", kind="tool_call", ts=ts, tool_name=name,
-                tool_args_hash=args_hash(args), tool_use_id=use_id, call_id=call_id,
+                role="assistant",
+                kind="tool_call",
+                ts=ts,
+                tool_name=name,
+                tool_args_hash=args_hash(args),
+                tool_use_id=use_id,
+                call_id=call_id,
                 excerpt=args_excerpt(args),
-            )  # fmt: skip
+            )
         # Token counts: the message's own usage, count by count, else the saved response's.
         own, saved = m.get("usage"), response.get("usage")
         if isinstance(own, dict) or isinstance(saved, dict):
@@ -434,11 +475,18 @@ class _Reader:
             self.seq += 1
             native = f"{self.session}:{as_str(lc.get('request_id')) or f'request-{i}'}"
             call = {
-                "native_id": native, "line": None, "ts": parse_time(lc.get("started_at")),
-                "session_id": self.session, "stream_key": self.session, "turn_id": None,
-                "seq": None, "model": as_str(lc.get("model")) or self.model, "app": self.app,
-                "reply_saved": False, "n_records": 1,
-            }  # fmt: skip
+                "native_id": native,
+                "line": None,
+                "ts": parse_time(lc.get("started_at")),
+                "session_id": self.session,
+                "stream_key": self.session,
+                "turn_id": None,
+                "seq": None,
+                "model": as_str(lc.get("model")) or self.model,
+                "app": self.app,
+                "reply_saved": False,
+                "n_records": 1,
+            }
             self.apply_lifecycle(call, lc)
             calls.append((call, {}))
         # Unsaved replies interleave with saved ones: number each call by its start time.

@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import analyzer.ingest as registry  # read at call time: the registry imports this module
-from analyzer import cache
 from analyzer.console import Counter, progress, warn
+from analyzer.engine import cache
+from analyzer.engine.store import Store, interrupted
 from analyzer.errors import (
     DamagedGzipError,
     ForensicsError,
@@ -37,7 +38,6 @@ from analyzer.ingest.reports import (
 from analyzer.ingest.reports import looks_like_data, no_calls_reason
 from analyzer.ingest.staged import from_wire
 from analyzer.ingest.workers import Job, Prepared, Workers, count
-from analyzer.store import Store, interrupted
 
 PROGRESS_MIN_BYTES = 50 * 1024 * 1024
 
@@ -342,9 +342,17 @@ def _load_files(store: Store, files: list[Found], options: IngestOptions) -> lis
             ahead.ask(i)
             try:
                 report = ingest_file(
-                    store, f.path, f.display, f.explicit, options, f.name, index, batch,
-                    ahead.workers, i,
-                )  # fmt: skip
+                    store,
+                    f.path,
+                    f.display,
+                    f.explicit,
+                    options,
+                    f.name,
+                    index,
+                    batch,
+                    ahead.workers,
+                    i,
+                )
             except InputError as exc:
                 if f.explicit or options.strict or isinstance(exc, NothingFound):
                     ahead.close()
@@ -395,9 +403,17 @@ class _Ahead:
                 continue
             ok = stat.S_ISREG(st.st_mode) and st.st_size > 0
             self.jobs.append(
-                Job(str(f.path), f.display, f.explicit, st.st_size, st.st_mtime_ns,
-                    st.st_size <= BATCH_FILE_BYTES) if ok else None
-            )  # fmt: skip
+                Job(
+                    str(f.path),
+                    f.display,
+                    f.explicit,
+                    st.st_size,
+                    st.st_mtime_ns,
+                    st.st_size <= BATCH_FILE_BYTES,
+                )
+                if ok
+                else None
+            )
         # Workers only for small files to read (not those known to be unchanged).
         self.jobs = [j if j is None or not self._unchanged(j) else None for j in self.jobs]
         n = count(sum(j.size for j in self.jobs if j is not None and j.small))

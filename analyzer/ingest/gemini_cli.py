@@ -252,8 +252,9 @@ class _Reader:
         kind = kind_of(obj)
         if again and kind == "gemini" and mid in self.replies:  # Lowering: a duplicate call
             native = f"{self.session}:{mid}"
-            self.low.add_call({"native_id": native, "session_id": self.session,
-                               "n_records": copies})  # fmt: skip
+            self.low.add_call(
+                {"native_id": native, "session_id": self.session, "n_records": copies}
+            )
         elif again:
             self.low.skip("message_written_again", copies)
         elif kind == "gemini":
@@ -297,37 +298,65 @@ class _Reader:
         tokens = obj.get("tokens")
         self.seq += 1
         call: dict[str, Any] = {
-            "native_id": native, "response_id": mid, "line": line, "ts": ts,
-            "session_id": self.session, "stream_key": self.session, "turn_id": self.turn,
-            "seq": self.seq, "agent_id": self.agent, "parent_session_id": self.parent,
-            "model": as_str(obj.get("model")), "provider": PROVIDER, "app": APP,
-            "project": self.project, **_tokens(tokens),
+            "native_id": native,
+            "response_id": mid,
+            "line": line,
+            "ts": ts,
+            "session_id": self.session,
+            "stream_key": self.session,
+            "turn_id": self.turn,
+            "seq": self.seq,
+            "agent_id": self.agent,
+            "parent_session_id": self.parent,
+            "model": as_str(obj.get("model")),
+            "provider": PROVIDER,
+            "app": APP,
+            "project": self.project,
+            **_tokens(tokens),
             "output_final": True if isinstance(tokens, dict) else None,
-            "content_chars": chars, "visible_chars": visible,
+            "content_chars": chars,
+            "visible_chars": visible,
             "reasoning_chars": sum(
                 len(as_text(t.get("subject"))) + len(as_text(t.get("description")))
                 for t in thoughts
             ),
-            "tool_call_count": len(tools), "n_records": copies,
-        }  # fmt: skip
+            "tool_call_count": len(tools),
+            "n_records": copies,
+        }
         self.low.add_call(call)
         common = {"session_id": self.session, "turn_id": self.turn, "n_records": 0}
         # Text first, then the tool calls, then their results: a later copy of the message only
         # adds to the end of what an earlier one gave (a log read again once it grew).
         if chars:
             self.low.add_message(
-                {**common, "idx": self.next_idx(), "role": "assistant", "kind": "text",
-                 "ts": ts, "text_chars": chars, "visible_chars": visible, "call_id": call_id,
-                 "excerpt": excerpt(text)}
-            )  # fmt: skip
+                {
+                    **common,
+                    "idx": self.next_idx(),
+                    "role": "assistant",
+                    "kind": "text",
+                    "ts": ts,
+                    "text_chars": chars,
+                    "visible_chars": visible,
+                    "call_id": call_id,
+                    "excerpt": excerpt(text),
+                }
+            )
         for tc in tools:
             args = tc.get("args")
             self.low.add_message(
-                {**common, "idx": self.next_idx(), "role": "assistant", "kind": "tool_call",
-                 "ts": ts, "tool_name": as_str(tc.get("name")), "tool_args_hash": args_hash(args),
-                 "excerpt": args_excerpt(args), "tool_use_id": as_str(tc.get("id")),
-                 "call_id": call_id}
-            )  # fmt: skip
+                {
+                    **common,
+                    "idx": self.next_idx(),
+                    "role": "assistant",
+                    "kind": "tool_call",
+                    "ts": ts,
+                    "tool_name": as_str(tc.get("name")),
+                    "tool_args_hash": args_hash(args),
+                    "excerpt": args_excerpt(args),
+                    "tool_use_id": as_str(tc.get("id")),
+                    "call_id": call_id,
+                }
+            )
         for tc in tools:
             if tc.get("result") is None:  # not finished when the message was last written
                 continue
@@ -336,12 +365,20 @@ class _Reader:
             status = tc.get("status")
             is_error = _TOOL_ERROR.get(status) if isinstance(status, str) else None
             self.low.add_message(
-                {**common, "idx": self.next_idx(), "role": "tool", "kind": "tool_result",
-                 "ts": parse_time(tc.get("timestamp"), tz) or ts, "text_chars": rchars,
-                 "visible_chars": rvisible, "is_error": is_error,
-                 "tool_use_id": as_str(tc.get("id")),
-                 "tool_result_hash": result_hash(payload, is_error), "excerpt": excerpt(rtext)}
-            )  # fmt: skip
+                {
+                    **common,
+                    "idx": self.next_idx(),
+                    "role": "tool",
+                    "kind": "tool_result",
+                    "ts": parse_time(tc.get("timestamp"), tz) or ts,
+                    "text_chars": rchars,
+                    "visible_chars": rvisible,
+                    "is_error": is_error,
+                    "tool_use_id": as_str(tc.get("id")),
+                    "tool_result_hash": result_hash(payload, is_error),
+                    "excerpt": excerpt(rtext),
+                }
+            )
 
     def finish(self) -> LoadResult:
         self.flush()

@@ -204,10 +204,19 @@ class _Stream:
         text = as_text(obj.get("content"))
         chars, visible = text_measure(text)
         self.low.add_message(
-            self.message(run, {"role": "user", "kind": "prompt", "ts": ts, "text_chars": chars,
-                               "visible_chars": visible, "excerpt": excerpt(text),
-                               "n_records": 1})
-        )  # fmt: skip
+            self.message(
+                run,
+                {
+                    "role": "user",
+                    "kind": "prompt",
+                    "ts": ts,
+                    "text_chars": chars,
+                    "visible_chars": visible,
+                    "excerpt": excerpt(text),
+                    "n_records": 1,
+                },
+            )
+        )
 
     def respond(self, line: int, ts: object) -> _Response:
         """The response being read, or a new one beginning at ``line``."""
@@ -217,11 +226,19 @@ class _Stream:
             self.seq += 1
             native = f"{run.session}:{line}"
             call = {
-                "native_id": native, "session_id": run.session, "stream_key": self.stream,
-                "turn_id": run.turn, "seq": self.seq, "line": line, "ts": ts,
-                "model": run.model, "provider": PROVIDER, "app": APP, "tool_call_count": 0,
+                "native_id": native,
+                "session_id": run.session,
+                "stream_key": self.stream,
+                "turn_id": run.turn,
+                "seq": self.seq,
+                "line": line,
+                "ts": ts,
+                "model": run.model,
+                "provider": PROVIDER,
+                "app": APP,
+                "tool_call_count": 0,
                 "n_records": 0,
-            }  # fmt: skip
+            }
             self.response = _Response(call, [], [])
         self.response.call["n_records"] += 1
         return self.response
@@ -231,10 +248,17 @@ class _Stream:
         if not r.text:  # the text's message takes its place before the calls that follow
             call_id = self.low.call_id(r.call["native_id"])
             r.messages.append(
-                self.message(self.current(line), {"role": "assistant", "kind": "text",
-                                                  "ts": ts, "call_id": call_id,
-                                                  "n_records": 0})
-            )  # fmt: skip
+                self.message(
+                    self.current(line),
+                    {
+                        "role": "assistant",
+                        "kind": "text",
+                        "ts": ts,
+                        "call_id": call_id,
+                        "n_records": 0,
+                    },
+                )
+            )
         r.text.append(as_text(obj.get("content")))
 
     def tool_use(self, line: int, obj: dict[str, Any], ts: object) -> None:
@@ -242,13 +266,21 @@ class _Stream:
         r.call["tool_call_count"] += 1
         args = obj.get("parameters")
         r.messages.append(
-            self.message(self.current(line), {
-                "role": "assistant", "kind": "tool_call", "ts": ts,
-                "tool_name": as_str(obj.get("tool_name")), "tool_args_hash": args_hash(args),
-                "tool_use_id": as_str(obj.get("tool_id")), "excerpt": args_excerpt(args),
-                "call_id": self.low.call_id(r.call["native_id"]), "n_records": 0,
-            })
-        )  # fmt: skip
+            self.message(
+                self.current(line),
+                {
+                    "role": "assistant",
+                    "kind": "tool_call",
+                    "ts": ts,
+                    "tool_name": as_str(obj.get("tool_name")),
+                    "tool_args_hash": args_hash(args),
+                    "tool_use_id": as_str(obj.get("tool_id")),
+                    "excerpt": args_excerpt(args),
+                    "call_id": self.low.call_id(r.call["native_id"]),
+                    "n_records": 0,
+                },
+            )
+        )
 
     def tool_result(self, line: int, obj: dict[str, Any], ts: object) -> None:
         self.close()
@@ -269,13 +301,22 @@ class _Stream:
         chars, visible = text_measure(text)
         payload = output if error is None else {"output": output, "error": error}
         self.low.add_message(
-            self.message(run, {
-                "role": "tool", "kind": "tool_result", "ts": ts, "text_chars": chars,
-                "visible_chars": visible, "tool_use_id": tool_id, "is_error": is_error,
-                "tool_result_hash": result_hash(payload, is_error), "excerpt": excerpt(shown),
-                "n_records": 1,
-            })
-        )  # fmt: skip
+            self.message(
+                run,
+                {
+                    "role": "tool",
+                    "kind": "tool_result",
+                    "ts": ts,
+                    "text_chars": chars,
+                    "visible_chars": visible,
+                    "tool_use_id": tool_id,
+                    "is_error": is_error,
+                    "tool_result_hash": result_hash(payload, is_error),
+                    "excerpt": excerpt(shown),
+                    "n_records": 1,
+                },
+            )
+        )
 
     def error(self, line: int, obj: dict[str, Any], ts: object) -> None:
         """The CLI's own note (a warning or an error): a ``system`` message of its run."""
@@ -284,10 +325,19 @@ class _Stream:
         severity = as_str(obj.get("severity")) or "error"
         chars, visible = text_measure(text)
         self.low.add_message(
-            self.message(run, {"role": "system", "kind": "system", "ts": ts,
-                               "text_chars": chars, "visible_chars": visible,
-                               "excerpt": excerpt(f"{severity}: {text}"), "n_records": 1})
-        )  # fmt: skip
+            self.message(
+                run,
+                {
+                    "role": "system",
+                    "kind": "system",
+                    "ts": ts,
+                    "text_chars": chars,
+                    "visible_chars": visible,
+                    "excerpt": excerpt(f"{severity}: {text}"),
+                    "n_records": 1,
+                },
+            )
+        )
         run.last_error = text or None
 
     def result(self, line: int, obj: dict[str, Any]) -> None:
@@ -302,12 +352,19 @@ class _Stream:
         if status == "success" and run.last_error:  # stopped by the CLI's own check
             verdict = outcome(run.last_error)
         v = run.verdict
-        v.update(line=line, exit_status=exit_status, outcome=verdict, is_error=is_error,
-                 result_excerpt=excerpt(emsg or run.last_error))  # fmt: skip
+        v.update(
+            line=line,
+            exit_status=exit_status,
+            outcome=verdict,
+            is_error=is_error,
+            result_excerpt=excerpt(emsg or run.last_error),
+        )
         stats = as_dict(obj.get("stats"))
-        for column, key in (("reported_input_tokens", "input_tokens"),
-                            ("reported_cached_tokens", "cached"),
-                            ("reported_output_tokens", "output_tokens")):  # fmt: skip
+        for column, key in (
+            ("reported_input_tokens", "input_tokens"),
+            ("reported_cached_tokens", "cached"),
+            ("reported_output_tokens", "output_tokens"),
+        ):
             n = as_int(stats.get(key))
             if n is not None:
                 v[column] = (v.get(column) or 0) + n
@@ -343,10 +400,18 @@ class _Stream:
         self.close()
         for run in self.runs.values():
             self.low.add_run(
-                {"session_id": run.session, "stream_key": self.stream, "seq": run.seq,
-                 "line": run.line, "agent": APP, "model": run.model,
-                 "n_records": run.n_records} | run.verdict | self.priced(run)
-            )  # fmt: skip
+                {
+                    "session_id": run.session,
+                    "stream_key": self.stream,
+                    "seq": run.seq,
+                    "line": run.line,
+                    "agent": APP,
+                    "model": run.model,
+                    "n_records": run.n_records,
+                }
+                | run.verdict
+                | self.priced(run)
+            )
         return self.low.finish()
 
     def priced(self, run: _Run) -> dict[str, Any]:
@@ -358,8 +423,9 @@ class _Stream:
         if not calls or v.get("reported_input_tokens") is None:
             return {}
         first = next((c["ts"] for c in calls if c.get("ts") is not None), None)
-        output = run.billed_output if run.billed_output is not None else v.get(
-            "reported_output_tokens")  # fmt: skip
+        output = (
+            run.billed_output if run.billed_output is not None else v.get("reported_output_tokens")
+        )
         tokens = (v.get("reported_input_tokens"), v.get("reported_cached_tokens"), output)
         day = first.date() if first is not None else None
         cost = estimate_of_totals(run.model, PROVIDER, day, tokens, len(calls))

@@ -14,9 +14,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from analyzer import cache
+from analyzer.engine import cache
+from analyzer.engine.store import Store, interrupted
 from analyzer.errors import Interrupted
-from analyzer.store import Store, interrupted
 
 LINKING = "linking"
 

@@ -55,12 +55,12 @@ import pyarrow as pa
 
 from analyzer.console import warn
 from analyzer.errors import InputError
-from analyzer.formatting import cost
 from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.csv_scan import UNTERMINATED, fields, table
 from analyzer.ingest.reading import read_text
 from analyzer.ingest.sessions import interleaved_streams_sql, renumber_streams, with_sessions_sql
 from analyzer.ingest.values import as_dict, as_int, as_str, parse_time
+from analyzer.model.formatting import cost
 
 NAME = "litellm_spend"
 TITLE = "LiteLLM proxy spend log (LiteLLM_SpendLogs as CSV, JSON or JSON Lines)"
@@ -70,13 +70,28 @@ SNIFF_ORDER = 15  # after the OpenRouter export (its own CSV header), before the
 
 MAX_COST_USD = 1_000_000
 CHAT_CALLS = {
-    "completion", "text_completion", "anthropic_messages", "responses", "generate_content",
-    "chat_completion", "messages",
-}  # fmt: skip
+    "completion",
+    "text_completion",
+    "anthropic_messages",
+    "responses",
+    "generate_content",
+    "chat_completion",
+    "messages",
+}
 OTHER_CALLS = {
-    "embedding", "image_generation", "image_edit", "transcription", "speech", "moderation",
-    "rerank", "search", "ocr", "file_content", "create_file", "create_batch",
-}  # fmt: skip
+    "embedding",
+    "image_generation",
+    "image_edit",
+    "transcription",
+    "speech",
+    "moderation",
+    "rerank",
+    "search",
+    "ocr",
+    "file_content",
+    "create_file",
+    "create_batch",
+}
 _KEYS = (b'"request_id"', b'"startTime"')
 _CSV_NEEDS = {"request_id", "startTime"}
 _CSV_ANY = {"spend", "call_type", "prompt_tokens", "completion_tokens"}
@@ -85,8 +100,9 @@ _CSV_ANY = {"spend", "call_type", "prompt_tokens", "completion_tokens"}
 def sniff(head: Head) -> bool:
     data = head.utf8.lstrip()
     if data[:1] in (b"[", b"{"):
-        return all(k in data for k in _KEYS) and (b'"spend"' in data or b'"call_type"' in data
-                                                   or b'"prompt_tokens"' in data)  # fmt: skip
+        return all(k in data for k in _KEYS) and (
+            b'"spend"' in data or b'"call_type"' in data or b'"prompt_tokens"' in data
+        )
     first = head.first_record(",")
     if not first:
         return False
@@ -232,16 +248,30 @@ class _Rows:
         }
 
 
-_SCHEMA = pa.schema([
-    ("native_id", pa.string()), ("line", pa.int64()), ("ts", pa.timestamp("us")),
-    ("model", pa.string()), ("provider", pa.string()), ("app", pa.string()),
-    ("api_key", pa.string()), ("user_id", pa.string()), ("stream_key", pa.string()),
-    ("given_session", pa.string()), ("input_tokens", pa.int64()),
-    ("cached_input_tokens", pa.int64()), ("cache_write_tokens", pa.int64()),
-    ("output_tokens", pa.int64()), ("cost_usd", pa.decimal128(18, 10)),
-    ("finish_raw", pa.string()), ("http_status", pa.int32()), ("duration_ms", pa.float64()),
-    ("ttft_ms", pa.float64()), ("streamed", pa.bool_()),
-])  # fmt: skip
+_SCHEMA = pa.schema(
+    [
+        ("native_id", pa.string()),
+        ("line", pa.int64()),
+        ("ts", pa.timestamp("us")),
+        ("model", pa.string()),
+        ("provider", pa.string()),
+        ("app", pa.string()),
+        ("api_key", pa.string()),
+        ("user_id", pa.string()),
+        ("stream_key", pa.string()),
+        ("given_session", pa.string()),
+        ("input_tokens", pa.int64()),
+        ("cached_input_tokens", pa.int64()),
+        ("cache_write_tokens", pa.int64()),
+        ("output_tokens", pa.int64()),
+        ("cost_usd", pa.decimal128(18, 10)),
+        ("finish_raw", pa.string()),
+        ("http_status", pa.int32()),
+        ("duration_ms", pa.float64()),
+        ("ttft_ms", pa.float64()),
+        ("streamed", pa.bool_()),
+    ]
+)
 
 
 def _read(ctx: LoadContext, rows: _Rows) -> None:
@@ -318,11 +348,14 @@ def load(ctx: LoadContext) -> LoadResult:
     result.skipped_kinds = dict(rows.skipped)
     if rows.skipped_usd or any(k != "repeated_header" for k in rows.skipped):
         kinds = ", ".join(f"{n:,} {k}" for k, n in sorted(rows.skipped.items()))
-        warn(f"{ctx.source.display}: skipped requests that are not chat completions ({kinds}; "
-             f"{cost(rows.skipped_usd)} of spend not counted)")  # fmt: skip
+        warn(
+            f"{ctx.source.display}: skipped requests that are not chat completions ({kinds}; "
+            f"{cost(rows.skipped_usd)} of spend not counted)"
+        )
     for line, reason, excerpt in rows.rejects:
-        con.execute("INSERT INTO rejects VALUES (?, ?, ?, ?)",
-                    [ctx.source_id, line, reason, excerpt])  # fmt: skip
+        con.execute(
+            "INSERT INTO rejects VALUES (?, ?, ?, ?)", [ctx.source_id, line, reason, excerpt]
+        )
     # The first row of a request in the file wins; a request already stored is a duplicate.
     seen: set[str] = set()
     fresh = []
@@ -365,9 +398,13 @@ def load(ctx: LoadContext) -> LoadResult:
             http_status, duration_ms, ttft_ms, streamed
         FROM (SELECT *, lf_finish_reason(finish_raw, NULL) AS fr
               FROM ({with_sessions_sql("lf_ll_new")}))""",
-        {"prefix": CALL_PREFIX, "sid": ctx.source_id, "fmt": NAME,
-         "gap": ctx.options.session_gap_s},
-    ).fetchall()  # fmt: skip
+        {
+            "prefix": CALL_PREFIX,
+            "sid": ctx.source_id,
+            "fmt": NAME,
+            "gap": ctx.options.session_gap_s,
+        },
+    ).fetchall()
     result.rows_loaded = int(inserted[0][0]) if inserted else 0
     result.rows_duplicate = len(rows.good) - result.rows_loaded
     if int(con.execute("SELECT count(*) FROM lf_ll_inter").fetchall()[0][0]):

@@ -29,7 +29,7 @@ from analyzer.ingest.content import excerpt as excerpt
 from analyzer.ingest.content import result_hash as result_hash
 from analyzer.ingest.content import text_measure as text_measure
 from analyzer.ingest.runs import store_runs
-from analyzer.pricing import COST_SQL, WEB_SEARCH_SQL, PriceKey, price_table
+from analyzer.model.pricing import COST_SQL, WEB_SEARCH_SQL, PriceKey, price_table
 
 # Columns a log ingestor may fill for a call; everything else in `calls` stays NULL. The raw
 # finish reason is normalised and the kind derived in SQL.

@@ -136,13 +136,20 @@ class _Reader:
             self.message(m, ts)
         self.seq += 1
         self.call = {
-            "native_id": f"{self.session}:{lineno}", "line": lineno, "ts": ts,
-            "session_id": self.session, "stream_key": self.session, "turn_id": self.turn,
-            "seq": self.seq, "agent_id": self.agent, "parent_session_id": self.parent,
-            "model": as_str(payload.get("model")), "app": APP,
+            "native_id": f"{self.session}:{lineno}",
+            "line": lineno,
+            "ts": ts,
+            "session_id": self.session,
+            "stream_key": self.session,
+            "turn_id": self.turn,
+            "seq": self.seq,
+            "agent_id": self.agent,
+            "parent_session_id": self.parent,
+            "model": as_str(payload.get("model")),
+            "app": APP,
             "streamed": bool(payload.get("stream")),
             "n_records": 1,
-        }  # fmt: skip
+        }
 
     def message(self, m: object, ts: object) -> None:
         if not isinstance(m, dict):

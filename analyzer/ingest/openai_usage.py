@@ -64,12 +64,21 @@ SNIFF_ORDER = 17  # with the other bills, before the agent logs
 PROVIDER = "openai"
 
 USAGE_FIGURES = {
-    "input_tokens", "output_tokens", "input_cached_tokens", "input_uncached_tokens",
-    "num_model_requests", "input_text_tokens", "output_text_tokens",
-    "input_cached_text_tokens", "input_audio_tokens", "input_cached_audio_tokens",
-    "output_audio_tokens", "input_image_tokens", "input_cached_image_tokens",
+    "input_tokens",
+    "output_tokens",
+    "input_cached_tokens",
+    "input_uncached_tokens",
+    "num_model_requests",
+    "input_text_tokens",
+    "output_text_tokens",
+    "input_cached_text_tokens",
+    "input_audio_tokens",
+    "input_cached_audio_tokens",
+    "output_audio_tokens",
+    "input_image_tokens",
+    "input_cached_image_tokens",
     "output_image_tokens",
-}  # fmt: skip
+}
 COST_FIGURES = {"amount", "amount_value", "quantity"}
 TIMES = ("start_time", "end_time", "start_time_iso", "end_time_iso")
 _CSV_COST = {"start_time", "end_time", "amount_value"}
@@ -117,15 +126,20 @@ def _tier(row: dict[str, Any]) -> str | None:
 
 def _usage(start: datetime, end: datetime, row: dict[str, Any]) -> Bucket:
     return Bucket(
-        measure="usage", start=start, end=end, key_parts=_parts(row, USAGE_FIGURES),
-        model=as_str(row.get("model")) or None, project=as_str(row.get("project_id")) or None,
-        api_key=as_str(row.get("api_key_id")) or None, user_id=as_str(row.get("user_id")) or None,
+        measure="usage",
+        start=start,
+        end=end,
+        key_parts=_parts(row, USAGE_FIGURES),
+        model=as_str(row.get("model")) or None,
+        project=as_str(row.get("project_id")) or None,
+        api_key=as_str(row.get("api_key_id")) or None,
+        user_id=as_str(row.get("user_id")) or None,
         service_tier=_tier(row),
         requests=count(row.get("num_model_requests"), "num_model_requests"),
         input_tokens=count(row.get("input_tokens"), "input_tokens"),
         cached_input_tokens=count(row.get("input_cached_tokens"), "input_cached_tokens"),
         output_tokens=count(row.get("output_tokens"), "output_tokens"),
-    )  # fmt: skip
+    )
 
 
 def _cost(
@@ -143,11 +157,17 @@ def _cost(
     if m:
         model, tier = m["model"].split()[0], m["tier"]
     return Bucket(
-        measure="cost", start=start, end=end, key_parts=_parts(row, COST_FIGURES), model=model,
+        measure="cost",
+        start=start,
+        end=end,
+        key_parts=_parts(row, COST_FIGURES),
+        model=model,
         project=as_str(row.get("project_id")) or None,
         workspace=as_str(row.get("organization_name")) or as_str(row.get("organization_id")),
-        service_tier=tier, item=item, cost_usd=usd,
-    )  # fmt: skip
+        service_tier=tier,
+        item=item,
+        cost_usd=usd,
+    )
 
 
 def _result(start: datetime, end: datetime, r: dict[str, Any]) -> Reading:

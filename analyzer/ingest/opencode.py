@@ -91,10 +91,16 @@ APP = "opencode"
 _START = re.compile(rb"^\s*\{")
 _SESSION_ID = re.compile(rb'"sessionID"\s*:\s*"')
 _MESSAGE = (re.compile(rb'"id"\s*:\s*"msg_'), re.compile(rb'"role"\s*:\s*"(?:user|assistant)"'))
-_PART = (re.compile(rb'"id"\s*:\s*"prt_'), re.compile(rb'"messageID"\s*:\s*"'),
-         re.compile(rb'"type"\s*:\s*"'))  # fmt: skip
-_SESSION = (re.compile(rb'"id"\s*:\s*"ses_'), re.compile(rb'"projectID"\s*:\s*"'),
-            re.compile(rb'"directory"\s*:\s*"'))  # fmt: skip
+_PART = (
+    re.compile(rb'"id"\s*:\s*"prt_'),
+    re.compile(rb'"messageID"\s*:\s*"'),
+    re.compile(rb'"type"\s*:\s*"'),
+)
+_SESSION = (
+    re.compile(rb'"id"\s*:\s*"ses_'),
+    re.compile(rb'"projectID"\s*:\s*"'),
+    re.compile(rb'"directory"\s*:\s*"'),
+)
 _ID_CLOCK = re.compile(r"^(?:msg|prt)_([0-9a-f]{12})")
 _FINISH = {"tool-calls": "tool_calls", "content-filter": "content_filter"}
 _ABORTED = "MessageAbortedError"
@@ -157,8 +163,9 @@ def _tokens(raw: object) -> dict[str, Any]:
     prompt = None
     if fresh is not None or read is not None or write is not None:
         prompt = (fresh or 0) + (read or 0) + (write or 0)
-        cols.update(input_tokens=prompt, cached_input_tokens=read or 0,
-                    cache_write_tokens=write or 0)  # fmt: skip
+        cols.update(
+            input_tokens=prompt, cached_input_tokens=read or 0, cache_write_tokens=write or 0
+        )
     if out is not None or reasoning is not None:
         output = (out or 0) + (reasoning or 0)
         total = as_int(t.get("total"))
@@ -220,10 +227,16 @@ class _Reader:
         order = _clock(mid, time.get("created"))
         if role == "user":
             self.low.add_message(
-                {"session_id": session, "idx": None if order is None else order * 2,
-                 "role": "user", "kind": "prompt", "ts": ts, "turn_id": f"{session}:{mid}",
-                 "n_records": 1}
-            )  # fmt: skip
+                {
+                    "session_id": session,
+                    "idx": None if order is None else order * 2,
+                    "role": "user",
+                    "kind": "prompt",
+                    "ts": ts,
+                    "turn_id": f"{session}:{mid}",
+                    "n_records": 1,
+                }
+            )
             return
         parent = as_str(doc.get("parentID"))
         nested = as_dict(doc.get("model"))
@@ -240,19 +253,30 @@ class _Reader:
         start, end = _ms(time.get("created")), _ms(time.get("completed"))
         cost = _cost(doc.get("cost"))
         self.low.add_call(
-            {"native_id": mid, "line": 1, "ts": ts, "session_id": session,
-             "stream_key": session, "turn_id": f"{session}:{parent}" if parent else None,
-             "seq": order, "model": as_str(doc.get("modelID")) or as_str(nested.get("modelID")),
-             "provider": provider, "app": APP,
-             "project": as_str(path.get("root")) or as_str(path.get("cwd")),
-             **_tokens(doc.get("tokens")), "output_final": done is not None,
-             "cost_usd": cost, "cost_basis": "reported" if cost is not None else None,
-             "finish_reason_raw": finish,
-             "http_status": as_status(as_dict(error.get("data")).get("statusCode")),
-             "cancelled": True if error.get("name") == _ABORTED else None,
-             "duration_ms": float(end - start) if start and end and end >= start else None,
-             "n_records": 1, "parts": 2 if done is not None else 1}
-        )  # fmt: skip
+            {
+                "native_id": mid,
+                "line": 1,
+                "ts": ts,
+                "session_id": session,
+                "stream_key": session,
+                "turn_id": f"{session}:{parent}" if parent else None,
+                "seq": order,
+                "model": as_str(doc.get("modelID")) or as_str(nested.get("modelID")),
+                "provider": provider,
+                "app": APP,
+                "project": as_str(path.get("root")) or as_str(path.get("cwd")),
+                **_tokens(doc.get("tokens")),
+                "output_final": done is not None,
+                "cost_usd": cost,
+                "cost_basis": "reported" if cost is not None else None,
+                "finish_reason_raw": finish,
+                "http_status": as_status(as_dict(error.get("data")).get("statusCode")),
+                "cancelled": True if error.get("name") == _ABORTED else None,
+                "duration_ms": float(end - start) if start and end and end >= start else None,
+                "n_records": 1,
+                "parts": 2 if done is not None else 1,
+            }
+        )
 
     def part(self, doc: dict[str, Any], kind: str) -> None:
         if kind != "tool":
@@ -273,11 +297,19 @@ class _Reader:
         args = state.get("input")
         common = {"session_id": session, "turn_id": None, "tool_use_id": use_id}
         self.low.add_message(
-            {**common, "idx": idx, "role": "assistant", "kind": "tool_call", "ts": ts,
-             "tool_name": as_str(doc.get("tool")), "tool_args_hash": args_hash(args),
-             "excerpt": args_excerpt(args), "call_id": self.low.call_id(message),
-             "n_records": 1}
-        )  # fmt: skip
+            {
+                **common,
+                "idx": idx,
+                "role": "assistant",
+                "kind": "tool_call",
+                "ts": ts,
+                "tool_name": as_str(doc.get("tool")),
+                "tool_args_hash": args_hash(args),
+                "excerpt": args_excerpt(args),
+                "call_id": self.low.call_id(message),
+                "n_records": 1,
+            }
+        )
         status = state.get("status")
         if status not in ("completed", "error"):  # pending or running: no result yet
             return
@@ -286,12 +318,20 @@ class _Reader:
         text = result if isinstance(result, str) else brief(result, limit=10**9)
         chars, visible = text_measure(text)
         self.low.add_message(
-            {**common, "idx": None if idx is None else idx + 1, "role": "tool",
-             "kind": "tool_result", "ts": parse_time(times.get("end"), tz) or ts,
-             "text_chars": chars, "visible_chars": visible, "is_error": is_error,
-             "tool_result_hash": result_hash(result, is_error), "excerpt": excerpt(text),
-             "n_records": 0}
-        )  # fmt: skip
+            {
+                **common,
+                "idx": None if idx is None else idx + 1,
+                "role": "tool",
+                "kind": "tool_result",
+                "ts": parse_time(times.get("end"), tz) or ts,
+                "text_chars": chars,
+                "visible_chars": visible,
+                "is_error": is_error,
+                "tool_result_hash": result_hash(result, is_error),
+                "excerpt": excerpt(text),
+                "n_records": 0,
+            }
+        )
 
 
 def load(ctx: LoadContext) -> LoadResult:

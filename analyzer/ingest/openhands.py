@@ -98,13 +98,19 @@ EVENT_FILE = re.compile(r"^event-(\d{5,})-[0-9a-fA-F\-]{8,}\.json$")  # persiste
 _UUID = rb'"id"\s*:\s*"[0-9a-fA-F-]{32,36}"\s*,\s*'
 _STATE = re.compile(rb"^\s*\{\s*" + _UUID + rb'"agent"\s*:\s*\{')
 _STATE_START = re.compile(rb'^\s*\{\s*"(id|agent|execution_status)"\s*:')
-_EXPORT = re.compile(rb"^\s*\{\s*" + _UUID + rb'"created"\s*:\s*"[^"]*"\s*,\s*"eventCount"'
-                     rb'\s*:\s*\d+\s*,\s*"baseState"\s*:\s*\{')  # fmt: skip
+_EXPORT = re.compile(
+    rb"^\s*\{\s*" + _UUID + rb'"created"\s*:\s*"[^"]*"\s*,\s*"eventCount"'
+    rb'\s*:\s*\d+\s*,\s*"baseState"\s*:\s*\{'
+)
 # Every V1 event starts with the fields of ``Event``: id, timestamp, source.
-_EVENT = re.compile(rb'^\s*\[?\s*\{\s*"id"\s*:\s*"[^"]{1,100}"\s*,\s*"timestamp"\s*:\s*"[^"]{1,64}"'
-                    rb'\s*,\s*"source"\s*:\s*"(agent|user|environment|hook)"')  # fmt: skip
-_EVENT_KIND = re.compile(rb'"kind"\s*:\s*"[A-Za-z]*(Event|Observation|Condensation|Request)"'
-                         rb'|"system_prompt"\s*:')  # fmt: skip
+_EVENT = re.compile(
+    rb'^\s*\[?\s*\{\s*"id"\s*:\s*"[^"]{1,100}"\s*,\s*"timestamp"\s*:\s*"[^"]{1,64}"'
+    rb'\s*,\s*"source"\s*:\s*"(agent|user|environment|hook)"'
+)
+_EVENT_KIND = re.compile(
+    rb'"kind"\s*:\s*"[A-Za-z]*(Event|Observation|Condensation|Request)"'
+    rb'|"system_prompt"\s*:'
+)
 
 
 def homes(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -200,8 +206,9 @@ def _instance_session(obj: dict[str, Any], meta: dict[str, Any], model: str | No
 
 def _instance(low: Lowering, tz: str, line: int, obj: dict[str, Any]) -> None:
     if not _is_instance(obj):
-        low.reject(line, "not an OpenHands evaluation instance (no instance_id and history)",
-                   brief(obj))  # fmt: skip
+        low.reject(
+            line, "not an OpenHands evaluation instance (no instance_id and history)", brief(obj)
+        )
         return
     meta = as_dict(obj.get("metadata"))
     metrics = as_dict(obj.get("metrics"))
@@ -214,8 +221,18 @@ def _instance(low: Lowering, tz: str, line: int, obj: dict[str, Any]) -> None:
     error = as_str(obj.get("error")) or None
     status = error or s.stuck or (s.errors[-1] if s.errors else None)
     step_limit = as_int(meta.get("max_iterations"))
-    low.add_run(run_row(s, status, status is not None, [metrics], model=model, line=line,
-                        step_limit=step_limit, n_records=1))  # fmt: skip
+    low.add_run(
+        run_row(
+            s,
+            status,
+            status is not None,
+            [metrics],
+            model=model,
+            line=line,
+            step_limit=step_limit,
+            n_records=1,
+        )
+    )
 
 
 def _evaluation(ctx: LoadContext) -> LoadResult:
@@ -261,8 +278,9 @@ class _Conversation:
 
     def state_of(self, doc: object, what: str) -> dict[str, Any]:
         if not isinstance(doc, dict):
-            raise InputError(f"an OpenHands {what} that is not a JSON object",
-                             self.ctx.source.display)  # fmt: skip
+            raise InputError(
+                f"an OpenHands {what} that is not a JSON object", self.ctx.source.display
+            )
         self.low.read()  # the state: its run row accounts for it
         return doc
 
@@ -283,8 +301,7 @@ class _Conversation:
     def export(self) -> LoadResult:
         doc = self.state_of(read_json_document(self.ctx.source), EXPORT)
         state = as_dict(doc.get("baseState"))
-        return self.run(state, as_str(doc.get("id")) or self.path.parent.name,
-                        self.export_events())  # fmt: skip
+        return self.run(state, as_str(doc.get("id")) or self.path.parent.name, self.export_events())
 
     def export_events(self) -> Iterator[tuple[int, dict[str, Any]]]:
         path = self.path.parent / EXPORT_EVENTS
@@ -293,22 +310,25 @@ class _Conversation:
         value, why = _read_json(path)
         if why is not None or not isinstance(value, list):
             self.low.read()
-            self.low.reject(None, f"{EXPORT_EVENTS}: {why or 'not a list of events'}",
-                            brief(value))  # fmt: skip
+            self.low.reject(None, f"{EXPORT_EVENTS}: {why or 'not a list of events'}", brief(value))
             return
         for index, ev in enumerate(value):
             self.low.read()
             if isinstance(ev, dict):
                 yield index, ev
             else:
-                self.low.reject(index, f"{EXPORT_EVENTS}: an event that is not an object",
-                                brief(ev))  # fmt: skip
+                self.low.reject(
+                    index, f"{EXPORT_EVENTS}: an event that is not an object", brief(ev)
+                )
 
-    def run(self, state: dict[str, Any], fallback: str,
-            events: Iterator[tuple[int, dict[str, Any]]]) -> LoadResult:  # fmt: skip
+    def run(
+        self, state: dict[str, Any], fallback: str, events: Iterator[tuple[int, dict[str, Any]]]
+    ) -> LoadResult:
         low = self.low
-        metrics = [as_dict(m) for m in as_dict(as_dict(state.get("stats")).get(
-            "usage_to_metrics")).values()]  # fmt: skip
+        metrics = [
+            as_dict(m)
+            for m in as_dict(as_dict(state.get("stats")).get("usage_to_metrics")).values()
+        ]
         usages: list[Usage] = []
         for m in metrics:
             usages += usages_of(m, len(usages))
@@ -326,8 +346,17 @@ class _Conversation:
         elif s.limit is not None and status != "finished":
             exit_status, is_error = s.limit, True
         model = as_str(as_dict(as_dict(state.get("agent")).get("llm")).get("model"))
-        low.add_run(run_row(s, exit_status, is_error, metrics, model=model, n_records=1,
-                            step_limit=as_int(state.get("max_iterations"))))  # fmt: skip
+        low.add_run(
+            run_row(
+                s,
+                exit_status,
+                is_error,
+                metrics,
+                model=model,
+                n_records=1,
+                step_limit=as_int(state.get("max_iterations")),
+            )
+        )
         if not usages:
             low.result.note = "no token usage in the conversation's stats"
         return low.finish()

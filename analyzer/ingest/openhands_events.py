@@ -112,10 +112,15 @@ def usages_of(metrics: dict[str, Any], start: int = 0) -> list[Usage]:
     costs = [stated_cost(as_dict(c).get("cost")) for c in as_list(metrics.get("costs"))]
     paired = len(costs) == len(listed) and all(c is not None for c in costs)
     return [
-        Usage(as_str(t.get("response_id")) or None, as_str(t.get("model")) or None,
-              tokens_of(t), costs[i] if paired else None, start + i)
+        Usage(
+            as_str(t.get("response_id")) or None,
+            as_str(t.get("model")) or None,
+            tokens_of(t),
+            costs[i] if paired else None,
+            start + i,
+        )
         for i, t in enumerate(listed)
-    ]  # fmt: skip
+    ]
 
 
 @dataclass
@@ -162,24 +167,64 @@ class Session:
         row.update(session_id=self.session, idx=self.idx, turn_id=self.turn, n_records=records)
         self.low.add_message(row)
 
-    def said(self, records: int, role: str, kind: str, ts: datetime | None, text: str,
-             **extra: Any) -> None:  # fmt: skip
+    def said(
+        self, records: int, role: str, kind: str, ts: datetime | None, text: str, **extra: Any
+    ) -> None:
         chars, visible = text_measure(text)
-        self.message(records, role=role, kind=kind, ts=ts, text_chars=chars,
-                     visible_chars=visible, excerpt=excerpt(text), **extra)  # fmt: skip
+        self.message(
+            records,
+            role=role,
+            kind=kind,
+            ts=ts,
+            text_chars=chars,
+            visible_chars=visible,
+            excerpt=excerpt(text),
+            **extra,
+        )
 
-    def tool_call(self, records: int, ts: datetime | None, name: str | None, args: object,
-                  tid: str | None, call_id: str | None) -> None:  # fmt: skip
-        self.message(records, role="assistant", kind="tool_call", ts=ts, tool_name=name,
-                     tool_args_hash=args_hash(args), tool_use_id=tid, call_id=call_id,
-                     excerpt=args_excerpt(args))  # fmt: skip
+    def tool_call(
+        self,
+        records: int,
+        ts: datetime | None,
+        name: str | None,
+        args: object,
+        tid: str | None,
+        call_id: str | None,
+    ) -> None:
+        self.message(
+            records,
+            role="assistant",
+            kind="tool_call",
+            ts=ts,
+            tool_name=name,
+            tool_args_hash=args_hash(args),
+            tool_use_id=tid,
+            call_id=call_id,
+            excerpt=args_excerpt(args),
+        )
         if name == "finish" and isinstance(args, dict):
             self.final = as_str(args.get("message")) or as_str(args.get("final_thought"))
 
-    def result(self, records: int, ts: datetime | None, name: str | None, tid: str | None,
-               text: str, is_error: bool) -> None:  # fmt: skip
-        self.said(records, "tool", "tool_result", ts, text, tool_name=name, tool_use_id=tid,
-                  is_error=is_error, tool_result_hash=result_hash(text, is_error))  # fmt: skip
+    def result(
+        self,
+        records: int,
+        ts: datetime | None,
+        name: str | None,
+        tid: str | None,
+        text: str,
+        is_error: bool,
+    ) -> None:
+        self.said(
+            records,
+            "tool",
+            "tool_result",
+            ts,
+            text,
+            tool_name=name,
+            tool_use_id=tid,
+            is_error=is_error,
+            tool_result_hash=result_hash(text, is_error),
+        )
 
     def when(self, ev: dict[str, Any]) -> datetime | None:
         ts = parse_time(ev.get("timestamp"), self.tz)
@@ -188,8 +233,9 @@ class Session:
             self.last = ts if self.last is None else max(self.last, ts)
         return ts
 
-    def reply(self, rid: str | None, ts: datetime | None, line: int | None
-              ) -> tuple[str | None, Reply | None]:  # fmt: skip
+    def reply(
+        self, rid: str | None, ts: datetime | None, line: int | None
+    ) -> tuple[str | None, Reply | None]:
         """The call id (None: no token usage counts that response) and the reply of a
         response id."""
         if not rid:
@@ -219,8 +265,9 @@ class Session:
             return self.v0_observation(ev, ev["observation"], ts, records)
         return "untyped"
 
-    def v1(self, ev: dict[str, Any], kind: str, ts: datetime | None, records: int,
-           line: int | None) -> str | None:  # fmt: skip
+    def v1(
+        self, ev: dict[str, Any], kind: str, ts: datetime | None, records: int, line: int | None
+    ) -> str | None:
         if kind == "ActionEvent":
             self.v1_action(ev, ts, records, line)
         elif kind in _V1_RESULTS:
@@ -251,8 +298,9 @@ class Session:
             return kind
         return None
 
-    def v1_message(self, ev: dict[str, Any], ts: datetime | None, records: int,
-                   line: int | None) -> None:  # fmt: skip
+    def v1_message(
+        self, ev: dict[str, Any], ts: datetime | None, records: int, line: int | None
+    ) -> None:
         msg = as_dict(ev.get("llm_message"))
         text = content_text(msg.get("content"))
         source = as_str(ev.get("source"))
@@ -268,8 +316,9 @@ class Session:
         else:  # the agent's own words to the model ("Your last response did not include...")
             self.said(records, "user", "system", ts, text)
 
-    def v1_action(self, ev: dict[str, Any], ts: datetime | None, records: int,
-                  line: int | None) -> None:  # fmt: skip
+    def v1_action(
+        self, ev: dict[str, Any], ts: datetime | None, records: int, line: int | None
+    ) -> None:
         call_id, reply = self.reply(as_str(ev.get("llm_response_id")), ts, line)
         thought = content_text(ev.get("thought"))
         call = as_dict(ev.get("tool_call"))
@@ -284,8 +333,7 @@ class Session:
         args = arguments(call["arguments"] if "arguments" in call else ev.get("action"))
         self.tool_call(records, ts, name, args, tid, call_id)
 
-    def v1_result(self, ev: dict[str, Any], kind: str, ts: datetime | None, records: int
-                  ) -> None:  # fmt: skip
+    def v1_result(self, ev: dict[str, Any], kind: str, ts: datetime | None, records: int) -> None:
         if kind == "ObservationEvent":
             obs = as_dict(ev.get("observation"))
             text = content_text(obs.get("content"))
@@ -296,11 +344,13 @@ class Session:
             text, is_error = f"Action rejected: {as_text(ev.get('rejection_reason'))}", True
         else:  # AgentErrorEvent: the tool call could not be run
             text, is_error = as_text(ev.get("error")), True
-        self.result(records, ts, as_str(ev.get("tool_name")), as_str(ev.get("tool_call_id")),
-                    text, is_error)  # fmt: skip
+        self.result(
+            records, ts, as_str(ev.get("tool_name")), as_str(ev.get("tool_call_id")), text, is_error
+        )
 
-    def v0_action(self, ev: dict[str, Any], action: str, ts: datetime | None, records: int,
-                  line: int | None) -> str | None:  # fmt: skip
+    def v0_action(
+        self, ev: dict[str, Any], action: str, ts: datetime | None, records: int, line: int | None
+    ) -> str | None:
         source = as_str(ev.get("source"))
         args = as_dict(ev.get("args"))
         if action == "message" and source == "user":
@@ -314,8 +364,9 @@ class Session:
             return action
         elif action == "message":  # the model's text reply
             call_id, _raw = self.v0_reply(ev, ts, line, tool=False)
-            self.said(records, "assistant", "text", ts, as_text(args.get("content")),
-                      call_id=call_id)  # fmt: skip
+            self.said(
+                records, "assistant", "text", ts, as_text(args.get("content")), call_id=call_id
+            )
         else:  # a tool the model called: run, read, edit, think, finish...
             meta = as_dict(ev.get("tool_call_metadata"))
             call_id, raw = self.v0_reply(ev, ts, line, tool=True)
@@ -332,8 +383,9 @@ class Session:
             self.tool_call(records, ts, name, arguments(raw), tid, call_id)
         return None
 
-    def v0_reply(self, ev: dict[str, Any], ts: datetime | None, line: int | None, tool: bool
-                 ) -> tuple[str | None, object]:  # fmt: skip
+    def v0_reply(
+        self, ev: dict[str, Any], ts: datetime | None, line: int | None, tool: bool
+    ) -> tuple[str | None, object]:
         """The call a V0 action came from (its ``tool_call_metadata.model_response``) and the
         arguments the model gave its tool call; the response's text is written with the first
         action of the response."""
@@ -359,8 +411,9 @@ class Session:
             reply.tools += 1
         return call_id, raw
 
-    def v0_observation(self, ev: dict[str, Any], observation: str, ts: datetime | None,
-                       records: int) -> str | None:  # fmt: skip
+    def v0_observation(
+        self, ev: dict[str, Any], observation: str, ts: datetime | None, records: int
+    ) -> str | None:
         text = as_text(ev.get("content"))
         cause = as_str(ev.get("cause"))
         tid = self.tools.get(cause) if cause is not None else None
@@ -376,8 +429,15 @@ class Session:
             self.note_stuck(text)
             self.said(records, "user", "system", ts, text, is_error=True)
         elif observation == "error":  # the agent refused a reply (an invalid tool call) and said so
-            self.said(records, "user", "format_error", ts, text, is_error=True,
-                      tool_result_hash=result_hash(text, True))  # fmt: skip
+            self.said(
+                records,
+                "user",
+                "format_error",
+                ts,
+                text,
+                is_error=True,
+                tool_result_hash=result_hash(text, True),
+            )
         else:
             return observation
         return None
@@ -406,20 +466,39 @@ class Session:
             self.low.add_call(self.call_row(u, native, seq, reply, turn, line))
         return any(u.cost is not None for u in self.usages)
 
-    def call_row(self, u: Usage, native: str, seq: int, reply: Reply | None, turn: str | None,
-                 line: int | None) -> dict[str, Any]:  # fmt: skip
+    def call_row(
+        self,
+        u: Usage,
+        native: str,
+        seq: int,
+        reply: Reply | None,
+        turn: str | None,
+        line: int | None,
+    ) -> dict[str, Any]:
         row: dict[str, Any] = {
-            "native_id": native, "response_id": u.rid, "session_id": self.session,
-            "stream_key": self.session, "turn_id": turn, "seq": seq, "app": APP,
+            "native_id": native,
+            "response_id": u.rid,
+            "session_id": self.session,
+            "stream_key": self.session,
+            "turn_id": turn,
+            "seq": seq,
+            "app": APP,
             "model": (reply.model if reply is not None else None) or u.model,
             "output_final": True if u.tokens.get("output_tokens") is not None else None,
-            "n_records": 0, **u.tokens,
-        }  # fmt: skip
+            "n_records": 0,
+            **u.tokens,
+        }
         if reply is not None:
             chars, visible = text_measure(reply.text)
-            row.update(line=reply.line, ts=reply.ts, content_chars=chars, visible_chars=visible,
-                       reasoning_chars=reply.reasoning, tool_call_count=reply.tools,
-                       finish_reason_raw=reply.finish)  # fmt: skip
+            row.update(
+                line=reply.line,
+                ts=reply.ts,
+                content_chars=chars,
+                visible_chars=visible,
+                reasoning_chars=reply.reasoning,
+                tool_call_count=reply.tools,
+                finish_reason_raw=reply.finish,
+            )
         if line is not None:
             row["line"] = line
         if u.cost is not None:
@@ -427,8 +506,9 @@ class Session:
         return row
 
 
-def run_row(s: Session, exit_status: str | None, is_error: bool, metrics: list[dict[str, Any]],
-            **row: Any) -> dict[str, Any]:  # fmt: skip
+def run_row(
+    s: Session, exit_status: str | None, is_error: bool, metrics: list[dict[str, Any]], **row: Any
+) -> dict[str, Any]:
     """The run of a session: its verdict and what its metrics state (``accumulated_cost``: 0
     is none; when no call states its own cost the stated total is divided over the calls)."""
     costs = [c for c in (stated_cost(m.get("accumulated_cost")) for m in metrics) if c]
@@ -440,12 +520,20 @@ def run_row(s: Session, exit_status: str | None, is_error: bool, metrics: list[d
     span = (s.last - s.first).total_seconds() * 1000 if s.first and s.last else None
     stated = any(u.cost is not None for u in s.usages)
     return {
-        "session_id": s.session, "stream_key": s.session, "seq": 1, "agent": APP,
-        "exit_status": exit_status, "outcome": outcome(exit_status, is_error),
-        "is_error": is_error, "result_excerpt": excerpt(s.final or exit_status),
+        "session_id": s.session,
+        "stream_key": s.session,
+        "seq": 1,
+        "agent": APP,
+        "exit_status": exit_status,
+        "outcome": outcome(exit_status, is_error),
+        "is_error": is_error,
+        "result_excerpt": excerpt(s.final or exit_status),
         "reported_calls": sum(len(as_list(m.get("token_usages"))) for m in metrics),
         "reported_input_tokens": sum(prompt) if prompt else None,
         "reported_output_tokens": sum(output) if output else None,
-        "reported_cost_usd": cost, "cost_apportioned": cost is not None and not stated,
-        "duration_ms": span, "cost_limit_usd": min(budgets) if budgets else None, **row,
-    }  # fmt: skip
+        "reported_cost_usd": cost,
+        "cost_apportioned": cost is not None and not stated,
+        "duration_ms": span,
+        "cost_limit_usd": min(budgets) if budgets else None,
+        **row,
+    }

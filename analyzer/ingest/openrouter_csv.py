@@ -37,16 +37,38 @@ KIND = "bill"
 SNIFF_ORDER = 10
 
 KNOWN_COLUMNS = (
-    "generation_id", "created_at", "cost_total", "cost_web_search", "cost_cache",
-    "cost_file_processing", "byok_usage_inference", "tokens_prompt", "tokens_completion",
-    "tokens_reasoning", "tokens_cached", "model_permaslug", "provider_name", "variant",
-    "cancelled", "streamed", "user", "finish_reason_raw", "finish_reason_normalized",
-    "generation_time_ms", "time_to_first_token_ms", "api_key_disabled", "api_key_name",
+    "generation_id",
+    "created_at",
+    "cost_total",
+    "cost_web_search",
+    "cost_cache",
+    "cost_file_processing",
+    "byok_usage_inference",
+    "tokens_prompt",
+    "tokens_completion",
+    "tokens_reasoning",
+    "tokens_cached",
+    "model_permaslug",
+    "provider_name",
+    "variant",
+    "cancelled",
+    "streamed",
+    "user",
+    "finish_reason_raw",
+    "finish_reason_normalized",
+    "generation_time_ms",
+    "time_to_first_token_ms",
+    "api_key_disabled",
+    "api_key_name",
     "app_name",
-)  # fmt: skip
+)
 REQUIRED_COLUMNS = (
-    "generation_id", "created_at", "tokens_prompt", "tokens_completion", "model_permaslug",
-)  # fmt: skip
+    "generation_id",
+    "created_at",
+    "tokens_prompt",
+    "tokens_completion",
+    "model_permaslug",
+)
 _DELIMITERS = (",", ";", "\t")
 
 # Date-time layouts accepted for a value without a zone (the export writes the first).
@@ -146,12 +168,18 @@ def _typed_select(cols: _Columns, n_columns: int, tz: str, source: str) -> str:
              ELSE {to_utc(f"try_strptime({created}, {others})")} END)"""
 
     int_cols = (
-        "tokens_prompt", "tokens_completion", "tokens_reasoning", "tokens_cached",
-    )  # fmt: skip
+        "tokens_prompt",
+        "tokens_completion",
+        "tokens_reasoning",
+        "tokens_cached",
+    )
     money_cols = (
-        "cost_total", "cost_web_search", "cost_cache", "cost_file_processing",
+        "cost_total",
+        "cost_web_search",
+        "cost_cache",
+        "cost_file_processing",
         "byok_usage_inference",
-    )  # fmt: skip
+    )
     ms_cols = ("generation_time_ms", "time_to_first_token_ms")
     bool_cols = ("cancelled", "streamed", "api_key_disabled")
 
@@ -223,10 +251,20 @@ def _typed_select(cols: _Columns, n_columns: int, tz: str, source: str) -> str:
         )
     reason = "CASE " + " ".join(f"WHEN {c} THEN {m}" for c, m in checks) + " END"
     keep = [
-        "generation_id", "ts", "model", "provider", "variant", "user_id", "api_key", "app",
-        "finish_raw", "finish_norm", "is_header",
-        *(f"{n}_d" for n in int_cols + money_cols + ms_cols), *bool_cols,
-    ]  # fmt: skip
+        "generation_id",
+        "ts",
+        "model",
+        "provider",
+        "variant",
+        "user_id",
+        "api_key",
+        "app",
+        "finish_raw",
+        "finish_norm",
+        "is_header",
+        *(f"{n}_d" for n in int_cols + money_cols + ms_cols),
+        *bool_cols,
+    ]
     row_text = "concat_ws(',', " + ", ".join(f"coalesce(c{i}, '')" for i in range(n_columns))
     return f"""
         SELECT {", ".join(keep)}, reject_reason,
@@ -237,8 +275,14 @@ def _typed_select(cols: _Columns, n_columns: int, tz: str, source: str) -> str:
 
 
 _TEMP_TABLES = (
-    *TABLES, "lf_or_thr", "lf_or_dups", "lf_or_new", "lf_or_inter", "lf_or_sk", "lf_or_seq",
-)  # fmt: skip
+    *TABLES,
+    "lf_or_thr",
+    "lf_or_dups",
+    "lf_or_new",
+    "lf_or_inter",
+    "lf_or_sk",
+    "lf_or_seq",
+)
 
 
 def _stream_key(t: str) -> str:
@@ -353,9 +397,13 @@ def load(ctx: LoadContext) -> LoadResult:
     # interleaved) and in the file's time range (else no row can be a duplicate).
     stored_sql = "SELECT count(*) FROM (SELECT 1 FROM calls WHERE format = $fmt {} LIMIT 1)"
     any_stored = _count(con, stored_sql.format(""), {"fmt": NAME})
-    stored = any_stored and lo is not None and _count(
-        con, stored_sql.format("AND ts BETWEEN $lo AND $hi"), {"fmt": NAME, "lo": lo, "hi": hi}
-    )  # fmt: skip
+    stored = (
+        any_stored
+        and lo is not None
+        and _count(
+            con, stored_sql.format("AND ts BETWEEN $lo AND $hi"), {"fmt": NAME, "lo": lo, "hi": hi}
+        )
+    )
     conditions = ["t.reject_reason IS NULL", "NOT t.is_header"]
     if _count(con, "SELECT count(*) FROM lf_or_dups"):
         conditions.append(
@@ -388,8 +436,10 @@ def load(ctx: LoadContext) -> LoadResult:
     if not any_stored:  # nothing stored of this format: no stream can interleave
         con.execute("CREATE TEMP TABLE lf_or_inter (stream_key VARCHAR)")
     else:
-        con.execute(f"CREATE TEMP TABLE lf_or_inter AS {interleaved_streams_sql('lf_or_new')}",
-                    {"fmt": NAME})  # fmt: skip
+        con.execute(
+            f"CREATE TEMP TABLE lf_or_inter AS {interleaved_streams_sql('lf_or_new')}",
+            {"fmt": NAME},
+        )
     # Streams get integer ids, so the sessions are numbered sorting numbers, not text.
     con.execute(
         """CREATE TEMP TABLE lf_or_sk AS

@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 
 import analyzer.ingest as registry  # read at call time: the registry imports this module
+from analyzer.engine.store import interrupted
 from analyzer.errors import DamagedGzipError, ForensicsError, InputError, LoaderBug
 from analyzer.ingest.base import (
     Head,
@@ -23,7 +24,6 @@ from analyzer.ingest.base import (
 from analyzer.ingest.checks import sha256_of
 from analyzer.ingest.encodings import LineEnds, Utf8Tally
 from analyzer.ingest.staged import Staged, stage
-from analyzer.store import interrupted
 
 
 def fingerprint(path: Path, head: Head) -> tuple[str, str | None, Head, bool]:

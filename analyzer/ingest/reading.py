@@ -210,8 +210,10 @@ def read_text(src: SourceFile, what: str) -> str:
     the whole (``what`` names the kind of file in the message when it is too large)."""
     limit = MAX_DOCUMENT_BYTES
     if src.size > limit:
-        raise InputError(f"{what} of {src.size / 2**20:.0f} MB is over the limit of "
-                         f"{limit // 2**20} MB", src.display)  # fmt: skip
+        raise InputError(
+            f"{what} of {src.size / 2**20:.0f} MB is over the limit of {limit // 2**20} MB",
+            src.display,
+        )
     try:
         with open_binary(src) as fh:
             raw = fh.read(limit + 1)
@@ -220,8 +222,9 @@ def read_text(src: SourceFile, what: str) -> str:
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", src.display) from exc
     if len(raw) > limit:
-        raise InputError(f"{what} of over {limit // 2**20} MB uncompressed is over the limit",
-                         src.display)  # fmt: skip
+        raise InputError(
+            f"{what} of over {limit // 2**20} MB uncompressed is over the limit", src.display
+        )
     if is_utf8(src.head.encoding):
         return raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
     return raw.decode(src.head.encoding, errors=decode_errors(src.head.encoding))

@@ -22,7 +22,7 @@ import duckdb
 import pyarrow as pa
 
 from analyzer.ingest.arrow_rows import table_of
-from analyzer.pricing import tier_prices
+from analyzer.model.pricing import tier_prices
 
 # Outcomes, in the order a reader meets them (the column's values; NULL: the log says none).
 OUTCOMES = (

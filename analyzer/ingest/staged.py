@@ -28,7 +28,7 @@ from analyzer.ingest.lowering import (
     StoredReplays,
     fill_call,
 )
-from analyzer.pricing import PriceKey
+from analyzer.model.pricing import PriceKey
 
 
 class Staged(Lowering):

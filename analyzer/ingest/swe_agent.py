@@ -319,9 +319,13 @@ class _Reader:
         text = _text(m.get("content"))
         chars, visible = text_measure(text)
         self.message(
-            role=as_str(m.get("role")), kind=kind, text_chars=chars, visible_chars=visible,
-            excerpt=excerpt(text), n_records=n_records,
-        )  # fmt: skip
+            role=as_str(m.get("role")),
+            kind=kind,
+            text_chars=chars,
+            visible_chars=visible,
+            excerpt=excerpt(text),
+            n_records=n_records,
+        )
 
     def user(self, m: dict[str, Any]) -> None:
         if self.expect_prompt:  # the instance prompt (the issue): the turn starts
@@ -339,10 +343,15 @@ class _Reader:
     def result_row(self, role: str | None, use_id: str | None, raw: str, n: int) -> None:
         chars, visible = text_measure(raw)
         self.message(
-            role=role, kind="tool_result", text_chars=chars, visible_chars=visible,
-            tool_use_id=use_id, tool_result_hash=result_hash(raw, None), excerpt=excerpt(raw),
+            role=role,
+            kind="tool_result",
+            text_chars=chars,
+            visible_chars=visible,
+            tool_use_id=use_id,
+            tool_result_hash=result_hash(raw, None),
+            excerpt=excerpt(raw),
             n_records=n,
-        )  # fmt: skip
+        )
 
     def close_pending(self) -> None:
         """A call whose result the history never showed (the last one, ``submit``): its
@@ -404,9 +413,13 @@ class _Reader:
         self.stand_in = text or self.stand_in
         chars, visible = text_measure(text)
         self.message(
-            role="assistant", kind="synthetic", text_chars=chars, visible_chars=visible,
-            excerpt=excerpt(text), n_records=n,
-        )  # fmt: skip
+            role="assistant",
+            kind="synthetic",
+            text_chars=chars,
+            visible_chars=visible,
+            excerpt=excerpt(text),
+            n_records=n,
+        )
         self.pending = _Pending(None, observation)  # what followed is tied to no call
 
     def call(
@@ -425,23 +438,49 @@ class _Reader:
         chars, visible = text_measure(text)
         self.low.add_call(
             {
-                "native_id": native, "line": line, "ts": None, "session_id": self.session,
-                "stream_key": self.session, "turn_id": self.turn, "seq": self.seq,
-                "model": self.model, "app": AGENT, "content_chars": chars,
-                "visible_chars": visible, "reasoning_chars": _reasoning_chars(m),
-                "tool_call_count": len(tools), "reply_saved": True, "n_records": n,
+                "native_id": native,
+                "line": line,
+                "ts": None,
+                "session_id": self.session,
+                "stream_key": self.session,
+                "turn_id": self.turn,
+                "seq": self.seq,
+                "model": self.model,
+                "app": AGENT,
+                "content_chars": chars,
+                "visible_chars": visible,
+                "reasoning_chars": _reasoning_chars(m),
+                "tool_call_count": len(tools),
+                "reply_saved": True,
+                "n_records": n,
             }
-        )  # fmt: skip
+        )
         common = {"role": "assistant", "call_id": call_id}
         if refused:  # SWE-agent refused the reply and asked the model again
-            self.message(kind="format_error", text_chars=chars, visible_chars=visible,
-                         excerpt=excerpt(text), **common)  # fmt: skip
+            self.message(
+                kind="format_error",
+                text_chars=chars,
+                visible_chars=visible,
+                excerpt=excerpt(text),
+                **common,
+            )
         elif chars or not tools:
-            self.message(kind="text", text_chars=chars, visible_chars=visible,
-                         excerpt=excerpt(text), **common)  # fmt: skip
+            self.message(
+                kind="text",
+                text_chars=chars,
+                visible_chars=visible,
+                excerpt=excerpt(text),
+                **common,
+            )
         for name, args, use_id in tools:
-            self.message(kind="tool_call", tool_name=name, tool_args_hash=args_hash(args),
-                         tool_use_id=use_id, excerpt=args_excerpt(args), **common)  # fmt: skip
+            self.message(
+                kind="tool_call",
+                tool_name=name,
+                tool_args_hash=args_hash(args),
+                tool_use_id=use_id,
+                excerpt=args_excerpt(args),
+                **common,
+            )
         self.pending = _Pending(tools[0][2] if tools else None, observation)
 
     def run_row(self, info: dict[str, Any]) -> dict[str, Any]:
@@ -457,18 +496,26 @@ class _Reader:
             result = excerpt(self.stand_in)
         retry_loop = as_dict(as_dict(self.config.get("agent")).get("retry_loop"))
         return {
-            "session_id": self.session, "stream_key": self.session, "seq": 1, "line": None,
-            "agent": AGENT, "model": self.model, "exit_status": status,
-            "outcome": outcome(status), "is_error": None, "result_excerpt": result,
+            "session_id": self.session,
+            "stream_key": self.session,
+            "seq": 1,
+            "line": None,
+            "agent": AGENT,
+            "model": self.model,
+            "exit_status": status,
+            "outcome": outcome(status),
+            "is_error": None,
+            "result_excerpt": result,
             "reported_calls": as_int(stats.get("api_calls")),
             "reported_input_tokens": as_int(stats.get("tokens_sent")),
             "reported_output_tokens": as_int(stats.get("tokens_received")),
-            "reported_cost_usd": cost, "cost_apportioned": cost is not None,
+            "reported_cost_usd": cost,
+            "cost_apportioned": cost is not None,
             "step_limit": as_int(self.model_cfg.get("per_instance_call_limit")) or None,
             "cost_limit_usd": stated_cost(retry_loop.get("cost_limit"))
             or stated_cost(self.model_cfg.get("per_instance_cost_limit")),
             "n_records": 1,
-        }  # fmt: skip
+        }
 
 
 def load(ctx: LoadContext) -> LoadResult:

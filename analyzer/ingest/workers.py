@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from analyzer.arrow_setup import skip_pandas
+from analyzer.engine.arrow_setup import skip_pandas
 from analyzer.errors import ForensicsError
 from analyzer.ingest.base import Head, IngestOptions, SourceFile
 

@@ -18,11 +18,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from analyzer.engine.store import OFFLINE
 from analyzer.sample.logs import write_logs
 from analyzer.sample.rand import Rand
 from analyzer.sample.seeds import at, planted_rows
 from analyzer.sample.traffic import PROFILES, Acks, generate_block, users_for
-from analyzer.store import OFFLINE
 
 DEFAULT_ROWS = 6000
 DEFAULT_SEED = 2025

@@ -95,8 +95,12 @@ def _penguin(rows: list[dict[str, Any]], day: str, first_prompt: str) -> dict[st
             }
         )
 
-    msg("system", "You are Penguin, a software engineering agent. Act with CodeAct tags.",
-        "SYSTEM", start - 4000)  # fmt: skip
+    msg(
+        "system",
+        "You are Penguin, a software engineering agent. Act with CodeAct tags.",
+        "SYSTEM",
+        start - 4000,
+    )
     msg("user", first_prompt, "DIALOG", start - 2000)
     for i, c in enumerate(calls):
         request_id = f"req_{_hex('lc', sid, i, n=12)}"
@@ -125,23 +129,41 @@ def _penguin(rows: list[dict[str, Any]], day: str, first_prompt: str) -> dict[st
         if kind == "loop":
             continue  # whitespace-only: never saved, so the next request re-sends the same prompt
         if kind == "user":
-            msg("user", "It stopped answering. Keep going: read the big fixture and fix the test.",
-                "DIALOG", c["ts_ms"] - 3000)  # fmt: skip
+            msg(
+                "user",
+                "It stopped answering. Keep going: read the big fixture and fix the test.",
+                "DIALOG",
+                c["ts_ms"] - 3000,
+            )
         if kind == "placeholder":
-            msg("assistant", "[Empty response from model]", "SYSTEM", ended,
-                request_id=request_id, was_empty=True)  # fmt: skip
+            msg(
+                "assistant",
+                "[Empty response from model]",
+                "SYSTEM",
+                ended,
+                request_id=request_id,
+                was_empty=True,
+            )
             continue
         action = PENGUIN_ACTIONS[i % len(PENGUIN_ACTIONS)]
         msg("assistant", f"Next step. {action}", "DIALOG", ended, request_id=request_id)
-        msg("system", f"[Tool Result] {action.split('>')[1].split('<')[0]}: ok", "SYSTEM_OUTPUT",
-            ended + 900)  # fmt: skip
+        msg(
+            "system",
+            f"[Tool Result] {action.split('>')[1].split('<')[0]}: ok",
+            "SYSTEM_OUTPUT",
+            ended + 900,
+        )
     last = calls[-1]["ts_ms"] + calls[-1]["gen_ms"]
     return {
-        "id": sid, "created_at": _iso(start - 4000, z=False), "last_active": _iso(last, z=False),
+        "id": sid,
+        "created_at": _iso(start - 4000, z=False),
+        "last_active": _iso(last, z=False),
         "metadata": {"workspace": "/home/dev/penguin", "mode": "run_response"},
-        "messages": messages, "llm_request_lifecycles": lifecycles,
-        "tool_call_records": [], "tool_result_records": [],
-    }  # fmt: skip
+        "messages": messages,
+        "llm_request_lifecycles": lifecycles,
+        "tool_call_records": [],
+        "tool_result_records": [],
+    }
 
 
 # -- seed 001: Netclaw ---------------------------------------------------------------------
@@ -162,28 +184,38 @@ def _netclaw(rows: list[dict[str, Any]]) -> dict[str, Any]:
     )
     start = calls[0]["ts_ms"]
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": "You are Netclaw, an operations assistant on Discord.",
-         "timestamp": _iso(start - 1500)},
-        {"role": "user", "content": "@netclaw why is the nightly backup job failing on db-03?",
-         "timestamp": _iso(start - 1000)},
-    ]  # fmt: skip
+        {
+            "role": "system",
+            "content": "You are Netclaw, an operations assistant on Discord.",
+            "timestamp": _iso(start - 1500),
+        },
+        {
+            "role": "user",
+            "content": "@netclaw why is the nightly backup job failing on db-03?",
+            "timestamp": _iso(start - 1000),
+        },
+    ]
     n_tool = 0
     for i, c in enumerate(calls):
         usage = {
-            "prompt_tokens": c["tokens_prompt"], "completion_tokens": c["tokens_completion"],
+            "prompt_tokens": c["tokens_prompt"],
+            "completion_tokens": c["tokens_completion"],
             "total_tokens": c["tokens_prompt"] + c["tokens_completion"],
             "completion_tokens_details": {"reasoning_tokens": c["tokens_reasoning"]},
-        }  # fmt: skip
+        }
         reasoning = (
             "The backup job exits early; the log should say why. I need to check the disk, the "
             f"config and the last run before answering. [{c['tokens_reasoning']:,} reasoning "
             "tokens, abbreviated in this sample]"
         )
         base = {
-            "role": "assistant", "id": f"gen-{_hex('netclaw-wire', i, n=20)}",
-            "model": c["model"], "timestamp": _iso(c["ts_ms"]), "usage": usage,
+            "role": "assistant",
+            "id": f"gen-{_hex('netclaw-wire', i, n=20)}",
+            "model": c["model"],
+            "timestamp": _iso(c["ts_ms"]),
+            "usage": usage,
             "reasoning_content": reasoning,
-        }  # fmt: skip
+        }
         if c["tag"] == "n09:tool":
             name, tool_args = NETCLAW_TOOLS[n_tool % len(NETCLAW_TOOLS)]
             args: dict[str, Any] = {**tool_args, "attempt": n_tool + 1}
@@ -207,20 +239,30 @@ def _netclaw(rows: list[dict[str, Any]]) -> dict[str, Any]:
             )
             n_tool += 1
             messages.append(
-                {"role": "tool", "tool_call_id": call_id, "content": f"{name}: exit 0 (output "
-                 f"{300 + 37 * i} lines)", "timestamp": _iso(c["ts_ms"] + c["gen_ms"] + 500)}
-            )  # fmt: skip
+                {
+                    "role": "tool",
+                    "tool_call_id": call_id,
+                    "content": f"{name}: exit 0 (output {300 + 37 * i} lines)",
+                    "timestamp": _iso(c["ts_ms"] + c["gen_ms"] + 500),
+                }
+            )
         else:
             messages.append({**base, "content": "", "finish_reason": "stop"})
             messages.append(
-                {"role": "system", "content": "You produced reasoning but no reply and no tool "
-                 "call. Continue: call a tool or answer the user.",
-                 "timestamp": _iso(c["ts_ms"] + c["gen_ms"] + 100)}
-            )  # fmt: skip
+                {
+                    "role": "system",
+                    "content": "You produced reasoning but no reply and no tool "
+                    "call. Continue: call a tool or answer the user.",
+                    "timestamp": _iso(c["ts_ms"] + c["gen_ms"] + 100),
+                }
+            )
     return {
-        "id": f"netclaw-discord-ops-{_iso(start)[:10]}", "model": calls[0]["model"],
-        "app": "Netclaw", "channel": "discord:#ops", "messages": messages,
-    }  # fmt: skip
+        "id": f"netclaw-discord-ops-{_iso(start)[:10]}",
+        "model": calls[0]["model"],
+        "app": "Netclaw",
+        "channel": "discord:#ops",
+        "messages": messages,
+    }
 
 
 # -- seed 002: NEXUS3 ----------------------------------------------------------------------
@@ -233,20 +275,30 @@ def _nexus3() -> list[dict[str, Any]]:
     system = {"role": "system", "content": "You are NEXUS3, a coding agent."}
     ask = {"role": "user", "content": "Summarize the failing tests in tests/unit."}
     tool_call = {
-        "id": "call_0", "type": "function",
-        "function": {"name": "run", "arguments": "{\"cmd\": \"pytest tests/unit -q\"}"},
-    }  # fmt: skip
+        "id": "call_0",
+        "type": "function",
+        "function": {"name": "run", "arguments": '{"cmd": "pytest tests/unit -q"}'},
+    }
     lines: list[dict[str, Any]] = []
 
     def request(t: float, messages: list[dict[str, Any]]) -> None:
         lines.append(
-            {"type": "request", "timestamp": t, "endpoint": endpoint,
-             "payload": {"model": model, "messages": messages, "stream": True,
-                         "stream_options": {"include_usage": True}}}
-        )  # fmt: skip
+            {
+                "type": "request",
+                "timestamp": t,
+                "endpoint": endpoint,
+                "payload": {
+                    "model": model,
+                    "messages": messages,
+                    "stream": True,
+                    "stream_options": {"include_usage": True},
+                },
+            }
+        )
 
-    def stream(t: float, deltas: list[dict[str, Any]], finish: str, usage: dict[str, int],
-               duration: int) -> None:  # fmt: skip
+    def stream(
+        t: float, deltas: list[dict[str, Any]], finish: str, usage: dict[str, int], duration: int
+    ) -> None:
         chunks: list[dict[str, Any]] = [
             {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas
         ]
@@ -260,25 +312,43 @@ def _nexus3() -> list[dict[str, Any]]:
         content = sum(len(d.get("content") or "") for d in deltas)
         tools = sum(len(d.get("tool_calls") or []) for d in deltas)
         lines.append(
-            {"type": "stream_complete", "timestamp": t + duration / 1000, "http_status": 200,
-             "event_count": len(chunks), "content_length": content, "tool_call_count": tools,
-             "received_done": True, "finish_reason": finish, "duration_ms": duration}
-        )  # fmt: skip
+            {
+                "type": "stream_complete",
+                "timestamp": t + duration / 1000,
+                "http_status": 200,
+                "event_count": len(chunks),
+                "content_length": content,
+                "tool_call_count": tools,
+                "received_done": True,
+                "finish_reason": finish,
+                "duration_ms": duration,
+            }
+        )
 
     convo: list[dict[str, Any]] = [system, ask]
     request(t0, convo)
-    stream(t0, [{"role": "assistant", "content": "Running the unit tests."},
-                {"tool_calls": [tool_call]}],
-           "tool_calls", {"prompt_tokens": 2210, "completion_tokens": 31, "total_tokens": 2241},
-           1850)  # fmt: skip
-    convo = [*convo, {"role": "assistant", "content": "Running the unit tests.",
-                      "tool_calls": [tool_call]},
-             {"role": "tool", "tool_call_id": "call_0",
-              "content": "3 failed, 118 passed: test_parse_dates, test_tz, test_bom"}]  # fmt: skip
+    stream(
+        t0,
+        [{"role": "assistant", "content": "Running the unit tests."}, {"tool_calls": [tool_call]}],
+        "tool_calls",
+        {"prompt_tokens": 2210, "completion_tokens": 31, "total_tokens": 2241},
+        1850,
+    )
+    convo = [
+        *convo,
+        {"role": "assistant", "content": "Running the unit tests.", "tool_calls": [tool_call]},
+        {
+            "role": "tool",
+            "tool_call_id": "call_0",
+            "content": "3 failed, 118 passed: test_parse_dates, test_tz, test_bom",
+        },
+    ]
     t = t0 + 4.2
     request(t, convo)
-    answer = ("Three tests fail, all in date handling: test_parse_dates, test_tz and test_bom. "
-              "They share the new timestamp parser.")  # fmt: skip
+    answer = (
+        "Three tests fail, all in date handling: test_parse_dates, test_tz and test_bom. "
+        "They share the new timestamp parser."
+    )
     stream(
         t,
         [{"role": "assistant", "content": answer[:60]}, {"content": answer[60:]}],
@@ -286,26 +356,49 @@ def _nexus3() -> list[dict[str, Any]]:
         {"prompt_tokens": 2302, "completion_tokens": 38, "total_tokens": 2340},
         2400,
     )
-    convo = [*convo, {"role": "assistant", "content": answer},
-             {"role": "user", "content": "Fix test_tz first and show me the diff."}]  # fmt: skip
+    convo = [
+        *convo,
+        {"role": "assistant", "content": answer},
+        {"role": "user", "content": "Fix test_tz first and show me the diff."},
+    ]
     # 200 OK with SSE headers, then nothing: no events, no content, no [DONE].
     t = t0 + 158.0
     request(t, convo)
     lines.append(
-        {"type": "stream_complete", "timestamp": t + 30.012, "http_status": 200, "event_count": 0,
-         "content_length": 0, "tool_call_count": 0, "received_done": False,
-         "finish_reason": None, "duration_ms": 30012}
-    )  # fmt: skip
+        {
+            "type": "stream_complete",
+            "timestamp": t + 30.012,
+            "http_status": 200,
+            "event_count": 0,
+            "content_length": 0,
+            "tool_call_count": 0,
+            "received_done": False,
+            "finish_reason": None,
+            "duration_ms": 30012,
+        }
+    )
     # The client saved Message(content=""); every later request carries it and is refused.
     convo = [*convo, {"role": "assistant", "content": ""}]
-    error = {"error": {"message": "Invalid 'messages[6]': assistant messages must have content "
-                       "or tool_calls.", "type": "invalid_request_error", "code": 400}}  # fmt: skip
-    for k, (wait, text) in enumerate(((212.0, "hello?"), (231.0, "are you there?"),
-                                      (266.0, "retry the last step"))):  # fmt: skip
+    error = {
+        "error": {
+            "message": "Invalid 'messages[6]': assistant messages must have content or tool_calls.",
+            "type": "invalid_request_error",
+            "code": 400,
+        }
+    }
+    for k, (wait, text) in enumerate(
+        ((212.0, "hello?"), (231.0, "are you there?"), (266.0, "retry the last step"))
+    ):
         convo = [*convo, {"role": "user", "content": text}]
         request(t0 + wait, convo)
-        lines.append({"type": "response", "timestamp": t0 + wait + 0.21 + k * 0.01,
-                      "status": 400, "body": error})  # fmt: skip
+        lines.append(
+            {
+                "type": "response",
+                "timestamp": t0 + wait + 0.21 + k * 0.01,
+                "status": 400,
+                "body": error,
+            }
+        )
     return lines
 
 
@@ -327,10 +420,14 @@ class _Transcript:
         h = _hex("uuid", self.session, self.agent, self.n, n=32)
         uid = f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:32]}"
         line = {
-            "parentUuid": self.parent, "isSidechain": self.agent is not None,
-            "userType": "external", "cwd": self.cwd, "sessionId": self.session,
-            "version": "2.1.38", "gitBranch": "main",
-        }  # fmt: skip
+            "parentUuid": self.parent,
+            "isSidechain": self.agent is not None,
+            "userType": "external",
+            "cwd": self.cwd,
+            "sessionId": self.session,
+            "version": "2.1.38",
+            "gitBranch": "main",
+        }
         if self.agent:
             line["agentId"] = self.agent
         line.update({"type": kind, "uuid": uid, "timestamp": _iso(ms)})
@@ -353,16 +450,25 @@ class _Transcript:
         for i, block in enumerate(shown):
             line = self._base("assistant", ms + i * 40)
             line["message"] = {
-                "model": model, "id": msg_id, "type": "message", "role": "assistant",
-                "content": [block] if block else [], "stop_reason": None, "stop_sequence": None,
+                "model": model,
+                "id": msg_id,
+                "type": "message",
+                "role": "assistant",
+                "content": [block] if block else [],
+                "stop_reason": None,
+                "stop_sequence": None,
                 "usage": {
-                    "input_tokens": usage["fresh"], "cache_creation_input_tokens": usage["write"],
+                    "input_tokens": usage["fresh"],
+                    "cache_creation_input_tokens": usage["write"],
                     "cache_read_input_tokens": usage["read"],
-                    "cache_creation": {"ephemeral_5m_input_tokens": usage["write"],
-                                       "ephemeral_1h_input_tokens": 0},
-                    "output_tokens": usage["out"], "service_tier": "standard",
+                    "cache_creation": {
+                        "ephemeral_5m_input_tokens": usage["write"],
+                        "ephemeral_1h_input_tokens": 0,
+                    },
+                    "output_tokens": usage["out"],
+                    "service_tier": "standard",
                 },
-            }  # fmt: skip
+            }
             line["requestId"] = req
             self.lines.append(line)
 
@@ -375,10 +481,11 @@ def _claude_code() -> dict[str, list[dict[str, Any]]]:
     files: dict[str, list[dict[str, Any]]] = {}
     parent.user(t, "explore the codebase")
     task_input = {
-        "description": "Explore the codebase", "subagent_type": "explore",
+        "description": "Explore the codebase",
+        "subagent_type": "explore",
         "prompt": "Explore the koda workspace: crates, entry points, how sub-agents are "
-                  "dispatched. Report what you find.",
-    }  # fmt: skip
+        "dispatched. Report what you find.",
+    }
     prompt = 18430
     for run in range(3):
         t += 4000
@@ -397,8 +504,11 @@ def _claude_code() -> dict[str, list[dict[str, Any]]]:
         st = t + 1500
         sub.user(st, task_input["prompt"])
         sub_prompt = 9120
-        steps = [("List", {"path": "."}), ("Read", {"file_path": f"{cwd}/Cargo.toml"}),
-                 ("Read", {"file_path": f"{cwd}/README.md"})][: 3 if run == 0 else 1]  # fmt: skip
+        steps = [
+            ("List", {"path": "."}),
+            ("Read", {"file_path": f"{cwd}/Cargo.toml"}),
+            ("Read", {"file_path": f"{cwd}/README.md"}),
+        ][: 3 if run == 0 else 1]
         for k, (tool, args) in enumerate(steps):
             st += 2500
             b: list[dict[str, Any]] = []
@@ -418,12 +528,19 @@ def _claude_code() -> dict[str, list[dict[str, Any]]]:
             )
             sub_prompt += 1400
             st += 900
-            sub.user(st, [{"tool_use_id": tid, "type": "tool_result",
-                           "content": f"{tool} {args}: ok ({700 + 90 * k} lines)"}])  # fmt: skip
+            sub.user(
+                st,
+                [
+                    {
+                        "tool_use_id": tid,
+                        "type": "tool_result",
+                        "content": f"{tool} {args}: ok ({700 + 90 * k} lines)",
+                    }
+                ],
+            )
         st += 2200
         # The final response: no text, no tool call - a bare stop.
-        sub.assistant(st, AGENT_MODEL, [],
-                      {"fresh": 3, "write": 300, "read": sub_prompt, "out": 1})  # fmt: skip
+        sub.assistant(st, AGENT_MODEL, [], {"fresh": 3, "write": 300, "read": sub_prompt, "out": 1})
         files[f"{session}/subagents/agent-{agent}.jsonl"] = sub.lines
         t = st + 800
         parent.user(
@@ -432,21 +549,24 @@ def _claude_code() -> dict[str, list[dict[str, Any]]]:
             toolUseResult={"agentId": agent, "status": "completed", "content": []},
         )
     t += 3000
-    parent.assistant(t, PARENT_MODEL, [],
-                     {"fresh": 4, "write": 120, "read": prompt, "out": 1})  # fmt: skip
+    parent.assistant(t, PARENT_MODEL, [], {"fresh": 4, "write": 120, "read": prompt, "out": 1})
     files[f"{session}.jsonl"] = parent.lines
     return files
 
 
 def write_logs(out_dir: Path, planted: list[dict[str, Any]]) -> list[Path]:
     written = [
-        _dump(out_dir / "penguin" / "conversations" / "session_2025-12-13_wallet.json",
-              _penguin(planted, "p13", "Refactor the wallet ledger and make tests/wallet pass.")),
-        _dump(out_dir / "penguin" / "conversations" / "session_2025-12-15_wallet.json",
-              _penguin(planted, "p15", "Continue the ledger refactor; run the wallet tests.")),
+        _dump(
+            out_dir / "penguin" / "conversations" / "session_2025-12-13_wallet.json",
+            _penguin(planted, "p13", "Refactor the wallet ledger and make tests/wallet pass."),
+        ),
+        _dump(
+            out_dir / "penguin" / "conversations" / "session_2025-12-15_wallet.json",
+            _penguin(planted, "p15", "Continue the ledger refactor; run the wallet tests."),
+        ),
         _dump(out_dir / "netclaw" / "conversation_2025-12-09_discord-ops.json", _netclaw(planted)),
         _jsonl(out_dir / "nexus3" / "logs" / "2025-12-11_091502_a7c3" / "raw.jsonl", _nexus3()),
-    ]  # fmt: skip
+    ]
     root = out_dir / "claude-code" / "projects" / "-home-dev-koda"
     for name, lines in sorted(_claude_code().items()):
         written.append(_jsonl(root / name, lines))

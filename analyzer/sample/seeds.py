@@ -121,12 +121,20 @@ class Stream:
 
 def _seed000(rand: Rand) -> list[dict[str, object]]:
     s = Stream(
-        "penguin-personal", "Penguin", None, "anthropic/claude-opus-4.5", "Amazon Bedrock",
+        "penguin-personal",
+        "Penguin",
+        None,
+        "anthropic/claude-opus-4.5",
+        "Amazon Bedrock",
         caching=False,
-    )  # fmt: skip
+    )
     # Healthy Penguin sessions on other days, each closed by a 3-token finish_response ack.
-    for day, n, base in (("04 09:10", 14, 16200), ("08 14:31", 21, 19800),
-                         ("16 10:05", 11, 14100), ("20 16:42", 18, 22400)):  # fmt: skip
+    for day, n, base in (
+        ("04 09:10", 14, 16200),
+        ("08 14:31", 21, 19800),
+        ("16 10:05", 11, 14100),
+        ("20 16:42", 18, 22400),
+    ):
         s.healthy_agent_session(rand, at(f"2025-12-{day}:07.000"), n, base, ack=3)
 
     # Dec 13: a normal run of tool calls, the context growing to 56,065 tokens...
@@ -167,9 +175,13 @@ def _seed000(rand: Rand) -> list[dict[str, object]]:
 
 def _seed001(rand: Rand) -> list[dict[str, object]]:
     s = Stream(
-        "netclaw-selfhost", "Netclaw", "discord:#ops", "qwen/qwen3-30b-a3b-thinking-2507",
-        "DeepInfra", caching=False,
-    )  # fmt: skip
+        "netclaw-selfhost",
+        "Netclaw",
+        "discord:#ops",
+        "qwen/qwen3-30b-a3b-thinking-2507",
+        "DeepInfra",
+        caching=False,
+    )
     # Healthy turns on other days: a question, a few tool calls, a visible answer.
     for day, n in (("03 08:20:05", 4), ("11 13:02:40", 6), ("18 21:45:12", 3)):
         s.new_session()
@@ -212,9 +224,12 @@ def _seed001(rand: Rand) -> list[dict[str, object]]:
 
 def _seed003(rand: Rand) -> list[dict[str, object]]:
     dan = Stream(
-        "healthcare-agents", "ClinicalOps Agent", "dan.bo", "anthropic/claude-sonnet-4.5",
+        "healthcare-agents",
+        "ClinicalOps Agent",
+        "dan.bo",
+        "anthropic/claude-sonnet-4.5",
         "Anthropic",
-    )  # fmt: skip
+    )
     dan.healthy_agent_session(rand, at("2025-12-11 15:20:33.000"), 7, 6400, ack=None)
     dan.healthy_agent_session(rand, at("2025-12-19 09:41:02.000"), 5, 6600, ack=None)
     # Dec 17: three user turns, three verbose answers, each cut at 8,192 tokens, no tool call.
@@ -224,9 +239,12 @@ def _seed003(rand: Rand) -> list[dict[str, object]]:
     dan.call(at("2025-12-17 10:21:30.000"), 6850 + 8192 + 61 + 8192 + 44, 8192, "length")
 
     etl = Stream(
-        "healthcare-agents", "ClinicalOps Agent", "etl-pipeline", "anthropic/claude-sonnet-4.5",
+        "healthcare-agents",
+        "ClinicalOps Agent",
+        "etl-pipeline",
+        "anthropic/claude-sonnet-4.5",
         "Anthropic",
-    )  # fmt: skip
+    )
     etl.healthy_agent_session(rand, at("2025-12-05 02:15:09.000"), 16, 8800, ack=None)
     etl.healthy_agent_session(rand, at("2025-12-12 02:15:04.000"), 13, 8700, ack=None)
     # Dec 22: normal tool calls, then six tool calls cut off by max_tokens, one after another.

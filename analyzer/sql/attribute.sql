@@ -2,7 +2,7 @@
 -- most common value among its wasted calls (incident_calls), a tie going to the value whose
 -- calls wasted more dollars, then to the first name in order; an incident without wasted calls
 -- takes its first call's. A call that carries no value does not vote. Run once, when the
--- incident is recorded (analyzer.detect.record; and over every incident when a store of an
+-- incident is recorded (analyzer.detect.detectors.record; and over every incident when a store of an
 -- earlier format is upgraded): every view reads the columns, none decides again.
 UPDATE incidents SET app = a.app, api_key = a.api_key, model = a.model, project = a.project
 FROM (

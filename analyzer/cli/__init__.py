@@ -1,0 +1,1 @@
+"""The command line: the click group, its commands and options."""

@@ -1,0 +1,412 @@
+"""The command line: thin commands over the library, one error boundary.
+
+Exit codes: 0 ran clean; 1 findings at or above --fail-on; 2 usage error; 3 input or runtime
+error (one line ``Error: <file>:<line>: <what>``, no traceback unless --traceback); 4 ran, but
+some input found in a folder was not read (each file named on stderr).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+import duckdb
+
+from analyzer import __version__
+from analyzer.cli import catalog as cli_catalog
+from analyzer.cli import store_commands as cli_store
+from analyzer.cli.options import (
+    View,
+    chatter_options,
+    db_option,
+    detector_options,
+    failing,
+    ingest_options,
+    json_option,
+    output_format,
+    policies_named,
+    policies_option,
+    print_json,
+    report_options,
+    view_options,
+)
+from analyzer.console import note, out, safe_line, verbose, width
+from analyzer.detect.detectors import Selection, load_incidents
+from analyzer.engine.arrow_setup import skip_pandas
+from analyzer.engine.files import os_error
+from analyzer.engine.store import interrupted, open_new_or_existing, open_store
+from analyzer.errors import NOT_ALL_READ_EXIT, ForensicsError, Interrupted
+from analyzer.ingest.base import IngestOptions
+from analyzer.model.incident import Incident
+from analyzer.pipeline import Inputs, default_inputs
+from analyzer.views.summary import file_lines, files_summary, render_backtest, render_text
+
+
+class ForensicsGroup(click.Group):
+    """The one error boundary: known errors become one line on stderr and exit 3."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Interrupted as exc:  # Ctrl-C during ingest: what the store holds of the run
+            click.echo(safe_line(str(exc)), err=True)
+            ctx.exit(exc.exit_code)
+        except (KeyboardInterrupt, duckdb.InterruptException):
+            _said_interrupted(ctx)
+        except ForensicsError as exc:
+            if ctx.meta.get("lf.traceback"):
+                raise
+            click.echo(safe_line(f"Error: {exc}"), err=True)
+            ctx.exit(exc.exit_code)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise
+        except BrokenPipeError:  # handled in main(): the reader of stdout went away
+            raise
+        except OSError as exc:  # the disk said no (full, read-only, no permission)
+            if ctx.meta.get("lf.traceback"):
+                raise
+            click.echo(safe_line(f"Error: {os_error(exc, None)}"), err=True)
+            ctx.exit(3)
+        except duckdb.Error as exc:
+            if interrupted(exc):  # a statement on the transaction Ctrl-C aborted
+                _said_interrupted(ctx)
+            if ctx.meta.get("lf.traceback"):
+                raise
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            click.echo(safe_line(f"Error: database: {first}"), err=True)
+            ctx.exit(3)
+        except Exception as exc:
+            if interrupted(exc):  # DuckDB's "Query interrupted", or an error it caused
+                _said_interrupted(ctx)
+            if ctx.meta.get("lf.traceback"):
+                raise
+            click.echo(
+                safe_line(
+                    f"Error: unexpected {type(exc).__name__}: {exc} (rerun with --traceback)"
+                ),
+                err=True,
+            )
+            ctx.exit(3)
+
+
+def _said_interrupted(ctx: click.Context) -> NoReturn:
+    """Ctrl-C outside ingest (which says what it stored: ``Interrupted``)."""
+    click.echo("interrupted: the step under way was not stored", err=True)
+    ctx.exit(Interrupted.exit_code)
+
+
+def _set_traceback(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    ctx.meta["lf.traceback"] = value
+    return value
+
+
+@click.group(cls=ForensicsGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="llm-forensics")
+@click.option(
+    "--traceback",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_set_traceback,
+    help="Show the full traceback of an error (for bug reports).",
+)
+def cli() -> None:
+    """Find the money LLM agents burn in runaway loops.
+
+    Load agent logs (Claude Code, Codex, Gemini CLI, OpenCode, Cline, Aider, mini-swe-agent,
+    SWE-agent, OpenHands, saved conversations) and bills (OpenRouter, LiteLLM, Anthropic and
+    OpenAI usage) into a local DuckDB store, find the runaway loops, price the waste, and
+    backtest the loop guards that would have stopped them. Nothing leaves the machine.
+
+    Exit codes: 0 ran clean; 1 findings at --fail-on; 2 usage error; 3 input or runtime
+    error; 4 some input found in a folder was not read (each file named on stderr).
+
+    \b
+    Examples:
+      llm-forensics audit                  # your own Claude Code / Codex history
+      llm-forensics audit sample_data/ -o report.html
+    """
+
+
+def _inputs(paths: tuple[str, ...]) -> Inputs | list[str]:
+    """The user's paths, or with none the places agents keep their logs by default."""
+    return list(paths) if paths else default_inputs(os.environ, Path.home())
+
+
+def _exit_if_not_all_read(reports: list[Any]) -> None:
+    """Exit 4 when input was not read (the files were named as they were met)."""
+    missed = [r.path for r in reports if r.not_read]
+    if missed:
+        more = f" and {len(missed) - 3:,} more" if len(missed) > 3 else ""
+        click.echo(
+            safe_line(
+                f"exit {NOT_ALL_READ_EXIT}: {len(missed):,} "
+                f"{'file' if len(missed) == 1 else 'files'} not read "
+                f"({', '.join(missed[:3])}{more})"
+            ),
+            err=True,
+        )
+        sys.exit(NOT_ALL_READ_EXIT)
+
+
+def _said_files(reports: list[Any]) -> None:
+    """What ingest did: one summary line, or with --verbose a line for every file (stderr)."""
+    if verbose():
+        for line in file_lines(reports):
+            click.echo(safe_line(line), err=True)
+    else:
+        note(files_summary(reports))
+
+
+# -- commands -------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(readable=False))
+@db_option()
+@ingest_options
+@chatter_options
+@json_option
+def ingest(paths: tuple[str, ...], db: str, options: IngestOptions, as_json: bool) -> None:
+    """Load files or folders into the store (format sniffed from content; .gz too). With no
+    path, the places agents keep their logs (~/.claude/projects, ~/.codex/sessions, ...).
+
+    Each file is loaded in one transaction; a file already ingested (same content) adds
+    nothing, and generations already in the store count as duplicates. Finding nothing to
+    load is an error (exit 3), and a new store is then not left behind.
+
+    \b
+    Example:
+      llm-forensics ingest --db december.duckdb exports/openrouter-2025-12.csv
+    """
+    from analyzer.pipeline import ingest_paths
+
+    with open_new_or_existing(db) as store:
+        reports = ingest_paths(store, _inputs(paths), options)
+    if as_json:
+        print_json([r.to_dict() for r in reports])
+    elif verbose():
+        for line in file_lines(reports):
+            click.echo(safe_line(line))
+    else:
+        click.echo(safe_line(files_summary(reports)))
+    _exit_if_not_all_read(reports)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(readable=False))
+@db_option(default=None)
+@ingest_options
+@view_options
+@detector_options
+@report_options(output_required=False)
+@policies_option
+@chatter_options
+@json_option
+@click.option("--top", default=10, show_default=True, help="Rows in each spend table.")
+def audit(
+    paths: tuple[str, ...],
+    db: str | None,
+    options: IngestOptions,
+    view: View,
+    selection: Selection,
+    fail_on: str | None,
+    fail_on_waste: float | None,
+    output: str | None,
+    report_format: str | None,
+    top_incidents: int,
+    policy_files: tuple[str, ...],
+    as_json: bool,
+    top: int,
+) -> None:
+    """Ingest, find the incidents, replay them through the guard presets, and show where the
+    money went (the main job).
+
+    With no path it reads the places agents keep their logs (~/.claude/projects,
+    ~/.codex/sessions, ...: those that exist). Without --db (or $LLM_FORENSICS_DB) the store is
+    temporary and deleted afterwards. With -o FILE it also writes the report: .html, .md or
+    .json, or the incident table as .csv or .parquet; -o - writes it to stdout.
+
+    \b
+    Examples:
+      llm-forensics audit                       # your Claude Code / Codex history
+      llm-forensics audit sample_data/ -o report.html
+      llm-forensics audit exports/ --since 7d --tz Europe/Berlin
+    """
+    from analyzer import pipeline
+
+    policies = policies_named(policy_files)
+    fmt = output_format(output, report_format) if output else "html"
+    # A throwaway store lives in memory (nothing to write twice), spilling to a temporary
+    # folder past the memory limit.
+    with (
+        tempfile.TemporaryDirectory(prefix="llm-forensics-") as tmp,
+        open_new_or_existing(db or ":memory:", temp_dir=None if db else tmp) as store,
+    ):
+        done = pipeline.audit(
+            store,
+            _inputs(paths),
+            options,
+            selection,
+            policies,
+            output=Path(output) if output else None,
+            report_format=fmt,
+            top_incidents=top_incidents,
+            top=top,
+            on_files=_said_files,
+            window=view.window,
+        )
+    if output and output != "-":
+        note(f"wrote {output} ({fmt})")
+    if as_json:
+        data = done.summary.to_json()
+        data["window"] = view.window.describe(view.tz)
+        data["backtest"] = [r.to_json() for r in done.guards.results]
+        for inc in data["incidents"]:  # the guards that would have stopped it, as `show` has
+            stops = done.guards.stops(inc["incident_id"]).stopped_by
+            inc["stopped_by"] = [s.to_json() for s in stops]
+        data["ingested"] = [r.to_dict() for r in done.reports]
+        print_json(data)
+    elif output != "-":
+        w = width()
+        if view.window:
+            out(f"Window   {view.window.describe(view.tz)}")
+        out(render_text(done.summary, view.tz, w), nl=False)
+        out("")
+        out("Guards (replayed at their own thresholds)")
+        out(render_backtest(done.guards.results, w), nl=False)
+    if failing(done.incidents, fail_on, fail_on_waste):
+        sys.exit(1)
+    _exit_if_not_all_read(done.reports)
+
+
+@cli.command("detect")
+@db_option()
+@view_options
+@detector_options
+@click.option(
+    "--engine",
+    type=click.Choice(["duckdb", "spark"]),
+    default="duckdb",
+    show_default=True,
+    help="Where the detectors run: the store's DuckDB, or Spark over a Parquet "
+    "export (--parquet; needs the [spark] extra and a Java runtime).",
+)
+@click.option(
+    "--parquet",
+    "folder",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="With --engine spark: the export to read (written by `llm-forensics "
+    "export --parquet DIR`); the incidents go to DIR/detected/ and, if the "
+    "store exists, into it.",
+)
+@click.option(
+    "--master",
+    metavar="URL",
+    help="With --engine spark: the Spark master (default local[*]: every core of "
+    "this machine; spark://host:7077, yarn, k8s://... for a cluster).",
+)
+@chatter_options
+@json_option
+def detect_command(
+    db: str,
+    view: View,
+    selection: Selection,
+    engine: str,
+    folder: str | None,
+    master: str | None,
+    fail_on: str | None,
+    fail_on_waste: float | None,
+    as_json: bool,
+) -> None:
+    """Run the detectors over the store and record their incidents.
+
+    Each detector's earlier incidents are replaced, so running again gives the same incidents
+    (with the same numbers), not twice as many. With --since / --until the detectors see only
+    the calls in that window, and the incidents recorded are those found there.
+
+    With --engine spark the same detector files run on Spark, translated from DuckDB's SQL by
+    sqlglot, over the Parquet export in --parquet DIR: for data that has outgrown one machine.
+
+    \b
+    Examples:
+      llm-forensics detect --db december.duckdb --fail-on high
+      llm-forensics export --db year.duckdb --parquet lake/
+      llm-forensics detect --engine spark --parquet lake/ --db year.duckdb
+    """
+    from analyzer.pipeline import apply_window, stages
+    from analyzer.views.terminal import render_incident_list
+
+    if engine == "spark":
+        incidents = _detect_on_spark(db, view, selection, folder, master)
+    else:
+        if folder or master:
+            raise click.UsageError("--parquet and --master go with --engine spark")
+        from analyzer.detect.detectors import detect
+
+        with open_store(db, must_exist=True) as store:
+            apply_window(store, view.window, incidents=False)
+            with stages(store, "detect") as shown:
+                shown.stage("detecting")
+                detect(store, selection)
+            incidents = load_incidents(store, selection.names)
+    if as_json:
+        print_json([i.to_json() for i in incidents])
+    else:
+        out(render_incident_list(incidents, view.tz, width()), nl=False)
+    if failing(incidents, fail_on, fail_on_waste):
+        sys.exit(1)
+
+
+def _detect_on_spark(
+    db: str, view: View, selection: Selection, folder: str | None, master: str | None
+) -> list[Incident]:
+    """detect --engine spark: into the store when it exists (or was named), else only beside
+    the export."""
+    from analyzer.detect import spark_engine
+    from analyzer.pipeline import apply_window
+
+    if not spark_engine.available():
+        raise click.UsageError(f"--engine spark needs pyspark: {spark_engine.EXTRA}")
+    if not folder:
+        raise click.UsageError(
+            "--engine spark reads a Parquet export: give --parquet DIR "
+            "(write one with `llm-forensics export --parquet DIR`)"
+        )
+    ctx = click.get_current_context()
+    named = ctx.get_parameter_source("db") != click.core.ParameterSource.DEFAULT
+    if not named and not Path(db).exists():
+        incidents = spark_engine.detect_on_spark(
+            Path(folder), selection, master, view.window, None, note
+        )
+        note(f"no store at {db}: the incidents are in {Path(folder) / 'detected'} only")
+        return incidents
+    with open_store(db, must_exist=True) as store:
+        apply_window(store, view.window, incidents=False)
+        return spark_engine.detect_on_spark(
+            Path(folder), selection, master, view.window, store, note
+        )
+
+
+for _command in (*cli_catalog.COMMANDS, *cli_store.COMMANDS):
+    cli.add_command(_command)
+
+
+def main() -> None:
+    skip_pandas()
+    try:
+        cli(prog_name="llm-forensics")
+    except BrokenPipeError:  # `llm-forensics ... | head`: the reader left; not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,506 @@
+"""Commands that read a store and change nothing in it: the report, the guard backtest, the
+usage views, the incidents (a list, or one shown whole), the rejects and the export. Each
+opens the store read-only (a store on a read-only disk can be read) and takes --since /
+--until / --tz."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+import click
+
+from analyzer.cli.options import (
+    View,
+    chatter_options,
+    db_option,
+    json_option,
+    keep_cache_option,
+    output_format,
+    policies_named,
+    policies_option,
+    print_json,
+    report_options,
+    view_options,
+)
+from analyzer.console import csv_out, note, out, width
+from analyzer.detect.detectors import load_incidents
+from analyzer.engine.store import Store, open_store
+from analyzer.errors import ForensicsError
+from analyzer.guards.policy import Policy
+from analyzer.model.formatting import SEVERITIES, money, severity_rank
+from analyzer.pipeline import apply_window, stages
+
+
+def _reading(db: str, view: View, incidents: bool = True) -> Store:
+    """The store opened read-only, seeing only ``view``'s window."""
+    store = open_store(db, read_only=True)
+    store.keep_cache = click.get_current_context().meta.get("lf.keep_cache", True)
+    try:
+        apply_window(store, view.window, incidents=incidents)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def _no_incidents_note(store: Store) -> None:
+    if not store.scalar("SELECT count(*) FROM incidents"):
+        note("note: no incidents in the store (run `llm-forensics detect`)")
+
+
+@click.command("report")
+@db_option()
+@view_options
+@keep_cache_option
+@report_options(output_required=True)
+@policies_option
+@chatter_options
+def report_command(
+    db: str,
+    view: View,
+    output: str,
+    report_format: str | None,
+    top_incidents: int,
+    policy_files: tuple[str, ...],
+) -> None:
+    """Write the incident report: one self-contained HTML page, or Markdown or JSON, or the
+    incident table as CSV or Parquet (by the file's extension, or --format). -o - writes it
+    to stdout (Markdown unless --format says otherwise).
+
+    The page opens from disk, offline: CSS and charts inline, no scripts, no external
+    requests. It reports the incidents in the store, so run `detect` first.
+
+    \b
+    Examples:
+      llm-forensics report --db december.duckdb -o december.html
+      llm-forensics report --db december.duckdb -o incidents.csv --since 2025-12-10
+    """
+    from analyzer import pipeline
+
+    policies = policies_named(policy_files)
+    fmt = output_format(output, report_format)
+    with _reading(db, view) as store:
+        _no_incidents_note(store)
+        pipeline.report(store, Path(output), fmt, top_incidents, policies)
+    if output != "-":
+        note(f"wrote {output} ({fmt})")
+
+
+@click.command("backtest")
+@db_option()
+@view_options
+@keep_cache_option
+@policies_option
+@click.option("--only", multiple=True, metavar="NAME", help="Replay only this policy.")
+@click.option(
+    "--sweep",
+    "sweeps",
+    multiple=True,
+    metavar="NAME.PARAM=LO..HI[:STEP]",
+    help="Replay a policy at every value of a threshold, e.g. "
+    "netclaw_cumulative_per_turn.stop=2..20 (only the swept policies are shown, unless "
+    "--only names others).",
+)
+@click.option(
+    "--labels",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="CSV of id,label (call or incident ids, runaway|legitimate) to use as ground truth.",
+)
+@click.option(
+    "--recommend",
+    is_flag=True,
+    help="Find the policy and stop threshold that prevent the most waste within a false-trip "
+    "budget, and print it as a TOML table for your own policy file.",
+)
+@click.option(
+    "--max-false-trips",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="With --recommend: allow at most N false trips (default 0).",
+)
+@click.option(
+    "--max-false-usd",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="USD",
+    help="With --recommend: allow false trips that kill at most this much work instead.",
+)
+@chatter_options
+@json_option
+def backtest_command(
+    db: str,
+    view: View,
+    policy_files: tuple[str, ...],
+    only: tuple[str, ...],
+    sweeps: tuple[str, ...],
+    labels: str | None,
+    recommend: bool,
+    max_false_trips: int | None,
+    max_false_usd: float | None,
+    as_json: bool,
+) -> None:
+    """Replay the stored calls through guard policies: which would have stopped each incident,
+    how early, the waste it would have prevented, and the harm it would have done (legitimate
+    work killed), in separate columns.
+
+    The ground truth is the incidents `detect` found (medium and high severity). With
+    --json, every stop and nudge of every policy is listed as well.
+
+    \b
+    Examples:
+      llm-forensics backtest --db december.duckdb --sweep netclaw_cumulative_per_turn.stop=2..20
+      llm-forensics backtest --db december.duckdb --recommend --max-false-trips 1
+    """
+    from analyzer.guards.backtest import backtest, parse_sweep
+    from analyzer.views.summary import render_backtest
+
+    if (max_false_trips is not None or max_false_usd is not None) and not recommend:
+        raise click.UsageError("--max-false-trips and --max-false-usd go with --recommend")
+    if max_false_trips is not None and max_false_usd is not None:
+        raise click.UsageError("give one budget: --max-false-trips or --max-false-usd")
+    policies = policies_named(policy_files, only)
+    by_name = {p.name: p for p in policies}
+    parsed: dict[str, tuple[str, list[float]]] = {}
+    for text in sweeps:
+        try:
+            name, param, values = parse_sweep(text)
+            if name not in by_name:
+                raise ForensicsError(f"{name} is not a policy that runs")
+            if name in parsed:
+                raise ForensicsError(
+                    f"{name} is swept twice: sweep one of its thresholds at a time"
+                )
+            by_name[name].with_param(param, values[0])
+        except ForensicsError as exc:
+            raise click.BadParameter(str(exc), param_hint="--sweep") from None
+        parsed[name] = (param, values)
+    if parsed and not only:  # a sweep shows the swept policies, not every preset
+        policies = [p for p in policies if p.name in parsed]
+    with _reading(db, view) as store:
+        _no_incidents_note(store)
+        with stages(store, "backtest") as shown:
+            shown.stage("replaying guards")
+            if recommend:
+                _recommend(store, policies, parsed, max_false_trips, max_false_usd, as_json)
+                return
+            # Only JSON lists every stop; the table needs the figures alone.
+            results = backtest(
+                store, policies, parsed, Path(labels) if labels else None, stops=as_json
+            )
+    if as_json:
+        print_json([r.to_json() for r in results])
+    else:
+        out(render_backtest(results, width()), nl=False)
+
+
+def _recommend(
+    store: Store,
+    policies: list[Policy],
+    sweeps: dict[str, tuple[str, list[float]]],
+    max_false_trips: int | None,
+    max_false_usd: float | None,
+    as_json: bool,
+) -> None:
+    from analyzer.guards.recommend import Budget, recommend
+
+    budget = Budget(max_false_trips, max_false_usd)
+    rec, weighed, within = recommend(store, policies, budget, sweeps)
+    if as_json:
+        print_json(
+            rec.to_json()
+            if rec
+            else {
+                "policy": None,
+                "budget": budget.describe(),
+                "variants_weighed": weighed,
+                "variants_within_budget": within,
+            }
+        )
+        return
+    if rec is None:
+        out(
+            f"No policy prevents any waste with {budget.describe()} ({weighed:,} policy and "
+            f"threshold pairs weighed, {within:,} within the budget)."
+        )
+        return
+    out(rec.render(width()), nl=False)
+
+
+@click.command("usage")
+@click.argument(
+    "view_name",
+    metavar="VIEW",
+    type=click.Choice(
+        ("daily", "weekly", "monthly", "session", "project", "model", "bills", "reconcile")
+    ),
+)
+@db_option()
+@view_options
+@keep_cache_option
+@click.option("--breakdown", is_flag=True, help="Each row's models below it.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV on stdout.")
+@chatter_options
+@json_option
+def usage_command(
+    view_name: str, db: str, view: View, breakdown: bool, as_csv: bool, as_json: bool
+) -> None:
+    """Tokens, calls and dollars by day, week, month, session, project or model; and the
+    providers' bills per time bucket (bills), against the logs (reconcile).
+
+    Tokens: input (fresh prompt), cache write, cache read, output (reasoning included) and
+    reasoning; dollars by cost basis (billed, reported by the log, estimated from list
+    prices), and the calls left unpriced. A project is the Claude Code project folder, the
+    Codex working directory or the OpenRouter app. Days and weeks (from Monday) are counted
+    in --tz.
+
+    bills: what Anthropic's usage and cost reports and OpenAI's usage and costs say per
+    bucket (a day, an hour) and model: tokens, requests, dollars billed, and the tokens at
+    list prices. They are not calls: the other views never count them. reconcile: per bucket
+    and model, the bill against the logged calls of that provider and model in the bucket,
+    and the dollars no log explains, named. Buckets are in UTC, as the providers bill them.
+
+    \b
+    Examples:
+      llm-forensics usage daily --db my.duckdb --breakdown
+      llm-forensics usage session --db my.duckdb --since 7d --json
+      llm-forensics usage reconcile --db my.duckdb
+    """
+    from analyzer.views.terminal import render_usage, usage_csv
+    from analyzer.views.usage import usage
+
+    if as_csv and as_json:
+        raise click.UsageError("give one of --json and --csv")
+    if view_name in ("bills", "reconcile"):
+        _bill_view(view_name, db, view, as_csv, as_json)
+        return
+    with _reading(db, view) as store:
+        u = usage(store, view_name, view.tz, breakdown)
+        bucketed = _bucketed_note(store) if view_name in ("daily", "weekly", "monthly") else ""
+    if as_json:
+        print_json(u.to_json())
+    elif as_csv:
+        csv_out(usage_csv(u))
+    else:
+        if view.window:
+            out(f"{view.window.describe(view.tz)}")
+        out(render_usage(u, width()), nl=False)
+        if bucketed:
+            out(bucketed)
+
+
+def _bucketed_note(store: Store) -> str:
+    """The line under a period view when the store holds bills per bucket (not in it)."""
+    from analyzer.detect.reconcile import bills
+
+    rows = bills(store)
+    if not rows:
+        return ""
+    billed = sum((r.billed_usd or r.estimate_usd or Decimal(0) for r in rows), Decimal(0))
+    return (
+        f"Not in this table: {money(billed)} of provider bills per bucket ({len(rows):,} "
+        "buckets): `usage bills`, and `usage reconcile` against the logs"
+    )
+
+
+def _bill_view(name: str, db: str, view: View, as_csv: bool, as_json: bool) -> None:
+    from analyzer.detect.reconcile import bills, totals, units
+    from analyzer.views.bill_views import bills_csv, reconcile_csv, render_bills, render_reconcile
+
+    with _reading(db, view) as store:
+        if name == "bills":
+            rows = bills(store)
+            if as_json:
+                print_json({"view": "bills", "rows": [r.to_json() for r in rows]})
+            elif as_csv:
+                csv_out(bills_csv(rows))
+            else:
+                out(render_bills(rows, width()), nl=False)
+            return
+        found = units(store)
+    t = totals(found)
+    if as_json:
+        print_json(
+            {"view": "reconcile", "units": [u.to_json() for u in found], "totals": t.to_json()}
+        )
+    elif as_csv:
+        csv_out(reconcile_csv(found))
+    else:
+        out(render_reconcile(found, t, width()), nl=False)
+
+
+@click.command("incidents")
+@db_option()
+@view_options
+@keep_cache_option
+@click.option("--detector", multiple=True, metavar="NAME", help="Only this detector's.")
+@click.option(
+    "--severity",
+    type=click.Choice(SEVERITIES),
+    default=None,
+    help="Only incidents of this severity or higher.",
+)
+@click.option(
+    "--app",
+    default=None,
+    metavar="NAME",
+    help="Only incidents whose calls are this app's (or project's).",
+)
+@chatter_options
+@json_option
+def incidents_command(
+    db: str,
+    view: View,
+    detector: tuple[str, ...],
+    severity: str | None,
+    app: str | None,
+    as_json: bool,
+) -> None:
+    """List the incidents in the store, most wasted first, each with its number (`show N`).
+
+    \b
+    Examples:
+      llm-forensics incidents --db my.duckdb --severity high --since 7d
+      llm-forensics incidents --db my.duckdb --detector constant_input_low_output --json
+    """
+    from analyzer.views.terminal import render_incident_list
+
+    with _reading(db, view) as store:
+        found = load_incidents(store, list(detector) if detector else None)
+        if severity:
+            found = [i for i in found if severity_rank(i.severity) >= severity_rank(severity)]
+    if app:
+        found = [i for i in found if app in (i.app, i.project)]
+    if as_json:
+        print_json([i.to_json() for i in found])
+    else:
+        out(render_incident_list(found, view.tz, width(), limit=None), nl=False)
+
+
+@click.command("show")
+@click.argument("ident", metavar="ID")
+@db_option()
+@view_options
+@keep_cache_option
+@policies_option
+@chatter_options
+@json_option
+def show_command(
+    ident: str, db: str, view: View, policy_files: tuple[str, ...], as_json: bool
+) -> None:
+    """Show one incident: what happened, its calls, the evidence, and the guards that would
+    have stopped it. ID is its number (from `incidents`) or its id.
+
+    \b
+    Example:
+      llm-forensics show 1 --db my.duckdb
+    """
+    from analyzer.detect.detectors import discover
+    from analyzer.guards.backtest import guard_run
+    from analyzer.views.show import find, gather, render
+
+    policies = policies_named(policy_files)
+    with _reading(db, view, incidents=False) as store:
+        inc = find(store, ident)
+        with stages(store, "show") as shown:
+            shown.stage("replaying guards")
+            guards = guard_run(store, policies, reuse=True)
+        shown_inc = gather(store, inc, discover(), guards)
+    if as_json:
+        print_json(
+            {
+                **inc.to_json(),
+                "calls": [
+                    {
+                        k: (str(v) if k == "cost_usd" and v is not None else v)
+                        for k, v in vars(c).items()
+                    }
+                    for c in shown_inc.calls
+                ],
+                "stopped_by": [s.to_json() for s in shown_inc.stopped_by],
+                "parent": shown_inc.parent.to_json() if shown_inc.parent else None,
+            }
+        )
+    else:
+        out(render(shown_inc, view.tz, width()), nl=False)
+
+
+@click.command("rejects")
+@db_option()
+@click.option(
+    "--file",
+    "file",
+    default=None,
+    metavar="TEXT",
+    help="Only the rejects of files whose path contains TEXT.",
+)
+@chatter_options
+@json_option
+def rejects_command(db: str, file: str | None, as_json: bool) -> None:
+    """List the input records that could not be loaded: file:line: reason, and the excerpt.
+
+    \b
+    Example:
+      llm-forensics rejects --db my.duckdb --file activity.csv
+    """
+    from analyzer.views.terminal import rejects, render_rejects
+
+    with open_store(db, read_only=True) as store:
+        rows = rejects(store, file)
+    if as_json:
+        print_json([{"file": p, "line": n, "reason": r, "excerpt": e} for p, n, r, e in rows])
+    else:
+        out(render_rejects(rows, width()), nl=False)
+
+
+@click.command("export")
+@db_option()
+@view_options
+@keep_cache_option
+@click.option(
+    "--parquet",
+    "folder",
+    required=True,
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="The folder to write (or to bring up to date).",
+)
+@chatter_options
+def export_command(db: str, view: View, folder: str) -> None:
+    """Write the store's canonical tables (sources, calls, messages, rejects, incidents...) as
+    Parquet files, with a manifest.json, for other tools (DuckDB, pandas, Polars, Spark, a
+    warehouse) and for `detect --engine spark`.
+
+    calls and messages are folders partitioned by day (DIR/calls/day=2025-12-13/, the hive
+    layout); the other tables one file each. Exporting again into the same DIR writes only the
+    days that are new or changed since, and removes the days no longer in the store (with
+    --since/--until, only that window is exported and the other days are left as they are).
+
+    \b
+    Example:
+      llm-forensics export --db my.duckdb --parquet tables/
+    """
+    from analyzer.views.export import export_parquet, read_manifest
+
+    with _reading(db, view) as store:
+        written = export_parquet(store, Path(folder))
+    for table, entry in read_manifest(Path(folder))["tables"].items():
+        line = f"{table:<17} {entry['rows']:>12,} rows  {Path(folder) / entry['path']}"
+        if entry.get("partitioned_by") == "day":
+            days, new = len(entry["days"]), len(entry["written"])
+            line += f"  ({days:,} days, {new:,} written now)"
+        click.echo(line)
+    note(f"wrote {len(written):,} files and {Path(folder) / 'manifest.json'}")
+
+
+COMMANDS = [
+    report_command,
+    backtest_command,
+    usage_command,
+    incidents_command,
+    show_command,
+    rejects_command,
+    export_command,
+]

@@ -1,0 +1,336 @@
+"""Spark, the second engine: the same detectors over a Parquet export of the store
+(``llm-forensics export --parquet DIR``), on a Spark session (``local[*]``, or a cluster given
+with ``--master``).
+
+Each detector's SQL is translated by ``analyzer.detect.spark_sql`` (sqlglot), its parameters
+bound as Spark's named markers, and its rows returned in the shape DuckDB's runner gives them,
+so that ``analyzer.detect.detectors`` records them the same way. ``pyspark`` is an optional extra
+(``pip install 'llm-forensics[spark]'``, with sqlglot, imported only when Spark runs) and a
+Java runtime (17 or later) must be installed; without either, the error says which is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from analyzer.detect.detectors import (
+    OUTPUT_COLUMNS,
+    Detector,
+    Selection,
+    checked_rows,
+    incident_id,
+    load_incidents,
+    record,
+)
+from analyzer.engine.files import atomic_file
+from analyzer.engine.store import SCHEMA_VERSION, Store
+from analyzer.errors import ForensicsError
+from analyzer.model.incident import COLUMNS, Incident
+from analyzer.model.timewindow import Window
+from analyzer.views.export import PARTITIONED, read_manifest
+
+EXTRA = "pip install 'llm-forensics[spark]'"
+# The view every detector reads, as the store defines it (analyzer/sql/schema.sql).
+_LIVE = re.compile(r"CREATE OR REPLACE VIEW live_calls AS (SELECT [^;]+);")
+SCHEMA = Path(__file__).parent / "sql" / "schema.sql"
+DETECTED = "detected"
+
+
+class MissingSpark(ForensicsError):
+    """pyspark is not installed: a usage error naming the extra."""
+
+    exit_code = 2
+
+
+def available() -> bool:
+    """Whether the [spark] extra is installed (pyspark, and sqlglot to translate)."""
+    try:
+        import pyspark  # noqa: F401
+        import sqlglot  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def why_not() -> str | None:
+    """Why Spark cannot run here: the extra not installed, or no Java runtime (None if it can)."""
+    if not available():
+        return f"pyspark is not installed ({EXTRA})"
+    java_home = os.environ.get("JAVA_HOME")
+    if not (java_home and Path(java_home, "bin", "java").exists()) and not shutil.which("java"):
+        return "no Java runtime (apt-get install openjdk-17-jre-headless)"
+    return None
+
+
+def require() -> None:
+    if not available():
+        raise MissingSpark(f"--engine spark needs pyspark: {EXTRA}")
+
+
+def export_checked(folder: Path) -> dict[str, Any]:
+    """The manifest of the export in ``folder``, which this version must be able to read."""
+    manifest = read_manifest(folder)
+    if not manifest:
+        raise ForensicsError(
+            "no export here (no manifest.json): write one with "
+            "`llm-forensics export --parquet DIR`",
+            path=folder,
+        )
+    version = manifest.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ForensicsError(
+            f"the export has store format {version}, this version reads {SCHEMA_VERSION}: "
+            "export it again with this version",
+            path=folder / "manifest.json",
+        )
+    for table in PARTITIONED:
+        if manifest["tables"].get(table, {}).get("partitioned_by") != "day":
+            raise ForensicsError(
+                f"the export's {table} is not partitioned by day (an export by an older "
+                "version): export it again",
+                path=folder / "manifest.json",
+            )
+    return manifest
+
+
+LOG4J = Path(__file__).parent / "sql" / "spark-log4j2.properties"
+
+
+@contextmanager
+def session(
+    master: str | None = None, partitions: int | None = None, app: str = "llm-forensics"
+) -> Iterator[Any]:
+    """A Spark session: ``local[*]`` unless ``master`` names a cluster. Times are read and
+    shown in UTC (the store's), and ANSI mode is off: as in DuckDB, an index past the end of a
+    list is NULL, not an error. A session already running in this process is used as it is,
+    and left running."""
+    require()
+    import warnings
+
+    warnings.filterwarnings("ignore", category=FutureWarning, module="pyspark")
+    from pyspark.sql import SparkSession
+
+    running = SparkSession.getActiveSession()
+    if running is not None:
+        yield running
+        return
+    master = master or "local[*]"
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app)
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.ansi.enabled", "false")
+        .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J.as_uri()}")
+    )
+    if master.startswith("local"):
+        # One machine: no network, few shuffle partitions (Spark's 200 suit a cluster).
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = (
+            builder.config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.sql.shuffle.partitions", str(partitions or 8))
+            .config("spark.driver.memory", os.environ.get("LF_SPARK_MEMORY", "2g"))
+        )
+    elif partitions:
+        builder = builder.config("spark.sql.shuffle.partitions", str(partitions))
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # pyspark raises its own errors, or RuntimeError without Java
+        text = str(exc)
+        if "JAVA" in text.upper():
+            raise ForensicsError(
+                "Spark could not start: it needs a Java runtime, 17 or later (Debian: "
+                "apt-get install openjdk-17-jre-headless; or set JAVA_HOME)"
+            ) from exc
+        raise ForensicsError(f"Spark could not start: {spark_error(exc)}") from exc
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def register(spark: Any, folder: Path, window: Window | None = None) -> dict[str, Any]:
+    """The export's ``calls`` and ``messages`` (and the view ``live_calls``) as Spark views,
+    limited to ``window`` as the store would be, and its ``runs``; returns the export's
+    manifest."""
+    from analyzer.detect.spark_sql import to_spark  # the [spark] extra's sqlglot
+
+    manifest = export_checked(folder)
+    live = _LIVE.search(SCHEMA.read_text(encoding="utf-8"))
+    if live is None:  # pragma: no cover - the schema defines it
+        raise ForensicsError("schema.sql defines no live_calls view", path=SCHEMA)
+    cond = window.sql() if window else "true"
+    for table in PARTITIONED:
+        # Absolute: Spark's JVM does not follow this process's working folder.
+        path = (folder / manifest["tables"][table]["path"]).resolve()
+        try:
+            frame = spark.read.option("basePath", str(path)).parquet(str(path)).drop("day")
+            frame.createOrReplaceTempView(f"{table}_all")
+            spark.sql(to_spark(f"SELECT * FROM {table}_all WHERE {cond}")).createOrReplaceTempView(
+                table
+            )
+        except ForensicsError:
+            raise
+        except Exception as exc:
+            raise ForensicsError(f"Spark cannot read it: {spark_error(exc)}", path=path) from exc
+    spark.sql(to_spark(live.group(1), SCHEMA)).createOrReplaceTempView("live_calls")
+    # How each run ended (one file; not windowed: a verdict is of the whole run).
+    path = (folder / manifest["tables"]["runs"]["path"]).resolve()
+    try:
+        spark.read.parquet(str(path)).createOrReplaceTempView("runs")
+    except Exception as exc:
+        raise ForensicsError(f"Spark cannot read it: {spark_error(exc)}", path=path) from exc
+    return manifest
+
+
+_TRANSLATED: dict[tuple[Path, str], str] = {}
+
+
+def translated(det: Detector) -> str:
+    """The detector's query as Spark SQL (translated once per run)."""
+    from analyzer.detect.spark_sql import to_spark  # the [spark] extra's sqlglot
+
+    key = (det.path, det.sql)
+    if key not in _TRANSLATED:
+        _TRANSLATED[key] = to_spark(det.sql, det.path)
+    return _TRANSLATED[key]
+
+
+def runner(spark: Any) -> Any:
+    """A runner for ``analyzer.detect.detectors.detect``: the detector's rows, run on ``spark``."""
+
+    def run(det: Detector, params: dict[str, Any]) -> list[dict[str, Any]]:
+        bound = {k: v for k, v in params.items() if k in det.placeholders}
+        try:
+            frame = spark.sql(translated(det), args=bound)
+            names = list(frame.columns)
+            rows = [tuple(r) for r in frame.collect()]
+        except ForensicsError:
+            raise
+        except Exception as exc:  # Spark's analysis and runtime errors
+            raise ForensicsError(
+                f"detector failed on Spark: {spark_error(exc)}", path=det.path
+            ) from exc
+        return checked_rows(det, names, rows)
+
+    return run
+
+
+def spark_error(exc: BaseException) -> str:
+    """The first line of what Spark said (a Java exception's own message, not py4j's
+    "An error occurred while calling ...")."""
+    java = getattr(exc, "java_exception", None)
+    text = str(java.getMessage()) if java is not None else str(exc)
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def write_detected(folder: Path, found: dict[str, list[dict[str, Any]]]) -> Path:
+    """The incidents Spark found, as ``folder/detected/incidents.parquet`` beside the export
+    (one row per incident; ``wasted_calls`` lists the calls its waste is made of, when the
+    detector names them)."""
+    schema = pa.schema(
+        [
+            ("incident_id", pa.string()),
+            ("detector", pa.string()),
+            ("severity", pa.string()),
+            ("stream_key", pa.string()),
+            ("session_id", pa.string()),
+            ("start_ts", pa.timestamp("us")),
+            ("end_ts", pa.timestamp("us")),
+            ("n_calls", pa.int64()),
+            ("first_call_id", pa.string()),
+            ("last_call_id", pa.string()),
+            ("wasted_usd", pa.decimal128(18, 10)),
+            ("wasted_tokens", pa.int64()),
+            ("cost_basis", pa.string()),
+            ("summary", pa.string()),
+            ("evidence", pa.string()),
+            ("wasted_calls", pa.list_(pa.string())),
+        ]
+    )
+    records = []
+    for name, rows in found.items():
+        for rec in rows:
+            row = {c: rec.get(c) for c in OUTPUT_COLUMNS}
+            row.update(
+                incident_id=incident_id(name, rec),
+                detector=name,
+                severity=rec["severity"],
+                wasted_calls=rec.get("wasted_calls"),
+            )
+            records.append(row)
+    out = folder / DETECTED / "incidents.parquet"
+    with atomic_file(out) as tmp:
+        pq.write_table(pa.Table.from_pylist(records, schema=schema), tmp)
+    return out
+
+
+def detect_on_spark(
+    folder: Path,
+    selection: Selection,
+    master: str | None = None,
+    window: Window | None = None,
+    store: Store | None = None,
+    said: Callable[[str], None] = lambda _: None,
+) -> list[Incident]:
+    """Run the selected detectors on Spark over the export in ``folder``; write what they find
+    beside it (``detected/incidents.parquet``) and, given the ``store`` the export was made
+    from, into the store as ``detect`` does. Returns the incidents, most wasted first."""
+    export_checked(folder)
+    with session(master) as spark:
+        said(f"Spark {spark.version} on {spark.sparkContext.master}")
+        register(spark, folder, window)
+        if store is not None:
+            _same_calls(spark, store, folder)
+        run = runner(spark)
+        found: dict[str, list[dict[str, Any]]] = {}
+        for det, values in selection.bound:
+            said(f"running {det.name}")
+            found[det.name] = run(det, values)
+    write_detected(folder, found)
+    if store is None:
+        return _incidents(found)
+    with store.transaction():
+        record(store, selection, found)
+    return load_incidents(store, selection.names)
+
+
+def _same_calls(spark: Any, store: Store, folder: Path) -> None:
+    """The export must hold the calls the store holds (in the window): else the incidents
+    written back would name calls the store does not have, or miss some."""
+    query = "SELECT count(*), coalesce(sum(cost_usd), 0) FROM live_calls"
+    there = tuple(spark.sql(query).collect()[0])
+    here = store.con.execute(query).fetchone() or (0, 0)
+    if int(there[0]) != int(here[0]) or Decimal(there[1]) != Decimal(here[1]):
+        raise ForensicsError(
+            f"the export holds {int(there[0]):,} calls (${Decimal(there[1]):,.2f}), the store "
+            f"{int(here[0]):,} (${Decimal(here[1]):,.2f}): export the store again "
+            "(`llm-forensics export --parquet DIR`)",
+            path=folder,
+        )
+
+
+def _incidents(found: dict[str, list[dict[str, Any]]]) -> list[Incident]:
+    """Incidents from the rows alone (no store to number them), most wasted first."""
+    out = []
+    for name, rows in found.items():
+        for rec in rows:
+            row = {**rec, "incident_id": incident_id(name, rec), "detector": name}
+            out.append(Incident.from_row(tuple(row.get(c) for c in COLUMNS)))
+    return sorted(out, key=lambda i: (-i.wasted_usd, i.start_ts or datetime.max, i.incident_id))

@@ -1,0 +1,195 @@
+"""The engine: the one object that runs SQL on a store's connection.
+
+Every multi-line statement lives in a file under ``analyzer/sql/`` and is named by its path
+there (``"guards/events.sql"``); a one-line statement may be given as text. The engine owns:
+
+* **the connection** - nothing outside ``analyzer/engine/`` calls ``execute`` (the
+  architecture test checks it);
+* **the parameters** - DuckDB's named markers (``$name``): each statement of a unit is given
+  the parameters it names, so one mapping serves a file of several statements;
+* **names put into the text** - a table, a column list or a predicate the code chose (never
+  a value from a log): ``{{name}}`` in a unit, given as a keyword argument; an unknown or
+  missing one is an error, not an empty string;
+* **the lifetime of a step's temporary relations** - what ``step()`` sees created (temporary
+  tables and views, registered Arrow tables) is dropped when the step ends, however it ends.
+
+A unit holds one statement or several, each ended by ``;`` at the end of a line. Order that
+matters is stated in the SQL (``ORDER BY``, an explicit position), never left to a join.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from analyzer.errors import ForensicsError
+
+SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
+
+Params = Mapping[str, object] | Sequence[object] | None
+
+_UNIT = re.compile(r"[\w/.-]+\.sql")
+_SLOT = re.compile(r"\{\{(\w+)\}\}")
+_MARKER = re.compile(r"\$([A-Za-z_]\w*)")
+_END = re.compile(r";[ \t]*(?:--[^\n]*)?\n")
+
+
+class EngineError(ForensicsError):
+    """A unit that is missing, or a name put into its text that is unknown or absent."""
+
+
+@cache
+def unit_text(unit: str) -> str:
+    """The text of ``sql/<unit>`` (read once per process)."""
+    path = SQL_DIR / unit
+    if not path.is_file():
+        raise EngineError(f"no SQL unit {unit} in the package")
+    return path.read_text(encoding="utf-8")
+
+
+@cache
+def statements(text: str) -> tuple[str, ...]:
+    """The statements of a unit: split where ``;`` ends a line, empty ones dropped.
+
+    >>> statements("SELECT 1;\\nSELECT 2;  -- two\\n")
+    ('SELECT 1', 'SELECT 2')
+    """
+    parts = _END.split(text + "\n")
+    return tuple(p.strip().rstrip(";").strip() for p in parts if _meaningful(p))
+
+
+def _meaningful(part: str) -> bool:
+    lines = [ln for ln in part.strip().splitlines() if not ln.strip().startswith("--")]
+    return bool("".join(lines).strip())
+
+
+def fill(text: str, names: Mapping[str, str]) -> str:
+    """Put the named fragments into ``{{slots}}``; every slot must be given, every given name
+    used.
+
+    >>> fill("SELECT * FROM {{table}}", {"table": "calls"})
+    'SELECT * FROM calls'
+    """
+    used: set[str] = set()
+
+    def put(m: re.Match[str]) -> str:
+        if m.group(1) not in names:
+            raise EngineError(f"SQL slot {{{{{m.group(1)}}}}} given no text")
+        used.add(m.group(1))
+        return names[m.group(1)]
+
+    out = _SLOT.sub(put, text)
+    if set(names) - used:
+        raise EngineError(f"SQL names given but not used: {sorted(set(names) - used)}")
+    return out
+
+
+def _bind(sql: str, params: Params) -> Params:
+    """The parameters a statement takes: with named markers, only the names it uses."""
+    if params is None or not isinstance(params, Mapping):
+        return params
+    wanted = set(_MARKER.findall(sql))
+    return {k: v for k, v in params.items() if k in wanted}
+
+
+class Engine:
+    """Runs SQL units and one-line statements on one DuckDB connection."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self._registered: list[set[str]] = []  # per open step, the Arrow tables it registered
+
+    # -- text ---------------------------------------------------------------------------
+    def text(self, sql: str, names: Mapping[str, str] | None = None) -> tuple[str, ...]:
+        """The statements of ``sql``: a unit's path (``"x/y.sql"``) or one statement's text."""
+        body = unit_text(sql) if _UNIT.fullmatch(sql) else sql
+        if names or _SLOT.search(body):
+            body = fill(body, names or {})
+        return statements(body)
+
+    # -- running ------------------------------------------------------------------------
+    def _cursor(self, sql: str, params: Params, names: Mapping[str, str]) -> Any:
+        result = None
+        for statement in self.text(sql, names):
+            result = self.con.execute(statement, _bind(statement, params))
+        if result is None:
+            raise EngineError(f"no statement in {sql[:60]!r}")
+        return result
+
+    def run(self, sql: str, params: Params = None, **names: str) -> None:
+        """Run every statement of ``sql`` (a unit or one statement), for what it does."""
+        self._cursor(sql, params, names)
+
+    def many(self, sql: str, rows: Sequence[Sequence[object]], **names: str) -> None:
+        """Run one statement once per row of parameters."""
+        (statement,) = self.text(sql, names)
+        self.con.executemany(statement, rows)
+
+    def rows(self, sql: str, params: Params = None, **names: str) -> list[tuple[Any, ...]]:
+        """The rows of the last statement of ``sql``."""
+        return list(self._cursor(sql, params, names).fetchall())
+
+    def records(self, sql: str, params: Params = None, **names: str) -> list[dict[str, Any]]:
+        """The rows of the last statement as dicts by column name."""
+        cur = self._cursor(sql, params, names)
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+    def one(self, sql: str, params: Params = None, **names: str) -> tuple[Any, ...] | None:
+        """The first row, or None (the whole result is fetched: DuckDB refuses other work on
+        a connection while a result is only partly read)."""
+        found = self.rows(sql, params, **names)
+        return found[0] if found else None
+
+    def scalar(self, sql: str, params: Params = None, **names: str) -> Any:
+        row = self.one(sql, params, **names)
+        return None if row is None else row[0]
+
+    def arrow(self, sql: str, params: Params = None, **names: str) -> pa.Table:
+        """The result of the last statement as an Arrow table."""
+        return self._cursor(sql, params, names).to_arrow_table()
+
+    def columns(self, sql: str, params: Params = None, **names: str) -> list[str]:
+        """The column names of the last statement's result."""
+        return [d[0] for d in self._cursor(sql, params, names).description]
+
+    # -- relations a step owns ----------------------------------------------------------
+    def register(self, name: str, table: pa.Table) -> None:
+        """Make an Arrow table readable as ``name`` until the step that registered it ends
+        (or ``unregister``)."""
+        self.con.register(name, table)
+        if self._registered:
+            self._registered[-1].add(name)
+
+    def unregister(self, name: str) -> None:
+        self.con.unregister(name)
+        for names in self._registered:
+            names.discard(name)
+
+    def temporaries(self) -> set[tuple[str, str]]:
+        """The temporary tables and views that exist now: (kind, name)."""
+        found = self.rows("engine/temporaries.sql")
+        return {(str(kind), str(name)) for kind, name in found}
+
+    @contextmanager
+    def step(self) -> Iterator[Engine]:
+        """A step of work: the temporary tables and views it creates and the Arrow tables it
+        registers are gone when it ends, whether it ends well or not."""
+        before = self.temporaries()
+        self._registered.append(set())
+        try:
+            yield self
+        finally:
+            for name in self._registered.pop():
+                with suppress(duckdb.Error):
+                    self.con.unregister(name)
+            for kind, name in sorted(self.temporaries() - before, reverse=True):
+                with suppress(duckdb.Error):  # a connection Ctrl-C or an error left unusable
+                    self.con.execute(f'DROP {kind} IF EXISTS temp.main."{name}"')

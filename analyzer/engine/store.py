@@ -1,0 +1,355 @@
+"""The DuckDB store: opening it, its schema, and one transaction per ingested file."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from analyzer.engine.engine import Engine, Params
+from analyzer.engine.resources import package_sql
+from analyzer.errors import ForensicsError
+
+DEFAULT_DB = "forensics.duckdb"
+DB_ENV = "LLM_FORENSICS_DB"
+MEMORY_ENV = "LLM_FORENSICS_MEMORY_LIMIT"
+# DuckDB's own default is 80% of the machine; a forensics run shares the machine with the user's
+# other work, so it holds itself to this and spills the rest to disk. The process as a whole
+# stays under 2 GB: DuckDB's limit covers its buffers, and about 0.2 GB more (Python, the
+# allocations DuckDB does not count) comes on top of it (10 million rows: peak RSS 1.68 GB at a
+# limit of 1.5GB, 2.18 GB at 2GB).
+DEFAULT_MEMORY_LIMIT = "1.7GB"
+SCHEMA_VERSION = "9"
+# Store formats this version upgrades in place when it opens them for writing (the columns of
+# ``sql/upgrade.sql`` and the tables they lack are added): 6 had no ``bill_buckets``, 7 no
+# ``runs``, 8 no output estimates on calls and no attribution on incidents.
+UPGRADES_FROM = {"6", "7", "8"}
+
+
+class Store:
+    """An open store. ``con`` is the DuckDB connection; the tables are in ``sql/schema.sql``."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: str, read_only: bool = False) -> None:
+        self.con = con
+        self.engine = Engine(con)  # what runs SQL on it (``analyzer.engine.engine``)
+        self.path = path
+        self.read_only = read_only
+        self.window = ""  # the time window every reader sees (see ``restrict``), for cache keys
+        # Results computed on a store opened read-only, kept when it closes if the file can
+        # then be written (see ``close``): (cache name, key, payload).
+        self.pending: list[tuple[str, str, str]] = []
+        self.keep_cache = True  # false: a read-only store's file is never written
+
+    def restrict(
+        self, condition: str, key: str, incidents: str | None = None, buckets: str | None = None
+    ) -> None:
+        """Let every reader of this connection see only the calls (and messages) whose time
+        meets ``condition`` (an SQL predicate over ``ts``), with ``incidents`` (a predicate
+        over the incidents table) only those incidents, and with ``buckets`` (over
+        ``bill_buckets``) only those bill buckets: temporary tables and views of the same
+        names shadow the stored ones (tables, so that readers joining on ``rowid`` still can).
+        Done after loading and linking: what is written after goes to the stored tables
+        (incidents) or nowhere (a store opened read-only)."""
+        db = str(self.scalar("SELECT current_database()")).replace('"', '""')
+        for table in ("calls", "messages"):
+            self.con.execute(
+                f"""CREATE OR REPLACE TEMP TABLE {table} AS
+                    SELECT * FROM "{db}".main.{table} WHERE {condition}"""
+            )
+        self.con.execute(
+            "CREATE OR REPLACE TEMP VIEW live_calls AS "
+            "SELECT * FROM temp.main.calls WHERE superseded_by IS NULL"
+        )
+        if buckets is not None:
+            self.con.execute(
+                f"""CREATE OR REPLACE TEMP TABLE bill_buckets AS
+                    SELECT * FROM "{db}".main.bill_buckets WHERE {buckets}"""
+            )
+        if incidents is not None:
+            self.con.execute(
+                f"""CREATE OR REPLACE TEMP VIEW incidents AS
+                    SELECT * FROM "{db}".main.incidents WHERE {incidents}"""
+            )
+        self.window = key
+
+    def close(self) -> None:
+        self.con.close()
+        if self.pending and self.keep_cache and self.path != ":memory:":
+            _keep(self.path, self.pending)
+        self.pending = []
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All or nothing: on any exception the store is left as it was. Ctrl-C, whatever
+        form DuckDB gave it (see ``interrupted``), comes out as ``KeyboardInterrupt``."""
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException as exc:
+            self.rollback()
+            if interrupted(exc) and not isinstance(exc, KeyboardInterrupt):
+                raise KeyboardInterrupt from None
+            raise
+        self.commit()
+
+    def commit(self) -> None:
+        """``COMMIT`` the transaction under way; should Ctrl-C stop it, what it did not
+        commit is rolled back and ``KeyboardInterrupt`` raised."""
+        try:
+            self.con.execute("COMMIT")
+        except BaseException as exc:
+            self.rollback()
+            if interrupted(exc):
+                raise KeyboardInterrupt from None
+            raise
+
+    def rollback(self) -> None:
+        """Roll back the transaction under way, if there is one (after an error or Ctrl-C:
+        a transaction a stopped statement aborted takes nothing else until then)."""
+        with suppress(duckdb.Error):  # none under way (or the connection is gone)
+            self.con.execute("ROLLBACK")
+
+    def one(self, sql: str, params: Params = None) -> tuple[Any, ...] | None:
+        """The first row, or None (``Engine.one``)."""
+        return self.engine.one(sql, params)
+
+    def scalar(self, sql: str, params: Params = None) -> Any:
+        return self.engine.scalar(sql, params)
+
+    def memory_limit(self) -> float | None:
+        """DuckDB's memory limit in bytes (None if it cannot be read)."""
+        text = str(self.scalar("SELECT current_setting('memory_limit')") or "").strip()
+        m = re.fullmatch(r"([\d.]+)\s*(bytes|[KMGT]i?B|B)", text)
+        if m is None:
+            return None
+        unit = m.group(2)
+        scale = 1 if unit in ("bytes", "B") else 1024 if "i" in unit else 1000
+        return float(m.group(1)) * float(scale) ** (" KMGT".index(unit[0]) if scale > 1 else 0)
+
+    def compress_if_large(self, database: str) -> None:
+        """Compress an attached in-memory ``database`` (attached with ``COMPRESS``: it
+        compresses what it checkpoints) when the in-memory tables take more than half the
+        memory limit, so what is scanned again and again stays in memory instead of being read
+        back from disk each time. Strings are left as they are (compressing them costs more
+        time than it saves here)."""
+        used = self.scalar(
+            """SELECT sum(memory_usage_bytes + temporary_storage_bytes) FROM duckdb_memory()
+               WHERE tag = 'IN_MEMORY_TABLE'"""
+        )
+        limit = self.memory_limit()
+        if limit is None or float(used or 0) <= limit / 2:
+            return
+        was = self.scalar("SELECT current_setting('disabled_compression_methods')")
+        self.con.execute("SET disabled_compression_methods = 'dict_fsst'")
+        try:
+            self.con.execute(f"CHECKPOINT {database}")
+        finally:
+            self.con.execute("SET disabled_compression_methods = $was", {"was": was or ""})
+
+
+def interrupted(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is Ctrl-C, in any of the forms it reaches Python: ``KeyboardInterrupt``,
+    DuckDB's ``InterruptException`` or its ``RuntimeError("Query interrupted")`` (a statement
+    Ctrl-C stopped), DuckDB's error for a ``KeyboardInterrupt`` raised in Python code it ran
+    (reading a registered Arrow table: "exporting a stream ... failed: KeyboardInterrupt"), or
+    an error raised because of one (a statement on the transaction the stopped one aborted:
+    "Current transaction is aborted", say from a ``finally``).
+
+    >>> interrupted(RuntimeError("Query interrupted")), interrupted(RuntimeError("other"))
+    (True, False)
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, KeyboardInterrupt | duckdb.InterruptException):
+            return True
+        if isinstance(exc, RuntimeError) and "interrupted" in str(exc).lower():
+            return True
+        if isinstance(exc, duckdb.Error) and "KeyboardInterrupt" in str(exc):
+            return True
+        if exc.__cause__ is not None or exc.__suppress_context__:
+            exc = exc.__cause__  # (``raise ... from None``: what it replaced is no cause)
+        else:
+            exc = exc.__context__
+    return False
+
+
+def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | None) -> None:
+    # Bounded memory: what does not fit spills to a temporary folder (beside a store file,
+    # DuckDB's own ``<store>.tmp``; for a throwaway store, the folder given).
+    limit = os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_LIMIT
+    try:
+        con.execute(f"SET memory_limit = '{limit.replace(chr(39), '')}'")
+    except duckdb.Error as exc:
+        raise ForensicsError(
+            f"${MEMORY_ENV} = {limit!r} is not a memory size DuckDB understands (e.g. 2GB)"
+        ) from exc
+    if temp_dir is not None:
+        con.execute(f"SET temp_directory = '{temp_dir.replace(chr(39), chr(39) * 2)}'")
+    # Timestamps are stored in UTC; make every conversion on this connection UTC as well, so
+    # the user's own TimeZone setting can never shift what is stored or shown.
+    con.execute("SET TimeZone = 'UTC'")
+    # Track query progress (read by our own progress display) without DuckDB printing its bar.
+    con.execute("SET enable_progress_bar = true")
+    con.execute("SET enable_progress_bar_print = false")
+    found = _our_format(con)
+    if found is not None and found in UPGRADES_FROM and not read_only:
+        con.execute(package_sql("schema.sql"))  # the tables a format before 8 lacks
+        con.execute(package_sql("upgrade.sql"))
+        con.execute(package_sql("schema.sql"))  # views over the widened tables
+        # The incidents kept are attributed as `detect` attributes the ones it records.
+        kept = [r[0] for r in con.execute("SELECT incident_id FROM incidents").fetchall()]
+        if kept:
+            con.execute(package_sql("attribute.sql"), {"ids": kept})
+        con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [SCHEMA_VERSION])
+    elif found is not None and found in UPGRADES_FROM:
+        raise ForensicsError(
+            f"this store was written by an earlier version of llm-forensics (store format "
+            f"{found}); `llm-forensics ingest` into it once upgrades it to format "
+            f"{SCHEMA_VERSION}"
+        )
+    elif found is not None and found != SCHEMA_VERSION:
+        raise ForensicsError(
+            f"this store was written by another version of llm-forensics (store format "
+            f"{found}, this version reads {SCHEMA_VERSION}); ingest into a new file"
+        )
+    if not read_only:
+        con.execute(package_sql("schema.sql"))
+        con.execute(
+            "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
+            [SCHEMA_VERSION],
+        )
+    con.execute(package_sql("classify.sql"))
+
+
+def _our_format(con: duckdb.DuckDBPyConnection) -> Any:
+    """The store format written in the database's ``meta`` (None for a new, empty database).
+    A database with tables but no format of ours is another program's: it is refused before
+    anything is written into it."""
+    tables = sorted(
+        str(r[0])
+        for r in con.execute(
+            """SELECT table_name FROM duckdb_tables()
+               WHERE database_name = current_database() AND NOT temporary
+               UNION ALL
+               SELECT view_name FROM duckdb_views()
+               WHERE database_name = current_database() AND NOT temporary AND NOT internal"""
+        ).fetchall()
+    )
+    found = None
+    if "meta" in tables:
+        try:
+            found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except duckdb.Error:
+            found = None
+    if found is not None:
+        return found[0]
+    if tables:
+        shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+        raise ForensicsError(
+            f"not an llm-forensics store: this DuckDB database holds other tables ({shown}) "
+            "and none of ours; it was left untouched (give --db a new file)"
+        )
+    return None
+
+
+# Fully offline: DuckDB never downloads or loads an extension on its own (what we use, json and
+# icu, is built into the wheel).
+OFFLINE: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+
+
+def open_store(
+    path: str | Path,
+    read_only: bool = False,
+    temp_dir: str | None = None,
+    must_exist: bool = False,
+) -> Store:
+    """Open (creating if needed, unless ``must_exist``) the store at ``path``; ``:memory:``
+    gives a throwaway one (give it ``temp_dir`` to spill to when it outgrows the memory
+    limit). A store that must exist and does not is "no store here"."""
+    path = str(path)
+    if (read_only or must_exist) and path != ":memory:" and not Path(path).exists():
+        raise ForensicsError("no store here (run `llm-forensics ingest` first)", path=path)
+    try:
+        con = duckdb.connect(path, read_only=read_only, config=OFFLINE)
+    except duckdb.IOException as exc:
+        text = str(exc)
+        if "lock" in text.lower():
+            raise ForensicsError(
+                "the database is in use by another llm-forensics process", path=path
+            ) from exc
+        raise ForensicsError(
+            f"cannot open the database: {text.splitlines()[0]}", path=path
+        ) from exc
+    except duckdb.Error as exc:
+        raise ForensicsError(
+            f"not a usable llm-forensics database: {str(exc).splitlines()[0]}", path=path
+        ) from exc
+    try:
+        _prepare(con, read_only, temp_dir)
+    except ForensicsError as exc:
+        con.close()
+        exc.path = exc.path or path
+        raise
+    except BaseException:
+        con.close()
+        raise
+    return Store(con, path, read_only=read_only)
+
+
+def _keep(path: str, entries: list[tuple[str, str, str]]) -> None:
+    """Write cache entries computed while the store was open read-only, if it can be written
+    now: best effort, so that a report read twice is computed once. A read-only disk, or a
+    store another process holds, keeps nothing, silently."""
+    try:
+        con = duckdb.connect(path, config=OFFLINE)
+    except (duckdb.Error, OSError):
+        return
+    try:
+        for entry in entries:
+            con.execute(
+                "INSERT INTO cache VALUES (?, ?, ?) ON CONFLICT (name) "
+                "DO UPDATE SET key = excluded.key, payload = excluded.payload",
+                list(entry),
+            )
+    except duckdb.Error:
+        pass
+    finally:
+        con.close()
+
+
+@contextmanager
+def open_new_or_existing(path: str | Path, temp_dir: str | None = None) -> Iterator[Store]:
+    """Open the store at ``path`` for writing. If the file is new and the work fails (an
+    error, nothing found, Ctrl-C) before any file was stored, the new file is removed: a failed
+    first ``ingest`` leaves no empty store behind."""
+    path = str(path)
+    new = path != ":memory:" and not Path(path).exists()
+    store = open_store(path, temp_dir=temp_dir)
+    try:
+        yield store
+    except BaseException:
+        try:
+            empty = new and not store.scalar("SELECT count(*) FROM main.sources")
+        except duckdb.Error:
+            empty = False
+        store.close()
+        if empty:
+            for leftover in (Path(path), Path(path + ".wal")):
+                leftover.unlink(missing_ok=True)
+        raise
+    store.close()

@@ -1,0 +1,1 @@
+"""Loop-guard policies and their replay over history (the backtest)."""

@@ -1,0 +1,203 @@
+"""``backtest --recommend``: the policy and stop threshold that prevent the most waste within a
+false-trip budget, written as the TOML table a user puts in their own policy file.
+
+Every policy is replayed over its swept stop thresholds (the backtest's own sweep, plus its
+threshold as written). ``best`` is the one rule that ranks them, here and on the report's page
+(which weighs the backtest's variants with the default budget):
+
+* a variant is admissible when its false trips (stops that prevented nothing) stay within the
+  budget, in number (``--max-false-trips``, 0 by default) or in the dollars of work they would
+  have killed (``--max-false-usd``), and it prevents waste net of its harm (``net`` above 0);
+* among those, the most ``net`` wins (waste prevented less harm: a guard at a threshold so low
+  that its true stops also kill productive work pays for it); then the most waste prevented,
+  fewer false trips, and the higher (more patient) threshold; of variants equal in all of
+  that, the policy listed first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from analyzer.engine.store import Store
+from analyzer.guards.backtest import default_sweep
+from analyzer.guards.policy import Policy
+from analyzer.guards.replay import Replay
+from analyzer.guards.scoring import Result
+from analyzer.model.formatting import money, wrap
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much harm a recommendation may do: false trips in number or in dollars."""
+
+    max_false_trips: int | None = None
+    max_false_usd: float | None = None
+
+    def allows(self, r: Result) -> bool:
+        if self.max_false_usd is not None:
+            return r.usd_false_trips <= self.max_false_usd + 1e-9
+        return r.false_trips <= (self.max_false_trips or 0)
+
+    def describe(self) -> str:
+        if self.max_false_usd is not None:
+            return f"false trips killing at most ${self.max_false_usd:,.2f} of work"
+        n = self.max_false_trips or 0
+        return "no false trip" if n == 0 else f"at most {n:,} false trip(s)"
+
+
+@dataclass
+class Recommendation:
+    policy: Policy  # at the recommended threshold
+    result: Result
+    budget: Budget
+    variants: int  # how many (policy, threshold) pairs were weighed
+    within: int  # of which within the budget
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy.name,
+            "stop": self.policy.stop,
+            "budget": self.budget.describe(),
+            "variants_weighed": self.variants,
+            "variants_within_budget": self.within,
+            "result": self.result.to_json(),
+            "toml": toml_table(self.policy, self.result),
+        }
+
+    def render(self, width: int) -> str:
+        """The recommendation as the terminal shows it: what it prevents and harms, wrapped to
+        ``width``, then the TOML table to copy (its lines are not wrapped: they are to paste)."""
+        r = self.result
+        lines = [f"Recommended: {self.policy.name} at stop = {self.policy.stop:g}"]
+        lines += wrap(
+            f"prevents {money(r.waste_prevented_usd)} of {money(r.waste_total_usd)} of its "
+            f"targets' waste ({r.incidents_stopped} of {r.incidents_total} incidents); "
+            f"{r.false_trips} false trip(s) killing {money(r.usd_false_trips)}; harm "
+            f"{money(r.harm_usd)}; net {money(r.net_usd)}",
+            width,
+            "  ",
+        )
+        lines += wrap(
+            f"budget: {self.budget.describe()}; best of {self.within:,} within it "
+            f"({self.variants:,} weighed)",
+            width,
+            "  ",
+        )
+        lines += ["", "# Put this in a policy file and pass it with --policies FILE:"]
+        return "\n".join(lines) + "\n" + toml_table(self.policy, r)
+
+
+V = TypeVar("V")  # what names a variant: a policy's name, or the policy and its swept setting
+
+
+def rank(r: Result, value: float) -> tuple[float, float, int, float]:
+    """A variant's place (the higher the better): net, waste prevented, fewer false trips, the
+    higher threshold ``value``. Dollars are compared to a millionth (float sums of the same
+    calls in another order differ further down)."""
+    return (round(r.net_usd, 6), round(r.waste_prevented_usd, 6), -r.false_trips, value)
+
+
+def best(
+    variants: Iterable[tuple[V, float, Result]], budget: Budget
+) -> tuple[V, float, Result] | None:
+    """The best of ``variants`` (what names each, its threshold, its result) within ``budget``
+    that prevents waste net of its harm, by ``rank`` (the first of equals); None when none
+    does. The one rule of ``backtest --recommend`` and the report's recommendation."""
+    top: tuple[tuple[float, float, int, float], tuple[V, float, Result]] | None = None
+    for variant in variants:
+        _, value, r = variant
+        if not budget.allows(r) or r.waste_prevented_usd <= 0 or r.net_usd <= 0:
+            continue
+        place = rank(r, value)
+        if top is None or place > top[0]:
+            top = (place, variant)
+    return None if top is None else top[1]
+
+
+def recommend(
+    store: Store,
+    policies: list[Policy],
+    budget: Budget,
+    sweeps: dict[str, tuple[str, list[float]]] | None = None,
+) -> tuple[Recommendation | None, int, int]:
+    """The best variant within ``budget`` (None when no variant within it prevents waste),
+    with the number of variants weighed and of those within the budget."""
+    replay = Replay(store, policies=policies)
+    weighed = within = 0
+
+    def variants() -> Iterator[tuple[tuple[Policy, str], float, Result]]:
+        """Every policy's variants, one policy replayed at a time (a policy's results are let
+        go before the next one's: each lists the incidents it stopped)."""
+        nonlocal weighed, within
+        for p in policies:
+            param, values = (sweeps or {}).get(p.name, ("stop", default_sweep(p)))
+            if param == "stop" and float(p.stop) not in values:
+                values = sorted({*values, float(p.stop)})
+            swept = replay.run(p, (param, values), detail=set())  # figures only: no trips
+            for value, r in zip(values, swept, strict=True):
+                weighed += 1
+                within += budget.allows(r)
+                yield (p, param), value, r
+
+    chosen = best(variants(), budget)
+    if chosen is None:
+        return None, weighed, within
+    (p, param), value, _ = chosen
+    policy = p.with_param(param, value)
+    # The winner replayed alone, its trips listed (the same replay as its swept variant's).
+    [result] = replay.run(policy)
+    return Recommendation(policy, result, budget, weighed, within), weighed, within
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False)  # a TOML basic string
+
+
+def toml_table(p: Policy, r: Result | None = None) -> str:
+    """``p`` as a ``[policy.<name>]`` table that ``--policies FILE`` reads back (under a new
+    name: a file may not reuse a built-in one)."""
+    stop = _toml(float(p.stop))
+    name = f"{p.name}_at_{stop.replace('.', '_')}"
+    fields: dict[str, Any] = {
+        "description": f"{p.name} at stop = {stop} (recommended by llm-forensics backtest)"
+        + (f". {p.description}" if p.description else ""),
+        "type": p.type,
+        "scope": p.scope,
+    }
+    if p.reach is not None:
+        fields["reach"] = p.reach
+    if p.watch is not None:
+        fields["watch"] = p.watch
+    fields.update(p.settings)
+    if p.nudge is not None and not p.final_attempt:
+        fields["nudge"] = p.nudge
+    fields["stop"] = p.stop
+    if p.final_attempt:
+        fields["final_attempt"] = True
+    if p.compare != ">=":
+        fields["compare"] = p.compare
+    if p.on_trip != "end":
+        fields["on_trip"] = p.on_trip
+    if p.targets is not None:
+        fields["targets"] = list(p.targets)
+    lines = []
+    if r is not None:
+        lines.append(
+            f"# prevents ${r.waste_prevented_usd:,.2f} of ${r.waste_total_usd:,.2f} "
+            f"({r.incidents_stopped} of {r.incidents_total} target incidents), "
+            f"{r.false_trips} false trip(s) (${r.usd_false_trips:,.2f}), net ${r.net_usd:,.2f}"
+        )
+    lines.append(f"[policy.{name}]")
+    lines += [f"{k} = {_toml(v)}" for k, v in fields.items()]
+    return "\n".join(lines) + "\n"

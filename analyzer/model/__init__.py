@@ -1,0 +1,1 @@
+"""The shared vocabulary: incidents, prices, time windows, formatting of figures."""

@@ -1,0 +1,117 @@
+"""An incident: what a detector found, typed, from the detector to the page and the CLI."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from analyzer.model.formatting import cut, iso, printable
+
+# A name in an incident's one-line place (an app, API key or model from a log) is cut beyond this.
+PLACE_PART = 60
+# What an incident is attributed to: the most common value among its wasted calls, decided
+# once when it is recorded (``sql/attribute.sql``) and read by every view.
+ATTRIBUTION = ("app", "api_key", "model", "project")
+# The columns of the incidents table, in its order (sql/schema.sql).
+COLUMNS = (
+    "incident_id",
+    "detector",
+    "severity",
+    "stream_key",
+    "session_id",
+    "start_ts",
+    "end_ts",
+    "n_calls",
+    "first_call_id",
+    "last_call_id",
+    "wasted_usd",
+    "wasted_tokens",
+    "cost_basis",
+    "summary",
+    "evidence",
+    *ATTRIBUTION,
+)
+
+
+@dataclass(frozen=True)
+class Incident:
+    incident_id: str
+    detector: str
+    severity: str
+    stream_key: str | None
+    session_id: str | None
+    start_ts: datetime | None  # UTC
+    end_ts: datetime | None
+    n_calls: int
+    first_call_id: str | None
+    last_call_id: str | None
+    wasted_usd: Decimal  # exact
+    wasted_tokens: int | None
+    cost_basis: str | None
+    summary: str
+    evidence: dict[str, Any] | None = None  # what a person needs to believe it
+    # Whose calls it is made of: the most common value among its wasted calls (a tie to the
+    # value that wasted more dollars, then to the first name), else its first call's.
+    app: str | None = None
+    api_key: str | None = None
+    model: str | None = None
+    project: str | None = None
+    number: int | None = None  # its short id (``show N``), kept while it is found again
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> Incident:
+        """An incident from a row of the incidents table (its columns in ``COLUMNS`` order,
+        then optionally its number)."""
+        rec = dict(zip(COLUMNS, row[: len(COLUMNS)], strict=True))
+        rec["number"] = int(row[len(COLUMNS)]) if len(row) > len(COLUMNS) and row[-1] else None
+        evidence = rec["evidence"]
+        if isinstance(evidence, str):
+            evidence = json.loads(evidence) if evidence else None
+        rec.update(
+            n_calls=int(rec["n_calls"] or 0),
+            wasted_usd=Decimal(rec["wasted_usd"] or 0),
+            wasted_tokens=None if rec["wasted_tokens"] is None else int(rec["wasted_tokens"]),
+            summary=rec["summary"] or "",
+            evidence=evidence if isinstance(evidence, dict | None) else {"value": evidence},
+        )
+        return cls(**rec)
+
+    def place(self) -> str:
+        """Whose calls it is, in one line: its app (else its project), API key and model,
+        each cut at ``PLACE_PART`` characters; empty for an incident of no call.
+
+        >>> Incident("i", "d", "low", None, None, None, None, 0, "c1", "c1", Decimal(0), None,
+        ...          None, "", app="App A", api_key="key-a", model="m").place()
+        'App A · key-a · m'
+        """
+        parts = [self.app or self.project, self.api_key, self.model]
+        if not any(parts) and self.first_call_id is None:
+            return ""
+        shown = [cut(printable(p), PLACE_PART) for p in parts if p]
+        return " · ".join(shown) or "(no app, key or model)"
+
+    def to_json(self) -> dict[str, Any]:
+        """As ``audit --json`` and ``detect --json`` print it: ISO times, dollars exact (a
+        ``Decimal``, which ``formatting.json_text`` writes as a number with all its digits)."""
+        return {
+            "number": self.number,
+            "incident_id": self.incident_id,
+            "detector": self.detector,
+            "severity": self.severity,
+            "stream_key": self.stream_key,
+            "session_id": self.session_id,
+            "start_ts": iso(self.start_ts),
+            "end_ts": iso(self.end_ts),
+            "n_calls": self.n_calls,
+            "first_call_id": self.first_call_id,
+            "last_call_id": self.last_call_id,
+            "wasted_usd": self.wasted_usd,
+            "wasted_tokens": self.wasted_tokens,
+            "cost_basis": self.cost_basis,
+            "summary": self.summary,
+            "evidence": self.evidence,
+            **{k: getattr(self, k) for k in ATTRIBUTION},
+        }

@@ -1,0 +1,1 @@
+"""The report: its model, the HTML and Markdown pages and their charts."""

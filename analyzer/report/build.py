@@ -1,0 +1,420 @@
+"""The incident report: one self-contained page (HTML), or the same content as Markdown or JSON.
+
+Everything the page shows is computed here, into small typed objects; the templates in
+``reports/`` only lay them out (no SQL in templates). The headline totals come from the same
+``Summary`` that ``audit --json`` prints, so the two always agree.
+
+Everything from logs and exports is untrusted: it is escaped wherever it lands (Jinja
+autoescape for HTML text and attributes, matplotlib's XML escaping for SVG labels, backslash
+escapes for Markdown), and strings that look like API keys are masked before they get here.
+The page makes no request: CSS and charts are inline, there are no scripts and no web fonts.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from analyzer import __version__
+from analyzer.detect.detectors import detectors_run, discover
+from analyzer.detect.link import is_bill
+from analyzer.detect.reconcile import bill_totals, bills
+from analyzer.engine.store import Store
+from analyzer.guards.backtest import GuardRun
+from analyzer.guards.recommend import Budget, best
+from analyzer.model.formatting import SEVERITIES, iso_seconds, label, mask_keys, shown
+from analyzer.model.incident import Incident
+from analyzer.report.figures import draw
+from analyzer.report.model import (
+    Breakdown,
+    BucketBill,
+    BucketBills,
+    BucketUnit,
+    CallRow,
+    GuardRow,
+    Guards,
+    Headline,
+    IncidentGuards,
+    IncidentRow,
+    IncidentSection,
+    RejectRow,
+    RunRow,
+    Runs,
+    SourceRow,
+)
+from analyzer.report.model import (
+    Report as Report,  # re-exported: pages takes it from here
+)
+from analyzer.views.bill_views import (
+    bucket_label,
+    explained_line,
+    model_label,
+    provider_name,
+    remainder_lines,
+)
+from analyzer.views.summary import Summary, build_summary
+from analyzer.views.usage import placeholder_text
+from analyzer.views.verdicts import verdicts
+
+DEFAULT_TOP_INCIDENTS = 20
+MAX_CALLS_SHOWN = 60  # per incident section: the first and last 30 calls
+MAX_REJECTS_SHOWN = 20
+MAX_RUNS_SHOWN = 20  # runs that did not complete, listed on the page
+MAX_BUCKETS_SHOWN = 100  # bills per bucket and their units, listed (the totals are of all)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return mask_keys(value)
+    return value
+
+
+def _d(x: Decimal | None) -> Decimal:
+    return Decimal(x or 0)
+
+
+def _breakdown(store: Store, column: str, top: int) -> list[Breakdown]:
+    """Spend by ``column`` (``model``, ``app``, ``api_key``), with the waste of the incidents
+    attributed to each value (the one each incident names: ``sql/attribute.sql``)."""
+    rows = store.con.execute(
+        f"""WITH spend AS (
+                SELECT coalesce({column}, '(none)') AS name, count(*) AS calls,
+                       coalesce(sum(cost_usd), 0) AS usd
+                FROM live_calls GROUP BY 1),
+            waste AS (
+                SELECT coalesce({column}, '(none)') AS name, sum(wasted_usd) AS wasted,
+                       count(*) AS n
+                FROM incidents GROUP BY 1)
+            SELECT s.name, s.calls, s.usd, coalesce(w.wasted, 0), coalesce(w.n, 0)
+            FROM spend s LEFT JOIN waste w USING (name)
+            ORDER BY 4 DESC, 3 DESC, 1 LIMIT ?""",
+        [top],
+    ).fetchall()
+    return [Breakdown(_clean(str(n)), int(c), _d(u), _d(w), int(k)) for n, c, u, w, k in rows]
+
+
+def incidents_calls(store: Store, incs: list[Incident]) -> dict[str, list[tuple[Any, ...]]]:
+    """The calls of each incident: its stream from the first to the last call (both included);
+    when they lie in different streams (a parent and its sub-agents), every call of the
+    session and its sub-agents in the incident's time span. One query for all incidents."""
+    if not incs:
+        return {}
+    con = store.con
+    keys = ("incident_id", "first_call_id", "last_call_id", "session_id", "start_ts", "end_ts")
+    rows = con.execute(
+        f"""WITH i AS (SELECT unnest($incs, recursive := true)),
+           e AS (
+               SELECT i.*, f.stream_key AS fs, f.seq AS fq, l.stream_key AS ls, l.seq AS lq
+               FROM i LEFT JOIN calls f ON f.call_id = i.first_call_id
+                      LEFT JOIN calls l ON l.call_id = i.last_call_id),
+           span AS (SELECT * FROM e WHERE fs IS DISTINCT FROM ls),
+           hits AS (
+               SELECT e.incident_id, c.rowid AS rid FROM e JOIN calls c
+                 ON c.stream_key = e.fs AND e.fs = e.ls AND c.seq BETWEEN e.fq AND e.lq
+               UNION
+               SELECT s.incident_id, c.rowid FROM span s JOIN calls c
+                 ON c.session_id = s.session_id AND c.ts BETWEEN s.start_ts AND s.end_ts
+               UNION
+               SELECT s.incident_id, c.rowid FROM span s JOIN calls c
+                 ON c.parent_session_id = s.session_id AND c.ts BETWEEN s.start_ts AND s.end_ts)
+           SELECT h.incident_id, c.ts, c.call_id,
+                  CASE WHEN {is_bill("c.format")} THEN c.native_id END, c.response_id,
+                  c.input_tokens, c.output_tokens, c.finish_reason, c.response_kind, c.cost_usd,
+                  c.billing_call_id, c.cost_basis, c.http_status, c.event_count, c.content_chars
+           FROM hits h JOIN calls c ON c.rowid = h.rid
+           WHERE c.superseded_by IS NULL
+           ORDER BY h.incident_id, c.ts, c.seq, c.call_id""",
+        {"incs": [{k: getattr(inc, k) for k in keys} for inc in incs]},
+    ).fetchall()
+    # The provider's id: the linked billing row's generation id, else the call's own.
+    linked = sorted({r[10] for r in rows if r[10] is not None})
+    billed = dict(
+        con.execute(
+            "SELECT call_id, native_id FROM calls WHERE call_id IN (SELECT unnest($ids))",
+            {"ids": linked},
+        ).fetchall()
+        if linked
+        else []
+    )
+    out: dict[str, list[tuple[Any, ...]]] = {inc.incident_id: [] for inc in incs}
+    for iid, ts, cid, own, resp, pt, ot, fr, rk, cost, bid, *more in rows:
+        pid = next((x for x in (billed.get(bid), own, resp) if x is not None), None)
+        out[iid].append((ts, cid, pid, pt, ot, fr, rk, cost, *more))
+    return out
+
+
+def _call_rows(rows: list[tuple[Any, ...]]) -> tuple[list[CallRow], int]:
+    """An incident's calls as shown: all, or the first and last when there are too many."""
+    calls = [
+        CallRow(
+            iso_seconds(ts),
+            _clean(cid),
+            _clean(pid),
+            pt,
+            ot,
+            fr,
+            rk,
+            cost,
+            basis,
+            status,
+            events,
+            chars,
+        )
+        for ts, cid, pid, pt, ot, fr, rk, cost, basis, status, events, chars in rows
+    ]
+    if len(calls) <= MAX_CALLS_SHOWN:
+        return calls, 0
+    half = MAX_CALLS_SHOWN // 2
+    return calls[:half] + calls[-half:], len(calls) - MAX_CALLS_SHOWN
+
+
+def _evidence(data: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The evidence as labelled rows in words: ``prompt tokens: 56,065``."""
+    return [(_clean(label(str(k))), _clean(shown(v))) for k, v in (data or {}).items()]
+
+
+def _bases(calls: list[CallRow], own: str | None) -> str:
+    """The cost bases of an incident's calls, said when they are not all the incident's."""
+    found = sorted({c.cost_basis or "unpriced" for c in calls})
+    return "" if found == [own] else ", ".join(found)
+
+
+def _guards(run: GuardRun, incidents: list[IncidentRow]) -> Guards:
+    rows = [
+        GuardRow(
+            policy=r.policy,
+            description=_clean(r.description),
+            kind=f"{r.params['type']}, per {r.params['scope']}",
+            stop=float(r.params["stop"]),
+            incidents_stopped=r.incidents_stopped,
+            incidents_total=r.incidents_total,
+            waste_prevented_usd=r.waste_prevented_usd,
+            waste_missed_usd=r.waste_missed_usd,
+            false_trips=r.false_trips,
+            harm_usd=r.harm_usd,
+            net_usd=r.net_usd,
+            median_latency_events=r.median_latency_events,
+            nudges=len(r.nudges),
+            blind=f"blind on {r.blind_calls:,} of {r.calls_total:,} calls" if r.blind_calls else "",
+            per_session=r.per_session or "",
+        )
+        for r in run.results
+    ]
+    per_incident = [
+        IncidentGuards(
+            inc.rank,
+            inc.detector,
+            inc.wasted_usd,
+            [
+                (s.policy, s.latency_events, s.waste_prevented_usd)
+                for s in run.stops(inc.incident_id).stopped_by
+            ],
+        )
+        for inc in incidents
+        if inc.severity in ("medium", "high")
+    ]
+    variants = run.variants()
+    sweep: dict[str, list[tuple[float, float, int, float]]] = {}
+    for name, stop, r in variants:
+        sweep.setdefault(name, []).append((stop, r.waste_prevented_usd, r.false_trips, r.harm_usd))
+    # The recommendation: the rule of ``backtest --recommend``, with its default budget.
+    chosen = best(variants, Budget())
+    return Guards(rows, per_incident, sweep, None if chosen is None else chosen[:2])
+
+
+def _runs(store: Store, by_outcome: dict[str, int]) -> Runs | None:
+    """How the runs ended: counts by outcome, and the runs that did not complete."""
+    if not by_outcome:
+        return None
+    rows = [
+        RunRow(
+            session_id=_clean(v.session_id),
+            agent=v.agent,
+            outcome=v.outcome,
+            exit_status=_clean(v.exit_status),
+            calls=v.calls,
+            stated_usd=v.reported_cost_usd,
+            said=_clean(v.describe()),
+        )
+        for v in verdicts(store).values()
+        if v.outcome != "completed"
+    ]
+    return Runs(sum(by_outcome.values()), by_outcome, rows[:MAX_RUNS_SHOWN], len(rows))
+
+
+def _bucket_bills(store: Store, summary: Summary) -> BucketBills | None:
+    """The providers' bills per bucket (``usage bills``'s rows) and their reconciliation with
+    the logs (the units and totals of the audit summary, which ``usage reconcile`` shows)."""
+    t = summary.bucket_bills
+    if t is None:
+        return None
+    rows = bills(store)
+    found = summary.bucket_units
+    said = remainder_lines(found)
+    return BucketBills(
+        bills=[
+            BucketBill(
+                bucket_label(r.start, r.end),
+                _clean(provider_name(r.provider)),
+                _clean(model_label(r.model)),
+                r,
+            )
+            for r in rows[:MAX_BUCKETS_SHOWN]
+        ],
+        bills_total=len(rows),
+        bill_totals=bill_totals(rows),
+        units=[
+            BucketUnit(
+                bucket_label(u.start, u.end),
+                _clean(provider_name(u.provider)),
+                _clean(model_label(u.model)),
+                u,
+            )
+            for u in found[:MAX_BUCKETS_SHOWN]
+        ],
+        units_total=len(found),
+        totals=t,
+        explained=explained_line(t),
+        remainder=[_clean(x) for x in said[:MAX_BUCKETS_SHOWN]],
+        remainder_total=len(said),
+    )
+
+
+def build_report(
+    store: Store,
+    top_incidents: int = DEFAULT_TOP_INCIDENTS,
+    top: int = 10,
+    summary: Summary | None = None,
+    charts_on: bool = True,
+    guards: GuardRun | None = None,
+) -> Report:
+    """Everything the report shows, from the store."""
+    summary = summary or build_summary(store, top=top)
+    unpriced = summary.calls_by_basis.get("unpriced", 0)
+    severities = {s: 0 for s in reversed(SEVERITIES)}
+    for inc in summary.incidents:
+        severities[inc.severity] = severities.get(inc.severity, 0) + 1
+    days = (
+        (summary.period_end - summary.period_start).total_seconds() / 86400
+        if summary.period_start and summary.period_end
+        else 0.0
+    )
+    total, wasted = summary.total_usd, summary.wasted_usd
+    headline = Headline(
+        period_start=iso_seconds(summary.period_start),
+        period_end=iso_seconds(summary.period_end),
+        days=round(days, 1),
+        calls=summary.calls,
+        total_usd=total,
+        wasted_usd=wasted,
+        wasted_share=float(wasted / total) if total else 0.0,
+        incidents=len(summary.incidents),
+        incidents_by_severity=severities,
+        calls_by_cost_basis=summary.calls_by_basis,
+        usd_by_cost_basis=dict(summary.usd_by_basis),
+        unpriced_calls=unpriced,
+        calls_without_time=summary.calls_without_time,
+        unpriced_models=summary.unpriced_models,
+        sessions=int(store.scalar("SELECT count(DISTINCT session_id) FROM live_calls")),
+    )
+    if summary.figures and summary.figures.placeholder_calls:
+        headline.placeholder_note = placeholder_text(summary.figures)
+        headline.placeholder_output = summary.figures.placeholder_json()
+    titles = {d.name: d.title for d in discover()}
+    headline.checked = [(n, titles.get(n, n)) for n in detectors_run(store)]
+    ran = verdicts(store, [i.session_id for i in summary.incidents if i.session_id])
+    daily = store.con.execute(
+        """WITH spend AS (SELECT ts::DATE AS d, sum(cost_usd) AS usd FROM live_calls
+                          WHERE ts IS NOT NULL GROUP BY 1),
+                waste AS (SELECT start_ts::DATE AS d, sum(wasted_usd) AS usd FROM incidents
+                          WHERE start_ts IS NOT NULL GROUP BY 1)
+           SELECT d, coalesce(s.usd, 0), coalesce(w.usd, 0)
+           FROM spend s FULL JOIN waste w USING (d) ORDER BY d"""
+    ).fetchall()
+    day_rows = [(d.isoformat(), _d(s), _d(w)) for d, s, w in daily]
+    by_detector = [
+        Breakdown(_clean(str(n)), 0, Decimal(0), _d(w), int(k))
+        for n, w, k in store.con.execute(
+            """SELECT detector, sum(wasted_usd), count(*) FROM incidents
+               GROUP BY 1 ORDER BY 2 DESC, 3 DESC, 1"""
+        ).fetchall()
+    ]
+    incidents = [
+        IncidentRow(
+            rank=i.number if i.number is not None else r,  # its id: `show N` takes it
+            incident_id=_clean(i.incident_id),
+            detector=_clean(i.detector),
+            severity=i.severity,
+            start_ts=iso_seconds(i.start_ts),
+            end_ts=iso_seconds(i.end_ts),
+            stream_key=_clean(i.stream_key),
+            session_id=_clean(i.session_id),
+            n_calls=i.n_calls,
+            wasted_usd=i.wasted_usd,
+            cost_basis=i.cost_basis,
+            summary=_clean(i.summary),
+            first_call_id=_clean(i.first_call_id),
+            last_call_id=_clean(i.last_call_id),
+            title=titles.get(i.detector, ""),
+            where=_clean(i.place()),
+            run=_clean(ran[i.session_id].describe()) if i.session_id in ran else "",
+        )
+        for r, i in enumerate(summary.incidents, 1)
+    ]
+    sections = []
+    shown = summary.incidents[:top_incidents]
+    calls_of = incidents_calls(store, shown)
+    for row, inc in zip(incidents[:top_incidents], shown, strict=True):
+        calls, omitted = _call_rows(calls_of[inc.incident_id])
+        ids = {c.call_id: c.provider_id for c in calls}
+        row.first_provider_id = ids.get(row.first_call_id or "")
+        row.last_provider_id = ids.get(row.last_call_id or "")
+        sections.append(
+            IncidentSection(
+                row, calls, omitted, _evidence(inc.evidence), bases=_bases(calls, inc.cost_basis)
+            )
+        )
+    sources = [
+        SourceRow(
+            _clean(s["path"]),
+            s["format"],
+            int(s["bytes"]),
+            int(s["rows_read"]),
+            int(s["rows_loaded"]),
+            int(s["rows_rejected"]),
+            int(s["rows_duplicate"]),
+            int(s["rows_skipped"]),
+        )
+        for s in summary.sources
+    ]
+    rejects = [
+        RejectRow(_clean(p), line, _clean(reason), _clean(ex) if ex else None)
+        for p, line, reason, ex in store.con.execute(
+            """SELECT s.path, r.line, r.reason, r.excerpt FROM rejects r
+               JOIN sources s USING (source_id) ORDER BY s.source_id, r.line LIMIT ?""",
+            [MAX_REJECTS_SHOWN],
+        ).fetchall()
+    ]
+    report = Report(
+        title="LLM spend and runaway-loop incident report",
+        version=__version__,
+        headline=headline,
+        days=day_rows,
+        by_detector=by_detector,
+        by_model=_breakdown(store, "model", top),
+        by_app=_breakdown(store, "app", top),
+        by_key=_breakdown(store, "api_key", top),
+        incidents=incidents,
+        sections=sections,
+        sources=sources,
+        rejects=rejects,
+        rejects_total=summary.rejects,
+        reconciliation=summary.reconciliation,
+    )
+    if guards is not None:
+        report.guards = _guards(guards, incidents)
+    report.runs = _runs(store, summary.runs_by_outcome)
+    report.bucket_bills = _bucket_bills(store, summary)
+    if charts_on:
+        draw(report)
+    return report

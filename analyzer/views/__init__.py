@@ -1,0 +1,1 @@
+"""Views of the store: usage tables, incident lists, show, export."""

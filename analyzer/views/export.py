@@ -1,0 +1,251 @@
+"""Tables for other tools: the incident table as CSV or Parquet (``-o incidents.csv``), and the
+canonical tables of the store as Parquet files (``llm-forensics export --parquet DIR``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from analyzer.detect.detectors import load_incidents
+from analyzer.engine.files import atomic_file, copy_error, os_error
+from analyzer.engine.store import Store
+from analyzer.errors import ForensicsError
+from analyzer.views.terminal import incident_table, incidents_csv
+
+# The canonical tables (sql/schema.sql), in the order a reader joins them.
+TABLES = (
+    "sources",
+    "calls",
+    "messages",
+    "runs",
+    "rejects",
+    "bill_buckets",
+    "incidents",
+    "incident_calls",
+    "incident_numbers",
+)
+# Tables written as one folder per day (hive layout), so that a re-export writes only new days
+# and a distributed engine reads a day as a partition.
+PARTITIONED = ("calls", "messages")
+DAY = "coalesce(strftime(t.ts, '%Y-%m-%d'), 'unknown')"  # EMPTY_DAY
+EMPTY_DAY = "unknown"  # also the day of rows without a time
+MANIFEST = "manifest.json"
+
+
+def incident_csv(store: Store) -> str:
+    """The incident table (most wasted first) as CSV text."""
+    incidents = load_incidents(store)
+    return incidents_csv(incidents)
+
+
+def write_incident_parquet(store: Store, out: Path) -> Path:
+    """The incident table as one Parquet file (written whole, then moved into place)."""
+    incidents = load_incidents(store)
+    rows = incident_table(incidents)
+    schema = pa.schema(
+        [
+            ("number", pa.int64()),
+            ("incident_id", pa.string()),
+            ("detector", pa.string()),
+            ("severity", pa.string()),
+            ("wasted_usd", pa.decimal128(18, 10)),
+            ("wasted_tokens", pa.int64()),
+            ("n_calls", pa.int64()),
+            ("start_ts", pa.timestamp("us", tz="UTC")),
+            ("end_ts", pa.timestamp("us", tz="UTC")),
+            ("app", pa.string()),
+            ("api_key", pa.string()),
+            ("model", pa.string()),
+            ("project", pa.string()),
+            ("session_id", pa.string()),
+            ("stream_key", pa.string()),
+            ("cost_basis", pa.string()),
+            ("summary", pa.string()),
+        ]
+    )
+    for r, inc in zip(rows, incidents, strict=True):
+        r["wasted_usd"] = inc.wasted_usd
+        r["start_ts"], r["end_ts"] = inc.start_ts, inc.end_ts
+    table = pa.Table.from_pylist(rows, schema=schema)
+    with atomic_file(out) as tmp:
+        pq.write_table(table, tmp)
+    return out
+
+
+def export_parquet(store: Store, folder: Path) -> list[Path]:
+    """The store's canonical tables as Parquet under ``folder`` (the calls and messages in the
+    window the store is restricted to, if any), with ``manifest.json``; returns the paths
+    written.
+
+    ``calls`` and ``messages`` are partitioned by the UTC day of their time in the hive layout
+    (``calls/day=2025-12-13/data_0.parquet``; rows without a time under ``day=unknown``); the
+    other tables are one file each. Exporting again into the same folder writes only the days
+    that are new or whose rows changed (the manifest keeps each day's row count and a
+    fingerprint of its rows); a day no longer in the store is removed, unless the export is
+    limited to a window. Every file is written beside its place and then moved in; the manifest
+    is written last, so it never names a file that is not there."""
+    folder.mkdir(parents=True, exist_ok=True)
+    old = read_manifest(folder).get("tables", {})
+    tables: dict[str, Any] = {}
+    written: list[Path] = []
+    for table in TABLES:
+        try:
+            if table in PARTITIONED:
+                tables[table], paths = _export_by_day(store, folder, table, old.get(table, {}))
+            else:
+                tables[table], paths = _export_whole(store, folder, table)
+        except (OSError, duckdb.IOException) as exc:
+            shutil.rmtree(folder / f".{table}.partial", ignore_errors=True)
+            (folder / f".{table}.parquet.partial").unlink(missing_ok=True)
+            raise _refused(exc, folder) from exc
+        written.extend(paths)
+    manifest = {
+        "format": "llm-forensics parquet export",
+        "schema_version": _meta(store).get("schema_version"),
+        "window": store.window or None,
+        "tables": tables,
+        "accounting": accounting(store),
+    }
+    path = folder / MANIFEST
+    tmp = folder / f".{MANIFEST}.partial"
+    tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    written.append(path)
+    return written
+
+
+def _refused(exc: Exception, folder: Path) -> ForensicsError:
+    """The disk refused a table of the export: one line, and what the folder holds now."""
+    doing = "cannot write the export"
+    if isinstance(exc, OSError):
+        err = os_error(exc, folder, doing)
+    else:
+        err = copy_error(exc, folder, doing)
+    err.message += f" (it is incomplete: {MANIFEST} was not updated; export again)"
+    return err
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """The manifest of an export in ``folder`` (empty if there is none yet)."""
+    path = folder / MANIFEST
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ForensicsError(f"not a manifest this tool wrote ({exc})", path=path) from exc
+    if not isinstance(data, dict) or not isinstance(data.get("tables"), dict):
+        raise ForensicsError("not a manifest this tool wrote (no tables)", path=path)
+    return data
+
+
+def accounting(store: Store) -> dict[str, Any]:
+    """What was read and what became of it, as the store counts it: the records read from
+    every file (loaded + rejected + duplicate + skipped), the calls (every call once: the live
+    ones) and their cost."""
+    files, read, loaded, rejected, duplicate, skipped = store.con.execute(
+        """SELECT count(*), coalesce(sum(rows_read), 0), coalesce(sum(rows_loaded), 0),
+                  coalesce(sum(rows_rejected), 0), coalesce(sum(rows_duplicate), 0),
+                  coalesce(sum(rows_skipped), 0)
+           FROM sources"""
+    ).fetchone() or (0, 0, 0, 0, 0, 0)
+    calls, live, cost = store.con.execute(
+        """SELECT count(*), count(*) FILTER (WHERE superseded_by IS NULL),
+                  coalesce(sum(cost_usd) FILTER (WHERE superseded_by IS NULL), 0)
+           FROM calls"""
+    ).fetchone() or (0, 0, 0)
+    return {
+        "files": int(files),
+        "rows_read": int(read),
+        "rows_loaded": int(loaded),
+        "rows_rejected": int(rejected),
+        "rows_duplicate": int(duplicate),
+        "rows_skipped": int(skipped),
+        "calls": int(calls),
+        "live_calls": int(live),
+        "cost_usd": str(cost),
+        "messages": int(store.scalar("SELECT count(*) FROM messages")),
+    }
+
+
+def _meta(store: Store) -> dict[str, str]:
+    return dict(store.con.execute("SELECT key, value FROM meta").fetchall())
+
+
+def _quoted(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def _export_whole(store: Store, folder: Path, table: str) -> tuple[dict[str, Any], list[Path]]:
+    path = folder / f"{table}.parquet"
+    tmp = folder / f".{table}.parquet.partial"
+    store.con.execute(f"COPY (SELECT * FROM {table}) TO {_quoted(tmp)} (FORMAT parquet)")
+    tmp.replace(path)
+    rows = int(store.scalar(f"SELECT count(*) FROM {table}"))
+    return {"path": path.name, "rows": rows}, [path]
+
+
+def _export_by_day(
+    store: Store, folder: Path, table: str, old: dict[str, Any]
+) -> tuple[dict[str, Any], list[Path]]:
+    """``folder/<table>/day=<day>/``: the days that are new or changed are written (in one pass,
+    into a folder beside), then each replaces its old folder; unchanged days are left alone."""
+    base = folder / table
+    base.mkdir(exist_ok=True)
+    now: dict[str, dict[str, Any]] = {
+        day: {"rows": int(rows), "fingerprint": f"{fp:016x}"}
+        for day, rows, fp in store.con.execute(
+            f"SELECT {DAY} AS day, count(*), bit_xor(hash(t)) FROM {table} t GROUP BY day"
+        ).fetchall()
+    }
+    if not now:  # no rows: one empty file still gives a reader the table's columns
+        now = {EMPTY_DAY: {"rows": 0, "fingerprint": "empty"}}
+    before = old.get("days", {}) if old.get("partitioned_by") == "day" else {}
+    changed = sorted(
+        d for d, v in now.items() if before.get(d) != v or not (base / f"day={d}").is_dir()
+    )
+    written: list[Path] = []
+    if changed == [EMPTY_DAY] and now[EMPTY_DAY]["rows"] == 0:
+        target = base / f"day={EMPTY_DAY}"
+        target.mkdir(exist_ok=True)
+        store.con.execute(
+            f"COPY (SELECT * FROM {table} WHERE false) TO "
+            f"{_quoted(target / 'data_0.parquet')} (FORMAT parquet)"
+        )
+        written.append(target / "data_0.parquet")
+    elif changed:
+        staging = folder / f".{table}.partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        store.con.execute(
+            f"""COPY (SELECT *, {DAY} AS day FROM {table} t WHERE {DAY} IN (SELECT unnest($days)))
+                TO {_quoted(staging)} (FORMAT parquet, PARTITION_BY (day))""",
+            {"days": changed},
+        )
+        for day in changed:
+            target = base / f"day={day}"
+            retired = base / f".day={day}.old"
+            if target.exists():
+                target.replace(retired)
+            (staging / f"day={day}").replace(target)
+            shutil.rmtree(retired, ignore_errors=True)
+            written.extend(sorted(target.glob("*.parquet")))
+        shutil.rmtree(staging, ignore_errors=True)
+    if not store.window:
+        for day in sorted(set(before) - set(now)):
+            shutil.rmtree(base / f"day={day}", ignore_errors=True)
+    else:  # a windowed export leaves the days outside its window as they were
+        now = {**{d: v for d, v in before.items() if (base / f"day={d}").is_dir()}, **now}
+    entry = {
+        "path": table,
+        "partitioned_by": "day",
+        "rows": sum(v["rows"] for v in now.values()),
+        "days": dict(sorted(now.items())),
+        "written": changed,
+    }
+    return entry, written

@@ -1,0 +1,494 @@
+"""Where the money went: one computation over the store, shown as text or JSON."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from analyzer.console import strong, warn
+from analyzer.detect.detectors import load_incidents
+from analyzer.detect.link import reconciliation
+from analyzer.detect.reconcile import Totals, Unit, has_buckets, totals, units
+from analyzer.engine.store import Store
+from analyzer.guards.scoring import Result
+from analyzer.ingest import billing_formats
+from analyzer.ingest.flow import FileReport
+from analyzer.model.formatting import cut, iso, money, printable, wrap
+from analyzer.model.incident import Incident
+from analyzer.model.pricing import unpriced_warning
+from analyzer.model.timewindow import local
+from analyzer.views.bill_views import PROVIDERS
+from analyzer.views.terminal import render_incident_list
+from analyzer.views.usage import UsageRow, placeholder_text
+from analyzer.views.usage import totals as usage_totals
+from analyzer.views.verdicts import outcomes
+
+
+@dataclass
+class SpendRow:
+    name: str
+    calls: int
+    usd: Decimal
+    share: float  # of the total spend, 0..1
+
+
+@dataclass
+class Summary:
+    calls: int
+    total_usd: Decimal
+    period_start: datetime | None
+    period_end: datetime | None
+    calls_by_basis: dict[str, int]  # billed / reported / estimated / unpriced
+    usd_by_basis: dict[str, Decimal]
+    by_model: list[SpendRow]
+    by_app: list[SpendRow]
+    by_key: list[SpendRow]
+    sources: list[dict[str, Any]]
+    rejects: int
+    incidents: list[Incident] = field(default_factory=list)
+    wasted_usd: Decimal = Decimal(0)
+    calls_by_format: dict[str, int] = field(default_factory=dict)
+    reconciliation: dict[str, int] | None = None
+    calls_without_time: int = 0  # calls whose log kept no time (most saved conversations)
+    # Models whose calls carry tokens but no cost: model (" (fast mode)" when so) -> calls.
+    unpriced_models: dict[str, int] = field(default_factory=dict)
+    # Bills per time bucket (Anthropic's, OpenAI's reports) against the logs, when loaded.
+    bucket_bills: Totals | None = None
+    bucket_units: list[Unit] = field(default_factory=list)  # what those totals add up
+    # Calls with neither tokens nor a cost in their log, by format (priced by nothing).
+    untokened: dict[str, int] = field(default_factory=dict)
+    # A bill's rows that state no charge (a bill is never estimated).
+    unbilled: int = 0
+    # Runs whose log says how they ended, by outcome ("none": a run with no verdict written).
+    runs_by_outcome: dict[str, int] = field(default_factory=dict)
+    # The store's figures as every view counts them (``analyzer.views.usage.totals``): here for
+    # what placeholder output counts do to them.
+    figures: UsageRow | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """As ``audit --json`` prints it: dollars exact (``Decimal``, written as numbers with
+        all their digits by ``formatting.json_text``)."""
+
+        def rows(items: list[SpendRow]) -> list[dict[str, Any]]:
+            return [
+                {"name": r.name, "calls": r.calls, "usd": r.usd, "share": r.share} for r in items
+            ]
+
+        return {
+            "period": {
+                "start": iso(self.period_start),
+                "end": iso(self.period_end),
+            },
+            "calls": self.calls,
+            "calls_without_time": self.calls_without_time,
+            "total_usd": self.total_usd,
+            "wasted_usd": self.wasted_usd,
+            "calls_by_cost_basis": self.calls_by_basis,
+            "usd_by_cost_basis": dict(self.usd_by_basis),
+            "unpriced_models": self.unpriced_models,
+            "unpriced_without_tokens": self.untokened,
+            "unpriced_bill_rows": self.unbilled,
+            "runs_by_outcome": self.runs_by_outcome,
+            "placeholder_output": self.figures.placeholder_json() if self.figures else None,
+            "calls_by_format": self.calls_by_format,
+            "reconciliation": self.reconciliation,
+            "spend_by_model": rows(self.by_model),
+            "spend_by_app": rows(self.by_app),
+            "spend_by_api_key": rows(self.by_key),
+            "sources": self.sources,
+            "rejects": self.rejects,
+            "incidents": [i.to_json() for i in self.incidents],
+        } | ({"bucket_bills": self.bucket_bills.to_json()} if self.bucket_bills else {})
+
+
+def _spend(store: Store, column: str, total: Decimal, top: int) -> list[SpendRow]:
+    rows = store.con.execute(
+        f"""SELECT coalesce({column}, '(none)') AS name, count(*) AS calls,
+                   coalesce(sum(cost_usd), 0) AS usd
+            FROM live_calls GROUP BY 1 ORDER BY usd DESC, calls DESC, name LIMIT ?""",
+        [top],
+    ).fetchall()
+    return [
+        SpendRow(str(n), int(c), Decimal(u), float(u / total) if total else 0.0) for n, c, u in rows
+    ]
+
+
+def build_summary(store: Store, top: int = 10) -> Summary:
+    con = store.con
+    figures = usage_totals(store)  # the counts and dollars every view shows
+    calls, total = figures.calls, figures.total_usd
+    start, end = figures.first_ts, figures.last_ts
+    untimed = store.scalar("SELECT count(*) FILTER (WHERE ts IS NULL) FROM live_calls")
+    basis = figures.calls_by_basis
+    usd_basis = dict(sorted(figures.usd.items()))
+    cols = [
+        "source_id",
+        "path",
+        "format",
+        "bytes",
+        "rows_read",
+        "rows_loaded",
+        "rows_rejected",
+        "rows_duplicate",
+        "rows_skipped",
+    ]
+    sources = [
+        dict(zip(cols, row, strict=True))
+        for row in con.execute(
+            f"SELECT {', '.join(cols)} FROM sources ORDER BY source_id"
+        ).fetchall()
+    ]
+    rejects = int(store.scalar("SELECT count(*) FROM rejects"))
+    by_format = {
+        str(f): int(n)
+        for f, n in con.execute(
+            "SELECT format, count(*) FROM live_calls GROUP BY 1 ORDER BY 2 DESC, 1"
+        ).fetchall()
+    }
+    # Logged calls with tokens and no price (a bill's row is never priced: apart, below).
+    unpriced_models = {
+        str(m): int(n)
+        for m, n in con.execute(
+            """SELECT coalesce(model, '(no model)')
+                      || CASE WHEN variant = 'fast' THEN ' (fast mode)' ELSE '' END, count(*)
+               FROM live_calls
+               WHERE cost_usd IS NULL AND (input_tokens > 0 OR output_tokens > 0)
+                 AND format NOT IN (SELECT unnest($bills))
+               GROUP BY 1 ORDER BY 2 DESC, 1""",
+            {"bills": billing_formats()},
+        ).fetchall()
+    }
+    unbilled = int(
+        con.execute(
+            """SELECT count(*) FROM live_calls
+               WHERE cost_usd IS NULL AND format IN (SELECT unnest($bills))""",
+            {"bills": billing_formats()},
+        ).fetchall()[0][0]
+    )
+    untokened = {
+        str(f): int(n)
+        for f, n in con.execute(
+            """SELECT format, count(*) FROM live_calls
+               WHERE cost_usd IS NULL AND input_tokens IS NULL AND output_tokens IS NULL
+               GROUP BY 1 ORDER BY 2 DESC, 1"""
+        ).fetchall()
+    }
+    rec = reconciliation(store)
+    incidents = load_incidents(store)
+    bucketed = units(store) if has_buckets(store) else []
+    return Summary(
+        calls=int(calls),
+        total_usd=total,
+        period_start=start,
+        period_end=end,
+        calls_by_basis=basis,
+        usd_by_basis=usd_basis,
+        by_model=_spend(store, "model", total, top),
+        by_app=_spend(store, "app", total, top),
+        by_key=_spend(store, "api_key", total, top),
+        sources=sources,
+        rejects=rejects,
+        calls_by_format=by_format,
+        reconciliation=rec.to_dict() if rec else None,
+        calls_without_time=int(untimed),
+        unpriced_models=unpriced_models,
+        incidents=incidents,
+        wasted_usd=sum((i.wasted_usd for i in incidents), Decimal(0)),
+        bucket_bills=totals(bucketed) if bucketed else None,
+        bucket_units=bucketed,
+        untokened=untokened,
+        unbilled=unbilled,
+        runs_by_outcome=outcomes(store),
+        figures=figures,
+    )
+
+
+def warn_unpriced(s: Summary) -> None:
+    """Name once on stderr each model whose calls have no price (the same line ingest says, so
+    a run that loaded them says it once), so a user knows why dollars are missing."""
+    for model, n in s.unpriced_models.items():
+        if model == "(no model)":
+            warn(f"{n:,} calls name no model: they are left unpriced")
+        else:
+            warn(unpriced_warning(model))
+
+
+def render_text(s: Summary, tz: str = "UTC", width: int = 100) -> str:
+    """The terminal summary, fitted to ``width`` (colour is dropped when piped)."""
+    out: list[str] = []
+    bills = _bills_line(s.bucket_bills)
+    if not s.calls:
+        return "No calls in the store.\n" + (f"Bills    {bills}\n" if bills else "")
+    if s.period_start is None or s.period_end is None:
+        out.append(f"Period   unknown: none of the {s.calls:,} calls has a time")
+    else:
+        days = (s.period_end - s.period_start).total_seconds() / 86400
+        untimed = f"; {s.calls_without_time:,} calls have no time" if s.calls_without_time else ""
+        start, end = local(s.period_start, tz), local(s.period_end, tz)
+        out.append(
+            f"Period   {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} {tz}"
+            f" ({days:.1f} days{untimed})"
+        )
+    pad = " " * 9
+
+    def field(label: str, text: str) -> None:
+        lines = wrap(text, width - 9)
+        out.append(f"{label:<9}{lines[0]}")
+        out.extend(pad + line for line in lines[1:])
+
+    basis = ", ".join(f"{n:,} {b}" for b, n in s.calls_by_basis.items())
+    field("Calls", f"{s.calls:,} ({basis})")
+    if len(s.calls_by_format) > 1:
+        field("", ", ".join(f"{n:,} {f}" for f, n in s.calls_by_format.items()))
+    if s.reconciliation:
+        rec = s.reconciliation
+        field(
+            "Matched",
+            f"{rec['matched']:,} logged calls to their billing rows; unmatched: "
+            f"{rec['log_calls_unmatched']:,} logged calls in the billed period, "
+            f"{rec['billing_rows_unmatched']:,} billing rows near logged sessions",
+        )
+    parts = ", ".join(f"{money(u)} {b}" for b, u in s.usd_by_basis.items())
+    field("Spend", money(s.total_usd) + (f" ({parts})" if len(s.usd_by_basis) > 1 else ""))
+    if s.unpriced_models:
+        named = ", ".join(
+            f"{printable(m)} ({n:,})" for m, n in s.unpriced_models.items() if m != "(no model)"
+        )
+        nameless = s.unpriced_models.get("(no model)")
+        why = [f"{named}: no known price"] if named else []
+        why += [f"{nameless:,} calls name no model in their log"] if nameless else []
+        field("Unpriced", "; ".join(why) + ", counted as $0")
+    if s.unbilled:
+        field("Unpriced", f"{s.unbilled:,} billing rows state no charge, counted as $0")
+    if s.untokened:
+        formats = ", ".join(f"{n:,} {f}" for f, n in s.untokened.items())
+        field("Unpriced", f"{formats}: no tokens and no cost in the log, counted as $0")
+    if s.figures and s.figures.placeholder_calls:
+        field("Output", placeholder_text(s.figures))
+    if s.runs_by_outcome:
+        ends = ", ".join(
+            f"{n:,} {'no verdict' if o == 'none' else o}" for o, n in s.runs_by_outcome.items()
+        )
+        field("Runs", f"{sum(s.runs_by_outcome.values()):,} as their own logs end them: {ends}")
+    if bills:
+        field("Bills", bills)
+    share = float(s.wasted_usd / s.total_usd) if s.total_usd else 0.0
+    out.append(
+        f"Wasted   {strong(money(s.wasted_usd))} ({share:.1%}) in {len(s.incidents)} incidents"
+    )
+    if s.rejects:
+        field(
+            "Rejects",
+            f"{s.rejects:,} input records could not be loaded (`llm-forensics rejects` lists them)",
+        )
+    if s.incidents:
+        out.append("")
+        out.append(render_incident_list(s.incidents, tz, width, limit=10).rstrip("\n"))
+    spend: tuple[tuple[str, list[SpendRow]], ...] = (
+        ("model", s.by_model),
+        ("app", s.by_app),
+        ("API key", s.by_key),
+    )
+    for title, rows in spend:
+        out.append("")
+        out.append(f"Spend by {title} (top {len(rows)})")
+        name_w = max([len(printable(r.name)) for r in rows] + [len(title)])
+        name_w = max(8, min(name_w, width - 37))
+        out.append(f"  {title:<{name_w}}  {'calls':>9}  {'spend':>12}  {'share':>6}")
+        for r in rows:
+            name = cut(printable(r.name), name_w)
+            out.append(f"  {name:<{name_w}}  {r.calls:>9,}  {money(r.usd):>12}  {r.share:>6.1%}")
+    return "\n".join(out) + "\n"
+
+
+def _bills_line(t: Totals | None) -> str:
+    """What the bills per bucket add up to, and what of it has no log."""
+    if t is None:
+        return ""
+    who = " and ".join(PROVIDERS.get(p, p) for p in t.providers)
+    return (
+        f"{money(t.billed_usd)} on {who}'s bills per bucket: the logs explain "
+        f"{money(t.explained_usd)}, {money(t.no_log_usd)} has no log (`llm-forensics usage "
+        "reconcile` names it)"
+    )
+
+
+def _g(x: float | None) -> str:
+    """A guard's value for a table: ``–``, ``3``, ``3.29``, ``1,250``."""
+    if x is None:
+        return "–"
+    if float(x).is_integer():
+        return f"{int(x):,}"
+    return f"{x:,.2f}" if abs(x) < 1000 else f"{x:,.0f}"
+
+
+def render_backtest(results: list[Result], width: int = 100) -> str:
+    """The guard replay as a table, one policy (or swept value) a line, with what a team needs
+    to pick a threshold: what it stopped of its targets, the waste it prevented and missed,
+    and apart from that the harm it did (never summed into one "saved" figure), the net, and
+    how close healthy work came to tripping it (headroom). Fitted to ``width``."""
+    if not results:
+        return "No policies.\n"
+    sweep = len({r.policy for r in results}) < len(results)
+    if not sweep and not any(r.incidents_total for r in results):
+        return _no_targets(results, width)
+    single = len({r.policy for r in results}) == 1
+    names = []
+    for r in results:
+        name = r.policy
+        if sweep and any(x.policy == r.policy for x in results if x is not r):
+            suffix = f"stop={r.params['stop']:g}"
+            name = suffix if single else f"{r.policy} {suffix}"
+        names.append(name)
+    # The columns after the name, and the order they give way in on a narrow terminal.
+    columns: list[tuple[str, int, Callable[[Result], str]]] = [
+        ("stopped", 7, lambda r: f"{r.incidents_stopped}/{r.incidents_total}"),
+        ("prevented", 10, lambda r: money(r.waste_prevented_usd)),
+        ("missed", 9, lambda r: money(r.waste_missed_usd)),
+        ("false", 6, lambda r: f"{r.false_trips:,}"),
+        ("false $", 9, lambda r: money(r.usd_false_trips)),
+        ("harm", 9, lambda r: money(r.harm_usd)),
+        ("net", 9, lambda r: money(r.net_usd)),
+        ("headroom", 8, lambda r: _g(r.headroom)),
+        ("latency", 7, lambda r: _g(r.median_latency_events)),
+    ]
+    natural = max(max(len(n) for n in names), len("policy"))
+    left_out: list[str] = []
+    for give_way in ("latency", "headroom", "missed"):
+        if natural + sum(w + 1 for _, w, _ in columns) <= width:
+            break
+        columns = [c for c in columns if c[0] != give_way]
+        left_out.append(give_way)
+    name_w = max(12, min(natural, width - sum(w + 1 for _, w, _ in columns)))
+    out = [f"{results[0].policy}, its stop threshold swept"] if sweep and single else []
+    out.append(f"{'policy':<{name_w}}" + "".join(f" {h:>{w}}" for h, w, _ in columns))
+    for name, r in zip(names, results, strict=True):
+        out.append(
+            f"{cut(name, name_w):<{name_w}}" + "".join(f" {get(r):>{w}}" for _, w, get in columns)
+        )
+    if left_out:
+        out += wrap(
+            f"left out to fit {width} columns: {', '.join(left_out)} (a wider "
+            "terminal, or --json, shows them)",
+            width,
+        )
+    nudging = [r.policy for r in {x.policy: x for x in results}.values() if r.nudges]
+    if nudging:
+        out += wrap(f"nudges (listed apart, never assumed to work): {', '.join(nudging)}", width)
+    blind: dict[tuple[int, int], list[str]] = {}
+    for r in {x.policy: x for x in results}.values():
+        if r.blind_calls:
+            blind.setdefault((r.blind_calls, r.calls_total), []).append(r.policy)
+    for (n, total), policies in blind.items():
+        out += wrap(
+            f"blind on {n:,} of {total:,} calls (the data lacks their signal there: the reply's "
+            f"kind, text or tools, or what the agent answered; left out of their figures): "
+            f"{', '.join(policies)}",
+            width,
+        )
+    per_session: dict[str, list[str]] = {}
+    for r in {x.policy: x for x in results}.values():
+        if r.per_session:
+            per_session.setdefault(r.per_session, []).append(r.policy)
+    for note, policies in per_session.items():
+        out += wrap(f"{note}: {', '.join(policies)}", width)
+    judged = max((r.incidents_total for r in results), default=0)
+    if sweep and judged < 5:
+        out.append(f"judged on {judged} target incident(s): too few to read as proof")
+    out += wrap(
+        "stopped: of the policy's target incidents with wasted calls (medium and high "
+        "severity; info pointers are not counted; incidents sharing wasted calls count once), "
+        "how many a stop cut short. prevented / missed: their waste after the stop / left. "
+        "false: stops that prevented nothing; false $: the work they killed. harm: false $ "
+        "plus productive work that true stops killed and outputs a failing stop threw away. "
+        "net = prevented - harm. headroom: the highest value the guard reached on healthy "
+        "work. latency: median of the guard's own events from an incident's start to the trip.",
+        width,
+    )
+    return "\n".join(out) + "\n"
+
+
+def _no_targets(results: list[Result], width: int) -> str:
+    """The guards where there is no incident to stop: one line of what they would still have
+    done (stopped healthy work), not a table of zeros."""
+    false = [(r.policy, r.false_trips) for r in results if r.false_trips]
+    text = f"No incident with waste for the {len(results)} guards to stop"
+    if false:
+        named = ", ".join(f"{p} ({n:,})" for p, n in false)
+        text += f"; these would have stopped healthy work (false trips): {named}"
+    else:
+        text += ", and none would have stopped healthy work"
+    return "\n".join(wrap(text + ".", width)) + "\n"
+
+
+def files_summary(reports: list[FileReport]) -> str:
+    """What ingest did, in one line: files read, loaded, unchanged and passed over (named)."""
+    counts = Counter(r.status for r in reports)
+    records = sum(r.rows_read for r in reports)
+    parts = [f"{counts['loaded']:,} loaded ({records:,} records"]
+    rejected = sum(r.rows_rejected for r in reports)
+    dup = sum(r.rows_duplicate for r in reports)
+    parts[0] += (
+        (f", {rejected:,} rejected" if rejected else "")
+        + (f", {dup:,} duplicate" if dup else "")
+        + ")"
+    )
+    if counts["unchanged"]:
+        parts.append(f"{counts['unchanged']:,} unchanged")
+    if counts["read_with"]:
+        parts.append(f"{counts['read_with']:,} read with the file they belong to")
+    many = False
+    groups = (
+        ("could not be loaded", [r.path for r in reports if r.status == "failed"]),
+        (
+            "data no reader recognises",
+            [r.path for r in reports if r.status == "unrecognised" and r.data],
+        ),
+        (
+            "not an agent log or bill",
+            [
+                r.path
+                for r in reports
+                if r.status == "unreadable" or (r.status == "unrecognised" and not r.data)
+            ],
+        ),
+    )
+    for what, paths in groups:
+        if paths:
+            more = f" and {len(paths) - 3:,} more" if len(paths) > 3 else ""
+            parts.append(f"{len(paths):,} {what} ({', '.join(paths[:3]) + more})")
+            many = many or len(paths) > 3
+    return (
+        f"read {len(reports):,} {'file' if len(reports) == 1 else 'files'}: "
+        + "; ".join(parts)
+        + (" (--verbose lists every file)" if many else "")
+    )
+
+
+def file_lines(reports: list[FileReport]) -> list[str]:
+    """What ingest did with each file, a line each."""
+    lines = []
+    for r in reports:
+        if r.status == "loaded":
+            lines.append(
+                f"{r.path}  [{r.format}]  read {r.rows_read:,}  loaded {r.rows_loaded:,}  "
+                f"rejected {r.rows_rejected:,}  duplicate {r.rows_duplicate:,}  "
+                f"skipped {r.rows_skipped:,}"
+            )
+        elif r.status == "unchanged":
+            lines.append(f"{r.path}  [{r.format}]  unchanged (already ingested)")
+        elif r.status == "unreadable":
+            lines.append(f"{r.path}  skipped (cannot be read as a file)")
+        elif r.status == "failed":
+            lines.append(f"{r.path}  not read: {r.reason}")
+        elif r.status == "read_with":
+            lines.append(f"{r.path}  [{r.format}]  {r.reason}")
+        else:
+            lines.append(f"{r.path}  skipped ({r.reason or 'not a recognised format'})")
+        if r.status == "loaded" and r.calls == 0 and r.reason:
+            lines[-1] += f"  0 calls: {r.reason}"
+    return lines

@@ -1,0 +1,302 @@
+"""Terminal views of the store: usage tables, the incident list and the rejects, each fitted to
+the terminal's width (cut or wrapped, never wider), numbers with thousands separators, names
+from logs made printable. Colour is added with click's styles and dropped off a terminal."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from analyzer.console import severity, strong
+from analyzer.engine.store import Store
+from analyzer.model.formatting import CsvOut, cut, money, printable, wrap
+from analyzer.model.incident import Incident
+from analyzer.model.timewindow import local
+from analyzer.views.usage import BASES, TOKENS, Usage, UsageRow, placeholder_text
+
+_UUID = re.compile(r"\b([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+
+# -- usage ----------------------------------------------------------------------------------
+
+_HEADS = {
+    "daily": "date",
+    "weekly": "week of",
+    "monthly": "month",
+    "session": "session",
+    "project": "project",
+    "model": "model",
+}
+
+
+def render_usage(u: Usage, width: int = 100) -> str:
+    """A usage view as a table with a totals row; with a breakdown, each row's models below
+    it. On a narrow terminal the least needed columns give way (never calls or dollars), then
+    the key column is cut."""
+    bases = u.bases()
+    # (heading, width, value, priority: the lowest gives way first)
+    cols: list[tuple[str, int, Callable[[UsageRow], str], int]] = [
+        ("calls", 7, lambda r: f"{r.calls:,}", 9),
+        ("input", 11, lambda r: f"{r.input:,}", 6),
+        ("cache write", 11, lambda r: f"{r.cache_write:,}", 4),
+        ("cache read", 13, lambda r: f"{r.cache_read:,}", 5),
+        ("output", 11, lambda r: f"{r.output:,}", 7),
+        ("reasoning", 11, lambda r: f"{r.reasoning:,}", 2),
+        ("total", 13, lambda r: f"{r.total_tokens:,}", 3),
+        ("$", 10, lambda r: money(r.total_usd), 9),
+    ]
+    if not u.total.reasoning:  # no output was reasoning (or none was logged as such)
+        cols = [c for c in cols if c[0] != "reasoning"]
+    if len(bases) > 1:
+        cols += [(f"$ {b}", max(11, len(b) + 2), _basis(b), 1) for b in bases]
+    if u.total.unpriced_calls:
+        cols.append(("unpriced", 8, lambda r: f"{r.unpriced_calls:,}", 8))
+    if any(r.run is not None for r in u.rows):
+        cols.append(("ended", 13, lambda r: _ended(r), 8))
+
+    rows: list[tuple[str, UsageRow]] = []
+    said: dict[int, str] = {}  # a session's parent, in words, on a line of its own below it
+    for r in u.rows:
+        key = printable(r.key)
+        if u.view == "session":
+            key = _UUID.sub(lambda m: m.group(1) + "…", key)
+            if r.project:
+                key = f"{key}  {cut(printable(Path(r.project).name or r.project), 24)}"
+            if r.parent is not None:
+                said[len(rows)] = "  ↳ " + printable(r.parent.describe())
+        rows.append((key, r))
+        rows += [("  └ " + printable(part.key), part) for part in u.breakdown.get(r.key, [])]
+    natural = max([len(k) for k, _ in rows] + [len(_HEADS[u.view]), 5])
+    dropped: list[str] = []
+    while min(natural, 30) + sum(c[1] + 1 for c in cols) > width:
+        weakest = min((c for c in cols if c[3] < 9), key=lambda c: c[3], default=None)
+        if weakest is None:
+            break
+        cols.remove(weakest)
+        dropped.append(weakest[0])
+    key_w = max(8, min(natural, width - sum(c[1] + 1 for c in cols)))
+
+    def line(key: str, r: UsageRow) -> str:
+        return cut(key, key_w).ljust(key_w) + "".join(f" {get(r):>{w}}" for _, w, get, _ in cols)
+
+    lines = [_HEADS[u.view].ljust(key_w) + "".join(f" {h:>{w}}" for h, w, _, _ in cols)]
+    for i, (key, r) in enumerate(rows):
+        lines.append(line(key, r))
+        if i in said:
+            lines.append(cut(said[i], len(lines[0])))
+    lines.append("-" * len(lines[0]))
+    lines.append(strong(line("Total", u.total)))
+    notes = [f"days in {u.tz}" if u.view in ("daily", "weekly", "monthly") else ""]
+    if u.untimed_files:
+        named = ", ".join(u.untimed_files[:3]) + (
+            f" and {len(u.untimed_files) - 3:,} more" if len(u.untimed_files) > 3 else ""
+        )
+        notes.append(f"(no time): calls whose log has no times, never given one ({named})")
+    if dropped:
+        notes.append(
+            f"left out to fit {width} columns: {', '.join(dropped)} (--json or --csv "
+            "has every column)"
+        )
+    if u.total.unpriced_calls:
+        notes.append(
+            "unpriced: calls with no cost (no known price, no tokens in the log, or a "
+            "bill's row stating no charge), counted as $0"
+        )
+    if u.total.placeholder_calls:
+        notes.append("estimated_output: " + placeholder_text(u.total))
+    if u.view == "session":
+        notes.append("session ids shortened (--json or --csv has them whole), then the project")
+    if said:
+        notes.append(
+            "↳ the session a fork was made from (the history it copied is counted "
+            "there, once), or the one that started a sub-agent, whole"
+        )
+    if any(r.run is not None for r in u.rows):
+        notes.append(
+            "ended: how the run ended, in its own log's words (--json has its exit "
+            "status, result and stated totals); - where the log says nothing"
+        )
+    notes.append(
+        "input: fresh prompt tokens (cache reads and writes apart); output includes reasoning"
+    )
+    for n in filter(None, notes):
+        lines += wrap(n, width)
+    return "\n".join(lines) + "\n"
+
+
+def _ended(r: UsageRow) -> str:
+    """A session's outcome for the usage table (Total: blank)."""
+    if r.run is None:
+        return "" if r.key == "Total" else "-"
+    return r.run.outcome or "no verdict"
+
+
+def _basis(b: str) -> Callable[[UsageRow], str]:
+    return lambda r: money(r.usd[b]) if b in r.usd else "–"
+
+
+def usage_csv(u: Usage) -> str:
+    """A usage view as CSV: one row per key (and per key and model with a breakdown), then
+    the totals row; every cost basis in its own column."""
+    buf = io.StringIO()
+    w = CsvOut(buf)
+    ended = u.view == "session"  # how each run ended (its outcome), where its log says
+    head = [
+        u.view,
+        "model",
+        "calls",
+        *TOKENS,
+        "usd",
+        *(f"usd_{b}" for b in BASES),
+        "unpriced_calls",
+        "first",
+        "last",
+    ]
+    head += ["ended", "exit_status", "parent_session_id", "parent_relation"] if ended else []
+    w.writerow(head)
+
+    def row(key: str, model: str, r: UsageRow) -> list[Any]:
+        run = [r.run.outcome, r.run.exit_status] if r.run else ["", ""]
+        run += [r.parent.session_id, r.parent.relation] if r.parent else ["", ""]
+        return [
+            key,
+            model,
+            r.calls,
+            *(getattr(r, t) for t in TOKENS),
+            _dec(r.total_usd),
+            *(_dec(r.usd.get(b, Decimal(0))) for b in BASES),
+            r.unpriced_calls,
+            _iso(r.first_ts),
+            _iso(r.last_ts),
+        ] + (run if ended else [])
+
+    for r in u.rows:
+        w.writerow(row(r.key, "", r))
+        for part in u.breakdown.get(r.key, []):
+            w.writerow(row(r.key, part.key, part))
+    w.writerow(row("Total", "", u.total))
+    return buf.getvalue()
+
+
+def _dec(d: Decimal) -> str:
+    return f"{d:.10f}".rstrip("0").rstrip(".") if d else "0"
+
+
+def _iso(ts: datetime | None) -> str:
+    return "" if ts is None else ts.isoformat() + "Z"
+
+
+# -- incidents ------------------------------------------------------------------------------
+
+
+def incident_head(i: Incident, tz: str) -> str:
+    """The first line of an incident in a list: number, severity, waste, time, detector."""
+    when = f"{local(i.start_ts, tz):%Y-%m-%d %H:%M}" if i.start_ts else "(no time)".ljust(16)
+    number = f"#{i.number}" if i.number is not None else "#?"
+    return (
+        f"{number:>4} {severity(f'{i.severity:<6}', i.severity)} "
+        f"{strong(f'{money(i.wasted_usd):>9}')}  {when}  {i.detector}"
+    )
+
+
+def render_incident_list(
+    incidents: list[Incident],
+    tz: str = "UTC",
+    width: int = 100,
+    limit: int | None = 25,
+) -> str:
+    """Incidents, most wasted dollars first: a line of who/when/what, then the summary
+    wrapped below it, after whose calls it is (``Incident.place``)."""
+    if not incidents:
+        return "No incidents.\n"
+    total = sum((i.wasted_usd for i in incidents), Decimal(0))
+    out = [
+        f"Incidents ({len(incidents)}, {strong(money(total))} wasted), most wasted first "
+        f"(times in {tz}; `llm-forensics show N` for one)"
+    ]
+    shown = incidents if limit is None else incidents[:limit]
+    for i in shown:
+        out.append(incident_head(i, tz))
+        label = f"[{place}] " if (place := i.place()) else ""
+        out += wrap(label + printable(i.summary), width, " " * 5)
+    if len(incidents) > len(shown):
+        out.append(
+            f"  ... and {len(incidents) - len(shown)} more (`llm-forensics incidents` "
+            "lists them all)"
+        )
+    return "\n".join(out) + "\n"
+
+
+def incidents_csv(incidents: list[Incident]) -> str:
+    """The incident table as CSV (what ``-o incidents.csv`` writes)."""
+    buf = io.StringIO()
+    w = CsvOut(buf)
+    rows = incident_table(incidents)
+    if rows:
+        w.writerow(rows[0].keys())
+    for r in rows:
+        w.writerow(["" if v is None else v for v in r.values()])
+    return buf.getvalue()
+
+
+def incident_table(incidents: list[Incident]) -> list[dict[str, Any]]:
+    """One flat record per incident (CSV and Parquet columns)."""
+    out = []
+    for i in incidents:
+        out.append(
+            {
+                "number": i.number,
+                "incident_id": i.incident_id,
+                "detector": i.detector,
+                "severity": i.severity,
+                "wasted_usd": _dec(i.wasted_usd),
+                "wasted_tokens": i.wasted_tokens,
+                "n_calls": i.n_calls,
+                "start_ts": _iso(i.start_ts),
+                "end_ts": _iso(i.end_ts),
+                "app": i.app,
+                "api_key": i.api_key,
+                "model": i.model,
+                "project": i.project,
+                "session_id": i.session_id,
+                "stream_key": i.stream_key,
+                "cost_basis": i.cost_basis,
+                "summary": i.summary,
+            }
+        )
+    return out
+
+
+# -- rejects --------------------------------------------------------------------------------
+
+
+def render_rejects(rows: list[tuple[str, int | None, str, str | None]], width: int = 100) -> str:
+    """``file:line: reason`` and the excerpt indented below, a reject each."""
+    if not rows:
+        return "No rejected records.\n"
+    out = []
+    for path, line, reason, excerpt in rows:
+        where_ = f"{printable(path)}:{line}" if line is not None else printable(path)
+        out += wrap(f"{where_}: {printable(reason)}", width)
+        if excerpt:
+            out.append("    " + cut(printable(excerpt).replace("\n", " "), width - 4))
+    return "\n".join(out) + "\n"
+
+
+def rejects(store: Store, file: str | None = None) -> list[tuple[str, int | None, str, str | None]]:
+    """The rejected records (of the files whose path contains ``file``), in file and line
+    order."""
+    where_ = "WHERE s.path LIKE '%' || $f || '%'" if file else ""
+    return [
+        (str(p), None if line is None else int(line), str(reason), excerpt)
+        for p, line, reason, excerpt in store.con.execute(
+            f"""SELECT s.path, r.line, r.reason, r.excerpt
+                FROM rejects r JOIN sources s USING (source_id) {where_}
+                ORDER BY s.source_id, r.line NULLS LAST""",
+            {"f": file} if file else {},
+        ).fetchall()
+    ]

@@ -1,0 +1,336 @@
+"""Usage views: tokens, calls and dollars per day, week, month, session, project or model (the
+tables a ccusage user knows), over the calls the store holds, every call once.
+
+Tokens follow ccusage's columns: ``input`` is the fresh prompt (neither read from nor written to
+the cache), ``cache write`` and ``cache read`` the cached parts, ``output`` the reply (reasoning
+included; ``reasoning`` says how much of it). Dollars are kept apart by cost basis (billed,
+reported by the agent's log, apportioned from a run's stated cost, estimated from list prices,
+or estimated at an estimate of output the log records only as a streaming placeholder), and
+calls with no cost (no known price, no tokens in the log, or a bill's row stating no charge) are
+counted as unpriced, never as free.
+
+These are the figures of every view: ``audit``, the report and the usage views read the same
+aggregate (``usage`` per group, ``totals`` for the whole store), so a count or a sum is the
+same wherever it is shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from analyzer.engine.store import Store
+from analyzer.model.formatting import money
+from analyzer.views.lineage import Parent, parents
+from analyzer.views.verdicts import Verdict, verdicts
+
+VIEWS = ("daily", "weekly", "monthly", "session", "project", "model")
+BASES = ("billed", "reported", "apportioned", "estimated", "estimated_output")
+TOKENS = ("input", "cache_write", "cache_read", "output", "reasoning", "total_tokens")
+
+_LOCAL = "timezone($tz, timezone('UTC', ts))"  # a stored (naive UTC) time, in the zone shown
+_KEYS = {
+    "daily": f"strftime({_LOCAL}, '%Y-%m-%d')",
+    "weekly": f"strftime(date_trunc('week', {_LOCAL}), '%Y-%m-%d')",  # ISO: from Monday
+    "monthly": f"strftime({_LOCAL}, '%Y-%m')",
+    "session": "coalesce(session_id, stream_key)",
+    "project": "coalesce(project, app, '(none)')",
+    "model": "coalesce(model, '(no model)') || CASE WHEN variant = 'fast' THEN ' (fast)' "
+    "ELSE '' END",
+}
+_UNKNOWN_TIME = "(no time)"
+
+
+@dataclass
+class UsageRow:
+    """One line of a usage view (or of its breakdown by model)."""
+
+    key: str
+    calls: int = 0
+    input: int = 0
+    cache_write: int = 0
+    cache_read: int = 0
+    output: int = 0
+    reasoning: int = 0
+    usd: dict[str, Decimal] = field(default_factory=dict)  # by cost basis
+    unpriced_calls: int = 0  # calls with no cost, whatever the reason
+    # Calls whose output count is a streaming placeholder (Claude Code before 2.1.97): their
+    # logged output, the output estimated from what they wrote, their dollars at the logged
+    # counts (as ccusage counts them), and how many estimates are lower bounds.
+    placeholder_calls: int = 0
+    placeholder_output: int = 0
+    placeholder_estimate: int = 0
+    placeholder_logged_usd: Decimal = Decimal(0)
+    placeholder_usd: Decimal = Decimal(0)  # the same calls at the estimate (in ``usd``)
+    placeholder_floors: int = 0
+    calls_by_basis: dict[str, int] = field(default_factory=dict)  # 'unpriced': no cost
+    first_ts: datetime | None = None
+    last_ts: datetime | None = None
+    models: list[str] = field(default_factory=list)
+    project: str | None = None  # the session view's project
+    run: Verdict | None = None  # the session view's: how the run ended, where its log says
+    parent: Parent | None = None  # the session view's: forked from, or a sub-agent of
+
+    def placeholder_json(self) -> dict[str, Any]:
+        """What placeholder output counts do to this row's figures."""
+        return {
+            "calls": self.placeholder_calls,
+            "output_tokens_logged": self.placeholder_output,
+            "output_tokens_estimated": self.placeholder_estimate,
+            "usd_at_logged_output": self.placeholder_logged_usd,
+            "usd_at_estimated_output": self.placeholder_usd,
+            "lower_bound_calls": self.placeholder_floors,
+        }
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input + self.cache_write + self.cache_read + self.output
+
+    @property
+    def total_usd(self) -> Decimal:
+        return sum(self.usd.values(), Decimal(0))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"key": self.key, "calls": self.calls}
+        out.update({t: getattr(self, t) for t in TOKENS})
+        out["usd"] = self.total_usd  # exact: written as a number with all its digits
+        out.update({f"usd_{b}": Decimal(self.usd.get(b, 0)) for b in BASES})
+        out["unpriced_calls"] = self.unpriced_calls
+        out["calls_by_cost_basis"] = self.calls_by_basis
+        out["placeholder_output"] = self.placeholder_json()
+        out["first"] = self.first_ts.isoformat() if self.first_ts else None
+        out["last"] = self.last_ts.isoformat() if self.last_ts else None
+        out["models"] = self.models
+        if self.project is not None:
+            out["project"] = self.project
+        if self.run is not None:
+            out["run"] = self.run.to_json()
+        if self.parent is not None:
+            out["parent"] = self.parent.to_json()
+        return out
+
+
+@dataclass
+class Usage:
+    """A usage view: its rows, their totals, and (with a breakdown) each row's models."""
+
+    view: str
+    tz: str
+    rows: list[UsageRow]
+    total: UsageRow
+    breakdown: dict[str, list[UsageRow]] = field(default_factory=dict)
+    # A period view's calls without a time: the files they come from (their logs keep none).
+    untimed_files: list[str] = field(default_factory=list)
+
+    def bases(self) -> list[str]:
+        """The cost bases present (in a fixed order)."""
+        return [b for b in BASES if b in self.total.usd]
+
+    def to_json(self) -> dict[str, Any]:
+        def row(r: UsageRow) -> dict[str, Any]:
+            out = r.to_json()
+            if r.key in self.breakdown:
+                out["breakdown"] = [b.to_json() for b in self.breakdown[r.key]]
+            return out
+
+        return {
+            "view": self.view,
+            "tz": self.tz,
+            "rows": [row(r) for r in self.rows],
+            "totals": self.total.to_json(),
+        }
+
+
+_PLACEHOLDER = "cost_basis = 'estimated_output'"
+
+
+def _select(key: str, by_model: bool) -> str:
+    model = _KEYS["model"]
+    return f"""
+        SELECT coalesce({key}, '{_UNKNOWN_TIME}') AS k,
+               {model if by_model else "NULL"} AS m,
+               count(*) AS calls,
+               coalesce(sum(greatest(coalesce(input_tokens, 0) - coalesce(cached_input_tokens, 0)
+                                     - coalesce(cache_write_tokens, 0), 0)), 0) AS input,
+               coalesce(sum(cache_write_tokens), 0) AS cache_write,
+               coalesce(sum(cached_input_tokens), 0) AS cache_read,
+               coalesce(sum(output_tokens), 0) AS output,
+               coalesce(sum(reasoning_tokens), 0) AS reasoning,
+               {
+        ", ".join(f"sum(cost_usd) FILTER (WHERE cost_basis = '{b}') AS {b}" for b in BASES)
+    },
+               count(*) FILTER (WHERE cost_usd IS NULL) AS unpriced,
+               map_from_entries(list_filter(
+                   [{
+        ", ".join(f"('{b}', count(*) FILTER (WHERE cost_basis = '{b}'))" for b in BASES)
+    },
+                    ('unpriced', count(*) FILTER (WHERE cost_usd IS NULL))],
+                   lambda e: e[2] > 0)) AS by_basis,
+               count(*) FILTER (WHERE {_PLACEHOLDER}) AS ph_calls,
+               coalesce(sum(output_tokens) FILTER (WHERE {_PLACEHOLDER}), 0) AS ph_output,
+               coalesce(sum(output_estimate_tokens) FILTER (WHERE {_PLACEHOLDER}), 0) AS ph_est,
+               coalesce(sum(cost_logged_usd) FILTER (WHERE {_PLACEHOLDER}), 0) AS ph_logged,
+               coalesce(sum(cost_usd) FILTER (WHERE {_PLACEHOLDER}), 0) AS ph_usd,
+               count(*) FILTER (WHERE {_PLACEHOLDER} AND output_estimate_floor) AS ph_floors,
+               min(ts) AS first_ts, max(ts) AS last_ts,
+               list(DISTINCT {model} ORDER BY {model}) AS models,
+               mode(coalesce(project, app)) AS project
+        FROM live_calls
+        GROUP BY ALL"""
+
+
+def _row(r: tuple[Any, ...], key: str) -> UsageRow:
+    (
+        _,
+        _,
+        calls,
+        inp,
+        cw,
+        cr,
+        out,
+        reasoning,
+        *usd_by_basis,
+        unpriced,
+        by_basis,
+        ph_calls,
+        ph_output,
+        ph_est,
+        ph_logged,
+        ph_usd,
+        ph_floors,
+        first,
+        last,
+        models,
+        project,
+    ) = r
+    usd = {b: Decimal(v) for b, v in zip(BASES, usd_by_basis, strict=True) if v is not None}
+    return UsageRow(
+        key=key,
+        calls=int(calls),
+        input=int(inp),
+        cache_write=int(cw),
+        cache_read=int(cr),
+        output=int(out),
+        reasoning=int(reasoning),
+        usd=usd,
+        unpriced_calls=int(unpriced),
+        calls_by_basis={str(b): int(n) for b, n in sorted(by_basis.items())},
+        placeholder_calls=int(ph_calls),
+        placeholder_output=int(ph_output),
+        placeholder_estimate=int(ph_est),
+        placeholder_logged_usd=Decimal(ph_logged),
+        placeholder_usd=Decimal(ph_usd),
+        placeholder_floors=int(ph_floors),
+        first_ts=first,
+        last_ts=last,
+        models=[str(m) for m in models or []],
+        project=None if project is None else str(project),
+    )
+
+
+def _add(into: UsageRow, r: UsageRow) -> None:
+    for name in (
+        "calls",
+        "input",
+        "cache_write",
+        "cache_read",
+        "output",
+        "reasoning",
+        "unpriced_calls",
+        "placeholder_calls",
+        "placeholder_output",
+        "placeholder_estimate",
+        "placeholder_logged_usd",
+        "placeholder_usd",
+        "placeholder_floors",
+    ):
+        setattr(into, name, getattr(into, name) + getattr(r, name))
+    for b, v in r.usd.items():
+        into.usd[b] = into.usd.get(b, Decimal(0)) + v
+    for b, n in r.calls_by_basis.items():
+        into.calls_by_basis[b] = into.calls_by_basis.get(b, 0) + n
+    if r.first_ts is not None and (into.first_ts is None or r.first_ts < into.first_ts):
+        into.first_ts = r.first_ts
+    if r.last_ts is not None and (into.last_ts is None or r.last_ts > into.last_ts):
+        into.last_ts = r.last_ts
+    into.models = sorted(set(into.models) | set(r.models))
+
+
+def totals(store: Store) -> UsageRow:
+    """The whole store's figures (every call once): what ``audit`` and the report count."""
+    found = store.con.execute(_select("'all'", False)).fetchall()
+    row = _row(found[0], "Total") if found else UsageRow(key="Total")
+    row.project = None
+    return row
+
+
+def usage(store: Store, view: str, tz: str = "UTC", breakdown: bool = False) -> Usage:
+    """The ``view`` (one of :data:`VIEWS`), times bucketed in ``tz``; with ``breakdown``,
+    each row's models too. Rows are in time order for a period, else most dollars first."""
+    if view not in VIEWS:
+        raise ValueError(f"unknown usage view {view!r}")
+    key = _KEYS[view]
+    params = {"tz": tz} if "$tz" in key else {}
+    rows = [_row(r, str(r[0])) for r in store.con.execute(_select(key, False), params).fetchall()]
+    untimed: list[str] = []
+    if view in ("daily", "weekly", "monthly"):
+        rows.sort(key=lambda r: (r.key == _UNKNOWN_TIME, r.key))
+        if rows and rows[-1].key == _UNKNOWN_TIME:
+            untimed = [
+                str(p)
+                for (p,) in store.con.execute(
+                    """SELECT DISTINCT s.path FROM live_calls c JOIN sources s USING (source_id)
+                       WHERE c.ts IS NULL ORDER BY 1"""
+                ).fetchall()
+            ]
+    elif view == "session":
+        runs = verdicts(store, [r.key for r in rows])
+        links = parents(store, [r.key for r in rows])
+        for r in rows:
+            r.run = runs.get(r.key)
+            r.parent = links.get(r.key)
+        # In time order; sessions without times (a log with none) in their runs' order.
+        rows.sort(
+            key=lambda r: (
+                r.last_ts is None,
+                r.last_ts or datetime.min,
+                (r.run.stream_key, r.run.seq or 0) if r.run else ("", 0),
+                r.key,
+            )
+        )
+    else:
+        rows.sort(key=lambda r: (-r.total_usd, -r.total_tokens, r.key))
+    if view != "session":
+        for r in rows:
+            r.project = None
+    total = UsageRow(key="Total")
+    for r in rows:
+        _add(total, r)
+    total.project = None
+    parts: dict[str, list[UsageRow]] = {}
+    if breakdown:
+        for found in store.con.execute(_select(key, True), params).fetchall():
+            part = _row(found, str(found[1]))
+            part.project = None
+            parts.setdefault(str(found[0]), []).append(part)
+        for items in parts.values():
+            items.sort(key=lambda r: (-r.total_usd, -r.total_tokens, r.key))
+    return Usage(view, tz, rows, total, parts, untimed)
+
+
+def placeholder_text(r: UsageRow) -> str:
+    """What placeholder output counts do to a total, in one sentence."""
+    floors = (
+        f"; {r.placeholder_floors:,} of them a lower bound (thinking redacted in the log)"
+        if r.placeholder_floors
+        else ""
+    )
+    return (
+        f"{r.placeholder_calls:,} calls log only a streaming placeholder for their output "
+        f"({r.placeholder_output:,} tokens; about {r.placeholder_estimate:,} estimated from what "
+        f"they wrote): priced at the estimate, {money(r.placeholder_usd)} against "
+        f"{money(r.placeholder_logged_usd)} at the logged counts "
+        f"(+{money(r.placeholder_usd - r.placeholder_logged_usd)}){floors}"
+    )

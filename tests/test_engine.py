@@ -1,0 +1,66 @@
+"""The engine: units from files, parameters by name, named fragments, a step's temporaries."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from analyzer.engine.engine import SQL_DIR, Engine, EngineError, fill, statements
+
+
+@pytest.fixture
+def engine() -> Engine:
+    return Engine(duckdb.connect(":memory:"))
+
+
+def test_a_unit_of_several_statements_takes_the_parameters_each_names(engine: Engine) -> None:
+    engine.run("CREATE TABLE t (a INTEGER, b VARCHAR)")
+    engine.run(
+        "INSERT INTO t VALUES ($a, 'x');\nINSERT INTO t VALUES ($a + $b, 'y');\n",
+        {"a": 1, "b": 2},
+    )
+    assert engine.rows("SELECT a, b FROM t ORDER BY a") == [(1, "x"), (3, "y")]
+    assert engine.records("SELECT a FROM t WHERE b = $b", {"b": "y"}) == [{"a": 3}]
+    assert engine.scalar("SELECT count(*) FROM t") == 2
+    assert engine.one("SELECT a FROM t WHERE a > 9") is None
+    assert engine.columns("SELECT a, b FROM t") == ["a", "b"]
+    assert engine.arrow("SELECT a FROM t ORDER BY a").column("a").to_pylist() == [1, 3]
+
+
+def test_a_unit_is_read_from_the_package(engine: Engine) -> None:
+    units = sorted(p.relative_to(SQL_DIR).as_posix() for p in SQL_DIR.rglob("*.sql"))
+    assert "schema.sql" in units
+    engine.run("schema.sql")
+    assert engine.scalar("SELECT count(*) FROM calls") == 0
+    with pytest.raises(EngineError, match=r"no SQL unit nowhere\.sql"):
+        engine.run("nowhere.sql")
+
+
+def test_named_fragments_must_all_be_given_and_used() -> None:
+    assert fill("SELECT {{col}} FROM {{t}}", {"col": "a", "t": "x"}) == "SELECT a FROM x"
+    with pytest.raises(EngineError, match="given no text"):
+        fill("SELECT {{col}} FROM t", {})
+    with pytest.raises(EngineError, match="not used"):
+        fill("SELECT 1", {"col": "a"})
+
+
+def test_statements_split_only_where_a_semicolon_ends_a_line() -> None:
+    text = "-- a note\nSELECT ';' AS s;\n\n-- only a comment;\nSELECT 2 -- trailing;\n"
+    assert statements(text) == ("-- a note\nSELECT ';' AS s", "SELECT 2 -- trailing")
+
+
+def test_a_step_drops_what_it_created_however_it_ends(engine: Engine) -> None:
+    engine.run("CREATE TEMP TABLE kept AS SELECT 1 AS a")
+    with engine.step():
+        engine.run("CREATE TEMP TABLE lf_x AS SELECT 1 AS a")
+        engine.run("CREATE TEMP VIEW lf_v AS SELECT * FROM lf_x")
+        engine.register("lf_arrow", pa.table({"a": [1, 2]}))
+        assert engine.scalar("SELECT count(*) FROM lf_arrow") == 2
+    assert engine.temporaries() == {("TABLE", "kept")}
+    with pytest.raises(duckdb.CatalogException):
+        engine.scalar("SELECT count(*) FROM lf_arrow")
+    with pytest.raises(RuntimeError), engine.step():
+        engine.run("CREATE TEMP TABLE lf_y AS SELECT 1 AS a")
+        raise RuntimeError("a step that fails")
+    assert engine.temporaries() == {("TABLE", "kept")}
