@@ -136,7 +136,7 @@ def test_a_step_is_keyed_by_its_own_code_only() -> None:
     """Issue 34, step 4: editing the chart code (or a docstring in it) no longer invalidates
     detection and the replay; editing what a step runs does."""
     names = {step: {f.name for f in cache.step_files(step)} for step in cache.STEPS}
-    assert {"detect.py", "store.py", "constant_input_low_output.sql", "attribute.sql"} <= names[
+    assert {"detectors.py", "store.py", "constant_input_low_output.sql", "attribute.sql"} <= names[
         "detect"
     ]
     assert {"backtest.py", "replay.py", "primitives.py", "presets.toml", "outcomes.sql"} <= names[
@@ -149,7 +149,7 @@ def test_a_step_is_keyed_by_its_own_code_only() -> None:
 
 
 def test_touching_the_chart_code_changes_the_report_key_only() -> None:
-    charts = Path(cache.__file__).with_name("charts.py")
+    charts = Path(cache.__file__).parents[1] / "report" / "charts.py"
     st = charts.stat()
     fingerprint = cache.code_fingerprint.__wrapped__  # not the per-process memo
     before = {step: fingerprint(step) for step in cache.STEPS}
