@@ -64,3 +64,16 @@ def test_a_step_drops_what_it_created_however_it_ends(engine: Engine) -> None:
         engine.run("CREATE TEMP TABLE lf_y AS SELECT 1 AS a")
         raise RuntimeError("a step that fails")
     assert engine.temporaries() == {("TABLE", "kept")}
+
+
+def test_a_query_given_as_text_is_run_as_it_is_for_the_detectors(engine: Engine) -> None:
+    """``table`` (the detectors' seam): one query, not split at a semicolon that ends a line
+    (in a comment of a user's detector), no slots filled, only the parameters it names."""
+    sql = "SELECT $a AS a, '{{x}}' AS b -- a note;\nWHERE $a > 0"
+    assert engine.table(sql, {"a": 1, "unused": 2}) == (["a", "b"], [(1, "{{x}}")])
+    assert engine.table("SELECT 1 AS a WHERE false") == (["a"], [])
+    with pytest.raises(duckdb.Error) as failed:
+        engine.table("SELECT nothing_here")
+    said = engine.failure(failed.value)
+    assert said is not None and said.startswith("Binder Error")
+    assert engine.failure(ValueError("not DuckDB's")) is None

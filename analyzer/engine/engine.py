@@ -102,6 +102,8 @@ def _bind(sql: str, params: Params) -> Params:
 class Engine:
     """Runs SQL units and one-line statements on one DuckDB connection."""
 
+    name = "DuckDB"  # (the detectors' seam: ``analyzer.detect.detectors.DetectorEngine``)
+
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
         self._registered: list[set[str]] = []  # per open step, the Arrow tables it registered
@@ -159,6 +161,17 @@ class Engine:
     def columns(self, sql: str, params: Params = None, **names: str) -> list[str]:
         """The column names of the last statement's result."""
         return [d[0] for d in self._cursor(sql, params, names).description]
+
+    def table(self, sql: str, params: Params = None) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """The column names and rows of one query given as its text and run as it is: not
+        split at semicolons, no slots filled (a query from a user's file: a detector)."""
+        cur = self.con.execute(sql, _bind(sql, params))
+        return [d[0] for d in cur.description], list(cur.fetchall())
+
+    @staticmethod
+    def failure(exc: Exception) -> str | None:
+        """The first line of what DuckDB said, if ``exc`` is DuckDB's; else None."""
+        return str(exc).splitlines()[0] if isinstance(exc, duckdb.Error) else None
 
     # -- relations a step owns ----------------------------------------------------------
     def register(self, name: str, table: pa.Table) -> None:
