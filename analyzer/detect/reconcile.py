@@ -29,13 +29,6 @@ from analyzer.engine.store import Store
 CENT = Decimal("0.01")
 # Formats whose calls a gateway bills to the user itself: not on a provider's bill.
 GATEWAY_BILLS = ("openrouter_csv",)
-# The provider of a logged call: as the log says it, else by its model's name.
-_CALL_PROVIDER = """CASE
-    WHEN lower(provider) IN ('anthropic', 'openai') THEN lower(provider)
-    WHEN lf_model_key(model) LIKE 'claude%' THEN 'anthropic'
-    WHEN regexp_matches(lf_model_key(model), '^(gpt|o[1-9]|codex|chatgpt|computer-use)')
-        THEN 'openai'
-    END"""
 
 
 def _d(usd: Decimal) -> str:
@@ -113,55 +106,10 @@ class Unit:
         }
 
 
-_SQL = f"""
-WITH bill AS (
-    SELECT provider, bucket_start, bucket_end, model_key,
-           coalesce(min(model) FILTER (WHERE measure = 'usage'), min(model)) AS model,
-           sum(cost_usd) FILTER (WHERE measure = 'cost') AS cost,
-           count(*) FILTER (WHERE measure = 'cost') AS cost_rows,
-           sum(cost_estimate_usd) FILTER (WHERE measure = 'usage') AS estimate,
-           count(*) FILTER (WHERE measure = 'usage' AND cost_estimate_usd IS NULL
-                            AND (coalesce(input_tokens, 0) > 0
-                                 OR coalesce(output_tokens, 0) > 0)) AS unpriced_rows,
-           sum(input_tokens) FILTER (WHERE measure = 'usage') AS input,
-           sum(output_tokens) FILTER (WHERE measure = 'usage') AS output,
-           sum(requests) FILTER (WHERE measure = 'usage') AS requests
-    FROM bill_buckets
-    GROUP BY ALL
-),
-logged AS (
-    SELECT {_CALL_PROVIDER} AS provider, lf_model_key(model) AS mk, ts, cost_usd,
-           input_tokens, output_tokens,
-           CASE WHEN cost_basis = 'estimated_output' THEN cost_usd - cost_logged_usd END
-               AS placeholder_usd
-    FROM live_calls
-    WHERE ts IS NOT NULL AND format NOT IN (SELECT unnest($gateways))
-      AND (billing_call_id IS NULL
-           OR billing_call_id NOT IN (SELECT call_id FROM calls
-                                      WHERE format IN (SELECT unnest($gateways))))
-)
-SELECT b.provider, b.bucket_start, b.bucket_end, b.model,
-       b.cost, b.cost_rows, b.estimate, b.unpriced_rows, b.input, b.output, b.requests,
-       count(l.ts) AS calls,
-       coalesce(sum(l.cost_usd), 0) AS logged_usd,
-       coalesce(sum(l.input_tokens), 0) AS log_input,
-       coalesce(sum(l.output_tokens), 0) AS log_output,
-       count(l.ts) FILTER (WHERE l.cost_usd IS NULL) AS unpriced_calls,
-       count(l.placeholder_usd) AS placeholder_calls,
-       coalesce(sum(l.placeholder_usd), 0) AS placeholder_usd
-FROM bill b
-LEFT JOIN logged l
-  ON l.provider = b.provider AND l.ts >= b.bucket_start AND l.ts < b.bucket_end
- AND (b.model_key IS NULL OR l.mk = b.model_key)
-GROUP BY ALL
-ORDER BY b.bucket_start, b.provider, b.model NULLS FIRST
-"""
-
-
 def units(store: Store) -> list[Unit]:
     """Every unit of the bucketed bills the store holds, in time order."""
     found = []
-    rows = store.con.execute(_SQL, {"gateways": list(GATEWAY_BILLS)}).fetchall()
+    rows = store.engine.rows("detect/bill_units.sql", {"gateways": list(GATEWAY_BILLS)})
     for (
         provider,
         start,
@@ -299,21 +247,7 @@ class BillRow:
 
 def bills(store: Store) -> list[BillRow]:
     """The bucketed bills, one row per bucket, provider and model, in time order."""
-    rows = store.con.execute(
-        """SELECT provider, bucket_start, bucket_end,
-                  coalesce(min(model) FILTER (WHERE measure = 'usage'), min(model)),
-                  sum(requests),
-                  coalesce(sum(greatest(coalesce(input_tokens, 0)
-                                        - coalesce(cached_input_tokens, 0)
-                                        - coalesce(cache_write_tokens, 0), 0)), 0),
-                  coalesce(sum(cache_write_tokens), 0), coalesce(sum(cached_input_tokens), 0),
-                  coalesce(sum(output_tokens), 0),
-                  sum(cost_usd) FILTER (WHERE measure = 'cost'),
-                  sum(cost_estimate_usd) FILTER (WHERE measure = 'usage'),
-                  list(DISTINCT format ORDER BY format)
-           FROM bill_buckets GROUP BY provider, bucket_start, bucket_end, model_key
-           ORDER BY bucket_start, provider, 4 NULLS FIRST"""
-    ).fetchall()
+    rows = store.engine.rows("detect/bill_rows.sql")
     return [
         BillRow(
             str(p),
