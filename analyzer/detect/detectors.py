@@ -27,12 +27,11 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
-
-import duckdb
+from typing import Any, Protocol
 
 from analyzer.engine import cache
-from analyzer.engine.resources import package_sql, resource_dir
+from analyzer.engine.engine import Params
+from analyzer.engine.resources import resource_dir
 from analyzer.engine.store import Store
 from analyzer.errors import ForensicsError
 from analyzer.model.formatting import SEVERITIES, severity_order_sql
@@ -55,6 +54,7 @@ OUTPUT_COLUMNS = (
 _HEADER = re.compile(r"^--\s?(\w+):\s*(.*)$")
 _PLACEHOLDER = re.compile(r"\$([A-Za-z_]\w*)")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+Table = tuple[list[str], list[tuple[Any, ...]]]  # a query's column names and rows
 
 
 @dataclass
@@ -247,17 +247,40 @@ def bind_all(detectors: list[Detector], overrides: dict[str, dict[str, str]]) ->
         raise ParamError(exc.message) from exc
 
 
+class DetectorEngine(Protocol):
+    """The seam where an engine plugs in: all the detector runner asks of one. DuckDB's
+    ``Engine`` (a store's ``store.engine``) is one; Spark's (``spark_engine.SparkEngine``,
+    over a Parquet export) another. Both take a query in DuckDB's dialect."""
+
+    name: str  # named in a detector's error, unless it is DuckDB (the engine by default)
+
+    def table(self, sql: str, params: Params = None) -> Table:
+        """The column names and rows of one query (a detector's text, run as it is)."""
+        ...
+
+    def failure(self, exc: Exception) -> str | None:
+        """The first line of what the engine said, if ``exc`` is a query's failure; else None
+        (an error that is not the query's goes through)."""
+        ...
+
+
 def run_detector(
-    con: duckdb.DuckDBPyConnection, det: Detector, params: dict[str, Any]
+    engine: DetectorEngine, det: Detector, params: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    """The detector's rows, run on DuckDB, as dicts with the standard columns."""
+    """The detector's rows, run on ``engine``, as dicts with the standard columns."""
     bound = {k: v for k, v in params.items() if k in det.placeholders}
     try:
-        cur = con.execute(det.sql, bound)
-        names = [d[0] for d in cur.description]
-        rows = cur.fetchall()
-    except duckdb.Error as exc:
-        raise ForensicsError(f"detector failed: {str(exc).splitlines()[0]}", path=det.path) from exc
+        names, rows = engine.table(det.sql, bound)
+    except ForensicsError as exc:  # the engine's own words (Spark: SQL it cannot translate)
+        if exc.path is not None:
+            raise
+        raise ForensicsError(exc.message, path=det.path) from exc
+    except Exception as exc:
+        said = engine.failure(exc)
+        if said is None:
+            raise
+        where = "" if engine.name == "DuckDB" else f" on {engine.name}"
+        raise ForensicsError(f"detector failed{where}: {said}", path=det.path) from exc
     return checked_rows(det, names, rows)
 
 
@@ -300,7 +323,7 @@ def detect(store: Store, selection: Selection, reuse: bool = False) -> list[Inci
     if reuse and cache.get(store, "detect", k) is not None:
         return load_incidents(store, selection.names)
     with store.transaction():
-        record(store, selection, {d.name: run_detector(store.con, d, v) for d, v in bound})
+        record(store, selection, {d.name: run_detector(store.engine, d, v) for d, v in bound})
         cache.put(store, "detect", k, "")
     return load_incidents(store, selection.names)
 
@@ -315,13 +338,7 @@ def _verdicts(store: Store, sessions: set[str]) -> dict[str, tuple[Any, ...]]:
     """Each session's run verdict (exit status, outcome, result) and its last call."""
     if not sessions:
         return {}
-    rows = store.con.execute(
-        """SELECT r.session_id, r.exit_status, r.outcome, r.result_excerpt,
-                  (SELECT arg_max(c.call_id, c.seq) FROM live_calls c
-                   WHERE c.session_id = r.session_id)
-           FROM runs r WHERE r.session_id IN (SELECT unnest($s))""",
-        {"s": sorted(sessions)},
-    ).fetchall()
+    rows = store.engine.rows("detect/verdicts.sql", {"s": sorted(sessions)})
     return {str(r[0]): r[1:] for r in rows}
 
 
@@ -357,12 +374,7 @@ def record(store: Store, selection: Selection, found: dict[str, list[dict[str, A
     )
     recorded: list[str] = []
     for det, _ in selection.bound:
-        store.con.execute(
-            "DELETE FROM incident_calls WHERE incident_id IN "
-            "(SELECT incident_id FROM incidents WHERE detector = ?)",
-            [det.name],
-        )
-        store.con.execute("DELETE FROM incidents WHERE detector = ?", [det.name])
+        store.engine.run("detect/forget.sql", {"detector": det.name})
         for rec in found.get(det.name, []):
             rec = with_verdict(rec, verdicts.get(str(rec.get("session_id"))))
             evidence = rec["evidence"]
@@ -376,15 +388,17 @@ def record(store: Store, selection: Selection, found: dict[str, list[dict[str, A
                 "evidence": evidence,
             }
             row["wasted_usd"] = Decimal(row["wasted_usd"] or 0)
-            marks = ", ".join("?" * len(row))
-            store.con.execute(
-                f"INSERT INTO incidents ({', '.join(row)}) VALUES ({marks})", list(row.values())
+            store.engine.run(
+                "INSERT INTO incidents ({{columns}}) VALUES ({{marks}})",
+                list(row.values()),
+                columns=", ".join(row),
+                marks=", ".join("?" * len(row)),
             )
             if row["wasted_usd"] > 0 or rec.get("wasted_calls"):
                 _record_wasted_calls(store, row, rec.get("wasted_calls"))
             recorded.append(row["incident_id"])
     if recorded:
-        store.con.execute(package_sql("attribute.sql"), {"ids": recorded})
+        store.engine.run("attribute.sql", {"ids": recorded})
     _number(store)
     _remember_run(store, selection.names)
     cache.bump(store, cache.INCIDENTS)
@@ -394,45 +408,33 @@ def _remember_run(store: Store, names: list[str]) -> None:
     """Add ``names`` to the detectors that have run over this store (kept in ``meta``), so a
     page with no incident can say what was checked."""
     known = set(detectors_run(store)) | set(names)
-    store.con.execute(
-        "INSERT INTO meta VALUES ('detectors_run', ?) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        [json.dumps(sorted(known))],
+    store.engine.run(
+        "detect/meta_put.sql", {"key": "detectors_run", "value": json.dumps(sorted(known))}
     )
 
 
 def detectors_run(store: Store) -> list[str]:
     """The detectors that have run over this store (by name, sorted)."""
-    row = store.con.execute("SELECT value FROM meta WHERE key = 'detectors_run'").fetchone()
+    row = store.engine.one("SELECT value FROM meta WHERE key = 'detectors_run'")
     return list(json.loads(row[0])) if row else []
 
 
 def _number(store: Store) -> None:
     """Give each incident found for the first time the next number (in order of time), so an
     incident found again keeps its number: the short id ``show N`` takes."""
-    store.con.execute(
-        """INSERT INTO incident_numbers
-           SELECT incident_id,
-                  (SELECT coalesce(max(number), 0) FROM incident_numbers)
-                      + row_number() OVER (ORDER BY start_ts NULLS LAST, detector, incident_id)
-           FROM incidents
-           WHERE incident_id NOT IN (SELECT incident_id FROM incident_numbers)"""
-    )
+    store.engine.run("detect/number.sql")
 
 
 def _record_wasted_calls(store: Store, incident: dict[str, Any], calls: list[str] | None) -> None:
     """Which calls an incident's waste is made of (the backtest prices what a guard saves)."""
     if calls:
-        store.con.executemany(
+        store.engine.many(
             "INSERT INTO incident_calls VALUES (?, ?)",
             [(incident["incident_id"], c) for c in dict.fromkeys(calls) if c is not None],
         )
         return
-    store.con.execute(
-        """INSERT INTO incident_calls
-           SELECT $id, c.call_id FROM calls c, calls f, calls l
-           WHERE f.call_id = $first AND l.call_id = $last AND c.stream_key = f.stream_key
-             AND c.superseded_by IS NULL AND c.seq BETWEEN f.seq AND l.seq""",
+    store.engine.run(
+        "detect/wasted_calls.sql",
         {
             "id": incident["incident_id"],
             "first": incident["first_call_id"],
@@ -444,11 +446,11 @@ def _record_wasted_calls(store: Store, incident: dict[str, Any], calls: list[str
 def load_incidents(store: Store, detectors: list[str] | None = None) -> list[Incident]:
     """The incidents in the store (of ``detectors``, or all), most wasted dollars first."""
     where = "WHERE list_contains($names, i.detector)" if detectors is not None else ""
-    rows = store.con.execute(
-        f"""SELECT {", ".join("i." + c for c in COLUMNS)}, n.number
-            FROM incidents i LEFT JOIN incident_numbers n USING (incident_id) {where}
-            ORDER BY i.wasted_usd DESC, {severity_order_sql("i.severity")}, i.start_ts,
-                     i.incident_id""",
+    rows = store.engine.rows(
+        "detect/incidents.sql",
         {"names": detectors} if detectors is not None else {},
-    ).fetchall()
+        columns=", ".join("i." + c for c in COLUMNS),
+        severity_order=severity_order_sql("i.severity"),
+        where=where,
+    )
     return [Incident.from_row(r) for r in rows]

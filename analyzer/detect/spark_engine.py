@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from decimal import Decimal
@@ -28,11 +28,13 @@ from analyzer.detect.detectors import (
     OUTPUT_COLUMNS,
     Detector,
     Selection,
-    checked_rows,
+    Table,
     incident_id,
     load_incidents,
     record,
+    run_detector,
 )
+from analyzer.engine.engine import SQL_DIR, Params
 from analyzer.engine.files import atomic_file
 from analyzer.engine.store import SCHEMA_VERSION, Store
 from analyzer.errors import ForensicsError
@@ -43,7 +45,7 @@ from analyzer.views.export import PARTITIONED, read_manifest
 EXTRA = "pip install 'llm-forensics[spark]'"
 # The view every detector reads, as the store defines it (analyzer/sql/schema.sql).
 _LIVE = re.compile(r"CREATE OR REPLACE VIEW live_calls AS (SELECT [^;]+);")
-SCHEMA = Path(__file__).parent / "sql" / "schema.sql"
+SCHEMA = SQL_DIR / "schema.sql"
 DETECTED = "detected"
 
 
@@ -104,7 +106,7 @@ def export_checked(folder: Path) -> dict[str, Any]:
     return manifest
 
 
-LOG4J = Path(__file__).parent / "sql" / "spark-log4j2.properties"
+LOG4J = SQL_DIR / "spark-log4j2.properties"
 
 
 @contextmanager
@@ -198,37 +200,42 @@ def register(spark: Any, folder: Path, window: Window | None = None) -> dict[str
     return manifest
 
 
-_TRANSLATED: dict[tuple[Path, str], str] = {}
+_TRANSLATED: dict[str, str] = {}
 
 
-def translated(det: Detector) -> str:
-    """The detector's query as Spark SQL (translated once per run)."""
+def translated(sql: str) -> str:
+    """A query in DuckDB's dialect as Spark SQL (each text translated once per process)."""
     from analyzer.detect.spark_sql import to_spark  # the [spark] extra's sqlglot
 
-    key = (det.path, det.sql)
-    if key not in _TRANSLATED:
-        _TRANSLATED[key] = to_spark(det.sql, det.path)
-    return _TRANSLATED[key]
+    if sql not in _TRANSLATED:
+        _TRANSLATED[sql] = to_spark(sql)
+    return _TRANSLATED[sql]
 
 
-def runner(spark: Any) -> Any:
-    """A runner for ``analyzer.detect.detectors.detect``: the detector's rows, run on ``spark``."""
+class SparkEngine:
+    """Spark as an engine the detectors run on (``analyzer.detect.detectors.DetectorEngine``):
+    a query in DuckDB's dialect is translated, its ``$name`` parameters bound as Spark's named
+    markers, its rows returned as DuckDB's engine returns them."""
 
-    def run(det: Detector, params: dict[str, Any]) -> list[dict[str, Any]]:
-        bound = {k: v for k, v in params.items() if k in det.placeholders}
-        try:
-            frame = spark.sql(translated(det), args=bound)
-            names = list(frame.columns)
-            rows = [tuple(r) for r in frame.collect()]
-        except ForensicsError:
-            raise
-        except Exception as exc:  # Spark's analysis and runtime errors
-            raise ForensicsError(
-                f"detector failed on Spark: {spark_error(exc)}", path=det.path
-            ) from exc
-        return checked_rows(det, names, rows)
+    name = "Spark"
 
-    return run
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+
+    def table(self, sql: str, params: Params = None) -> Table:
+        args = dict(params) if isinstance(params, Mapping) else list(params or [])
+        frame = self.spark.sql(translated(sql), args=args)
+        return list(frame.columns), [tuple(r) for r in frame.collect()]
+
+    def failure(self, exc: Exception) -> str | None:
+        """Spark's analysis and runtime errors: each is a query's failure."""
+        return spark_error(exc)
+
+
+def runner(spark: Any) -> Callable[[Detector, dict[str, Any]], list[dict[str, Any]]]:
+    """A detector's rows, run on ``spark`` (as ``run_detector`` runs it on DuckDB)."""
+    engine = SparkEngine(spark)
+    return lambda det, params: run_detector(engine, det, params)
 
 
 def spark_error(exc: BaseException) -> str:
@@ -298,11 +305,11 @@ def detect_on_spark(
         register(spark, folder, window)
         if store is not None:
             _same_calls(spark, store, folder)
-        run = runner(spark)
+        engine = SparkEngine(spark)
         found: dict[str, list[dict[str, Any]]] = {}
         for det, values in selection.bound:
             said(f"running {det.name}")
-            found[det.name] = run(det, values)
+            found[det.name] = run_detector(engine, det, values)
     write_detected(folder, found)
     if store is None:
         return _incidents(found)
@@ -316,7 +323,7 @@ def _same_calls(spark: Any, store: Store, folder: Path) -> None:
     written back would name calls the store does not have, or miss some."""
     query = "SELECT count(*), coalesce(sum(cost_usd), 0) FROM live_calls"
     there = tuple(spark.sql(query).collect()[0])
-    here = store.con.execute(query).fetchone() or (0, 0)
+    here = store.engine.one(query) or (0, 0)
     if int(there[0]) != int(here[0]) or Decimal(there[1]) != Decimal(here[1]):
         raise ForensicsError(
             f"the export holds {int(there[0]):,} calls (${Decimal(there[1]):,.2f}), the store "

@@ -33,11 +33,13 @@ from pathlib import Path
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ErrorLevel, SqlglotError
 
 from analyzer.errors import ForensicsError
 
 CLASSIFY = Path(__file__).resolve().parents[1] / "sql" / "classify.sql"
+SPARK = Dialect.get_or_raise("spark")
 _FORMATS = {"{:,}": 0, **{f"{{:,.{n}f}}": n for n in range(7)}}
 
 
@@ -217,7 +219,8 @@ def to_spark(sql: str, path: Path | None = None) -> str:
         tree = tree.transform(_expand)
         for rule in RULES:
             tree = tree.transform(rule)
-        return tree.sql(dialect="spark", unsupported_level=ErrorLevel.RAISE)
+        # the generator of Spark's dialect (as sqlglot's Expression.sql calls it)
+        return SPARK.generate(tree, unsupported_level=ErrorLevel.RAISE)
     except SqlglotError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ForensicsError(f"does not translate to Spark SQL: {first}", path=path) from exc
