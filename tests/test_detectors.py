@@ -26,8 +26,16 @@ from typing import Any
 
 import pytest
 
-from analyzer.detect.detectors import Detector, bind_all, detect, discover
+from analyzer.detect.detectors import (
+    OUTPUT_COLUMNS,
+    Detector,
+    bind_all,
+    detect,
+    discover,
+    run_detector,
+)
 from analyzer.engine.store import open_store
+from analyzer.errors import ForensicsError
 from analyzer.model.incident import Incident
 from tests.helpers import fill_calls, fill_messages, fill_runs, insert
 
@@ -100,3 +108,49 @@ def check_expected(case: dict[str, Any], got: list[Incident]) -> None:
             else:
                 found = getattr(have, key)
                 assert same(value, found), f"{key}: {found!r}, expected {value!r}"
+
+
+# -- the seam another engine plugs into (detectors.DetectorEngine) ------------------------------
+
+
+class _Elsewhere:
+    """An engine of another name that returns what it is given, or fails as it is told."""
+
+    name = "Elsewhere"
+
+    def __init__(self, result: Any = None, raises: Exception | None = None) -> None:
+        self.result, self.raises, self.asked = result, raises, {}
+
+    def table(self, sql: str, params: Any = None) -> Any:
+        self.asked = dict(params)
+        if self.raises is not None:
+            raise self.raises
+        return self.result
+
+    def failure(self, exc: Exception) -> str | None:
+        return None if isinstance(exc, KeyError) else f"said {exc}"
+
+
+def test_a_detector_runs_the_same_way_on_any_engine() -> None:
+    """One code path: the parameters the query names, the contract checked, the header's
+    severity, and an engine's failure named after the engine (DuckDB, the default, unnamed)."""
+    det = DETECTORS["constant_input_low_output"]
+    names = ["severity", *OUTPUT_COLUMNS]
+    engine = _Elsewhere(result=(names, [(None, *range(len(OUTPUT_COLUMNS)))]))
+    [row] = run_detector(engine, det, {**det.params, "not_named": 1})
+    assert engine.asked == det.params
+    assert row["severity"] == det.severity and row["evidence"] == OUTPUT_COLUMNS.index("evidence")
+    with pytest.raises(ForensicsError, match="returns no column evidence"):
+        run_detector(_Elsewhere(result=(names[:-1], [])), det, det.params)
+    with pytest.raises(ForensicsError, match="detector failed on Elsewhere: said boom") as failed:
+        run_detector(_Elsewhere(raises=ValueError("boom")), det, det.params)
+    assert failed.value.path == str(det.path)
+    with pytest.raises(KeyError):  # not the query's failure: it goes through
+        run_detector(_Elsewhere(raises=KeyError("x")), det, det.params)
+    with pytest.raises(ForensicsError, match="does not translate") as untranslated:
+        run_detector(_Elsewhere(raises=ForensicsError("does not translate")), det, det.params)
+    assert untranslated.value.path == str(det.path), "an engine's own error names the file"
+    broken = Detector("broken", "t", "low", {}, "r", "SELECT nothing_here", Path("broken.sql"))
+    with open_store(":memory:") as store, pytest.raises(ForensicsError) as on_duckdb:
+        run_detector(store.engine, broken, {})
+    assert on_duckdb.value.message.startswith("detector failed: Binder Error")
