@@ -77,3 +77,21 @@ def test_a_query_given_as_text_is_run_as_it_is_for_the_detectors(engine: Engine)
     said = engine.failure(failed.value)
     assert said is not None and said.startswith("Binder Error")
     assert engine.failure(ValueError("not DuckDB's")) is None
+
+
+def test_a_step_begun_lasts_until_it_is_ended(engine: Engine) -> None:
+    """``begin``: a step that outlives the call that began it (a guard replay's) drops what it
+    created when ended, once, and leaves what a step nested in it dropped dropped."""
+    engine.run("CREATE TEMP TABLE kept AS SELECT 1 AS a")
+    began = engine.begin()
+    engine.run("CREATE TEMP TABLE lf_x AS SELECT 1 AS a")
+    with engine.step():
+        engine.run("CREATE TEMP TABLE lf_y AS SELECT 1 AS a")
+        engine.register("lf_arrow", pa.table({"a": [1]}))
+    assert engine.temporaries() == {("TABLE", "kept"), ("TABLE", "lf_x")}
+    engine.register("lf_arrow", pa.table({"a": [1]}))
+    began.end()
+    began.end()
+    assert engine.temporaries() == {("TABLE", "kept")}
+    with pytest.raises(duckdb.CatalogException):
+        engine.scalar("SELECT count(*) FROM lf_arrow")

@@ -191,18 +191,43 @@ class Engine:
         found = self.rows("engine/temporaries.sql")
         return {(str(kind), str(name)) for kind, name in found}
 
+    def begin(self) -> Step:
+        """A step ended by ``Step.end`` rather than by a ``with`` block: for one that outlives
+        the call that began it (a guard replay's, from its construction to its ``close``)."""
+        return Step(self)
+
     @contextmanager
     def step(self) -> Iterator[Engine]:
         """A step of work: the temporary tables and views it creates and the Arrow tables it
         registers are gone when it ends, whether it ends well or not."""
-        before = self.temporaries()
-        self._registered.append(set())
+        began = self.begin()
         try:
             yield self
         finally:
-            for name in self._registered.pop():
-                with suppress(duckdb.Error):
-                    self.con.unregister(name)
-            for kind, name in sorted(self.temporaries() - before, reverse=True):
-                with suppress(duckdb.Error):  # a connection Ctrl-C or an error left unusable
-                    self.con.execute(f'DROP {kind} IF EXISTS temp.main."{name}"')
+            began.end()
+
+
+class Step:
+    """A step of an engine's work (``Engine.step``, ``Engine.begin``): what it sees created
+    (temporary tables and views, registered Arrow tables) is dropped by ``end``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.before = engine.temporaries()
+        self.registered: set[str] = set()
+        engine._registered.append(self.registered)
+        self.ended = False
+
+    def end(self) -> None:
+        """Drop what the step created (once; a second call does nothing)."""
+        if self.ended:
+            return
+        self.ended = True
+        engine = self.engine
+        engine._registered[:] = [r for r in engine._registered if r is not self.registered]
+        for name in self.registered:
+            with suppress(duckdb.Error):
+                engine.con.unregister(name)
+        for kind, name in sorted(engine.temporaries() - self.before, reverse=True):
+            with suppress(duckdb.Error):  # a connection Ctrl-C or an error left unusable
+                engine.con.execute(f'DROP {kind} IF EXISTS temp.main."{name}"')
