@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
+from analyzer.engine.engine import fill, statements, unit_text
 from analyzer.errors import ForensicsError
 
 # One call of the replay: what a policy's expressions may use, with its type.
@@ -76,34 +77,23 @@ def _b(expr: str | None, default: str) -> str:
     return f"coalesce(({expr}), false)" if expr else default
 
 
+def unit_sql(path: str, /, **names: str) -> str:
+    """The one statement of the unit ``sql/guards/<unit>``, its slots filled with ``names``
+    (SQL the code chose: columns, a policy's expressions, a validated number)."""
+    (statement,) = statements(fill(unit_text(f"guards/{path}"), names))
+    return statement
+
+
 def seen_sql(p: Settings, carry: dict[str, str]) -> str:
-    """The CTE ``seen``: the calls the guard sees at all (its ``watch``), in the replay's order
-    (stream, then position), with its unit and the ``carry`` columns (name: SQL over a call)."""
+    """The calls the guard sees at all (its ``watch``), in the replay's order (stream, then
+    position), with its unit and the ``carry`` columns (name: SQL over a call): seen.sql."""
     cols = "".join(f"{expr} AS {name}, " for name, expr in carry.items())
-    return f"""seen AS (
-        SELECT {UNIT[p.scope]} AS unit, u_stream, pos, {cols}e.* EXCLUDE (u_stream, pos)
-        FROM lf_events e WHERE {_b(p.watch, "true")})"""
+    return unit_sql("seen.sql", unit=UNIT[p.scope], carry=cols, watch=_b(p.watch, "true"))
 
 
 def _keep(carry: dict[str, str]) -> str:
     """The columns every trace returns before its value: the call, its unit, the carried."""
     return ", ".join(("unit", "u_stream", "pos", *carry))
-
-
-# A running window over the replay in its own order: no partition and no sort (DuckDB
-# streams it). A unit is a run of consecutive rows, so "since the unit began" is "since the
-# latest row that began one".
-RUNNING = "OVER (ROWS UNBOUNDED PRECEDING)"
-
-
-def _fresh_before(keep: str, before: bool) -> str:
-    """The final SELECT of a streamed trace over ``b``: the value before the call is the
-    previous row's, within the unit."""
-    if not before:
-        return f"SELECT {keep}, value FROM b"
-    return f"""SELECT {keep}, value,
-               CASE WHEN fresh THEN 0 ELSE lag(value) OVER () END AS before
-        FROM b"""
 
 
 @dataclass(frozen=True)
@@ -129,22 +119,16 @@ class Primitive:
                 out[name] = value
         return out
 
-    def trace(self, p: Settings, carry: dict[str, str], before: bool) -> str:
-        """SELECT unit, u_stream, pos, the ``carry`` columns, value (and ``before``: the value
-        before the call) for the calls where the value can reach a new threshold."""
+    def trace(self, p: Settings, carry: dict[str, str]) -> str:
+        """SELECT unit, u_stream, pos, the ``carry`` columns, value and ``before`` (the value
+        before the call) for the calls where the value can reach a new threshold: the primitive's
+        unit ``sql/guards/trace_<name>.sql``, filled (``seen_sql`` gives what it reads)."""
         raise NotImplementedError
 
     def unit_steps(self, p: Settings) -> bool:
         """Whether the value only ever rises one at a time (it first reaches a threshold T
         where it equals T rounded up)."""
         return False
-
-
-def _with_before(body: str, before: bool) -> str:
-    if not before:
-        return body
-    return f"""SELECT *, lag(value, 1, 0) OVER (PARTITION BY unit ORDER BY pos) AS before
-               FROM ({body})"""
 
 
 @dataclass(frozen=True)
@@ -161,50 +145,25 @@ class Counter(Primitive):
         if not raw.get("count"):
             raise ForensicsError(f"{where}: a {self.name} needs 'count' (what it counts)")
 
-    def trace(self, p: Settings, carry: dict[str, str], before: bool) -> str:
+    def trace(self, p: Settings, carry: dict[str, str]) -> str:
         # A counter's value only rises at the calls that count, so only those are traced: each
-        # counts from the unit's last reset before it.
-        keep = _keep(carry)
-
-        def hits(weight: str) -> str:
-            return f"""WITH {seen_sql(p, carry)},
-        v AS (
-            SELECT {keep}, {_b(p.setting("count"), "true")} AS hit,
-                   {_b(p.setting("reset"), "false")} AS rst{weight}
-            FROM seen)"""
-
+        # counts from the unit's last reset before it. Counting by one, a running count over
+        # the replay (no sort); any other weight sums in the unit's own order.
+        names = {
+            "seen": seen_sql(p, carry),
+            "keep": _keep(carry),
+            "count": _b(p.setting("count"), "true"),
+            "reset": _b(p.setting("reset"), "false"),
+        }
         if self.unit_steps(p):
-            # Counting by one: a running count over the replay, less the count where the
-            # unit or the last reset began - no sort.
-            return f"""{hits("")},
-        a AS (
-            SELECT *, hit AND NOT rst AS adds,
-                   unit IS DISTINCT FROM lag(unit) OVER () AS fresh,
-                   sum((hit AND NOT rst)::INTEGER) {RUNNING} AS c
-            FROM v WHERE hit OR rst),
-        b AS (
-            SELECT *, c - max(CASE WHEN fresh OR rst THEN c - adds::INTEGER END) {RUNNING} AS n
-            FROM a)
-        SELECT {keep}, n::DOUBLE AS value{", n::DOUBLE - 1 AS before" if before else ""}
-        FROM b WHERE adds"""
-        # Any other weight sums in the unit's own order (the sum of fractions as before).
-        segment = (
-            """max(CASE WHEN rst THEN pos END)
-                      OVER (PARTITION BY unit ORDER BY pos ROWS UNBOUNDED PRECEDING)"""
-            if p.setting("reset")
-            else "NULL::BIGINT"
+            return unit_sql("trace_counter.sql", **names)
+        segment = "max(CASE WHEN rst THEN pos END) OVER r" if p.setting("reset") else None
+        return unit_sql(
+            "trace_counter_weighted.sql",
+            **names,
+            weight=str(p.setting("weight")),
+            segment=segment or "NULL::BIGINT",
         )
-        weight = f", coalesce(CAST(({p.setting('weight')}) AS DOUBLE), 0) AS w"
-        return f"""{hits(weight)},
-        g AS (
-            SELECT *, {segment} AS seg
-            FROM v WHERE hit OR rst),
-        t AS (
-            SELECT *, sum(w) OVER (PARTITION BY unit, seg ORDER BY pos
-                                   ROWS UNBOUNDED PRECEDING) AS value
-            FROM g WHERE hit AND NOT rst)
-        SELECT {keep}, value{", value - w AS before" if before else ""}
-        FROM t"""
 
     def unit_steps(self, p: Settings) -> bool:
         return str(p.setting("weight")).strip() == "1"
@@ -233,24 +192,13 @@ class RunLength(Primitive):
         if not raw.get("key"):
             raise ForensicsError(f"{where}: a {self.name} needs 'key' (what must repeat)")
 
-    def trace(self, p: Settings, carry: dict[str, str], before: bool) -> str:
-        # A run is counted from its first call: the latest call so far that began the unit or
-        # did not continue a run (``idx`` numbers the seen calls in the replay's order).
-        keep = _keep(carry)
-        return f"""WITH {seen_sql(p, carry)},
-        v AS (SELECT {keep}, ({p.setting("key")}) AS k FROM seen),
-        a AS (
-            SELECT *, row_number() OVER () AS idx,
-                   unit IS DISTINCT FROM lag(unit) OVER () AS fresh,
-                   coalesce(k = lag(k) OVER (), false) AS same
-            FROM v),
-        b AS (
-            SELECT *, CASE WHEN k IS NULL THEN 0
-                           ELSE idx + 1 - max(CASE WHEN fresh OR NOT same THEN idx END)
-                                          {RUNNING}
-                      END AS value
-            FROM a)
-        {_fresh_before(keep, before)}"""
+    def trace(self, p: Settings, carry: dict[str, str]) -> str:
+        return unit_sql(
+            "trace_run_length.sql",
+            seen=seen_sql(p, carry),
+            keep=_keep(carry),
+            key=str(p.setting("key")),
+        )
 
     def unit_steps(self, p: Settings) -> bool:
         return True
@@ -271,26 +219,14 @@ class Period(RunLength):
         if not isinstance(period, int) or isinstance(period, bool) or period < 2:
             raise ForensicsError(f"{where}: 'period' is a whole number of calls, at least 2")
 
-    def trace(self, p: Settings, carry: dict[str, str], before: bool) -> str:
-        # The call ``period`` back is in the same unit when its unit is this one (a unit is
-        # a run of rows); the first call of a unit never repeats one.
-        period = int(p.setting("period"))
-        keep = _keep(carry)
-        return f"""WITH {seen_sql(p, carry)},
-        v AS (SELECT {keep}, ({p.setting("key")}) AS k FROM seen),
-        a AS (
-            SELECT *, row_number() OVER () AS idx,
-                   unit IS DISTINCT FROM lag(unit) OVER () AS fresh,
-                   coalesce(unit = lag(unit, {period}) OVER ()
-                            AND k = lag(k, {period}) OVER (), false) AS hit
-            FROM v),
-        b AS (
-            SELECT *, CASE WHEN hit
-                           THEN (idx - max(CASE WHEN NOT hit THEN idx END) {RUNNING}
-                                 + {period}) // {period}
-                           ELSE 0 END AS value
-            FROM a)
-        {_fresh_before(keep, before)}"""
+    def trace(self, p: Settings, carry: dict[str, str]) -> str:
+        return unit_sql(
+            "trace_period.sql",
+            seen=seen_sql(p, carry),
+            keep=_keep(carry),
+            key=str(p.setting("key")),
+            period=str(int(p.setting("period"))),
+        )
 
 
 @dataclass(frozen=True)
@@ -309,37 +245,17 @@ class Window(Primitive):
         if ("size" in raw) == ("seconds" in raw):
             raise ForensicsError(f"{where}: a window needs one of 'size' (calls) or 'seconds'")
 
-    def trace(self, p: Settings, carry: dict[str, str], before: bool) -> str:
-        keep = _keep(carry)
+    def trace(self, p: Settings, carry: dict[str, str]) -> str:
+        names = {
+            "seen": seen_sql(p, carry),
+            "keep": _keep(carry),
+            "count": _b(p.setting("count"), "true"),
+        }
         size = p.setting("size")
         if size is not None:
-            # The running count less the count ``size`` calls back (or where the unit began).
-            n = int(size)
-            return f"""WITH {seen_sql(p, carry)},
-        v AS (SELECT {keep}, {_b(p.setting("count"), "true")} AS hit FROM seen),
-        a AS (
-            SELECT *, unit IS DISTINCT FROM lag(unit) OVER () AS fresh,
-                   sum(hit::INTEGER) {RUNNING} AS c
-            FROM v),
-        b AS (
-            SELECT *, c - coalesce(CASE WHEN lag(unit, {n}) OVER () = unit
-                                        THEN lag(c, {n}) OVER () END,
-                                   max(CASE WHEN fresh THEN c - hit::INTEGER END) {RUNNING})
-                          AS value
-            FROM a)
-        {_fresh_before(keep, before)}"""
+            return unit_sql("trace_window_size.sql", **names, size=str(int(size)))
         seconds = float(p.setting("seconds") or 0)
-        frame = f"ORDER BY ts RANGE BETWEEN INTERVAL ({seconds}) SECOND PRECEDING AND CURRENT ROW"
-        return _with_before(
-            f"""WITH {seen_sql(p, carry)},
-        v AS (SELECT {keep}, ts, {_b(p.setting("count"), "true")} AS hit
-              FROM seen WHERE ts IS NOT NULL)
-        SELECT {keep},
-               sum(CASE WHEN hit THEN 1 ELSE 0 END)
-                   OVER (PARTITION BY unit {frame}) AS value
-        FROM v""",
-            before,
-        )
+        return unit_sql("trace_window_seconds.sql", **names, seconds=str(seconds))
 
     def unit_steps(self, p: Settings) -> bool:
         return True

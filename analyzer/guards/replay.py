@@ -21,10 +21,9 @@ from typing import Any
 from analyzer.detect.blindness import blind_sql, lives_in_turns, named_columns, per_session_note
 from analyzer.detect.ground_truth import prepare_truth
 from analyzer.detect.link import is_bill
-from analyzer.engine.resources import package_sql
 from analyzer.engine.store import Store
 from analyzer.guards.policy import Policy
-from analyzer.guards.primitives import EVENT_COLUMNS, UNIT
+from analyzer.guards.primitives import EVENT_COLUMNS, UNIT, unit_sql
 from analyzer.guards.scoring import Result, score
 
 # As in the truncated_tool_call_streak detector (one rule: lf_output_discarded in classify.sql).
@@ -100,183 +99,124 @@ def columns_of(policies: list[Policy] | None) -> frozenset[str]:
     return frozenset(named_columns(text) | _ALWAYS)
 
 
+# What lf_truncated (truncated.sql) judges a call by, before the gap and the ratio.
+_TRUNCATION_INPUTS = (
+    "response_kind",
+    "finish_reason",
+    "content_chars",
+    "tool_call_count",
+    "input_tokens",
+    "output_tokens",
+    "next_in",
+    "next_gap",
+)
+# The columns the replay derives from the order or from the calls' own (EVENT_COLUMNS not
+# stored in ``calls``): each as SQL over one row of the sorted calls (``o`` in events.sql).
+_DERIVED_SQL = {
+    "pos": "pos",
+    "prompt_delta": "prompt_delta",
+    "stalled": "coalesce(response_kind IN ('thinking_only', 'empty'), false)",
+    "tool_call": "tc",
+    # A cut-off tool call: known in a log; in a bill inferred from the next call's prompt
+    # (the macro of truncated.sql).
+    "truncated": f"lf_truncated({', '.join(_TRUNCATION_INPUTS)}, {TRUNCATION_GAP_S}, {KEPT_RATIO})",
+    "tools_before": "tools_before",
+    "is_bill": "is_bill",
+    # A policy naming the stream's key reads it from the list of keys by the stream's number.
+    "stream_key": "list_extract(stream_keys, sk)",
+}
+# Where a policy names the stream's key, lf_keys (one row) is joined to every row: a join
+# promises no order, so the order the traces stream in (stream, then position) is stated.
+_KEYED = "CROSS JOIN lf_keys ORDER BY u_stream, pos"
+
+
+def _kept(columns: frozenset[str]) -> list[str]:
+    """The calls' own columns the replay carries for ``columns``: those named, those the
+    derived ones are made of, and those it always needs, in ``_STORED``'s order."""
+    needed = set(columns) | _ALWAYS
+    for made, inputs in _DERIVED.items():
+        if made in columns:
+            needed |= inputs
+    return [c for c in _STORED if c in needed]
+
+
+def _calls_select(kept: list[str]) -> str:
+    """The carried columns as events.sql's sort selects them (``l``: the calls; ``t``: the
+    tools they called; ``x``: what the agent answered; the stream's key by its number)."""
+    return ", ".join(
+        "t.tool_key" if c == "tool_key" else f"x.{c}" if c in _ANSWERED else f"l.{c}"
+        for c in kept
+        if c != "stream_key"
+    )
+
+
+def _event_columns(kept: list[str], columns: frozenset[str]) -> str:
+    """The replay's columns in ``EVENT_COLUMNS``'s order: those carried, and those derived
+    (a cut-off call and the stream's key only where ``columns`` name them)."""
+    cols = [
+        c if _DERIVED_SQL.get(c, c) == c else f"{_DERIVED_SQL[c]} AS {c}"
+        for c in EVENT_COLUMNS
+        if c in kept
+        or (c in _DERIVED_SQL and c not in ("truncated", "stream_key"))
+        or (c == "truncated" and c in columns)
+    ]
+    return ", ".join(cols)
+
+
 def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLUMNS)) -> int:
     """The replay (``lf_events``): every live call in stream order, with what a guard can key
     on (``EVENT_COLUMNS``; of the calls' own columns, those in ``columns``), the unit numbers of
     each scope, and what the scoring needs.
 
-    Sorted once, in one statement: the calls are sorted in stream order (a stream is numbered
-    in the order of its key, so the sort compares integers), and every column that depends on
-    the order (positions, neighbours, unit numbers, running counts) is computed with windows
-    over no partition and no order (``OVER ()``), which DuckDB streams in the order the sort
-    emits the rows, as they are written: no sorted copy is kept beside ``lf_events``, and no
-    second pass joins one to the other. Each policy's trace then streams over ``lf_events`` the
-    same way, in its own order (``analyzer.guards.primitives``). The stream's key is not carried
-    through the sort: its number is, and the key is read back from the list of keys by that
-    number (``lf_keys``).
+    Sorted once, in one statement (events.sql): the calls are sorted in stream order (a stream
+    is numbered in the order of its key, numbers.sql, so the sort compares integers), and every
+    column that depends on the order (positions, neighbours, unit numbers, running counts) is
+    computed with windows over no partition and no order (``OVER ()``), which DuckDB streams in
+    the order the sort emits the rows, as they are written: no sorted copy is kept beside
+    ``lf_events``, and no second pass joins one to the other. Each policy's trace then streams
+    over ``lf_events`` the same way, in its own order (``analyzer.guards.primitives``). The
+    stream's key is not carried through the sort: its number is, and the key is read back from
+    the list of keys by that number (``lf_keys``, stream_keys.sql; after that join the order is
+    stated again, ``_KEYED``).
 
     The table lives in an in-memory database of its own (``lf_mem``, read and written even
     beside a read-only store), which compresses it when it is large for the memory limit
     (``Store.compress_if_large``); ``lf_events`` is a view of it. Compressed, a replay of ten
     million calls stays in memory, where otherwise every trace and scoring would read much of
     it back from disk."""
-    con = store.con
+    engine = store.engine
     for scope in UNIT:
-        con.execute(f"DROP TABLE IF EXISTS lf_unit_{scope}")
-    needed = set(columns) | _ALWAYS
-    for made, inputs in _DERIVED.items():
-        if made in columns:
-            needed |= inputs
-    kept = [c for c in _STORED if c in needed]
+        engine.run(f"DROP TABLE IF EXISTS lf_unit_{scope}")
+    kept = _kept(columns)
     answered = [c for c in kept if c in _ANSWERED]
-    select = ", ".join(
-        "t.tool_key" if c == "tool_key" else f"x.{c}" if c in _ANSWERED else f"l.{c}"
-        for c in kept
-        if c != "stream_key"
+    keyed = "stream_key" in kept
+    engine.run("guards/numbers.sql")
+    if keyed:
+        engine.run("guards/stream_keys.sql")
+    if answered:  # what the agent answered each call
+        engine.run("outcomes.sql")
+    if "truncated" in columns:
+        engine.run("guards/truncated.sql")
+    engine.run("ATTACH IF NOT EXISTS ':memory:' AS lf_mem (COMPRESS, READ_WRITE)")
+    engine.run(
+        "guards/events.sql",
+        calls=_calls_select(kept),
+        is_bill=is_bill("l.format"),
+        outcomes="LEFT JOIN lf_outcomes x ON x.call_id = l.call_id" if answered else "",
+        columns=_event_columns(kept, columns),
+        keyed=_KEYED if keyed else "",
     )
-    # The streams numbered in the order of their keys: sorting by the number is sorting by
-    # the key, comparing integers.
-    con.execute(
-        """CREATE OR REPLACE TEMP TABLE lf_streams AS
-        SELECT stream_key, row_number() OVER (ORDER BY stream_key) AS sk
-        FROM (SELECT DISTINCT stream_key FROM calls WHERE superseded_by IS NULL)"""
-    )
-    # The session and turn ids, numbered: what the order compares, and the scoring joins on.
-    con.execute(
-        """CREATE OR REPLACE TEMP TABLE lf_names AS
-        SELECT name, row_number() OVER () AS id FROM (
-            SELECT session_id AS name FROM calls WHERE superseded_by IS NULL
-            UNION SELECT turn_id FROM calls WHERE superseded_by IS NULL)
-        WHERE name IS NOT NULL"""
-    )
-    # A policy naming the stream's key reads it from the list of keys by the stream's number
-    # (one row joined to every row: a cross product with one row keeps the other side's order).
-    key = "list_extract(stream_keys, sk)"
-    if "stream_key" in kept:
-        con.execute(
-            """CREATE OR REPLACE TEMP TABLE lf_keys AS
-            SELECT list(stream_key ORDER BY sk) AS stream_keys FROM lf_streams"""
-        )
-    derived = {
-        "pos": "pos",
-        "prompt_delta": "prompt_delta",
-        "stalled": "coalesce(response_kind IN ('thinking_only', 'empty'), false)",
-        "tool_call": "tc",
-        # A cut-off tool call: known in a log; in a bill inferred from the next call's prompt -
-        # and unknown (NULL) where there is no next call to judge by.
-        "truncated": f"""CASE WHEN response_kind = 'truncated_tool_call' THEN true
-                    WHEN finish_reason = 'length' AND content_chars IS NULL
-                         AND tool_call_count IS NULL
-                         AND (next_in IS NULL OR next_gap > {TRUNCATION_GAP_S}) THEN NULL
-                    ELSE coalesce(lf_output_discarded(finish_reason, content_chars,
-                                                      tool_call_count, input_tokens,
-                                                      output_tokens, next_in, next_gap,
-                                                      {TRUNCATION_GAP_S}, {KEPT_RATIO}), false)
-               END""",
-        "tools_before": "tools_before",
-        "is_bill": "is_bill",
-        "stream_key": key,
-    }
-    cols = [
-        c if derived.get(c, c) == c else f"{derived[c]} AS {c}"
-        for c in EVENT_COLUMNS
-        if c in kept
-        or (c in derived and c not in ("truncated", "stream_key"))
-        or (c == "truncated" and c in columns)
-    ]
-    # One statement: the calls sorted (``s``), then the order's own columns in layers, each
-    # reading the one below in the sort's order (where a stream, a session and a turn begin,
-    # the neighbours; then running counts; then positions and unit numbers within the
-    # stream), written as they stream out of the sort: no sorted copy and no second pass.
-    if answered:  # what the agent answered each call (sql/outcomes.sql)
-        con.execute(package_sql("outcomes.sql"))
-    con.execute("ATTACH IF NOT EXISTS ':memory:' AS lf_mem (COMPRESS, READ_WRITE)")
-    con.execute(
-        f"""CREATE OR REPLACE TABLE lf_mem.lf_events AS
-        WITH tools AS (
-            SELECT call_id,
-                   string_agg(tool_name || ':' || coalesce(tool_args_hash, ''), ';'
-                              ORDER BY tool_name, tool_args_hash) AS tool_key
-            FROM messages WHERE kind = 'tool_call' AND call_id IS NOT NULL
-            GROUP BY call_id
-        ),
-        s AS (
-            SELECT s.sk, {select}, sn.id AS sid, tn.id AS tid,
-                   {is_bill("l.format")} AS is_bill,
-                   -- where a session (a turn) named as the stream's key meets one not named
-                   coalesce(l.session_id = l.stream_key, false) AS session_is_key,
-                   coalesce(coalesce(l.turn_id, l.session_id) = l.stream_key, false)
-                       AS turn_is_key
-            FROM calls l JOIN lf_streams s ON s.stream_key = l.stream_key
-            LEFT JOIN tools t ON t.call_id = l.call_id
-            {"LEFT JOIN lf_outcomes x ON x.call_id = l.call_id" if answered else ""}
-            LEFT JOIN lf_names sn ON sn.name = l.session_id
-            LEFT JOIN lf_names tn ON tn.name = l.turn_id
-            WHERE l.superseded_by IS NULL
-            ORDER BY s.sk, l.seq, l.ts, l.call_id),
-        a AS (
-            SELECT *, sk IS DISTINCT FROM lag(sk) OVER () AS new_stream,
-                   coalesce(lead(sk) OVER () = sk, false) AS has_next,
-                   lead(input_tokens) OVER () AS lead_in,
-                   epoch(lead(ts) OVER ()) - epoch(ts) AS lead_gap,
-                   input_tokens - lag(input_tokens) OVER () AS lag_delta,
-                   NOT (sid IS NOT DISTINCT FROM lag(sid) OVER ()
-                        OR (sid IS NULL AND lag(session_is_key) OVER ())
-                        OR (lag(sid) OVER () IS NULL AND session_is_key))
-                       AS session_change,
-                   NOT (turn IS NOT DISTINCT FROM lag(turn) OVER ()
-                        OR (turn IS NULL AND lag(turn_is_key) OVER ())
-                        OR (lag(turn) OVER () IS NULL AND turn_is_key)) AS turn_change,
-                   coalesce(response_kind IN ('tool_call', 'truncated_tool_call'), false)
-                       OR tool_key IS NOT NULL AS tc,
-                   coalesce(cost_usd, 0) AS usd
-            FROM (SELECT *, coalesce(tid, sid) AS turn FROM s)),
-        b AS (
-            SELECT *, row_number() OVER () AS gi,
-                   sum(new_stream::INTEGER) OVER r AS n_stream,
-                   sum((new_stream OR session_change)::INTEGER) OVER r AS n_session,
-                   sum((new_stream OR turn_change)::INTEGER) OVER r AS n_turn,
-                   sum(tc::INTEGER) OVER r - tc::INTEGER AS tc_before,
-                   sum(usd) OVER r AS usd_through
-            FROM a WINDOW r AS (ROWS UNBOUNDED PRECEDING)),
-        o AS (
-            SELECT *,
-                   gi - max(CASE WHEN new_stream THEN gi - 1 END) OVER r AS pos,
-                   n_stream::BIGINT AS u_stream,
-                   (n_stream * 16777216
-                       + (n_session - max(CASE WHEN new_stream THEN n_session - 1 END) OVER r)
-                   )::BIGINT AS u_session,
-                   (n_stream * 16777216
-                       + (n_turn - max(CASE WHEN new_stream THEN n_turn - 1 END) OVER r)
-                   )::BIGINT AS u_turn,
-                   (tc_before - max(CASE WHEN new_stream OR turn_change THEN tc_before END)
-                       OVER r)::BIGINT AS tools_before,
-                   CASE WHEN has_next THEN lead_in END AS next_in,
-                   CASE WHEN has_next THEN lead_gap END AS next_gap,
-                   CASE WHEN NOT new_stream THEN lag_delta END AS prompt_delta
-            FROM b WINDOW r AS (ROWS UNBOUNDED PRECEDING))
-        SELECT {", ".join(cols)}, u_stream, u_session, u_turn, sid, parent_session_id,
-               usd_through
-        FROM o {"CROSS JOIN lf_keys" if "stream_key" in kept else ""}"""
-    )
-    con.execute("DROP TABLE IF EXISTS lf_keys")
+    engine.run("DROP TABLE IF EXISTS lf_keys")
     store.compress_if_large("lf_mem")
-    con.execute("CREATE OR REPLACE TEMP VIEW lf_events AS SELECT * FROM lf_mem.lf_events")
-    return int(store.scalar("SELECT count(*) FROM lf_events"))
+    engine.run("CREATE OR REPLACE TEMP VIEW lf_events AS SELECT * FROM lf_mem.lf_events")
+    return int(engine.scalar("SELECT count(*) FROM lf_events"))
 
 
 def _prepare_rest(store: Store, reach: str) -> None:
     """Each unit of ``reach`` (what a stop there ends): its last position, the dollars spent
-    in its stream up to its end (``usd_through``, a running sum in the replay's order) and
-    when it ends. What follows a call in its unit is then a difference, read only at the
-    stops (``analyzer.guards.scoring``). Made once per replay."""
-    unit = UNIT[reach]
-    store.con.execute(
-        f"""CREATE TEMP TABLE IF NOT EXISTS lf_unit_{reach} AS
-            SELECT {unit} AS unit, max(pos) AS last_pos,
-                   arg_max(usd_through, pos) AS end_usd, max(ts) AS unit_end_ts
-            FROM lf_events GROUP BY {unit}"""
-    )
+    in its stream up to its end and when it ends (``lf_unit_<reach>``, unit_ends.sql). Made
+    once per replay."""
+    store.engine.run("guards/unit_ends.sql", reach=reach, unit=UNIT[reach])
 
 
 def _finer(a: str, b: str) -> str:
@@ -286,7 +226,24 @@ def _finer(a: str, b: str) -> str:
 class Replay:
     """The history replayed once, ready for any policy: the events (every live call in stream
     order) and the ground truth are prepared on construction, in that order, so a policy is run
-    only over a replay that has both."""
+    only over a replay that has both.
+
+    Its temporary tables live in two steps of the store's engine (``Engine.begin``, ``step``),
+    each dropping what it created when it ends:
+
+    * the replay's own step, from construction to ``close``: ``_prepare_events`` makes
+      ``lf_streams`` and ``lf_names`` (numbers.sql; read by the events, the ground truth and the
+      scoring's trip list), ``lf_keys`` (stream_keys.sql, read by the events, dropped at once),
+      ``lf_outcomes`` (outcomes.sql, read by the events), ``lf_mem.lf_events`` (events.sql; in
+      its own in-memory database, detached by ``close``) and its view ``lf_events`` (read by
+      everything after); ``prepare_truth`` makes ``lf_truth``, ``lf_truth_calls``,
+      ``lf_truth_span``, ``lf_waste`` and ``lf_children`` (read by the scoring); ``run`` makes
+      ``lf_unit_<reach>`` once per reach (unit_ends.sql, read by the scoring);
+    * one step per ``run``: ``_trace`` makes ``lf_trace`` (trace.sql over the primitive's trace;
+      read by ``_trips`` and the scoring), ``_trips`` makes ``lf_first`` (trips_first.sql) and
+      ``lf_trips`` (trips_table.sql, trips_stop.sql, trips_nudge.sql; read and pruned by the
+      scoring), and ``score`` makes ``lf_stops``, ``lf_stop_children`` and ``lf_killed``
+      (``analyzer.guards.scoring``)."""
 
     def __init__(
         self, store: Store, labels: Path | None = None, policies: list[Policy] | None = None
@@ -295,7 +252,12 @@ class Replay:
         scoring read; a policy needing more widens it when run). None: every column."""
         self.store = store
         self.labels = labels
-        self._prepare(columns_of(policies))
+        self._step = store.engine.begin()  # ended by ``close`` (left open, the tables stay)
+        try:
+            self._prepare(columns_of(policies))
+        except BaseException:
+            self.close()
+            raise
 
     def _prepare(self, columns: frozenset[str]) -> None:
         self.columns = columns
@@ -312,16 +274,10 @@ class Replay:
 
     def close(self) -> None:
         """Drop the replay's tables (the events in ``lf_mem`` and the working tables beside
-        them), so that what comes after (the report) has DuckDB's memory to itself."""
-        con = self.store.con
-        for kind in ("VIEW", "TABLE"):
-            names = con.execute(
-                f"""SELECT {kind.lower()}_name FROM duckdb_{kind.lower()}s()
-                    WHERE temporary AND {kind.lower()}_name LIKE 'lf\\_%' ESCAPE '\\'"""
-            ).fetchall()
-            for (name,) in names:
-                con.execute(f'DROP {kind} IF EXISTS temp.main."{name}"')
-        con.execute("DETACH DATABASE IF EXISTS lf_mem")
+        them: its step ends), so that what comes after (the report) has DuckDB's memory to
+        itself."""
+        self._step.end()
+        self.store.engine.run("DETACH DATABASE IF EXISTS lf_mem")
 
     def run(
         self,
@@ -334,17 +290,18 @@ class Replay:
         index is in ``detail``; all by default - without their stops if ``stops`` is false)."""
         if not columns_of([p]) <= self.columns:
             self._prepare(self.columns | columns_of([p]))
-        if sweep is not None and sweep[0] == "stop":
-            variants = [p.with_param("stop", v) for v in sweep[1]]
-            self._trace(p, None)  # one trace, every threshold read off it
-            self._trips(variants, 0)
-        else:
-            variants = [p] if sweep is None else [p.with_param(sweep[0], x) for x in sweep[1]]
-            for i, v in enumerate(variants):
-                self._trace(v, i)
-                self._trips([v], i)
         _prepare_rest(self.store, p.reaches)
-        results = score(self.store, variants, detail, stops, self._totals)
+        with self.store.engine.step():
+            if sweep is not None and sweep[0] == "stop":
+                variants = [p.with_param("stop", v) for v in sweep[1]]
+                self._trace(p, None)  # one trace, every threshold read off it
+                self._trips(variants, 0)
+            else:
+                variants = [p] if sweep is None else [p.with_param(sweep[0], x) for x in sweep[1]]
+                for i, v in enumerate(variants):
+                    self._trace(v, i)
+                    self._trips([v], i)
+            results = score(self.store, variants, detail, stops, self._totals)
         if lives_in_turns(p) and self.turnless:
             note = per_session_note(p, self.turnless, self.calls)
             for r in results:
@@ -352,35 +309,31 @@ class Replay:
         return results
 
     def _trace(self, p: Policy, variant: int | None) -> None:
-        """The guard's value after every call it sees (``lf_trace``; of one variant, or of all
-        when ``variant`` is None), with the units its stop reaches and the group a trip is
-        counted in (the finer of scope and reach). Narrow rows: a call is its stream and
-        position."""
+        """The guard's value after every call it sees (``lf_trace``, trace.sql; of one variant,
+        or of all when ``variant`` is None), with the units its stop reaches and the group a
+        trip is counted in (the finer of scope and reach). Narrow rows: a call is its stream
+        and position."""
         carry = {
             "reach_unit": UNIT[p.reaches],
             "grp": UNIT[_finer(p.scope, p.reaches)],
             "blind": f"({blind_sql(p)})",
         }
         fresh = variant is None or variant == 0
-        self.store.con.execute(
-            ("CREATE OR REPLACE TEMP TABLE lf_trace AS " if fresh else "INSERT INTO lf_trace ")
-            + f"""SELECT {"NULL::INTEGER" if variant is None else variant} AS variant,
-                       unit, u_stream, pos, value, before, reach_unit, grp, blind
-                FROM ({p.primitive.trace(p, carry, before=True)})"""
+        self.store.engine.run(
+            "guards/trace.sql",
+            into="CREATE OR REPLACE TEMP TABLE lf_trace AS" if fresh else "INSERT INTO lf_trace",
+            variant="NULL::INTEGER" if variant is None else str(variant),
+            trace=p.primitive.trace(p, carry),
         )
 
     def _trips(self, variants: list[Policy], variant0: int) -> None:
         """Add to ``lf_trips`` each variant's stops (the first crossing of its threshold in
-        each group, then the first in each reach unit) and nudges (the crossings of its nudge
-        level before the stop of their reach unit). Every threshold is read in one pass over
-        the trace."""
-        con = self.store.con
-        mine = f"(variant IS NULL OR variant = {variant0})"
+        each group, ``lf_first``, then the first in each reach unit) and nudges (the crossings
+        of its nudge level before the stop of their reach unit). Every threshold is read in one
+        pass over the trace."""
+        engine = self.store.engine
         if variant0 == 0:
-            con.execute(
-                """CREATE OR REPLACE TEMP TABLE lf_trips (variant INTEGER, reach_unit BIGINT,
-                       u_stream BIGINT, pos BIGINT, action VARCHAR)"""
-            )
+            engine.run("guards/trips_table.sql")
         p = variants[0]
         stops = [float(v.stop) for v in variants]
         picks = ", ".join(
@@ -391,35 +344,25 @@ class Replay:
         if p.primitive.unit_steps(p) and not latched:  # rising by one from 0: where it equals
             first = [math.floor(t) + 1 if p.compare == ">" else math.ceil(t) for t in stops]
             where = f"value IN ({', '.join(str(x) for x in sorted(set(first)))})"
-        # A group lies in one reach unit, and both in one stream: a trip is the stream and
-        # the least position.
-        con.execute(
-            f"""CREATE OR REPLACE TEMP TABLE lf_first AS
-                SELECT grp, any_value(reach_unit) AS reach_unit,
-                       any_value(u_stream) AS u_stream, {picks}
-                FROM lf_trace WHERE {mine} AND {where} GROUP BY grp"""
+        engine.run(
+            "guards/trips_first.sql",
+            picks=picks,
+            mine=f"(variant IS NULL OR variant = {variant0})",
+            crossing=where,
         )
-        con.execute(
-            "INSERT INTO lf_trips "
-            + " UNION ALL ".join(
-                f"SELECT {variant0 + i}, reach_unit, any_value(u_stream), min(p{i}), 'stop' "
-                f"FROM lf_first WHERE p{i} IS NOT NULL GROUP BY reach_unit"
-                for i in range(len(stops))
-            )
+        each = (
+            unit_sql("trips_stop.sql", variant=str(variant0 + i), first=f"p{i}")
+            for i in range(len(stops))
         )
+        engine.run("INSERT INTO lf_trips {{stops}}", stops=" UNION ALL ".join(each))
         for i, v in enumerate(variants):
             level = v.nudge_level
             if level is None or level >= v.stop:
                 continue
-            before = f"n.before <= {level!r}" if v.compare == ">" else f"n.before < {level!r}"
-            con.execute(
-                f"""INSERT INTO lf_trips
-                    SELECT $v, n.reach_unit, n.u_stream, n.pos, 'nudge'
-                    FROM lf_trace n
-                    LEFT JOIN lf_trips s
-                      ON s.variant = $v AND s.action = 'stop' AND s.reach_unit = n.reach_unit
-                    WHERE (n.variant IS NULL OR n.variant = $v)
-                      AND {v.crosses("n.value", level)} AND {before}
-                      AND (s.pos IS NULL OR n.pos < s.pos)""",
+            below = f"n.before <= {level!r}" if v.compare == ">" else f"n.before < {level!r}"
+            engine.run(
+                "guards/trips_nudge.sql",
                 {"v": variant0 + i},
+                crosses=v.crosses("n.value", level),
+                below=below,
             )
