@@ -94,17 +94,7 @@ def policies_command(policy_files: tuple[str, ...], as_json: bool) -> None:
     """
     found = policies_named(policy_files)
     if as_json:
-        print_json(
-            [
-                {
-                    "name": p.name,
-                    "description": p.description,
-                    "source": p.source,
-                    "params": p.params(),
-                }
-                for p in found
-            ]
-        )
+        print_json([p.to_json() for p in found])
         return
     for p in found:
         click.echo(f"{p.name}  [{p.type}, per {p.scope}]  {p.description}")

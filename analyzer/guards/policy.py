@@ -1,4 +1,6 @@
-"""Guard policies as configuration: their TOML form, checking it, the built-in presets.
+"""Guard policies as configuration: their TOML form (read and written), checking it, the
+built-in presets; every form a policy is written in (``params``, ``table``, ``to_json``,
+``toml_table``) is here.
 
 A guard is what an agent runs online: it sees its calls one at a time and may nudge or stop.
 Each policy is one primitive (``analyzer.guards.primitives``: counter, budget, run_length, period,
@@ -16,6 +18,7 @@ loaded, so a typo is named with the file and the policy, not met later as a data
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -25,6 +28,7 @@ from typing import Any
 
 import duckdb
 
+from analyzer.engine.engine import Engine
 from analyzer.engine.store import OFFLINE
 from analyzer.errors import ForensicsError
 from analyzer.guards.primitives import EVENT_COLUMNS, PRIMITIVES, Primitive
@@ -124,6 +128,40 @@ class Policy:
             out["on_trip"] = self.on_trip
         return out
 
+    def table(self) -> dict[str, Any]:
+        """The policy's settings as its ``[policy.<name>]`` TOML table writes them (what
+        ``parse_policy`` reads back), its description left to the writer (``toml_table``).
+        Unlike ``params``, what was written: the primitive's settings as set, the nudge as
+        set (not a final attempt's), the reach even where it is the scope, the targets."""
+        out: dict[str, Any] = {"type": self.type, "scope": self.scope}
+        if self.reach is not None:
+            out["reach"] = self.reach
+        if self.watch is not None:
+            out["watch"] = self.watch
+        out.update(self.settings)
+        if self.nudge is not None and not self.final_attempt:
+            out["nudge"] = self.nudge
+        out["stop"] = self.stop
+        if self.final_attempt:
+            out["final_attempt"] = True
+        if self.compare != ">=":
+            out["compare"] = self.compare
+        if self.on_trip != "end":
+            out["on_trip"] = self.on_trip
+        if self.targets is not None:
+            out["targets"] = list(self.targets)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The policy as ``policies --json`` lists it: its name, description, source and
+        ``params``."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "source": self.source,
+            "params": self.params(),
+        }
+
     def with_param(self, name: str, value: float) -> Policy:
         sweepable = ("stop", "nudge", *self.primitive.sweepable)
         if name not in sweepable:
@@ -204,24 +242,24 @@ def parse_policy(name: str, raw: dict[str, Any], source: str) -> Policy:
 
 
 @cache
-def _binder() -> duckdb.DuckDBPyConnection:
+def _binder() -> Engine:
     """A connection holding an empty replay table, to bind policy expressions against."""
-    con = duckdb.connect(config=OFFLINE)
+    engine = Engine(duckdb.connect(config=OFFLINE))
     cols = ", ".join(f"{c} {t}" for c, t in EVENT_COLUMNS.items())
-    con.execute(f"CREATE TABLE lf_events ({cols})")
-    return con
+    engine.run(f"CREATE TABLE lf_events ({cols})")
+    return engine
 
 
 def check_expressions(p: Policy, where: str) -> None:
     """Bind each of the policy's SQL expressions over an empty replay row: a column that does
     not exist is named with the columns that do."""
-    con = _binder()
+    engine = _binder()
     for setting in ("watch", *p.primitive.expressions):
         expr = p.watch if setting == "watch" else p.setting(setting)
         if not expr:
             continue
         try:
-            con.execute(f"SELECT ({expr}) FROM lf_events LIMIT 0")
+            engine.run(f"SELECT ({expr}) FROM lf_events LIMIT 0")
         except duckdb.BinderException as exc:
             m = re.search(r'Referenced column "?([^"\s]+)"? not found', str(exc))
             if m:
@@ -263,3 +301,26 @@ def all_policies(extra_files: list[str] | None = None) -> list[Policy]:
                 )
             found[p.name] = p
     return list(found.values())
+
+
+def toml_value(value: Any) -> str:
+    """A value as TOML writes it (a whole float as an integer)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False)  # a TOML basic string
+
+
+def toml_table(p: Policy, name: str, description: str, note: str | None = None) -> str:
+    """``p`` as a ``[policy.<name>]`` table that ``--policies FILE`` reads back (``table``),
+    with its ``description`` first, after a comment line ``note`` when given."""
+    fields = {"description": description, **p.table()}
+    lines = [] if note is None else [f"# {note}"]
+    lines.append(f"[policy.{name}]")
+    lines += [f"{k} = {toml_value(v)}" for k, v in fields.items()]
+    return "\n".join(lines) + "\n"

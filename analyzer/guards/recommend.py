@@ -16,14 +16,13 @@ threshold as written). ``best`` is the one rule that ranks them, here and on the
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from analyzer.engine.store import Store
 from analyzer.guards.backtest import default_sweep
-from analyzer.guards.policy import Policy
+from analyzer.guards.policy import Policy, toml_table, toml_value
 from analyzer.guards.replay import Replay
 from analyzer.guards.scoring import Result
 from analyzer.model.formatting import money, wrap
@@ -64,7 +63,7 @@ class Recommendation:
             "variants_weighed": self.variants,
             "variants_within_budget": self.within,
             "result": self.result.to_json(),
-            "toml": toml_table(self.policy, self.result),
+            "toml": recommended_toml(self.policy, self.result),
         }
 
     def render(self, width: int) -> str:
@@ -87,7 +86,7 @@ class Recommendation:
             "  ",
         )
         lines += ["", "# Put this in a policy file and pass it with --policies FILE:"]
-        return "\n".join(lines) + "\n" + toml_table(self.policy, r)
+        return "\n".join(lines) + "\n" + recommended_toml(self.policy, r)
 
 
 V = TypeVar("V")  # what names a variant: a policy's name, or the policy and its swept setting
@@ -152,52 +151,18 @@ def recommend(
     return Recommendation(policy, result, budget, weighed, within), weighed, within
 
 
-def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return json.dumps(str(value), ensure_ascii=False)  # a TOML basic string
-
-
-def toml_table(p: Policy, r: Result | None = None) -> str:
-    """``p`` as a ``[policy.<name>]`` table that ``--policies FILE`` reads back (under a new
-    name: a file may not reuse a built-in one)."""
-    stop = _toml(float(p.stop))
-    name = f"{p.name}_at_{stop.replace('.', '_')}"
-    fields: dict[str, Any] = {
-        "description": f"{p.name} at stop = {stop} (recommended by llm-forensics backtest)"
-        + (f". {p.description}" if p.description else ""),
-        "type": p.type,
-        "scope": p.scope,
-    }
-    if p.reach is not None:
-        fields["reach"] = p.reach
-    if p.watch is not None:
-        fields["watch"] = p.watch
-    fields.update(p.settings)
-    if p.nudge is not None and not p.final_attempt:
-        fields["nudge"] = p.nudge
-    fields["stop"] = p.stop
-    if p.final_attempt:
-        fields["final_attempt"] = True
-    if p.compare != ">=":
-        fields["compare"] = p.compare
-    if p.on_trip != "end":
-        fields["on_trip"] = p.on_trip
-    if p.targets is not None:
-        fields["targets"] = list(p.targets)
-    lines = []
+def recommended_toml(p: Policy, r: Result | None = None) -> str:
+    """``p`` as the ``[policy.<name>]`` table to paste into a policy file (``toml_table``),
+    under a new name (a file may not reuse a built-in one), with what it prevents."""
+    stop = toml_value(float(p.stop))
+    description = f"{p.name} at stop = {stop} (recommended by llm-forensics backtest)" + (
+        f". {p.description}" if p.description else ""
+    )
+    note = None
     if r is not None:
-        lines.append(
-            f"# prevents ${r.waste_prevented_usd:,.2f} of ${r.waste_total_usd:,.2f} "
+        note = (
+            f"prevents ${r.waste_prevented_usd:,.2f} of ${r.waste_total_usd:,.2f} "
             f"({r.incidents_stopped} of {r.incidents_total} target incidents), "
             f"{r.false_trips} false trip(s) (${r.usd_false_trips:,.2f}), net ${r.net_usd:,.2f}"
         )
-    lines.append(f"[policy.{name}]")
-    lines += [f"{k} = {_toml(v)}" for k, v in fields.items()]
-    return "\n".join(lines) + "\n"
+    return toml_table(p, f"{p.name}_at_{stop.replace('.', '_')}", description, note)
