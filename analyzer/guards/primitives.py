@@ -78,9 +78,10 @@ def _b(expr: str | None, default: str) -> str:
 
 
 def unit_sql(path: str, /, **names: str) -> str:
-    """The one statement of the unit ``sql/guards/<unit>``, its slots filled with ``names``
-    (SQL the code chose: columns, a policy's expressions, a validated number)."""
-    (statement,) = statements(fill(unit_text(f"guards/{path}"), names))
+    """The one statement of the unit ``sql/<path>`` as text, its slots filled with ``names``
+    (SQL the code chose: columns, a policy's expressions, a validated number), to be put
+    into another unit's slot (``trace.sql`` takes a primitive's trace)."""
+    (statement,) = statements(fill(unit_text(path), names))
     return statement
 
 
@@ -88,7 +89,7 @@ def seen_sql(p: Settings, carry: dict[str, str]) -> str:
     """The calls the guard sees at all (its ``watch``), in the replay's order (stream, then
     position), with its unit and the ``carry`` columns (name: SQL over a call): seen.sql."""
     cols = "".join(f"{expr} AS {name}, " for name, expr in carry.items())
-    return unit_sql("seen.sql", unit=UNIT[p.scope], carry=cols, watch=_b(p.watch, "true"))
+    return unit_sql("guards/seen.sql", unit=UNIT[p.scope], carry=cols, watch=_b(p.watch, "true"))
 
 
 def _keep(carry: dict[str, str]) -> str:
@@ -156,10 +157,10 @@ class Counter(Primitive):
             "reset": _b(p.setting("reset"), "false"),
         }
         if self.unit_steps(p):
-            return unit_sql("trace_counter.sql", **names)
+            return unit_sql("guards/trace_counter.sql", **names)
         segment = "max(CASE WHEN rst THEN pos END) OVER r" if p.setting("reset") else None
         return unit_sql(
-            "trace_counter_weighted.sql",
+            "guards/trace_counter_weighted.sql",
             **names,
             weight=str(p.setting("weight")),
             segment=segment or "NULL::BIGINT",
@@ -194,7 +195,7 @@ class RunLength(Primitive):
 
     def trace(self, p: Settings, carry: dict[str, str]) -> str:
         return unit_sql(
-            "trace_run_length.sql",
+            "guards/trace_run_length.sql",
             seen=seen_sql(p, carry),
             keep=_keep(carry),
             key=str(p.setting("key")),
@@ -221,7 +222,7 @@ class Period(RunLength):
 
     def trace(self, p: Settings, carry: dict[str, str]) -> str:
         return unit_sql(
-            "trace_period.sql",
+            "guards/trace_period.sql",
             seen=seen_sql(p, carry),
             keep=_keep(carry),
             key=str(p.setting("key")),
@@ -253,9 +254,9 @@ class Window(Primitive):
         }
         size = p.setting("size")
         if size is not None:
-            return unit_sql("trace_window_size.sql", **names, size=str(int(size)))
+            return unit_sql("guards/trace_window_size.sql", **names, size=str(int(size)))
         seconds = float(p.setting("seconds") or 0)
-        return unit_sql("trace_window_seconds.sql", **names, seconds=str(seconds))
+        return unit_sql("guards/trace_window_seconds.sql", **names, seconds=str(seconds))
 
     def unit_steps(self, p: Settings) -> bool:
         return True

@@ -351,7 +351,7 @@ class Replay:
             crossing=where,
         )
         each = (
-            unit_sql("trips_stop.sql", variant=str(variant0 + i), first=f"p{i}")
+            unit_sql("guards/trips_stop.sql", variant=str(variant0 + i), first=f"p{i}")
             for i in range(len(stops))
         )
         engine.run("INSERT INTO lf_trips {{stops}}", stops=" UNION ALL ".join(each))
