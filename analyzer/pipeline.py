@@ -120,7 +120,7 @@ def _say_no_calls(reports: list[FileReport]) -> None:
         r for r in reports if r.status == "loaded" and r.calls == 0 and r.reason and not r.expected
     ]
     for r in empty[:NO_CALLS_SHOWN]:
-        title = format_by_name(r.format).TITLE if r.format else "?"
+        title = format_by_name(r.format).title if r.format else "?"
         note(f"{r.path}: recognised as {title}, 0 calls: {r.reason}")
     if len(empty) > NO_CALLS_SHOWN:
         note(

@@ -275,7 +275,7 @@ def test_the_sniffer_claims_only_openhands_files_in_shared_samples() -> None:
 
 def first_claimer(path: Path) -> str | None:
     head = read_head(path, str(path))
-    return next((f.NAME for f in registry.FORMATS if f.sniff(head)), None)
+    return next((f.name for f in registry.FORMATS if f.sniff(head)), None)
 
 
 def test_every_file_of_a_conversation_is_openhands_first(tmp_path: Path) -> None:

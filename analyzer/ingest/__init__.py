@@ -12,74 +12,49 @@ import pkgutil
 from collections.abc import Mapping
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Protocol, cast
 
 from analyzer.errors import InputError
-from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.spec import FormatSpec
+
+# The type of a format, as the rest of the package names it.
+Format = FormatSpec
 
 
-class Format(Protocol):
-    """What a format module provides (each is a module of this package)."""
-
-    NAME: str  # the format's id, stored in sources.format and calls.format
-    SNIFF_ORDER: int  # formats are tried lowest first (the loosest sniffer last)
-    TITLE: str  # a human name, for messages that list what a file could be
-    CALL_PREFIX: str  # call_id = CALL_PREFIX + the call's native id
-    # "bill": its rows are what a provider or gateway charged, one per call (logged calls are
-    # linked to them, and they are superseded by the logged call); "bucket_bill": what a
-    # provider charged per time bucket (``bill_buckets``: no calls, reconciled with the logged
-    # calls of the bucket); "log": an agent's own record.
-    KIND: str
-
-    def sniff(self, head: Head) -> bool:
-        """Does this content look like the format? (content, never the name)"""
-        ...
-
-    def load(self, ctx: LoadContext) -> LoadResult:
-        """Lower the file into the canonical tables, inside the transaction the caller holds,
-        and account for every record."""
-        ...
-
-
-_FORMAT_MEMBERS = ("NAME", "TITLE", "CALL_PREFIX", "KIND", "SNIFF_ORDER", "sniff", "load")
-
-
-def _discover() -> tuple[Format, ...]:
-    """Every module of this package that is a format (it has all of ``Format``'s members), in
-    sniffing order: adding a format is adding its module."""
-    found = []
+def _discover() -> tuple[FormatSpec, ...]:
+    """The ``SPEC`` of every module of this package that declares one, in sniffing order:
+    adding a format is adding its module."""
+    found: list[FormatSpec] = []
     for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module(f"{__name__}.{info.name}")
-        if all(hasattr(module, member) for member in _FORMAT_MEMBERS):
-            found.append(cast(Format, module))
-    return tuple(sorted(found, key=lambda f: (f.SNIFF_ORDER, f.NAME)))
+        spec = vars(module).get("SPEC")
+        if isinstance(spec, FormatSpec):
+            found.append(spec)
+    names = [s.name for s in found]
+    assert len(set(names)) == len(names), f"two formats share a name: {sorted(names)}"
+    return tuple(sorted(found, key=lambda f: (f.sniff_order, f.name)))
 
 
 # Every supported input format, in sniffing order.
-FORMATS: tuple[Format, ...] = _discover()
+FORMATS: tuple[FormatSpec, ...] = _discover()
 
 
 def format_names() -> list[str]:
-    return [f.NAME for f in FORMATS]
-
-
-KINDS = ("bill", "bucket_bill", "log")
-assert all(f.KIND in KINDS for f in FORMATS)
+    return [f.name for f in FORMATS]
 
 
 def billing_formats() -> list[str]:
-    """The formats that are bills per call (``KIND = "bill"``)."""
-    return [f.NAME for f in FORMATS if f.KIND == "bill"]
+    """The formats that are bills per call (a gateway's: ``kind = "bill"``)."""
+    return [f.name for f in FORMATS if f.gateway_bill]
 
 
 def bucket_bill_formats() -> list[str]:
-    """The formats that are bills per time bucket (``KIND = "bucket_bill"``)."""
-    return [f.NAME for f in FORMATS if f.KIND == "bucket_bill"]
+    """The formats that are bills per time bucket (``kind = "bucket_bill"``)."""
+    return [f.name for f in FORMATS if f.kind == "bucket_bill"]
 
 
-def format_by_name(name: str) -> Format:
+def format_by_name(name: str) -> FormatSpec:
     for fmt in FORMATS:
-        if name == fmt.NAME:
+        if name == fmt.name:
             return fmt
     raise InputError(f"unknown format {name!r} (known: {', '.join(format_names())})")
 
@@ -87,28 +62,27 @@ def format_by_name(name: str) -> Format:
 def agent_folders() -> frozenset[str]:
     """The hidden folders that are an agent's own (``.claude``, ``.codex``...): a walk of a
     home folder enters them."""
-    return frozenset(d for f in FORMATS for d in getattr(f, "AGENT_FOLDERS", ()))
+    return frozenset(d for f in FORMATS for d in f.agent_folders)
 
 
 def owner_of(path: Path) -> tuple[str, Path] | None:
     """The format and the file that read ``path`` with them (an OpenHands event file is read
-    with its conversation's ``base_state.json``: ``member_of`` of the format modules that have
+    with its conversation's ``base_state.json``: the ``member_of`` of the specs that declare
     one), or None."""
     for f in FORMATS:
-        member_of = getattr(f, "member_of", None)
-        owner = member_of(path) if member_of is not None else None
+        owner = f.member_of(path) if f.member_of is not None else None
         if owner is not None:
-            return f.NAME, owner
+            return f.name, owner
     return None
 
 
 def agent_own_file(path: Path) -> str | None:
     """What an unrecognised file is when it belongs to an agent but holds no call (an index,
-    settings, a prompt log): named by a format's ``OWN_FILES`` (name patterns), or lying in an
+    settings, a prompt log): named by a format's ``own_files`` (name patterns), or lying in an
     agent's own hidden folder (``.claude``, ``.gemini``...). None: unknown."""
     for f in FORMATS:
-        if any(fnmatch(path.name, p) for p in getattr(f, "OWN_FILES", ())):
-            return f"{f.TITLE}: a file of its own that holds no call"
+        if any(fnmatch(path.name, p) for p in f.own_files):
+            return f"{f.title}: a file of its own that holds no call"
     inside = set(path.parts[:-1]) & agent_folders()
     if inside:
         return f"a file of an agent's own folder ({sorted(inside)[0]}) that holds no call"
@@ -116,17 +90,15 @@ def agent_own_file(path: Path) -> str | None:
 
 
 def default_homes(env: Mapping[str, str], home: Path) -> list[tuple[str, Path]]:
-    """Where each agent format keeps its logs by default (``homes(env, home)`` of the format
-    modules that have one), whether they exist or not: ``audit`` with no path reads those that
-    do."""
+    """Where each agent format keeps its logs by default (the ``homes`` of the specs that
+    declare them), whether they exist or not: ``audit`` with no path reads those that do."""
     found: list[tuple[str, Path]] = []
     for f in FORMATS:
-        homes = getattr(f, "homes", None)
-        if homes is not None:
-            found += [(f.NAME, p) for p in homes(env, home)]
+        if f.homes is not None:
+            found += [(f.name, p) for p in f.homes(env, home)]
     return found
 
 
 def expected_formats() -> str:
     """The formats a file could have been, for a message."""
-    return "; ".join(f"{f.TITLE} [{f.NAME}]" for f in FORMATS)
+    return "; ".join(f"{f.title} [{f.name}]" for f in FORMATS)

@@ -64,6 +64,7 @@ from typing import Any
 from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import Lowering, brief
+from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_int, as_str, parse_time
 
 NAME = "aider"
@@ -229,3 +230,15 @@ def load(ctx: LoadContext) -> LoadResult:
     for lineno, obj in json_lines(ctx.source, reader.low):
         reader.record(lineno, obj)
     return reader.low.finish()
+
+
+# What this module is to the registry (analyzer.ingest).
+SPEC = FormatSpec(
+    name=NAME,
+    title=TITLE,
+    kind=KIND,
+    sniff_order=SNIFF_ORDER,
+    call_prefix=CALL_PREFIX,
+    sniff=sniff,
+    load=load,
+)

@@ -43,6 +43,7 @@ from typing import Any
 from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.buckets import Bucket, Buckets, count, dollars, read_csv, read_pages
 from analyzer.ingest.reading import read_text
+from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_str, parse_time
 
 NAME = "anthropic_usage"
@@ -213,3 +214,15 @@ def load(ctx: LoadContext) -> LoadResult:
         row = _tokens_row if header >= _CSV_TOKENS else _cost_row
         read_csv(text, out, row, [("a usage export", _CSV_TOKENS), ("a cost export", _CSV_COST)])
     return out.finish()
+
+
+# What this module is to the registry (analyzer.ingest).
+SPEC = FormatSpec(
+    name=NAME,
+    title=TITLE,
+    kind=KIND,
+    sniff_order=SNIFF_ORDER,
+    call_prefix=CALL_PREFIX,
+    sniff=sniff,
+    load=load,
+)

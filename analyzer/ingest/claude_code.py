@@ -56,6 +56,7 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.output_estimate import OutputTally, settle
+from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_str, as_text, kind_of, parse_time
 
@@ -401,3 +402,18 @@ def _user(low: Lowering, obj: dict[str, Any], s: _Session, tz: str) -> None:
         first = False
     if first:  # nothing kept from this line (an image, an empty message)
         low.skip("user_without_text")
+
+
+# What this module is to the registry (analyzer.ingest).
+SPEC = FormatSpec(
+    name=NAME,
+    title=TITLE,
+    kind=KIND,
+    sniff_order=SNIFF_ORDER,
+    call_prefix=CALL_PREFIX,
+    sniff=sniff,
+    load=load,
+    homes=homes,
+    agent_folders=AGENT_FOLDERS,
+    batch=BATCH,
+)

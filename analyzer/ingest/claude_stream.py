@@ -47,6 +47,7 @@ from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import Lowering, brief, excerpt, text_measure
 from analyzer.ingest.runs import outcome
+from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import MAX_COST, as_dict, as_int, as_str, kind_of
 
 NAME = "claude_stream_json"
@@ -200,3 +201,15 @@ def load(ctx: LoadContext) -> LoadResult:
         else:
             st.low.skip(str(kind_of(obj) or "untyped"))
     return st.finish()
+
+
+# What this module is to the registry (analyzer.ingest).
+SPEC = FormatSpec(
+    name=NAME,
+    title=TITLE,
+    kind=KIND,
+    sniff_order=SNIFF_ORDER,
+    call_prefix=CALL_PREFIX,
+    sniff=sniff,
+    load=load,
+)

@@ -63,6 +63,7 @@ from analyzer.ingest.lowering import (
 )
 from analyzer.ingest.reading import read_json_document
 from analyzer.ingest.runs import outcome
+from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import (
     as_dict,
     as_int,
@@ -342,3 +343,18 @@ def load(ctx: LoadContext) -> LoadResult:
     if isinstance(doc, dict) and "session_id" in doc and "messages" not in doc:
         return _load_manifest(ctx, doc)
     raise InputError("a JSON document without a list of messages", ctx.source.display)
+
+
+# What this module is to the registry (analyzer.ingest).
+SPEC = FormatSpec(
+    name=NAME,
+    title=TITLE,
+    kind=KIND,
+    sniff_order=SNIFF_ORDER,
+    call_prefix=CALL_PREFIX,
+    sniff=sniff,
+    load=load,
+    homes=homes,
+    agent_folders=AGENT_FOLDERS,
+    own_files=OWN_FILES,
+)

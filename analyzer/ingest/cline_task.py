@@ -78,6 +78,7 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.reading import read_json_document
+from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_str, as_text, parse_time, stated_cost
 
 NAME = "cline_task"
@@ -380,3 +381,17 @@ def load(ctx: LoadContext) -> LoadResult:
             reader.low.reject(n, "a message that is not an object", brief(m))
     reader.flush()
     return reader.low.finish()
+
+
+# What this module is to the registry (analyzer.ingest).
+SPEC = FormatSpec(
+    name=NAME,
+    title=TITLE,
+    kind=KIND,
+    sniff_order=SNIFF_ORDER,
+    call_prefix=CALL_PREFIX,
+    sniff=sniff,
+    load=load,
+    homes=homes,
+    own_files=OWN_FILES,
+)

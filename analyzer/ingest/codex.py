@@ -46,6 +46,7 @@ from analyzer.ingest.lowering import (
     result_hash,
     text_measure,
 )
+from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_int, as_list, as_str, as_text, kind_of, parse_time
 
@@ -345,3 +346,17 @@ def load(ctx: LoadContext) -> LoadResult:
     for lineno, obj in json_lines(ctx.source, reader.low):
         reader.line(lineno, obj)
     return reader.finish()
+
+
+# What this module is to the registry (analyzer.ingest).
+SPEC = FormatSpec(
+    name=NAME,
+    title=TITLE,
+    kind=KIND,
+    sniff_order=SNIFF_ORDER,
+    call_prefix=CALL_PREFIX,
+    sniff=sniff,
+    load=load,
+    homes=homes,
+    agent_folders=AGENT_FOLDERS,
+)

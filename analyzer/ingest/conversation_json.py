@@ -84,6 +84,7 @@ from analyzer.ingest.lowering import (
 )
 from analyzer.ingest.mini_swe_agent import run_of_info
 from analyzer.ingest.reading import read_json_document
+from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_dict, as_list, as_str, as_text, parse_time, stated_cost
 
@@ -519,3 +520,15 @@ def load(ctx: LoadContext) -> LoadResult:
     if not isinstance(doc, list | dict):
         raise InputError("a JSON document that is neither a list nor an object", ctx.source.display)
     return _Reader(ctx, doc).run()
+
+
+# What this module is to the registry (analyzer.ingest).
+SPEC = FormatSpec(
+    name=NAME,
+    title=TITLE,
+    kind=KIND,
+    sniff_order=SNIFF_ORDER,
+    call_prefix=CALL_PREFIX,
+    sniff=sniff,
+    load=load,
+)

@@ -82,7 +82,7 @@ def _load(
             {
                 "id": source_id,
                 "path": name,
-                "fmt": fmt.NAME,
+                "fmt": fmt.name,
                 "sha": digest,
                 "bytes": size,
                 "at": datetime.now(UTC).replace(tzinfo=None),
@@ -159,11 +159,11 @@ def ingest_file(
     file_stat = f"{path.resolve()}|{size}|{st.st_mtime_ns}"
     prior = index.by_stat.get(file_stat)
     if prior is not None:
-        return _unchanged(display, fmt.NAME, prior, size)
+        return _unchanged(display, fmt.name, prior, size)
     pre = ahead.take(number) if ahead is not None else None
     if pre is not None and (size, st.st_mtime_ns) != pre.stat:
         pre = None
-    if pre is not None and (pre.fmt, pre.head) != (fmt.NAME, head):
+    if pre is not None and (pre.fmt, pre.head) != (fmt.name, head):
         pre = None  # (the file changed since the worker read it)
     if pre is not None:
         digest, damage, head, mixed = pre.digest, pre.damage, pre.checked_head, pre.mixed
@@ -181,21 +181,16 @@ def ingest_file(
                 [file_stat, known[0]],
             )
             index.noted(digest, file_stat)
-        return _unchanged(display, fmt.NAME, known[0], size)
+        return _unchanged(display, fmt.name, known[0], size)
 
     if not is_utf8(head.encoding):
         warn(f"{display}: not UTF-8; read as {ENCODING_NAMES.get(head.encoding, head.encoding)}")
-    if (
-        batch is not None
-        and getattr(fmt, "BATCH", False)
-        and head.compression is None
-        and size <= BATCH_FILE_BYTES
-    ):
+    if batch is not None and fmt.batch and head.compression is None and size <= BATCH_FILE_BYTES:
         pending = _stage(store, fmt, src, options, name or display, digest, file_stat, pre)
         if pending is not None:
             batch.add(pending)
             index.add(pending, digest, file_stat)
-            report = FileReport(display, fmt.NAME, "loaded", bytes=size)
+            report = FileReport(display, fmt.name, "loaded", bytes=size)
             pending.report = report
             return report
     if batch is not None:
@@ -215,11 +210,11 @@ def ingest_file(
                 store, fmt, salvaged, options, name or display, digest, file_stat, tail
             )
     index.add(source_id, digest, file_stat)
-    return _report(display, fmt.NAME, size, source_id, result)
+    return _report(display, fmt.name, size, source_id, result)
 
 
 def _report(display: str, fmt: str, size: int, source_id: int, result: LoadResult) -> FileReport:
-    no_calls = result.calls == 0 and registry.format_by_name(fmt).KIND == "log"
+    no_calls = result.calls == 0 and registry.format_by_name(fmt).kind == "log"
     return FileReport(
         display,
         fmt,
@@ -269,7 +264,7 @@ def _stage(
         return None
     return Pending(
         low=staged,
-        fmt=fmt.NAME,
+        fmt=fmt.name,
         name=name,
         display=src.display,
         digest=digest,

@@ -78,6 +78,7 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.reading import read_json_document
+from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_dict, as_int, as_list, as_str, as_text, kind_of, parse_time
 
@@ -410,3 +411,18 @@ def load(ctx: LoadContext) -> LoadResult:
         else:
             reader.message(n, m)
     return reader.finish()
+
+
+# What this module is to the registry (analyzer.ingest).
+SPEC = FormatSpec(
+    name=NAME,
+    title=TITLE,
+    kind=KIND,
+    sniff_order=SNIFF_ORDER,
+    call_prefix=CALL_PREFIX,
+    sniff=sniff,
+    load=load,
+    homes=homes,
+    agent_folders=AGENT_FOLDERS,
+    own_files=OWN_FILES,
+)

@@ -83,6 +83,7 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.runs import estimate_of_totals, outcome
+from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_str, as_text, kind_of, parse_time
 
 NAME = "gemini_stream_json"
@@ -460,3 +461,15 @@ def load(ctx: LoadContext) -> LoadResult:
         else:
             st.low.skip(kind)  # an event of a newer version
     return st.finish()
+
+
+# What this module is to the registry (analyzer.ingest).
+SPEC = FormatSpec(
+    name=NAME,
+    title=TITLE,
+    kind=KIND,
+    sniff_order=SNIFF_ORDER,
+    call_prefix=CALL_PREFIX,
+    sniff=sniff,
+    load=load,
+)

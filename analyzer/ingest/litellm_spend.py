@@ -59,6 +59,7 @@ from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.csv_scan import UNTERMINATED, fields, table
 from analyzer.ingest.reading import read_text
 from analyzer.ingest.sessions import interleaved_streams_sql, renumber_streams, with_sessions_sql
+from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_str, parse_time
 from analyzer.model.formatting import cost
 
@@ -412,3 +413,15 @@ def load(ctx: LoadContext) -> LoadResult:
     con.execute("DROP TABLE IF EXISTS lf_ll_new")
     con.execute("DROP TABLE IF EXISTS lf_ll_inter")
     return result
+
+
+# What this module is to the registry (analyzer.ingest).
+SPEC = FormatSpec(
+    name=NAME,
+    title=TITLE,
+    kind=KIND,
+    sniff_order=SNIFF_ORDER,
+    call_prefix=CALL_PREFIX,
+    sniff=sniff,
+    load=load,
+)

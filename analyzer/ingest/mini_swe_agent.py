@@ -63,6 +63,7 @@ from analyzer.ingest.lowering import (
 )
 from analyzer.ingest.reading import read_json_document
 from analyzer.ingest.runs import outcome
+from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import (
     as_dict,
@@ -423,3 +424,15 @@ def load(ctx: LoadContext) -> LoadResult:
             "a mini-swe-agent trajectory that is not a JSON object", ctx.source.display
         )
     return _Reader(ctx, doc).run()
+
+
+# What this module is to the registry (analyzer.ingest).
+SPEC = FormatSpec(
+    name=NAME,
+    title=TITLE,
+    kind=KIND,
+    sniff_order=SNIFF_ORDER,
+    call_prefix=CALL_PREFIX,
+    sniff=sniff,
+    load=load,
+)

@@ -37,6 +37,7 @@ from analyzer.ingest.lowering import (
     result_hash,
     text_measure,
 )
+from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import (
     as_dict,
@@ -302,3 +303,17 @@ def load(ctx: LoadContext) -> LoadResult:
         reader.line(lineno, obj)
     reader.close_call()
     return reader.low.finish()
+
+
+# What this module is to the registry (analyzer.ingest).
+SPEC = FormatSpec(
+    name=NAME,
+    title=TITLE,
+    kind=KIND,
+    sniff_order=SNIFF_ORDER,
+    call_prefix=CALL_PREFIX,
+    sniff=sniff,
+    load=load,
+    homes=homes,
+    agent_folders=AGENT_FOLDERS,
+)

@@ -54,6 +54,7 @@ from analyzer.ingest.buckets import (
     read_pages,
 )
 from analyzer.ingest.reading import read_text
+from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_str, parse_time
 
 NAME = "openai_usage"
@@ -202,3 +203,15 @@ def load(ctx: LoadContext) -> LoadResult:
     else:
         read_csv(text, out, _row, [("a cost export", _CSV_COST), ("a usage export", _CSV_USAGE)])
     return out.finish()
+
+
+# What this module is to the registry (analyzer.ingest).
+SPEC = FormatSpec(
+    name=NAME,
+    title=TITLE,
+    kind=KIND,
+    sniff_order=SNIFF_ORDER,
+    call_prefix=CALL_PREFIX,
+    sniff=sniff,
+    load=load,
+)

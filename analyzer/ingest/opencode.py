@@ -80,6 +80,7 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.reading import read_json_document
+from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_status, as_str, parse_time
 
 NAME = "opencode"
@@ -338,3 +339,16 @@ def load(ctx: LoadContext) -> LoadResult:
     reader = _Reader(ctx)
     reader.record(read_json_document(ctx.source))
     return reader.low.finish()
+
+
+# What this module is to the registry (analyzer.ingest).
+SPEC = FormatSpec(
+    name=NAME,
+    title=TITLE,
+    kind=KIND,
+    sniff_order=SNIFF_ORDER,
+    call_prefix=CALL_PREFIX,
+    sniff=sniff,
+    load=load,
+    homes=homes,
+)

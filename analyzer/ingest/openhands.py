@@ -84,6 +84,7 @@ from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import Lowering, brief
 from analyzer.ingest.openhands_events import Session, Usage, run_row, usages_of
 from analyzer.ingest.reading import MAX_DOCUMENT_BYTES, read_json_document
+from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_list, as_str
 
 NAME = "openhands"
@@ -375,3 +376,18 @@ def _member(ctx: LoadContext) -> LoadResult:
         low.skip("event without its conversation")
         low.result.note = "an OpenHands event without its conversation's state: nothing to read"
     return low.finish()
+
+
+# What this module is to the registry (analyzer.ingest).
+SPEC = FormatSpec(
+    name=NAME,
+    title=TITLE,
+    kind=KIND,
+    sniff_order=SNIFF_ORDER,
+    call_prefix=CALL_PREFIX,
+    sniff=sniff,
+    load=load,
+    homes=homes,
+    agent_folders=AGENT_FOLDERS,
+    member_of=member_of,
+)

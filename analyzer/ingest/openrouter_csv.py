@@ -29,6 +29,7 @@ from analyzer.ingest.sessions import (
     renumber_streams,
     session_id_sql,
 )
+from analyzer.ingest.spec import FormatSpec
 
 NAME = "openrouter_csv"
 TITLE = "OpenRouter activity export (CSV)"
@@ -526,3 +527,15 @@ def _count(
 ) -> int:
     rows = con.execute(sql, params or {}).fetchall()
     return int(rows[0][0]) if rows else 0
+
+
+# What this module is to the registry (analyzer.ingest).
+SPEC = FormatSpec(
+    name=NAME,
+    title=TITLE,
+    kind=KIND,
+    sniff_order=SNIFF_ORDER,
+    call_prefix=CALL_PREFIX,
+    sniff=sniff,
+    load=load,
+)

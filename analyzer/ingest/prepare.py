@@ -51,7 +51,7 @@ def read_staged(
         run_loader(fmt, ctx)
     except Unbatchable:
         return None
-    assert ctx.staged is not None, f"{fmt.NAME} declares BATCH but does not stage its rows"
+    assert ctx.staged is not None, f"{fmt.name} declares batch but does not stage its rows"
     return stage(ctx.staged)
 
 

@@ -91,6 +91,7 @@ from analyzer.ingest.lowering import (
 )
 from analyzer.ingest.reading import read_json_document
 from analyzer.ingest.runs import outcome
+from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_list, as_str, as_text, stated_cost
 
 NAME = "swe_agent"
@@ -528,3 +529,15 @@ def load(ctx: LoadContext) -> LoadResult:
             ctx.source.display,
         )
     return _Reader(ctx, doc).run()
+
+
+# What this module is to the registry (analyzer.ingest).
+SPEC = FormatSpec(
+    name=NAME,
+    title=TITLE,
+    kind=KIND,
+    sniff_order=SNIFF_ORDER,
+    call_prefix=CALL_PREFIX,
+    sniff=sniff,
+    load=load,
+)

@@ -100,8 +100,8 @@ def prepare(job: Job, options: IngestOptions) -> Prepared | None:
         digest, damage, checked, mixed = fingerprint(path, head)
     except (ForensicsError, OSError):
         return None
-    out = Prepared((job.size, job.mtime_ns), fmt.NAME, head, digest, damage, checked, mixed)
-    if job.small and getattr(fmt, "BATCH", False) and head.compression is None:
+    out = Prepared((job.size, job.mtime_ns), fmt.name, head, digest, damage, checked, mixed)
+    if job.small and fmt.batch and head.compression is None:
         src.head, src.mixed_line_ends = checked, mixed
         try:
             staged = read_staged(fmt, src, options)
