@@ -28,6 +28,26 @@ def test_a_unit_of_several_statements_takes_the_parameters_each_names(engine: En
     assert engine.arrow("SELECT a FROM t ORDER BY a").column("a").to_pylist() == [1, 3]
 
 
+def test_a_parameter_named_in_a_comment_is_not_given_to_a_statement_without_it(
+    engine: Engine,
+) -> None:
+    """A unit's opening comment names its parameters; the first statement may not use them."""
+    unit = "-- $a: the value\nCREATE TABLE t (a INTEGER);\nINSERT INTO t VALUES ($a);\n"
+    engine.run(unit, {"a": 7})
+    assert engine.scalar("SELECT a FROM t") == 7
+
+
+def test_a_step_on_a_transaction_an_error_aborted_lets_that_error_through(
+    engine: Engine,
+) -> None:
+    engine.run("BEGIN")
+    with pytest.raises(duckdb.ConversionException), engine.step():
+        engine.run("CREATE TEMP TABLE lf_x AS SELECT 1 AS a")
+        engine.run("SELECT 'x'::INTEGER")
+    engine.run("ROLLBACK")
+    assert engine.temporaries() == set()
+
+
 def test_a_unit_is_read_from_the_package(engine: Engine) -> None:
     units = sorted(p.relative_to(SQL_DIR).as_posix() for p in SQL_DIR.rglob("*.sql"))
     assert "schema.sql" in units

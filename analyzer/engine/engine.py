@@ -38,6 +38,7 @@ Params = Mapping[str, object] | Sequence[object] | None
 _UNIT = re.compile(r"[\w/.-]+\.sql")
 _SLOT = re.compile(r"\{\{(\w+)\}\}")
 _MARKER = re.compile(r"\$([A-Za-z_]\w*)")
+_COMMENT = re.compile(r"--[^\n]*")
 _END = re.compile(r";[ \t]*(?:--[^\n]*)?\n")
 
 
@@ -92,10 +93,11 @@ def fill(text: str, names: Mapping[str, str]) -> str:
 
 
 def _bind(sql: str, params: Params) -> Params:
-    """The parameters a statement takes: with named markers, only the names it uses."""
+    """The parameters a statement takes: with named markers, only the names it uses (a
+    ``$name`` in a comment, as a unit's opening comment names its parameters, is not one)."""
     if params is None or not isinstance(params, Mapping):
         return params
-    wanted = set(_MARKER.findall(sql))
+    wanted = set(_MARKER.findall(_COMMENT.sub("", sql)))
     return {k: v for k, v in params.items() if k in wanted}
 
 
@@ -228,6 +230,11 @@ class Step:
         for name in self.registered:
             with suppress(duckdb.Error):
                 engine.con.unregister(name)
-        for kind, name in sorted(engine.temporaries() - self.before, reverse=True):
+        made: set[tuple[str, str]] = set()
+        # (not on a transaction an error aborted: its rollback drops what it made, and the
+        # error that aborted it is the one to see)
+        with suppress(duckdb.Error):
+            made = engine.temporaries() - self.before
+        for kind, name in sorted(made, reverse=True):
             with suppress(duckdb.Error):  # a connection Ctrl-C or an error left unusable
                 engine.con.execute(f'DROP {kind} IF EXISTS temp.main."{name}"')

@@ -16,11 +16,10 @@ as large as its longest record.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
 
-import duckdb
-
+from analyzer.engine.engine import Engine
 from analyzer.ingest.base import LoadContext
 from analyzer.ingest.csv_scan import UNTERMINATED, repaired, scan_file
 from analyzer.ingest.reading import utf8_copy
@@ -29,27 +28,32 @@ TABLES = ("lf_or_typed", "lf_or_rej", "lf_or_rej_scan", "lf_or_fix")
 LINE_MAX = 2_000_000  # DuckDB's reader's own limit on a record, in bytes
 BUFFER_MIN = 32 * 2**20  # its buffer for that limit (16 times it)
 ROOM = 1024  # bytes of a careful read's limit above the longest record
-
-# A record the reader refused that took in the lines after it (its text spans lines), an
-# unquoted value (a stray quote, or a record over the line limit), a line over the limit.
-_TOOK_IN_LINES = """SELECT count(*) FROM lf_or_rej
-    WHERE error_type IN ('UNQUOTED VALUE', 'LINE SIZE OVER MAXIMUM')
-       OR strpos(csv_line, chr(10)) > 0"""
+UNITS = "ingest/bills/openrouter"
 
 
-def stage(ctx: LoadContext, names: list[str], delim: str, typed: Callable[[str], str]) -> None:
+def stage(
+    engine: Engine,
+    ctx: LoadContext,
+    names: list[str],
+    delim: str,
+    typing: Mapping[str, str],
+    params: Mapping[str, object],
+) -> None:
     """Read the export, its header ``names`` split by ``delim``, into the tables (dropped
-    first): ``typed(reader)`` is the SELECT of the typed rows over the SQL of a reader."""
-    con, src = ctx.con, ctx.source
+    first): ``typing`` and ``params`` are the slots and parameters of ``typed.sql`` that say
+    how the rows are typed (analyzer.ingest.openrouter_csv)."""
+    src = ctx.source
     shape = (delim, len(names))
-    con.execute("DROP TABLE IF EXISTS lf_or_fix")
-    con.execute("CREATE TEMP TABLE lf_or_fix (marker VARCHAR, reason VARCHAR, excerpt VARCHAR)")
+    engine.run("DROP TABLE IF EXISTS lf_or_fix")
+    engine.run("CREATE TEMP TABLE lf_or_fix (marker VARCHAR, reason VARCHAR, excerpt VARCHAR)")
+    read = _Read(engine, len(names), delim, typing, params)
     # A file in another encoding, or with mixed line ends, is read from an uncompressed UTF-8
     # copy with the same lines.
     with utf8_copy(src, shape) as path:
-        compression = (src.head.compression if path == src.path else None) or "none"
-        _read(con, path, compression, names, delim, typed)
-    if not int(con.execute(_TOOK_IN_LINES).fetchall()[0][0]):
+        read(path, (src.head.compression if path == src.path else None) or "none")
+    # A record the reader refused that took in the lines after it (its text spans lines), an
+    # unquoted value (a stray quote, or a record over the line limit), a line over the limit.
+    if not int(engine.scalar(f"{UNITS}/took_in_lines.sql")):
         return
     ctx.stage("reading again (a stray quote, or a long line)")
     with utf8_copy(src, shape, plain=True) as plain:
@@ -58,61 +62,51 @@ def stage(ctx: LoadContext, names: list[str], delim: str, typed: Callable[[str],
             return  # (a bad quote within one line: the reader lost nothing)
         with repaired(plain, flagged) as (path, originals):
             for marker, line in originals.items():
-                con.execute(
+                engine.run(
                     "INSERT INTO lf_or_fix VALUES (?, ?, ?)", [marker, UNTERMINATED, line[:300]]
                 )
-            _read(con, path, "none", names, delim, typed, longest)
+            read(path, "none", longest)
 
 
-def _read(
-    con: duckdb.DuckDBPyConnection,
-    path: Path,
-    compression: str,
-    names: list[str],
-    delim: str,
-    typed: Callable[[str], str],
-    longest: int = 0,
-) -> None:
-    """One read of the file at ``path`` into ``lf_or_typed`` and ``lf_or_rej``, with a line
-    limit above ``longest`` bytes."""
-    for table in ("lf_or_typed", "lf_or_rej", "lf_or_rej_scan"):
-        con.execute(f"DROP TABLE IF EXISTS {table}")
-    columns = "{" + ", ".join(f"'c{i}': 'VARCHAR'" for i in range(len(names))) + "}"
-    limit = ""
-    if longest + ROOM >= LINE_MAX:
-        line_max = longest + ROOM
-        limit = f", max_line_size = {line_max}, buffer_size = {max(2 * line_max, BUFFER_MIN)}"
-    quoted_delim = "'" + delim.replace("'", "''") + "'"
-    reader = f"""read_csv($path,
-        columns = {columns}, header = true, auto_detect = false,
-        delim = {quoted_delim}, quote = '"', escape = '"',
-        compression = '{compression}', null_padding = false,
-        store_rejects = true, rejects_table = 'lf_or_rej', rejects_scan = 'lf_or_rej_scan'
-        {limit})"""
-    # One pass over the file: typed values, and why each row cannot load. The table keeps the
-    # file's record order, so a row's rowid says where it was.
-    con.execute("CREATE TEMP TABLE lf_or_typed AS " + typed(reader), {"path": str(path)})
+class _Read:
+    """One read of a file into ``lf_or_typed`` and ``lf_or_rej`` (``typed.sql``)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        n_columns: int,
+        delim: str,
+        typing: Mapping[str, str],
+        params: Mapping[str, object],
+    ) -> None:
+        self.engine = engine
+        self.slots = {
+            **typing,
+            "columns": "{" + ", ".join(f"'c{i}': 'VARCHAR'" for i in range(n_columns)) + "}",
+            "delim": "'" + delim.replace("'", "''") + "'",
+        }
+        self.params = params
+
+    def __call__(self, path: Path, compression: str, longest: int = 0) -> None:
+        """Read the file at ``path`` with a line limit above ``longest`` bytes."""
+        for table in ("lf_or_typed", "lf_or_rej", "lf_or_rej_scan"):
+            self.engine.run(f"DROP TABLE IF EXISTS {table}")
+        limit = ""
+        if longest + ROOM >= LINE_MAX:
+            line_max = longest + ROOM
+            limit = f", max_line_size = {line_max}, buffer_size = {max(2 * line_max, BUFFER_MIN)}"
+        # One pass over the file: typed values, and why each row cannot load. The table keeps
+        # the file's record order, so a row's rowid says where it was.
+        self.engine.run(
+            f"{UNITS}/typed.sql",
+            {"path": str(path), **self.params},
+            compression=f"'{compression}'",
+            limit=limit,
+            **self.slots,
+        )
 
 
-def store_refused(con: duckdb.DuckDBPyConnection, source_id: int) -> None:
+def store_refused(engine: Engine, source_id: int) -> None:
     """The records the reader refused into ``rejects``: one per record, whatever number of
     faults it found in it, with the careful read's reason for a line it stood in for."""
-    con.execute(
-        """INSERT INTO rejects
-           SELECT $sid, line, string_agg(reason, '; ' ORDER BY reason), any_value(excerpt)
-           FROM (SELECT r.line,
-                        coalesce(any_value(f.reason),
-                            CASE WHEN r.error_type ILIKE 'invalid%'
-                                      AND any_value(r.error_message) ILIKE '%unicode%'
-                                 THEN 'bytes that are not valid UTF-8 in this row (a damaged '
-                                      || 'file?)'
-                                 ELSE lower(replace(r.error_type, '_', ' ')) || ': '
-                                      || any_value(r.error_message) END) AS reason,
-                        coalesce(any_value(f.excerpt),
-                                 left(trim(any_value(r.csv_line), E'\r\n'), 300)) AS excerpt
-                 FROM lf_or_rej r
-                 LEFT JOIN lf_or_fix f ON f.marker = trim(r.csv_line, E'\r\n')
-                 GROUP BY r.line, r.error_type)
-           GROUP BY line""",
-        {"sid": source_id},
-    )
+    engine.run(f"{UNITS}/refused.sql", {"sid": source_id})
