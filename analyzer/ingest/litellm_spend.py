@@ -54,6 +54,7 @@ import orjson
 import pyarrow as pa
 
 from analyzer.console import warn
+from analyzer.engine.engine import Engine
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.csv_scan import UNTERMINATED, fields, table
@@ -68,6 +69,7 @@ TITLE = "LiteLLM proxy spend log (LiteLLM_SpendLogs as CSV, JSON or JSON Lines)"
 CALL_PREFIX = "litellm:"
 KIND = "bill"
 SNIFF_ORDER = 15  # after the OpenRouter export (its own CSV header), before the agent logs
+UNITS = "ingest/bills/litellm"
 
 MAX_COST_USD = 1_000_000
 CHAT_CALLS = {
@@ -339,8 +341,40 @@ def _read(ctx: LoadContext, rows: _Rows) -> None:
         rows.add(n, dict(zip(header, record, strict=True)), excerpt)
 
 
+def _first_of_each(good: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first row of each request in the file (a later one is a duplicate)."""
+    seen: set[str] = set()
+    fresh = []
+    for r in good:
+        if r["native_id"] not in seen:
+            seen.add(r["native_id"])
+            fresh.append(r)
+    return fresh
+
+
+def _store(ctx: LoadContext, engine: Engine, good: list[dict[str, Any]]) -> int:
+    """The requests not stored yet into ``calls``, numbered in their streams: how many."""
+    params = {"fmt": NAME}
+    table = pa.Table.from_pylist(_first_of_each(good), schema=_SCHEMA)
+    engine.register("lf_ll_rows", table)
+    try:
+        engine.run(f"{UNITS}/new.sql", params)
+    finally:
+        engine.unregister("lf_ll_rows")
+    streams = interleaved_streams_sql("lf_ll_new")
+    engine.run("CREATE OR REPLACE TEMP TABLE lf_ll_inter AS {{streams}}", params, streams=streams)
+    ctx.stage("storing")
+    inserted = engine.scalar(
+        f"{UNITS}/store.sql",
+        {**params, "prefix": CALL_PREFIX, "sid": ctx.source_id, "gap": ctx.options.session_gap_s},
+        numbered=with_sessions_sql("lf_ll_new"),
+    )
+    if int(engine.scalar("SELECT count(*) FROM lf_ll_inter")):
+        renumber_streams(engine.con, NAME, "lf_ll_inter", ctx.options.session_gap_s)
+    return int(inserted or 0)
+
+
 def load(ctx: LoadContext) -> LoadResult:
-    con = ctx.con
     rows = _Rows(ctx)
     ctx.stage("reading")
     _read(ctx, rows)
@@ -353,65 +387,14 @@ def load(ctx: LoadContext) -> LoadResult:
             f"{ctx.source.display}: skipped requests that are not chat completions ({kinds}; "
             f"{cost(rows.skipped_usd)} of spend not counted)"
         )
+    engine = Engine(ctx.con)
     for line, reason, excerpt in rows.rejects:
-        con.execute(
+        engine.run(
             "INSERT INTO rejects VALUES (?, ?, ?, ?)", [ctx.source_id, line, reason, excerpt]
         )
-    # The first row of a request in the file wins; a request already stored is a duplicate.
-    seen: set[str] = set()
-    fresh = []
-    for r in rows.good:
-        if r["native_id"] not in seen:
-            seen.add(r["native_id"])
-            fresh.append(r)
-    table = pa.Table.from_pylist(fresh, schema=_SCHEMA)
-    con.register("lf_ll_rows", table)
-    try:
-        con.execute(
-            """CREATE OR REPLACE TEMP TABLE lf_ll_new AS
-               SELECT * FROM lf_ll_rows r
-               WHERE NOT EXISTS (SELECT 1 FROM calls c
-                                 WHERE c.format = $fmt AND c.native_id = r.native_id)""",
-            {"fmt": NAME},
-        )
-    finally:
-        con.unregister("lf_ll_rows")
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE lf_ll_inter AS {interleaved_streams_sql('lf_ll_new')}",
-        {"fmt": NAME},
-    )
-    ctx.stage("storing")
-    inserted = con.execute(
-        f"""INSERT INTO calls BY NAME
-        SELECT
-            $prefix || native_id AS call_id, $sid AS source_id, $fmt AS format,
-            native_id, line, ts, stream_key, seq,
-            coalesce(given_session, session_id) AS session_id,
-            model, provider, app, app AS project, api_key, user_id,
-            input_tokens, cached_input_tokens, cache_write_tokens, output_tokens,
-            output_tokens IS NOT NULL AS output_final,
-            cost_usd,
-            CASE WHEN cost_usd IS NOT NULL THEN 'billed' END AS cost_basis,
-            fr AS finish_reason, finish_raw AS finish_reason_raw,
-            CASE WHEN fr = 'error' THEN 'error'
-                 ELSE lf_response_kind(fr, NULL, output_tokens, NULL, NULL, NULL, NULL, NULL)
-            END AS response_kind,
-            http_status, duration_ms, ttft_ms, streamed
-        FROM (SELECT *, lf_finish_reason(finish_raw, NULL) AS fr
-              FROM ({with_sessions_sql("lf_ll_new")}))""",
-        {
-            "prefix": CALL_PREFIX,
-            "sid": ctx.source_id,
-            "fmt": NAME,
-            "gap": ctx.options.session_gap_s,
-        },
-    ).fetchall()
-    result.rows_loaded = int(inserted[0][0]) if inserted else 0
+    with engine.step():  # lf_ll_new and lf_ll_inter live as long as the load
+        result.rows_loaded = _store(ctx, engine, rows.good)
     result.rows_duplicate = len(rows.good) - result.rows_loaded
-    if int(con.execute("SELECT count(*) FROM lf_ll_inter").fetchall()[0][0]):
-        renumber_streams(con, NAME, "lf_ll_inter", ctx.options.session_gap_s)
-    con.execute("DROP TABLE IF EXISTS lf_ll_new")
-    con.execute("DROP TABLE IF EXISTS lf_ll_inter")
     return result
 
 
