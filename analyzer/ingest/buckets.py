@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from analyzer.engine.engine import Engine
 from analyzer.errors import InputError
 from analyzer.ingest.base import LoadContext, LoadResult
 from analyzer.ingest.csv_scan import UNTERMINATED, fields, table
@@ -136,6 +137,7 @@ class Buckets:
 
     def __init__(self, ctx: LoadContext, fmt: str, provider: str) -> None:
         self.ctx = ctx
+        self.engine = Engine(ctx.con)
         self.fmt = fmt
         self.provider = provider
         self.result = LoadResult()
@@ -209,14 +211,12 @@ class Buckets:
     def _model_key(self, model: str) -> str:
         """``lf_model_key`` (the one rule, in SQL), to find a price by a report's display name."""
         if model not in self._keys:
-            found = self.ctx.con.execute("SELECT lf_model_key(?)", [model]).fetchall()
-            self._keys[model] = str(found[0][0])
+            self._keys[model] = str(self.engine.scalar("SELECT lf_model_key(?)", [model]))
         return self._keys[model]
 
     def finish(self) -> LoadResult:
-        con = self.ctx.con
         for line, reason, excerpt in self.rejects:
-            con.execute(
+            self.engine.run(
                 "INSERT INTO rejects VALUES (?, ?, ?, ?)",
                 [self.ctx.source_id, line, reason, excerpt],
             )
@@ -228,34 +228,16 @@ class Buckets:
             if r["price_model"]
         }
         batch = pa.Table.from_pylist(self.rows, schema=pa.schema(list(_COLUMNS.items())))
-        con.register("lf_bucket_batch", batch)
-        con.register("lf_price", price_table(to_price))
-        try:
-            inserted = con.execute(
-                f"""INSERT INTO bill_buckets BY NAME
-                SELECT b.* EXCLUDE (price_model, price_size, price_factor, estimate),
-                       $sid AS source_id, $fmt AS format, $provider AS provider,
-                       lf_model_key(b.model) AS model_key,
-                       b.estimate::DECIMAL(18, 10) AS cost_estimate_usd
-                FROM (SELECT b.*,
-                             CASE WHEN p.model IS NOT NULL
-                                  THEN ({COST_SQL} + {WEB_SEARCH_SQL}) * b.price_factor
-                             END AS estimate
-                      FROM lf_bucket_batch b
-                      LEFT JOIN lf_price p
-                        ON p.model = b.price_model AND p.provider = $provider
-                       AND p.day = b.bucket_start::DATE AND NOT p.fast
-                       AND b.price_size > p.above
-                       AND (p.upto IS NULL OR b.price_size <= p.upto)) b
-                WHERE NOT EXISTS (SELECT 1 FROM bill_buckets s
-                                  WHERE s.bucket_key = b.bucket_key
-                                    AND s.provider = $provider)""",
+        with self.engine.step():  # the two Arrow tables are read only here
+            self.engine.register("lf_bucket_batch", batch)
+            self.engine.register("lf_price", price_table(to_price))
+            inserted = self.engine.scalar(
+                "ingest/bills/buckets/store.sql",
                 {"sid": self.ctx.source_id, "fmt": self.fmt, "provider": self.provider},
-            ).fetchall()
-        finally:
-            con.unregister("lf_bucket_batch")
-            con.unregister("lf_price")
-        loaded = int(inserted[0][0]) if inserted else 0
+                cost=COST_SQL,
+                web_search=WEB_SEARCH_SQL,
+            )
+        loaded = int(inserted or 0)
         self.result.rows_loaded += loaded
         self.result.rows_duplicate += len(self.rows) - loaded
         return self.result
