@@ -120,22 +120,21 @@ def _typing(names: list[str], tz: str) -> dict[str, str]:
     first, *other_formats = NAIVE_TIME_FORMATS
     others = "[" + ", ".join(_sql_str(f) for f in other_formats) + "]"
 
+    def column(name: str) -> str:
+        return f"c{index[name]}" if name in index else "NULL::VARCHAR"
+
     def utc(naive: str) -> str:
         if tz.upper() == "UTC":
             return naive
         return f"timezone('UTC', timezone({_sql_str(tz)}, {naive}))"
 
+    values = ", ".join(f"coalesce(c{i}, '')" for i in range(len(names)))
     return {
         "cleaned": _cleaned(len(names)),
-        "named": ", ".join(
-            f"{f'c{index[name]}' if name in index else 'NULL::VARCHAR'} AS in_{name}"
-            for name in KNOWN_COLUMNS
-        ),
+        "named": ", ".join(f"{column(name)} AS in_{name}" for name in KNOWN_COLUMNS),
         "export_time": utc(f"try_strptime(in_created_at, {_sql_str(first)})"),
         "other_times": utc(f"try_strptime(in_created_at, {others})"),
-        "row_text": "concat_ws(',', "
-        + ", ".join(f"coalesce(c{i}, '')" for i in range(len(names)))
-        + ")",
+        "row_text": f"concat_ws(',', {values})",
     }
 
 

@@ -1,7 +1,8 @@
 """An OpenRouter export read by DuckDB's CSV reader into the tables its loader types and stores
 from (analyzer.ingest.openrouter_csv): ``lf_or_typed``, a typed row per record read, in the
 file's order; ``lf_or_rej``, what the reader refused (its own table); and ``lf_or_fix``, the
-reasons of the lines the careful read stood in for.
+reasons of the lines the careful read stood in for. One pass reads and types
+(``sql/ingest/bills/openrouter/typed.sql``).
 
 The first read is DuckDB's alone, as fast as it goes (no Python per row). Two things make it
 lose records: a quote that is never closed takes the lines after it into one refused record
@@ -24,7 +25,6 @@ from analyzer.ingest.base import LoadContext
 from analyzer.ingest.csv_scan import UNTERMINATED, repaired, scan_file
 from analyzer.ingest.reading import utf8_copy
 
-TABLES = ("lf_or_typed", "lf_or_rej", "lf_or_rej_scan", "lf_or_fix")
 LINE_MAX = 2_000_000  # DuckDB's reader's own limit on a record, in bytes
 BUFFER_MIN = 32 * 2**20  # its buffer for that limit (16 times it)
 ROOM = 1024  # bytes of a careful read's limit above the longest record
