@@ -1,5 +1,5 @@
-"""What every input format module is handed and what it reports back (the ``Format``
-protocol itself is in ``analyzer.ingest``)."""
+"""What every input format module is handed and what it reports back (what a format declares
+about itself, its ``SPEC``, is in ``analyzer.ingest.spec``)."""
 
 from __future__ import annotations
 
