@@ -35,7 +35,7 @@ def version(store: Store, name: str) -> str:
 
 def bump(store: Store, name: str) -> None:
     """Mark the store changed (call inside the transaction that changes it)."""
-    store.con.execute(
+    store.engine.run(
         "INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         [name, uuid.uuid4().hex],
     )
@@ -154,8 +154,4 @@ def put(store: Store, name: str, k: str, payload: str) -> None:
     if store.read_only:
         store.pending = [e for e in store.pending if e[0] != name] + [(name, k, payload)]
         return
-    store.con.execute(
-        "INSERT INTO cache VALUES (?, ?, ?) ON CONFLICT (name) "
-        "DO UPDATE SET key = excluded.key, payload = excluded.payload",
-        [name, k, payload],
-    )
+    store.engine.run("store/keep_cache.sql", [name, k, payload])

@@ -6,13 +6,13 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from analyzer.engine.engine import Engine, Params
-from analyzer.engine.resources import package_sql
 from analyzer.errors import ForensicsError
 
 DEFAULT_DB = "forensics.duckdb"
@@ -25,10 +25,39 @@ MEMORY_ENV = "LLM_FORENSICS_MEMORY_LIMIT"
 # limit of 1.5GB, 2.18 GB at 2GB).
 DEFAULT_MEMORY_LIMIT = "1.7GB"
 SCHEMA_VERSION = "9"
-# Store formats this version upgrades in place when it opens them for writing (the columns of
-# ``sql/upgrade.sql`` and the tables they lack are added): 6 had no ``bill_buckets``, 7 no
-# ``runs``, 8 no output estimates on calls and no attribution on incidents.
-UPGRADES_FROM = {"6", "7", "8"}
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One step of the store format: a store of format ``to - 1`` becomes one of format ``to``
+    by the SQL unit ``unit`` (a format that only gained tables is upgraded by ``schema.sql``,
+    which creates every table a store lacks)."""
+
+    to: int
+    unit: str
+    attribute: bool = False  # then attribute the kept incidents (attribute.sql), as detect does
+
+
+# The store formats this version upgrades in place when it opens them for writing, one step
+# after another from the store's own format: 6 had no ``bill_buckets``, 7 no ``runs``, 8 no
+# output estimates on calls and no attribution on incidents. A new format is one more step.
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(7, "schema.sql"),
+    Migration(8, "schema.sql"),
+    Migration(9, "store/upgrade-to-9.sql", attribute=True),
+)
+
+
+def migrations_from(found: str) -> list[Migration]:
+    """The steps that bring a store of format ``found`` to :data:`SCHEMA_VERSION`, in order
+    (none for a format this version does not upgrade).
+
+    >>> [m.to for m in migrations_from("7")], migrations_from("5"), migrations_from("9")
+    ([8, 9], [], [])
+    """
+    if not found.isdigit() or int(found) not in {m.to - 1 for m in MIGRATIONS}:
+        return []
+    return [m for m in MIGRATIONS if m.to > int(found)]
 
 
 class Store:
@@ -56,25 +85,11 @@ class Store:
         Done after loading and linking: what is written after goes to the stored tables
         (incidents) or nowhere (a store opened read-only)."""
         db = str(self.scalar("SELECT current_database()")).replace('"', '""')
-        for table in ("calls", "messages"):
-            self.con.execute(
-                f"""CREATE OR REPLACE TEMP TABLE {table} AS
-                    SELECT * FROM "{db}".main.{table} WHERE {condition}"""
-            )
-        self.con.execute(
-            "CREATE OR REPLACE TEMP VIEW live_calls AS "
-            "SELECT * FROM temp.main.calls WHERE superseded_by IS NULL"
-        )
+        self.engine.run("store/restrict_calls.sql", db=db, condition=condition)
         if buckets is not None:
-            self.con.execute(
-                f"""CREATE OR REPLACE TEMP TABLE bill_buckets AS
-                    SELECT * FROM "{db}".main.bill_buckets WHERE {buckets}"""
-            )
+            self.engine.run("store/restrict_buckets.sql", db=db, condition=buckets)
         if incidents is not None:
-            self.con.execute(
-                f"""CREATE OR REPLACE TEMP VIEW incidents AS
-                    SELECT * FROM "{db}".main.incidents WHERE {incidents}"""
-            )
+            self.engine.run("store/restrict_incidents.sql", db=db, condition=incidents)
         self.window = key
 
     def close(self) -> None:
@@ -93,7 +108,7 @@ class Store:
     def transaction(self) -> Iterator[None]:
         """All or nothing: on any exception the store is left as it was. Ctrl-C, whatever
         form DuckDB gave it (see ``interrupted``), comes out as ``KeyboardInterrupt``."""
-        self.con.execute("BEGIN TRANSACTION")
+        self.engine.run("BEGIN TRANSACTION")
         try:
             yield
         except BaseException as exc:
@@ -107,7 +122,7 @@ class Store:
         """``COMMIT`` the transaction under way; should Ctrl-C stop it, what it did not
         commit is rolled back and ``KeyboardInterrupt`` raised."""
         try:
-            self.con.execute("COMMIT")
+            self.engine.run("COMMIT")
         except BaseException as exc:
             self.rollback()
             if interrupted(exc):
@@ -118,7 +133,7 @@ class Store:
         """Roll back the transaction under way, if there is one (after an error or Ctrl-C:
         a transaction a stopped statement aborted takes nothing else until then)."""
         with suppress(duckdb.Error):  # none under way (or the connection is gone)
-            self.con.execute("ROLLBACK")
+            self.engine.run("ROLLBACK")
 
     def one(self, sql: str, params: Params = None) -> tuple[Any, ...] | None:
         """The first row, or None (``Engine.one``)."""
@@ -143,19 +158,16 @@ class Store:
         memory limit, so what is scanned again and again stays in memory instead of being read
         back from disk each time. Strings are left as they are (compressing them costs more
         time than it saves here)."""
-        used = self.scalar(
-            """SELECT sum(memory_usage_bytes + temporary_storage_bytes) FROM duckdb_memory()
-               WHERE tag = 'IN_MEMORY_TABLE'"""
-        )
+        used = self.scalar("store/memory_used.sql")
         limit = self.memory_limit()
         if limit is None or float(used or 0) <= limit / 2:
             return
         was = self.scalar("SELECT current_setting('disabled_compression_methods')")
-        self.con.execute("SET disabled_compression_methods = 'dict_fsst'")
+        self.engine.run("SET disabled_compression_methods = 'dict_fsst'")
         try:
-            self.con.execute(f"CHECKPOINT {database}")
+            self.engine.run(f"CHECKPOINT {database}")
         finally:
-            self.con.execute("SET disabled_compression_methods = $was", {"was": was or ""})
+            self.engine.run("SET disabled_compression_methods = $was", {"was": was or ""})
 
 
 def interrupted(exc: BaseException | None) -> bool:
@@ -186,34 +198,29 @@ def interrupted(exc: BaseException | None) -> bool:
 
 
 def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | None) -> None:
+    engine = Engine(con)
     # Bounded memory: what does not fit spills to a temporary folder (beside a store file,
     # DuckDB's own ``<store>.tmp``; for a throwaway store, the folder given).
     limit = os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_LIMIT
     try:
-        con.execute(f"SET memory_limit = '{limit.replace(chr(39), '')}'")
+        engine.run(f"SET memory_limit = '{limit.replace(chr(39), '')}'")
     except duckdb.Error as exc:
         raise ForensicsError(
             f"${MEMORY_ENV} = {limit!r} is not a memory size DuckDB understands (e.g. 2GB)"
         ) from exc
     if temp_dir is not None:
-        con.execute(f"SET temp_directory = '{temp_dir.replace(chr(39), chr(39) * 2)}'")
+        engine.run(f"SET temp_directory = '{temp_dir.replace(chr(39), chr(39) * 2)}'")
     # Timestamps are stored in UTC; make every conversion on this connection UTC as well, so
     # the user's own TimeZone setting can never shift what is stored or shown.
-    con.execute("SET TimeZone = 'UTC'")
+    engine.run("SET TimeZone = 'UTC'")
     # Track query progress (read by our own progress display) without DuckDB printing its bar.
-    con.execute("SET enable_progress_bar = true")
-    con.execute("SET enable_progress_bar_print = false")
-    found = _our_format(con)
-    if found is not None and found in UPGRADES_FROM and not read_only:
-        con.execute(package_sql("schema.sql"))  # the tables a format before 8 lacks
-        con.execute(package_sql("upgrade.sql"))
-        con.execute(package_sql("schema.sql"))  # views over the widened tables
-        # The incidents kept are attributed as `detect` attributes the ones it records.
-        kept = [r[0] for r in con.execute("SELECT incident_id FROM incidents").fetchall()]
-        if kept:
-            con.execute(package_sql("attribute.sql"), {"ids": kept})
-        con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [SCHEMA_VERSION])
-    elif found is not None and found in UPGRADES_FROM:
+    engine.run("SET enable_progress_bar = true")
+    engine.run("SET enable_progress_bar_print = false")
+    found = _our_format(engine)
+    steps = [] if found is None else migrations_from(str(found))
+    if steps and not read_only:
+        _migrate(engine, steps)
+    elif steps:
         raise ForensicsError(
             f"this store was written by an earlier version of llm-forensics (store format "
             f"{found}); `llm-forensics ingest` into it once upgrades it to format "
@@ -225,32 +232,37 @@ def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | No
             f"{found}, this version reads {SCHEMA_VERSION}); ingest into a new file"
         )
     if not read_only:
-        con.execute(package_sql("schema.sql"))
-        con.execute(
+        engine.run("schema.sql")
+        engine.run(
             "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
             [SCHEMA_VERSION],
         )
-    con.execute(package_sql("classify.sql"))
+    engine.run("classify.sql")
 
 
-def _our_format(con: duckdb.DuckDBPyConnection) -> Any:
+def _migrate(engine: Engine, steps: list[Migration]) -> None:
+    """Upgrade a store of an earlier format in place: each step in order, then the schema's
+    views over the widened tables, the kept incidents attributed as `detect` attributes the
+    ones it records (when a step asks), and the store's new format."""
+    for step in steps:
+        engine.run(step.unit)
+    engine.run("schema.sql")
+    if any(step.attribute for step in steps):
+        kept = [r[0] for r in engine.rows("SELECT incident_id FROM incidents ORDER BY incident_id")]
+        if kept:
+            engine.run("attribute.sql", {"ids": kept})
+    engine.run("UPDATE meta SET value = ? WHERE key = 'schema_version'", [SCHEMA_VERSION])
+
+
+def _our_format(engine: Engine) -> Any:
     """The store format written in the database's ``meta`` (None for a new, empty database).
     A database with tables but no format of ours is another program's: it is refused before
     anything is written into it."""
-    tables = sorted(
-        str(r[0])
-        for r in con.execute(
-            """SELECT table_name FROM duckdb_tables()
-               WHERE database_name = current_database() AND NOT temporary
-               UNION ALL
-               SELECT view_name FROM duckdb_views()
-               WHERE database_name = current_database() AND NOT temporary AND NOT internal"""
-        ).fetchall()
-    )
+    tables = sorted(str(r[0]) for r in engine.rows("store/tables.sql"))
     found = None
     if "meta" in tables:
         try:
-            found = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            found = engine.one("SELECT value FROM meta WHERE key = 'schema_version'")
         except duckdb.Error:
             found = None
     if found is not None:
@@ -321,11 +333,7 @@ def _keep(path: str, entries: list[tuple[str, str, str]]) -> None:
         return
     try:
         for entry in entries:
-            con.execute(
-                "INSERT INTO cache VALUES (?, ?, ?) ON CONFLICT (name) "
-                "DO UPDATE SET key = excluded.key, payload = excluded.payload",
-                list(entry),
-            )
+            Engine(con).run("store/keep_cache.sql", list(entry))
     except duckdb.Error:
         pass
     finally:

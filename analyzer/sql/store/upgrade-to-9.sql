@@ -1,6 +1,7 @@
--- Upgrading a store of an earlier format in place (run before schema.sql, which then adds the
--- tables it lacks). Columns are added last, as schema.sql declares them, so an upgraded store
--- has the columns of a new one in the same order. Every kept result is computed again.
+-- Store format 8 -> 9: the output estimates and the logged cost on calls, the attribution on
+-- incidents (filled afterwards by attribute.sql over every kept incident). No parameters.
+-- Columns are added last, as schema.sql declares them, so an upgraded store has the columns of
+-- a new one in the same order. Every kept result is computed again.
 ALTER TABLE calls ADD COLUMN IF NOT EXISTS output_estimate_tokens BIGINT;
 ALTER TABLE calls ADD COLUMN IF NOT EXISTS output_estimate_floor BOOLEAN;
 ALTER TABLE calls ADD COLUMN IF NOT EXISTS cost_logged_usd DECIMAL(18, 10);
