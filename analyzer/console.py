@@ -1,4 +1,12 @@
-"""stderr messages: warnings (each said once per run) and progress for long steps."""
+"""What a run says on stderr - warnings (each said once per run), notes, progress - and how
+its output is shown (colour, width): a :class:`Console` object that whoever owns the run makes.
+
+The command line makes one per command from ``--quiet`` / ``--verbose``; the public API
+(``analyzer.api``) one that writes nothing and keeps what was said; a store carries the console
+it was opened with. The library reaches the console of the run under way through
+:func:`current` (a context variable set by :func:`use`), so that a format module deep in a load
+can warn without a console being passed down every call; nothing here is flipped by setters.
+"""
 
 from __future__ import annotations
 
@@ -9,30 +17,91 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 import click
 
 from analyzer.model.formatting import printable
 
-_said: set[str] = set()
-_quiet = False
-_verbose = False
+
+@dataclass
+class Console:
+    """One run's console: how much it says, where it writes, and what it has said.
+
+    ``quiet``: no progress and no notes (warnings still); ``verbose``: a line for every file
+    read; ``colour``: None lets click decide (a terminal yes, a pipe no), False never (as with
+    ``$NO_COLOR``); ``width``: the columns lines must fit (None: the terminal's, see
+    :func:`terminal_width`); ``stderr``: False writes nothing at all - what was said is kept
+    in ``warnings`` and ``notes`` for the caller (a notebook, a test)."""
+
+    quiet: bool = False
+    verbose: bool = False
+    colour: bool | None = field(default_factory=lambda: colour_of_environment())
+    width: int | None = None
+    stderr: bool = True
+    warnings: list[str] = field(default_factory=list)  # each said once, in the order said
+    notes: list[str] = field(default_factory=list)  # (kept only when not written)
+
+    @classmethod
+    def silent(cls) -> Console:
+        """A console that writes nothing and keeps every warning and note."""
+        return cls(quiet=True, stderr=False)
+
+    def note(self, message: str) -> None:
+        """An informational line (what is being read, what was done), unless quiet."""
+        if not self.stderr:
+            self.notes.append(message)
+        elif not self.quiet:
+            click.echo(safe_line(message), err=True)
+
+    def warn(self, message: str) -> None:
+        """``warning: message``, once per distinct message in this run."""
+        if message in self.warnings:
+            return
+        self.warnings.append(message)
+        if self.stderr:
+            click.echo(safe_line(f"warning: {message}"), err=True)
+
+    def says_every_file(self) -> bool:
+        """``--verbose`` (and not ``--quiet``): a line for every file read."""
+        return self.verbose and not self.quiet
+
+    def columns(self) -> int:
+        return self.width if self.width is not None else terminal_width()
+
+    def live(self) -> bool:
+        """Whether progress may be drawn: writing to stderr, not quiet, stderr a terminal."""
+        if not self.stderr or self.quiet:
+            return False
+        try:
+            return sys.stderr.isatty()
+        except (AttributeError, ValueError):
+            return False
 
 
-def set_quiet(quiet: bool) -> None:
-    """``--quiet``: no progress and no notes on stderr (warnings and errors still)."""
-    global _quiet
-    _quiet = quiet
+_CURRENT: ContextVar[Console | None] = ContextVar("analyzer_console", default=None)
 
 
-def set_verbose(verbose: bool) -> None:
-    """``--verbose``: a line for every file read."""
-    global _verbose
-    _verbose = verbose
+def current() -> Console:
+    """The console of the run under way (one that writes to stderr when no run set one: a
+    library call made outside any run, each such call on its own)."""
+    return _CURRENT.get() or Console()
+
+
+@contextmanager
+def use(console: Console) -> Iterator[Console]:
+    """Make ``console`` the one the library writes to while the body runs (the owner of a run
+    calls this: the command line, the API, the pipeline with the store's console)."""
+    token = _CURRENT.set(console)
+    try:
+        yield console
+    finally:
+        _CURRENT.reset(token)
 
 
 def verbose() -> bool:
-    return _verbose and not _quiet
+    return current().says_every_file()
 
 
 def safe_line(text: str) -> str:
@@ -44,8 +113,7 @@ def safe_line(text: str) -> str:
 
 def note(message: str) -> None:
     """An informational line on stderr (what is being read, what was done), unless quiet."""
-    if not _quiet:
-        click.echo(safe_line(message), err=True)
+    current().note(message)
 
 
 def csv_out(text: str) -> None:
@@ -60,15 +128,25 @@ def csv_out(text: str) -> None:
     click.echo(text, nl=False)
 
 
-def width() -> int:
+def terminal_width() -> int:
     """The columns lines must fit: the terminal's (or ``$COLUMNS``), else 120 when piped."""
     return max(60, shutil.get_terminal_size((120, 24)).columns)
+
+
+def width() -> int:
+    """The columns the run's lines must fit (:meth:`Console.columns`)."""
+    return current().columns()
+
+
+def colour_of_environment() -> bool | None:
+    """Never colour with ``$NO_COLOR`` set; else let click decide (None)."""
+    return False if os.environ.get("NO_COLOR") else None
 
 
 def colour() -> bool | None:
     """Whether to colour stdout: never with ``$NO_COLOR`` set; else click decides (a terminal
     yes, a pipe or file no)."""
-    return False if os.environ.get("NO_COLOR") else None
+    return current().colour
 
 
 def out(text: str = "", nl: bool = True) -> None:
@@ -96,29 +174,11 @@ def strong(text: str) -> str:
 
 def warn(message: str) -> None:
     """Print ``warning: message`` on stderr, once per distinct message per run."""
-    if message in _said:
-        return
-    _said.add(message)
-    click.echo(safe_line(f"warning: {message}"), err=True)
-
-
-def reset_warnings() -> None:
-    """Forget what was said, and the --quiet / --verbose of the last command (one CLI run in
-    a process, or tests running many)."""
-    global _quiet, _verbose
-    _quiet = _verbose = False
-    _reset_said()
-
-
-def _reset_said() -> None:
-    _said.clear()
+    current().warn(message)
 
 
 def stderr_is_terminal() -> bool:
-    try:
-        return sys.stderr.isatty() and not _quiet
-    except (AttributeError, ValueError):
-        return False
+    return current().live()
 
 
 class Counter:

@@ -11,11 +11,12 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
-from analyzer.console import Progress, note, progress
-from analyzer.detect.detectors import Selection, detect
+from analyzer.console import Progress, note, progress, use
+from analyzer.detect.detectors import Selection, detect, load_incidents
 from analyzer.detect.link import link_if_needed
 from analyzer.engine.store import Store
 from analyzer.errors import NothingFound
@@ -30,6 +31,22 @@ from analyzer.views.summary import Summary, build_summary, warn_unpriced
 
 if TYPE_CHECKING:  # the guards and the page are imported where used (ingest does without)
     from analyzer.guards.backtest import GuardRun
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def on_its_console(step: Callable[Concatenate[Store, P], R]) -> Callable[Concatenate[Store, P], R]:
+    """A step says what it says (warnings, notes, progress) on the console of its store: the
+    one the store's opener gave it (the command line's, the API's)."""
+
+    @wraps(step)
+    def run(store: Store, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with use(store.console):
+            return step(store, *args, **kwargs)
+
+    return run
+
 
 # Calls from which the steps after loading show what they are doing (on a terminal, unless
 # --quiet): below it every step takes well under a second.
@@ -72,6 +89,7 @@ def default_inputs(env: Mapping[str, str], home: Path) -> Inputs:
     return found
 
 
+@on_its_console
 def ingest_paths(store: Store, inputs: Inputs | list[str], options: IngestOptions) -> Loaded:
     """Load every file of ``inputs`` (each all-or-nothing; the first error stops), then link
     the logged calls to the billing rows of the same calls. Says on stderr what it reads;
@@ -184,6 +202,7 @@ class Audit:
     incidents: list[Incident] = field(default_factory=list)
 
 
+@on_its_console
 def audit(
     store: Store,
     inputs: Inputs | list[str],
@@ -207,7 +226,7 @@ def audit(
     if on_files is not None:
         on_files(reports)
     if window:
-        store.restrict(window.sql(), window.key(), buckets=window.sql("bucket_start"))
+        store.restrict(window.predicate(), window.key(), buckets=window.predicate("bucket_start"))
     with stages(store, "audit", options.progress) as shown:
         shown.stage("detecting")
         detect(store, selection, reuse=True)
@@ -223,6 +242,19 @@ def audit(
     return Audit(reports, summary, guards, output, summary.incidents)
 
 
+@on_its_console
+def detect_incidents(
+    store: Store, selection: Selection, window: Window | None = None
+) -> list[Incident]:
+    """``detect``: run the detectors over the calls in ``window`` (all by default), replacing
+    their incidents in the store; the incidents they recorded, most wasted dollars first."""
+    apply_window(store, window, incidents=False)
+    with stages(store, "detect") as shown:
+        shown.stage("detecting")
+        detect(store, selection)
+    return load_incidents(store, selection.names)
+
+
 def stages(store: Store, label: str, enabled: bool = True) -> AbstractContextManager[Progress]:
     """The progress line of the steps after loading: shown on a terminal for a store of
     :data:`BIG_STORE` calls or more (each step names itself with ``stage``)."""
@@ -235,13 +267,14 @@ def apply_window(store: Store, window: Window | None, incidents: bool = True) ->
     incidents that start in it: for commands that read the incidents found earlier)."""
     if window:
         store.restrict(
-            window.sql(),
+            window.predicate(),
             window.key(),
-            incidents=window.sql("start_ts") if incidents else None,
-            buckets=window.sql("bucket_start"),
+            incidents=window.predicate("start_ts") if incidents else None,
+            buckets=window.predicate("bucket_start"),
         )
 
 
+@on_its_console
 def report(
     store: Store,
     output: Path,

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analyzer import console
 from analyzer.engine.store import Store, open_store
 
 
@@ -43,13 +42,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 _LEFT_OUT = pytest.StashKey[int]()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_warnings() -> Iterator[None]:
-    console.reset_warnings()
-    yield
-    console.reset_warnings()
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ PACKAGE = REPO / "analyzer"
 # exception to its package, the longest name wins). A module in none is an error.
 LAYERS: list[tuple[str, set[str]]] = [
     ("cli", {"analyzer.cli", "analyzer.__main__"}),
-    ("pipeline", {"analyzer.pipeline", "analyzer.sample"}),
+    ("pipeline", {"analyzer.api", "analyzer.pipeline", "analyzer.sample"}),
     # Spark runs the detectors over an export's Parquet (views.export), so it sits above both
     ("report", {"analyzer.report", "analyzer.views", "analyzer.detect.spark_engine"}),
     ("analysis", {"analyzer.detect", "analyzer.guards", "analyzer.model.incident"}),

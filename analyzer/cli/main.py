@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -17,9 +18,11 @@ import click
 import duckdb
 
 from analyzer import __version__
+from analyzer.api import Forensics, detect_on_spark
 from analyzer.cli import catalog as cli_catalog
 from analyzer.cli import store_commands as cli_store
 from analyzer.cli.options import (
+    CONSOLE,
     View,
     chatter_options,
     db_option,
@@ -34,11 +37,11 @@ from analyzer.cli.options import (
     report_options,
     view_options,
 )
-from analyzer.console import note, out, safe_line, verbose, width
-from analyzer.detect.detectors import Selection, load_incidents
+from analyzer.console import Console, current, note, out, safe_line, use, verbose, width
+from analyzer.detect.detectors import Selection
 from analyzer.engine.arrow_setup import skip_pandas
 from analyzer.engine.files import os_error
-from analyzer.engine.store import interrupted, open_new_or_existing, open_store
+from analyzer.engine.store import interrupted
 from analyzer.errors import NOT_ALL_READ_EXIT, ForensicsError, Interrupted
 from analyzer.ingest.base import IngestOptions
 from analyzer.model.incident import Incident
@@ -50,6 +53,13 @@ class ForensicsGroup(click.Group):
     """The one error boundary: known errors become one line on stderr and exit 3."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        # The run's console: made here, before the command's options (--quiet, --verbose) are
+        # read into it, and the one the library writes to until the command ends.
+        console = ctx.meta.setdefault(CONSOLE, Console())
+        with use(console):
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except Interrupted as exc:  # Ctrl-C during ingest: what the store holds of the run
@@ -132,6 +142,14 @@ def cli() -> None:
     """
 
 
+def _library(
+    db: str, create: bool = True, temp_dir: str | None = None
+) -> AbstractContextManager[Forensics]:
+    """The library, through its public API, on the store at ``db``, speaking on this
+    command's console."""
+    return Forensics.open(db, create=create, temp_dir=temp_dir, console=current())
+
+
 def _inputs(paths: tuple[str, ...]) -> Inputs | list[str]:
     """The user's paths, or with none the places agents keep their logs by default."""
     return list(paths) if paths else default_inputs(os.environ, Path.home())
@@ -183,10 +201,8 @@ def ingest(paths: tuple[str, ...], db: str, options: IngestOptions, as_json: boo
     Example:
       llm-forensics ingest --db december.duckdb exports/openrouter-2025-12.csv
     """
-    from analyzer.pipeline import ingest_paths
-
-    with open_new_or_existing(db) as store:
-        reports = ingest_paths(store, _inputs(paths), options)
+    with _library(db) as lf:
+        reports = lf.ingest(_inputs(paths), options)
     if as_json:
         print_json([r.to_dict() for r in reports])
     elif verbose():
@@ -237,18 +253,15 @@ def audit(
       llm-forensics audit sample_data/ -o report.html
       llm-forensics audit exports/ --since 7d --tz Europe/Berlin
     """
-    from analyzer import pipeline
-
     policies = policies_named(policy_files)
     fmt = output_format(output, report_format) if output else "html"
     # A throwaway store lives in memory (nothing to write twice), spilling to a temporary
     # folder past the memory limit.
     with (
         tempfile.TemporaryDirectory(prefix="llm-forensics-") as tmp,
-        open_new_or_existing(db or ":memory:", temp_dir=None if db else tmp) as store,
+        _library(db or ":memory:", temp_dir=None if db else tmp) as lf,
     ):
-        done = pipeline.audit(
-            store,
+        done = lf.audit(
             _inputs(paths),
             options,
             selection,
@@ -339,7 +352,6 @@ def detect_command(
       llm-forensics export --db year.duckdb --parquet lake/
       llm-forensics detect --engine spark --parquet lake/ --db year.duckdb
     """
-    from analyzer.pipeline import apply_window, stages
     from analyzer.views.terminal import render_incident_list
 
     if engine == "spark":
@@ -347,14 +359,8 @@ def detect_command(
     else:
         if folder or master:
             raise click.UsageError("--parquet and --master go with --engine spark")
-        from analyzer.detect.detectors import detect
-
-        with open_store(db, must_exist=True) as store:
-            apply_window(store, view.window, incidents=False)
-            with stages(store, "detect") as shown:
-                shown.stage("detecting")
-                detect(store, selection)
-            incidents = load_incidents(store, selection.names)
+        with _library(db, create=False) as lf:
+            incidents = lf.detect(selection, view.window)
     if as_json:
         print_json([i.to_json() for i in incidents])
     else:
@@ -369,7 +375,6 @@ def _detect_on_spark(
     """detect --engine spark: into the store when it exists (or was named), else only beside
     the export."""
     from analyzer.detect import spark_engine
-    from analyzer.pipeline import apply_window
 
     if not spark_engine.available():
         raise click.UsageError(f"--engine spark needs pyspark: {spark_engine.EXTRA}")
@@ -381,16 +386,11 @@ def _detect_on_spark(
     ctx = click.get_current_context()
     named = ctx.get_parameter_source("db") != click.core.ParameterSource.DEFAULT
     if not named and not Path(db).exists():
-        incidents = spark_engine.detect_on_spark(
-            Path(folder), selection, master, view.window, None, note
-        )
+        incidents = detect_on_spark(folder, selection, master, view.window, console=current())
         note(f"no store at {db}: the incidents are in {Path(folder) / 'detected'} only")
         return incidents
-    with open_store(db, must_exist=True) as store:
-        apply_window(store, view.window, incidents=False)
-        return spark_engine.detect_on_spark(
-            Path(folder), selection, master, view.window, store, note
-        )
+    with _library(db, create=False) as lf:
+        return lf.detect_on_spark(folder, selection, master, view.window)
 
 
 for _command in (*cli_catalog.COMMANDS, *cli_store.COMMANDS):

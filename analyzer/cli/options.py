@@ -12,8 +12,9 @@ from typing import Any
 import click
 import duckdb
 
-from analyzer.console import set_quiet, set_verbose
+from analyzer.console import Console, current
 from analyzer.detect.detectors import ParamError, Selection, select
+from analyzer.engine.engine import Engine
 from analyzer.engine.store import DB_ENV, DEFAULT_DB, OFFLINE
 from analyzer.errors import ForensicsError
 from analyzer.guards.policy import Policy, all_policies
@@ -42,7 +43,7 @@ def parse_duration(text: str) -> int:
 
 def _check_tz(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     try:
-        duckdb.connect(config=OFFLINE).execute(
+        Engine(duckdb.connect(config=OFFLINE)).run(
             "SELECT timezone(?, TIMESTAMP '2000-01-01')", [value]
         )
     except duckdb.Error:
@@ -313,15 +314,25 @@ def keep_cache_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
-def _set_quiet(_ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+def run_console(ctx: click.Context) -> Console:
+    """The console of this command's run (made by the command group before the command's
+    options are read; the one in use otherwise)."""
+    found = ctx.meta.get(CONSOLE)
+    return found if isinstance(found, Console) else current()
+
+
+CONSOLE = "lf.console"  # the key of the run's console in the click context's meta
+
+
+def _set_quiet(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
     if value:
-        set_quiet(True)
+        run_console(ctx).quiet = True
     return value
 
 
-def _set_verbose(_ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+def _set_verbose(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
     if value:
-        set_verbose(True)
+        run_console(ctx).verbose = True
     return value
 
 

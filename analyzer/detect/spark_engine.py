@@ -176,7 +176,7 @@ def register(spark: Any, folder: Path, window: Window | None = None) -> dict[str
     live = _LIVE.search(SCHEMA.read_text(encoding="utf-8"))
     if live is None:  # pragma: no cover - the schema defines it
         raise ForensicsError("schema.sql defines no live_calls view", path=SCHEMA)
-    cond = window.sql() if window else "true"
+    cond = window.predicate() if window else "true"
     for table in PARTITIONED:
         # Absolute: Spark's JVM does not follow this process's working folder.
         path = (folder / manifest["tables"][table]["path"]).resolve()

@@ -12,6 +12,7 @@ from typing import Any
 
 import duckdb
 
+from analyzer.console import Console, current
 from analyzer.engine.engine import Engine, Params
 from analyzer.errors import ForensicsError
 
@@ -63,7 +64,13 @@ def migrations_from(found: str) -> list[Migration]:
 class Store:
     """An open store. ``con`` is the DuckDB connection; the tables are in ``sql/schema.sql``."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: str, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        path: str,
+        read_only: bool = False,
+        console: Console | None = None,
+    ) -> None:
         self.con = con
         self.engine = Engine(con)  # what runs SQL on it (``analyzer.engine.engine``)
         self.path = path
@@ -73,6 +80,9 @@ class Store:
         # then be written (see ``close``): (cache name, key, payload).
         self.pending: list[tuple[str, str, str]] = []
         self.keep_cache = True  # false: a read-only store's file is never written
+        # What the work on this store says (warnings once, notes): the console given, else the
+        # one of the run under way (a store opened outside any run gets one of its own).
+        self.console = console or current()
 
     def restrict(
         self, condition: str, key: str, incidents: str | None = None, buckets: str | None = None
@@ -289,6 +299,7 @@ def open_store(
     read_only: bool = False,
     temp_dir: str | None = None,
     must_exist: bool = False,
+    console: Console | None = None,
 ) -> Store:
     """Open (creating if needed, unless ``must_exist``) the store at ``path``; ``:memory:``
     gives a throwaway one (give it ``temp_dir`` to spill to when it outgrows the memory
@@ -320,7 +331,7 @@ def open_store(
     except BaseException:
         con.close()
         raise
-    return Store(con, path, read_only=read_only)
+    return Store(con, path, read_only=read_only, console=console)
 
 
 def _keep(path: str, entries: list[tuple[str, str, str]]) -> None:
@@ -341,13 +352,15 @@ def _keep(path: str, entries: list[tuple[str, str, str]]) -> None:
 
 
 @contextmanager
-def open_new_or_existing(path: str | Path, temp_dir: str | None = None) -> Iterator[Store]:
+def open_new_or_existing(
+    path: str | Path, temp_dir: str | None = None, console: Console | None = None
+) -> Iterator[Store]:
     """Open the store at ``path`` for writing. If the file is new and the work fails (an
     error, nothing found, Ctrl-C) before any file was stored, the new file is removed: a failed
     first ``ingest`` leaves no empty store behind."""
     path = str(path)
     new = path != ":memory:" and not Path(path).exists()
-    store = open_store(path, temp_dir=temp_dir)
+    store = open_store(path, temp_dir=temp_dir, console=console)
     try:
         yield store
     except BaseException:

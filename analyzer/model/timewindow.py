@@ -93,7 +93,8 @@ class Window:
     def __bool__(self) -> bool:
         return self.since is not None or self.until is not None
 
-    def sql(self, column: str = "ts") -> str:
+    def predicate(self, column: str = "ts") -> str:
+        """The SQL condition on ``column`` that the window's times meet (``true``: all)."""
         parts = []
         if self.since is not None:
             parts.append(f"{column} >= TIMESTAMP '{self.since.isoformat(sep=' ')}'")
