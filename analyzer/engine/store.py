@@ -213,13 +213,13 @@ def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | No
     # DuckDB's own ``<store>.tmp``; for a throwaway store, the folder given).
     limit = os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY_LIMIT
     try:
-        engine.run(f"SET memory_limit = '{limit.replace(chr(39), '')}'")
+        engine.run("store/set.sql", setting="memory_limit", value=limit.replace("'", ""))
     except duckdb.Error as exc:
         raise ForensicsError(
             f"${MEMORY_ENV} = {limit!r} is not a memory size DuckDB understands (e.g. 2GB)"
         ) from exc
     if temp_dir is not None:
-        engine.run(f"SET temp_directory = '{temp_dir.replace(chr(39), chr(39) * 2)}'")
+        engine.run("store/set.sql", setting="temp_directory", value=temp_dir.replace("'", "''"))
     # Timestamps are stored in UTC; make every conversion on this connection UTC as well, so
     # the user's own TimeZone setting can never shift what is stored or shown.
     engine.run("SET TimeZone = 'UTC'")

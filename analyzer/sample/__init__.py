@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from analyzer.engine.engine import Engine
 from analyzer.engine.store import OFFLINE
 from analyzer.sample.logs import write_logs
 from analyzer.sample.rand import Rand
@@ -57,36 +58,6 @@ COLUMNS = [
     ("app", pa.string()),
 ]
 SCHEMA = pa.schema(COLUMNS)
-
-# Nano-dollars as the export writes dollars: plain decimals, no trailing zeros.
-_USD = """CASE WHEN {n} = 0 THEN '0' ELSE
-    (CASE WHEN {n} < 0 THEN '-' ELSE '' END) ||
-    rtrim(rtrim(printf('%d.%09d', abs({n}) // 1000000000, abs({n}) % 1000000000), '0'), '.')
-END"""
-
-EXPORT_SQL = f"""
-SELECT
-    'gen-' || (ts_ms // 1000)::VARCHAR || '-' || id_suffix AS generation_id,
-    strftime(epoch_ms(ts_ms), '%Y-%m-%d %H:%M:%S.%g') AS created_at,
-    {_USD.format(n="cost_nano")} AS cost_total,
-    '0' AS cost_web_search,
-    {_USD.format(n="cost_cache_nano")} AS cost_cache,
-    '0' AS cost_file_processing,
-    '0' AS byok_usage_inference,
-    tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached,
-    model AS model_permaslug,
-    provider AS provider_name,
-    variant, cancelled, streamed, "user",
-    finish_raw AS finish_reason_raw,
-    finish_norm AS finish_reason_normalized,
-    gen_ms AS generation_time_ms,
-    ttft_ms AS time_to_first_token_ms,
-    false AS api_key_disabled,
-    api_key AS api_key_name,
-    app AS app_name
-FROM read_parquet($parts)
-ORDER BY ts_ms, id_suffix
-"""
 
 
 def _largest_remainder(total: int, weights: Sequence[float]) -> list[int]:
@@ -165,16 +136,14 @@ def write_sample(out_dir: Path, rows: int = DEFAULT_ROWS, seed: int = DEFAULT_SE
 
         csv_path = out_dir / CSV_NAME
         con = duckdb.connect(config=OFFLINE)
-        con.execute("SET TimeZone = 'UTC'")
-        con.execute("SET preserve_insertion_order = true")
+        engine = Engine(con)
+        engine.run("SET TimeZone = 'UTC'")
+        engine.run("SET preserve_insertion_order = true")
         # The sort spills to the temporary folder beyond SORT_MEMORY (DuckDB would otherwise
         # take 80% of the machine: 3.4 GB for 4.8 million rows).
-        con.execute(f"SET memory_limit = '{SORT_MEMORY}'")
-        con.execute(f"SET temp_directory = '{_sql_path(Path(tmp))}'")
-        con.execute(
-            f"COPY ({EXPORT_SQL}) TO '{_sql_path(csv_path)}' (HEADER, DELIMITER ',')",
-            {"parts": parts},
-        )
+        engine.run("store/set.sql", setting="memory_limit", value=SORT_MEMORY)
+        engine.run("store/set.sql", setting="temp_directory", value=_sql_path(Path(tmp)))
+        engine.run("sample/export.sql", {"parts": parts}, csv=_sql_path(csv_path))
         con.close()
 
     logs = write_logs(out_dir, planted)

@@ -66,26 +66,21 @@ PENGUIN_ACTIONS = [
 ]
 
 
-def _penguin(rows: list[dict[str, Any]], day: str, first_prompt: str) -> dict[str, Any]:
-    calls = sorted(
-        (r for r in rows if str(r.get("tag", "")).startswith(day)), key=lambda r: r["ts_ms"]
-    )
-    start = calls[0]["ts_ms"]
-    sid = (
-        f"session_{_iso(start, z=False)[:10].replace('-', '')}_"
-        + _iso(start, z=False)[11:19].replace(":", "")
-        + f"_{_hex('penguin', start)}"
-    )
-    messages: list[dict[str, Any]] = []
-    lifecycles: list[dict[str, Any]] = []
+class _PenguinSession:
+    """A Penguin session file being written: its messages and request lifecycles."""
 
-    def msg(role: str, content: str, category: str, ms: int, **meta: Any) -> None:
-        messages.append(
+    def __init__(self, sid: str) -> None:
+        self.sid = sid
+        self.messages: list[dict[str, Any]] = []
+        self.lifecycles: list[dict[str, Any]] = []
+
+    def msg(self, role: str, content: str, category: str, ms: int, **meta: Any) -> None:
+        self.messages.append(
             {
                 "role": role,
                 "content": content,
                 "category": category,
-                "id": f"msg_{_hex('m', sid, len(messages))}",
+                "id": f"msg_{_hex('m', self.sid, len(self.messages))}",
                 "timestamp": _iso(ms, z=False),
                 "metadata": meta,
                 "tokens": max(1, len(content) // 4),
@@ -95,17 +90,10 @@ def _penguin(rows: list[dict[str, Any]], day: str, first_prompt: str) -> dict[st
             }
         )
 
-    msg(
-        "system",
-        "You are Penguin, a software engineering agent. Act with CodeAct tags.",
-        "SYSTEM",
-        start - 4000,
-    )
-    msg("user", first_prompt, "DIALOG", start - 2000)
-    for i, c in enumerate(calls):
-        request_id = f"req_{_hex('lc', sid, i, n=12)}"
+    def lifecycle(self, i: int, c: dict[str, Any], request_id: str) -> None:
+        """The request lifecycle of call ``i`` (kept for every call, saved reply or not)."""
         ended = c["ts_ms"] + c["gen_ms"]
-        lifecycles.append(
+        self.lifecycles.append(
             {
                 "request_id": request_id,
                 "provider": "openrouter",
@@ -113,30 +101,34 @@ def _penguin(rows: list[dict[str, Any]], day: str, first_prompt: str) -> dict[st
                 "status": "completed",
                 "stream": True,
                 "transport": "sse",
-                "request_payload_hash": _hex("payload", sid, i, n=16),
+                "request_payload_hash": _hex("payload", self.sid, i, n=16),
                 "attempt": 1,
                 "started_at": c["ts_ms"] / 1000,
                 "last_event_at": ended / 1000,
                 "ended_at": ended / 1000,
-                "provider_response_id": f"gen-{_hex('wire', sid, i, n=20)}",
+                "provider_response_id": f"gen-{_hex('wire', self.sid, i, n=20)}",
                 "last_event_type": "done",
                 "finish_reason": c["finish_norm"],
                 "error": None,
                 "provider_data": {},
             }
         )
+
+    def turn(self, i: int, c: dict[str, Any], request_id: str) -> None:
+        """The messages call ``i`` left, by its planted kind."""
+        ended = c["ts_ms"] + c["gen_ms"]
         kind = c["tag"].split(":", 1)[1]
         if kind == "loop":
-            continue  # whitespace-only: never saved, so the next request re-sends the same prompt
+            return  # whitespace-only: never saved, so the next request re-sends the same prompt
         if kind == "user":
-            msg(
+            self.msg(
                 "user",
                 "It stopped answering. Keep going: read the big fixture and fix the test.",
                 "DIALOG",
                 c["ts_ms"] - 3000,
             )
         if kind == "placeholder":
-            msg(
+            self.msg(
                 "assistant",
                 "[Empty response from model]",
                 "SYSTEM",
@@ -144,23 +136,50 @@ def _penguin(rows: list[dict[str, Any]], day: str, first_prompt: str) -> dict[st
                 request_id=request_id,
                 was_empty=True,
             )
-            continue
+            return
         action = PENGUIN_ACTIONS[i % len(PENGUIN_ACTIONS)]
-        msg("assistant", f"Next step. {action}", "DIALOG", ended, request_id=request_id)
-        msg(
+        self.msg("assistant", f"Next step. {action}", "DIALOG", ended, request_id=request_id)
+        self.msg(
             "system",
             f"[Tool Result] {action.split('>')[1].split('<')[0]}: ok",
             "SYSTEM_OUTPUT",
             ended + 900,
         )
+
+
+def _penguin_id(start: int) -> str:
+    return (
+        f"session_{_iso(start, z=False)[:10].replace('-', '')}_"
+        + _iso(start, z=False)[11:19].replace(":", "")
+        + f"_{_hex('penguin', start)}"
+    )
+
+
+def _penguin(rows: list[dict[str, Any]], day: str, first_prompt: str) -> dict[str, Any]:
+    calls = sorted(
+        (r for r in rows if str(r.get("tag", "")).startswith(day)), key=lambda r: r["ts_ms"]
+    )
+    start = calls[0]["ts_ms"]
+    session = _PenguinSession(_penguin_id(start))
+    session.msg(
+        "system",
+        "You are Penguin, a software engineering agent. Act with CodeAct tags.",
+        "SYSTEM",
+        start - 4000,
+    )
+    session.msg("user", first_prompt, "DIALOG", start - 2000)
+    for i, c in enumerate(calls):
+        request_id = f"req_{_hex('lc', session.sid, i, n=12)}"
+        session.lifecycle(i, c, request_id)
+        session.turn(i, c, request_id)
     last = calls[-1]["ts_ms"] + calls[-1]["gen_ms"]
     return {
-        "id": sid,
+        "id": session.sid,
         "created_at": _iso(start - 4000, z=False),
         "last_active": _iso(last, z=False),
         "metadata": {"workspace": "/home/dev/penguin", "mode": "run_response"},
-        "messages": messages,
-        "llm_request_lifecycles": lifecycles,
+        "messages": session.messages,
+        "llm_request_lifecycles": session.lifecycles,
         "tool_call_records": [],
         "tool_result_records": [],
     }
@@ -176,6 +195,66 @@ NETCLAW_TOOLS = [
     ("http_get", {"url": "http://grafana.internal/api/alerts?host=db-03"}),
     ("ssh_exec", {"host": "db-03", "command": "ls -la /var/backups/nightly"}),
 ]
+
+
+def _netclaw_reply(i: int, c: dict[str, Any]) -> dict[str, Any]:
+    """What every assistant reply of call ``i`` carries: its wire id, model, time, usage and
+    (abbreviated) reasoning."""
+    usage = {
+        "prompt_tokens": c["tokens_prompt"],
+        "completion_tokens": c["tokens_completion"],
+        "total_tokens": c["tokens_prompt"] + c["tokens_completion"],
+        "completion_tokens_details": {"reasoning_tokens": c["tokens_reasoning"]},
+    }
+    reasoning = (
+        "The backup job exits early; the log should say why. I need to check the disk, the "
+        f"config and the last run before answering. [{c['tokens_reasoning']:,} reasoning "
+        "tokens, abbreviated in this sample]"
+    )
+    return {
+        "role": "assistant",
+        "id": f"gen-{_hex('netclaw-wire', i, n=20)}",
+        "model": c["model"],
+        "timestamp": _iso(c["ts_ms"]),
+        "usage": usage,
+        "reasoning_content": reasoning,
+    }
+
+
+def _netclaw_tool_call(
+    reply: dict[str, Any], i: int, c: dict[str, Any], n_tool: int
+) -> list[dict[str, Any]]:
+    """A reply that calls a tool (the ``n_tool``-th), and the tool's result."""
+    name, tool_args = NETCLAW_TOOLS[n_tool % len(NETCLAW_TOOLS)]
+    args: dict[str, Any] = {**tool_args, "attempt": n_tool + 1}
+    call_id = f"call_{_hex('nc', i, n=10)}"
+    called = {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(args, sort_keys=True)},
+    }
+    return [
+        {**reply, "content": "", "finish_reason": "tool_calls", "tool_calls": [called]},
+        {
+            "role": "tool",
+            "tool_call_id": call_id,
+            "content": f"{name}: exit 0 (output {300 + 37 * i} lines)",
+            "timestamp": _iso(c["ts_ms"] + c["gen_ms"] + 500),
+        },
+    ]
+
+
+def _netclaw_thinking_only(reply: dict[str, Any], c: dict[str, Any]) -> list[dict[str, Any]]:
+    """A reply of reasoning alone (no answer, no tool call), and the nudge that follows it."""
+    return [
+        {**reply, "content": "", "finish_reason": "stop"},
+        {
+            "role": "system",
+            "content": "You produced reasoning but no reply and no tool "
+            "call. Continue: call a tool or answer the user.",
+            "timestamp": _iso(c["ts_ms"] + c["gen_ms"] + 100),
+        },
+    ]
 
 
 def _netclaw(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -197,65 +276,12 @@ def _netclaw(rows: list[dict[str, Any]]) -> dict[str, Any]:
     ]
     n_tool = 0
     for i, c in enumerate(calls):
-        usage = {
-            "prompt_tokens": c["tokens_prompt"],
-            "completion_tokens": c["tokens_completion"],
-            "total_tokens": c["tokens_prompt"] + c["tokens_completion"],
-            "completion_tokens_details": {"reasoning_tokens": c["tokens_reasoning"]},
-        }
-        reasoning = (
-            "The backup job exits early; the log should say why. I need to check the disk, the "
-            f"config and the last run before answering. [{c['tokens_reasoning']:,} reasoning "
-            "tokens, abbreviated in this sample]"
-        )
-        base = {
-            "role": "assistant",
-            "id": f"gen-{_hex('netclaw-wire', i, n=20)}",
-            "model": c["model"],
-            "timestamp": _iso(c["ts_ms"]),
-            "usage": usage,
-            "reasoning_content": reasoning,
-        }
+        reply = _netclaw_reply(i, c)
         if c["tag"] == "n09:tool":
-            name, tool_args = NETCLAW_TOOLS[n_tool % len(NETCLAW_TOOLS)]
-            args: dict[str, Any] = {**tool_args, "attempt": n_tool + 1}
-            call_id = f"call_{_hex('nc', i, n=10)}"
-            messages.append(
-                {
-                    **base,
-                    "content": "",
-                    "finish_reason": "tool_calls",
-                    "tool_calls": [
-                        {
-                            "id": call_id,
-                            "type": "function",
-                            "function": {
-                                "name": name,
-                                "arguments": json.dumps(args, sort_keys=True),
-                            },
-                        }
-                    ],
-                }
-            )
+            messages += _netclaw_tool_call(reply, i, c, n_tool)
             n_tool += 1
-            messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call_id,
-                    "content": f"{name}: exit 0 (output {300 + 37 * i} lines)",
-                    "timestamp": _iso(c["ts_ms"] + c["gen_ms"] + 500),
-                }
-            )
         else:
-            messages.append({**base, "content": "", "finish_reason": "stop"})
-            messages.append(
-                {
-                    "role": "system",
-                    "content": "You produced reasoning but no reply and no tool "
-                    "call. Continue: call a tool or answer the user.",
-                    "timestamp": _iso(c["ts_ms"] + c["gen_ms"] + 100),
-                }
-            )
+            messages += _netclaw_thinking_only(reply, c)
     return {
         "id": f"netclaw-discord-ops-{_iso(start)[:10]}",
         "model": calls[0]["model"],
@@ -268,27 +294,31 @@ def _netclaw(rows: list[dict[str, Any]]) -> dict[str, Any]:
 # -- seed 002: NEXUS3 ----------------------------------------------------------------------
 
 
-def _nexus3() -> list[dict[str, Any]]:
-    t0 = datetime(2025, 12, 11, 9, 15, 2, tzinfo=UTC).timestamp()
-    endpoint = "https://llm-gateway.corp.example/v1/chat/completions"
-    model = "devstral-small"
-    system = {"role": "system", "content": "You are NEXUS3, a coding agent."}
-    ask = {"role": "user", "content": "Summarize the failing tests in tests/unit."}
-    tool_call = {
-        "id": "call_0",
-        "type": "function",
-        "function": {"name": "run", "arguments": '{"cmd": "pytest tests/unit -q"}'},
+_NEXUS3_ENDPOINT = "https://llm-gateway.corp.example/v1/chat/completions"
+_NEXUS3_MODEL = "devstral-small"
+_NEXUS3_REFUSAL = {
+    "error": {
+        "message": "Invalid 'messages[6]': assistant messages must have content or tool_calls.",
+        "type": "invalid_request_error",
+        "code": 400,
     }
-    lines: list[dict[str, Any]] = []
+}
 
-    def request(t: float, messages: list[dict[str, Any]]) -> None:
-        lines.append(
+
+class _Nexus3Log:
+    """A NEXUS3 ``raw.jsonl`` being written: requests, streams, and what came back."""
+
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+
+    def request(self, t: float, messages: list[dict[str, Any]]) -> None:
+        self.lines.append(
             {
                 "type": "request",
                 "timestamp": t,
-                "endpoint": endpoint,
+                "endpoint": _NEXUS3_ENDPOINT,
                 "payload": {
-                    "model": model,
+                    "model": _NEXUS3_MODEL,
                     "messages": messages,
                     "stream": True,
                     "stream_options": {"include_usage": True},
@@ -297,37 +327,90 @@ def _nexus3() -> list[dict[str, Any]]:
         )
 
     def stream(
-        t: float, deltas: list[dict[str, Any]], finish: str, usage: dict[str, int], duration: int
+        self,
+        t: float,
+        deltas: list[dict[str, Any]],
+        finish: str,
+        usage: dict[str, int],
+        duration: int,
     ) -> None:
+        """A whole stream: its chunks, ``[DONE]`` and the client's summary of it."""
         chunks: list[dict[str, Any]] = [
             {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas
         ]
         chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         chunks.append({"choices": [], "usage": usage})
         for i, ch in enumerate(chunks):
-            lines.append({"type": "stream_chunk", "timestamp": t + 0.3 + i * 0.1, "chunk": ch})
-        lines.append(
+            self.lines.append({"type": "stream_chunk", "timestamp": t + 0.3 + i * 0.1, "chunk": ch})
+        self.lines.append(
             {"type": "stream_chunk", "timestamp": t + duration / 1000, "chunk": "data: [DONE]"}
         )
         content = sum(len(d.get("content") or "") for d in deltas)
         tools = sum(len(d.get("tool_calls") or []) for d in deltas)
-        lines.append(
+        self.complete(t + duration / 1000, len(chunks), content, tools, True, finish, duration)
+
+    def complete(
+        self,
+        t: float,
+        events: int,
+        content: int,
+        tools: int,
+        done: bool,
+        finish: str | None,
+        duration: int,
+    ) -> None:
+        self.lines.append(
             {
                 "type": "stream_complete",
-                "timestamp": t + duration / 1000,
+                "timestamp": t,
                 "http_status": 200,
-                "event_count": len(chunks),
+                "event_count": events,
                 "content_length": content,
                 "tool_call_count": tools,
-                "received_done": True,
+                "received_done": done,
                 "finish_reason": finish,
                 "duration_ms": duration,
             }
         )
 
+    def refused(self, t: float) -> None:
+        self.lines.append(
+            {"type": "response", "timestamp": t, "status": 400, "body": _NEXUS3_REFUSAL}
+        )
+
+
+def _nexus3() -> list[dict[str, Any]]:
+    t0 = datetime(2025, 12, 11, 9, 15, 2, tzinfo=UTC).timestamp()
+    log = _Nexus3Log()
+    convo = _nexus3_good_turns(log, t0)
+    # 200 OK with SSE headers, then nothing: no events, no content, no [DONE].
+    t = t0 + 158.0
+    log.request(t, convo)
+    log.complete(t + 30.012, 0, 0, 0, False, None, 30012)
+    # The client saved Message(content=""); every later request carries it and is refused.
+    convo = [*convo, {"role": "assistant", "content": ""}]
+    for k, (wait, text) in enumerate(
+        ((212.0, "hello?"), (231.0, "are you there?"), (266.0, "retry the last step"))
+    ):
+        convo = [*convo, {"role": "user", "content": text}]
+        log.request(t0 + wait, convo)
+        log.refused(t0 + wait + 0.21 + k * 0.01)
+    return log.lines
+
+
+def _nexus3_good_turns(log: _Nexus3Log, t0: float) -> list[dict[str, Any]]:
+    """The two turns that went well (a tool call, then an answer); the conversation after
+    them, with the user's next request."""
+    system = {"role": "system", "content": "You are NEXUS3, a coding agent."}
+    ask = {"role": "user", "content": "Summarize the failing tests in tests/unit."}
+    tool_call = {
+        "id": "call_0",
+        "type": "function",
+        "function": {"name": "run", "arguments": '{"cmd": "pytest tests/unit -q"}'},
+    }
     convo: list[dict[str, Any]] = [system, ask]
-    request(t0, convo)
-    stream(
+    log.request(t0, convo)
+    log.stream(
         t0,
         [{"role": "assistant", "content": "Running the unit tests."}, {"tool_calls": [tool_call]}],
         "tool_calls",
@@ -344,62 +427,23 @@ def _nexus3() -> list[dict[str, Any]]:
         },
     ]
     t = t0 + 4.2
-    request(t, convo)
+    log.request(t, convo)
     answer = (
         "Three tests fail, all in date handling: test_parse_dates, test_tz and test_bom. "
         "They share the new timestamp parser."
     )
-    stream(
+    log.stream(
         t,
         [{"role": "assistant", "content": answer[:60]}, {"content": answer[60:]}],
         "stop",
         {"prompt_tokens": 2302, "completion_tokens": 38, "total_tokens": 2340},
         2400,
     )
-    convo = [
+    return [
         *convo,
         {"role": "assistant", "content": answer},
         {"role": "user", "content": "Fix test_tz first and show me the diff."},
     ]
-    # 200 OK with SSE headers, then nothing: no events, no content, no [DONE].
-    t = t0 + 158.0
-    request(t, convo)
-    lines.append(
-        {
-            "type": "stream_complete",
-            "timestamp": t + 30.012,
-            "http_status": 200,
-            "event_count": 0,
-            "content_length": 0,
-            "tool_call_count": 0,
-            "received_done": False,
-            "finish_reason": None,
-            "duration_ms": 30012,
-        }
-    )
-    # The client saved Message(content=""); every later request carries it and is refused.
-    convo = [*convo, {"role": "assistant", "content": ""}]
-    error = {
-        "error": {
-            "message": "Invalid 'messages[6]': assistant messages must have content or tool_calls.",
-            "type": "invalid_request_error",
-            "code": 400,
-        }
-    }
-    for k, (wait, text) in enumerate(
-        ((212.0, "hello?"), (231.0, "are you there?"), (266.0, "retry the last step"))
-    ):
-        convo = [*convo, {"role": "user", "content": text}]
-        request(t0 + wait, convo)
-        lines.append(
-            {
-                "type": "response",
-                "timestamp": t0 + wait + 0.21 + k * 0.01,
-                "status": 400,
-                "body": error,
-            }
-        )
-    return lines
 
 
 # -- seed 004: Claude Code -----------------------------------------------------------------

@@ -173,6 +173,29 @@ def _cumsum_in_session(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return out
 
 
+@dataclass
+class _Block:
+    """The sessions drawn for a block, and per call its session and index within it."""
+
+    profile: Profile
+    n_sess: int
+    lengths: np.ndarray
+    user: np.ndarray
+    model: np.ndarray  # per session: an index into model_names
+    prov_u: np.ndarray  # per session: where its provider falls in the family's weights
+    templated: np.ndarray  # batch: same-size prompts in the whole run
+    session: np.ndarray
+    idx: np.ndarray
+
+    @property
+    def total(self) -> int:
+        return int(self.lengths.sum())
+
+    @property
+    def model_names(self) -> list[str]:
+        return [m for m, _ in self.profile.models]
+
+
 def generate_block(
     rand: Rand,
     profile: Profile,
@@ -182,23 +205,46 @@ def generate_block(
     month_ms: int,
     acks: Acks,
 ) -> dict[str, np.ndarray]:
-    """Exactly ``target`` calls of ``profile`` for ``users``, as column arrays."""
+    """Exactly ``target`` calls of ``profile`` for ``users``, as column arrays. (The steps
+    draw from ``rand`` in this order: the same seed gives the same bytes.)"""
+    b = _draw_sessions(rand, profile, users, target)
+    visible, finish, reasoning = _output(rand, b)
+    prompt = _prompt(rand, b, visible)
+    gen_ms, ttft, offset, duration = _timing(rand, b, visible, reasoning)
+    start = _place(rand, b, duration, month_start_ms, month_ms)
+    call_keep, finish = _keep(rand, b, target, start + duration < month_start_ms + month_ms, finish)
+    rows = {
+        "session": b.session,
+        "idx": b.idx,
+        "visible": visible,
+        "reasoning": reasoning,
+        "finish": finish,
+        "prompt": prompt,
+        "gen_ms": gen_ms,
+        "ttft": ttft,
+        "ts_ms": start[b.session] + offset,
+    }
+    rows = {k: v[call_keep] for k, v in rows.items()}
+    is_ack = _acknowledgements(rand, b, rows, acks)
+    return _columns(rand, b, users, rows, is_ack)
+
+
+def _draw_sessions(rand: Rand, profile: Profile, users: list[str], target: int) -> _Block:
     lo, hi, skew = profile.session_len
     n_sess = int(target / profile.mean_len * 1.35) + 8
-
     lengths = rand.ints(lo, hi, n_sess, skew)
     user = rand.ints(0, len(users) - 1, n_sess)
-    model_names = [m for m, _ in profile.models]
     model = rand.choice([w for _, w in profile.models], n_sess)
     prov_u = rand.uniform(n_sess)
-    templated = rand.chance(0.5, n_sess)  # batch: same-size prompts in the whole run
-
+    templated = rand.chance(0.5, n_sess)
     session, idx = _in_session_index(lengths)
-    total = int(lengths.sum())
-    s_model = model[session]
-    kind = profile.kind
+    return _Block(profile, n_sess, lengths, user, model, prov_u, templated, session, idx)
 
-    # Output: visible tokens (never 2-4: those are acknowledgements, placed below) + reasoning.
+
+def _output(rand: Rand, b: _Block) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Output: visible tokens (never 2-4: those are acknowledgements, placed later), how each
+    call finished, and reasoning tokens."""
+    kind, total, session, idx = b.profile.kind, b.total, b.session, b.idx
     if kind == "agent":
         visible = rand.ints(14, 1400, total, 3)
         finish = np.where(rand.chance(0.82, total), TOOL, STOP)
@@ -219,12 +265,17 @@ def generate_block(
         cut &= ~np.concatenate([[False], cut[:-1]])
         finish = np.where(cut, LENGTH, finish)
         visible = np.where(cut, 4096, visible)
-    is_reasoner = np.isin(np.array(model_names)[s_model], list(REASONING_MODELS))
+    s_model = b.model[session]
+    is_reasoner = np.isin(np.array(b.model_names)[s_model], list(REASONING_MODELS))
     reasoning = np.where(is_reasoner, (visible * rand.between(0.4, 2.5, total)).astype(np.int64), 0)
     reasoning = np.where(finish == LENGTH, 0, reasoning)
+    return visible, finish, reasoning
 
-    # Prompt: grows with every call in agents and chats; batch prompts stay put.
-    growth_extra = {
+
+def _prompt(rand: Rand, b: _Block, visible: np.ndarray) -> np.ndarray:
+    """Prompt: grows with every call in agents and chats; batch prompts stay put."""
+    kind, total, session, idx = b.profile.kind, b.total, b.session, b.idx
+    growth_extra = {  # (every profile's draw is made, whichever is used)
         "agent": rand.ints(180, 4200, total, 3),
         "chat": rand.ints(20, 320, total, 2),
         "research": rand.ints(40, 900, total, 2),
@@ -236,17 +287,25 @@ def generate_block(
         "research": (1500, 6000),
         "batch": (900, 2400),
     }[kind]
-    base = rand.ints(base_lo, base_hi, n_sess)
+    base = rand.ints(base_lo, base_hi, b.n_sess)
     if kind == "batch":
         jitter = rand.ints(-140, 140, total)
-        prompt = base[session] + np.where(templated[session], 0, jitter)
-    else:
-        prev_out = np.concatenate([[0], visible[:-1]])
-        growth = np.where(idx > 0, prev_out + growth_extra, 0)
-        prompt = base[session] + _cumsum_in_session(growth, lengths)
+        prompt: np.ndarray = base[session] + np.where(b.templated[session], 0, jitter)
+        return prompt
+    prev_out = np.concatenate([[0], visible[:-1]])
+    growth = np.where(idx > 0, prev_out + growth_extra, 0)
+    prompt = base[session] + _cumsum_in_session(growth, b.lengths)
+    return prompt
 
-    # Time: each gap is the previous call's generation plus tool, user or queue time.
-    speed = np.array([SPEED[m] for m in model_names])[s_model]
+
+def _timing(
+    rand: Rand, b: _Block, visible: np.ndarray, reasoning: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Time: each gap is the previous call's generation plus tool, user or queue time. Per
+    call its generation time, time to first token and offset in its session; per session
+    its duration."""
+    total, idx = b.total, b.idx
+    speed = np.array([SPEED[m] for m in b.model_names])[b.model[b.session]]
     ttft = 250 + rand.ints(0, 2400, total, 2)
     completion = visible + reasoning
     gen_ms = ttft + np.floor(completion / speed * 1000).astype(np.int64)
@@ -255,16 +314,23 @@ def generate_block(
         "chat": (12000, 420000, 2),
         "research": (30000, 900000, 2),
         "batch": (40, 700, 1),
-    }[kind]
+    }[b.profile.kind]
     wait = rand.ints(wait_lo, wait_hi, total, wait_skew)
     gap = np.where(idx > 0, np.concatenate([[0], gen_ms[:-1]]) + wait, 0)
-    offset = _cumsum_in_session(gap, lengths)
-    ends = np.cumsum(lengths) - 1
+    offset = _cumsum_in_session(gap, b.lengths)
+    ends = np.cumsum(b.lengths) - 1
     duration = offset[ends] + gen_ms[ends]
+    return gen_ms, ttft, offset, duration
 
-    # Place sessions: random day and hour, then pushed apart per user (no overlap).
+
+def _place(
+    rand: Rand, b: _Block, duration: np.ndarray, month_start_ms: int, month_ms: int
+) -> np.ndarray:
+    """Each session's start: a random day and hour, then pushed apart per user (no
+    overlap)."""
+    n_sess, user = b.n_sess, b.user
     day = rand.ints(0, month_ms // DAY_MS - 1, n_sess)
-    hour = rand.choice(profile.hours, n_sess)
+    hour = rand.choice(b.profile.hours, n_sess)
     start = month_start_ms + day * DAY_MS + hour * HOUR_MS + rand.ints(0, HOUR_MS - 1, n_sess)
     by_user = np.lexsort((start, user))
     u_sorted, s_sorted = user[by_user], start[by_user]
@@ -275,46 +341,41 @@ def generate_block(
     cum_before -= cum_before[first_of_user][group]
     big = int(month_ms) * 4 + 10**12  # > any spread of values within one user; int64, exact
     placed = cum_before + (np.maximum.accumulate(s_sorted - cum_before + group * big) - group * big)
-    start = np.empty_like(start)
-    start[by_user] = placed.astype(np.int64)
-    fits = start + duration < month_start_ms + month_ms
+    placed_start: np.ndarray = np.empty_like(start)
+    placed_start[by_user] = placed.astype(np.int64)
+    return placed_start
 
-    # Keep whole sessions in a random order until the target is met; cut the last one short.
+
+def _keep(
+    rand: Rand, b: _Block, target: int, fits: np.ndarray, finish: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Keep whole sessions in a random order until the target is met; cut the last one short
+    (its new last call finishes). Which calls are kept, and how each finishes."""
+    n_sess, session, idx, lengths = b.n_sess, b.session, b.idx, b.lengths
     order = rand.order(n_sess)
     order = order[fits[order]]
     cum = np.cumsum(lengths[order])
     n_keep = int(np.searchsorted(cum, target)) + 1
     if n_keep > len(order):
-        raise RuntimeError(f"{profile.name}: could not place {target} calls")
+        raise RuntimeError(f"{b.profile.name}: could not place {target} calls")
     kept = np.sort(order[:n_keep])
     keep_len = np.zeros(n_sess, dtype=np.int64)
     keep_len[kept] = lengths[kept]
     keep_len[order[n_keep - 1]] -= int(cum[n_keep - 1] - target)
     call_keep = idx < keep_len[session]
     new_last = call_keep & (idx == keep_len[session] - 1)
-    finish = np.where(new_last, STOP, finish)
+    return call_keep, np.where(new_last, STOP, finish)
 
-    rows = {
-        "session": session,
-        "idx": idx,
-        "visible": visible,
-        "reasoning": reasoning,
-        "finish": finish,
-        "prompt": prompt,
-        "gen_ms": gen_ms,
-        "ttft": ttft,
-        "ts_ms": start[session] + offset,
-    }
-    rows = {k: v[call_keep] for k, v in rows.items()}
+
+def _acknowledgements(rand: Rand, b: _Block, rows: dict[str, np.ndarray], acks: Acks) -> np.ndarray:
+    """Acknowledgements: 2-4 output tokens on a prompt that still grows, put into ``rows``;
+    which calls are one."""
     sess = rows["session"]
-    n = len(sess)
-
-    # Acknowledgements: 2-4 output tokens on a prompt that still grows.
-    ack_tokens = np.zeros(n, dtype=np.int64)
+    ack_tokens = np.zeros(len(sess), dtype=np.int64)
     if acks.three or acks.other or acks.triples:
-        if kind != "agent":
+        if b.profile.kind != "agent":
             raise ValueError("acknowledgements belong to agent sessions")
-        s_len = np.bincount(sess, minlength=n_sess)
+        s_len = np.bincount(sess, minlength=b.n_sess)
         triple_sessions = np.flatnonzero(s_len >= 8)
         pick = triple_sessions[rand.order(len(triple_sessions))[: acks.triples]]
         if len(pick) < acks.triples:
@@ -334,30 +395,32 @@ def generate_block(
     rows["visible"] = np.where(is_ack, ack_tokens, rows["visible"])
     rows["reasoning"] = np.where(is_ack, 0, rows["reasoning"])
     rows["finish"] = np.where(is_ack, STOP, rows["finish"])
+    is_ack_out: np.ndarray = is_ack
+    return is_ack_out
 
-    # Who, where, and what it cost.
-    m_idx = model[sess]
-    models = np.array(model_names)[m_idx]
-    prov = np.empty(n, dtype=object)
-    for i, name in enumerate(model_names):
+
+def _providers(b: _Block, m_idx: np.ndarray, sess: np.ndarray) -> np.ndarray:
+    """Who served each call: a provider of its model's family, by the session's draw."""
+    prov = np.empty(len(sess), dtype=object)
+    for i, name in enumerate(b.model_names):
         names, weights = PROVIDERS[family(name)]
         cum_w = np.cumsum(weights) / sum(weights)
-        pick_p = np.minimum(np.searchsorted(cum_w, prov_u[sess], side="right"), len(names) - 1)
+        pick_p = np.minimum(np.searchsorted(cum_w, b.prov_u[sess], side="right"), len(names) - 1)
         sel = m_idx == i
         prov[sel] = np.array(names, dtype=object)[pick_p[sel]]
+    return prov
 
-    # A cancelled chat stream stops part-way (never at 2-4 tokens: those are acknowledgements).
-    cancelled = np.zeros(n, dtype=bool)
-    if kind == "chat":
-        cancelled = rand.chance(0.004, n) & (rows["finish"] == STOP) & ~is_ack
-    rows["visible"] = np.where(cancelled, np.maximum(rows["visible"] // 2, 8), rows["visible"])
 
+def _costs(
+    b: _Block, rows: dict[str, np.ndarray], m_idx: np.ndarray, fam: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per call: the cached prompt tokens, the cost and the cache's discount (nano-dollars)."""
+    model_names, kind = b.model_names, b.profile.kind
     completion = rows["visible"] + rows["reasoning"]
     prompt = rows["prompt"]
     prev_prompt = np.concatenate([[0], prompt[:-1]])
     first = rows["idx"] == 0
-    fam = np.array([family(m) for m in model_names])[m_idx]
-    cached = np.zeros(n, dtype=np.int64)
+    cached = np.zeros(len(prompt), dtype=np.int64)
     if kind in ("agent", "chat"):
         cached = np.where((fam == "anthropic") & ~first, prev_prompt, cached)
         cached = np.where((fam == "openai") & ~first, (prev_prompt // 1024) * 1024, cached)
@@ -366,23 +429,49 @@ def generate_block(
     p_cache = np.array([PRICES[m].nano()[2] for m in model_names])[m_idx]
     cost = (prompt - cached) * p_in + cached * p_cache + completion * p_out
     cost_cache = -(cached * (p_in - p_cache))
+    return cached, cost, cost_cache
 
-    finish_norm = FINISHES[rows["finish"]].astype(object)
+
+def _finishes(
+    finish: np.ndarray, fam: np.ndarray, cancelled: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """How each call finished, as the provider spells it and normalised (none: cancelled)."""
+    finish_norm = FINISHES[finish].astype(object)
     finish_raw = finish_norm.copy()
     for fam_name, spelled in RAW_FINISH.items():
         for norm, raw in spelled.items():
             finish_raw[(fam == fam_name) & (finish_norm == norm)] = raw
     finish_norm[cancelled] = None
     finish_raw[cancelled] = None
-    user_names = np.array([u or None for u in users], dtype=object)
+    return finish_raw, finish_norm
 
+
+def _columns(
+    rand: Rand, b: _Block, users: list[str], rows: dict[str, np.ndarray], is_ack: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The kept calls as the export's columns: who, where, and what each cost."""
+    kind, profile = b.profile.kind, b.profile
+    sess = rows["session"]
+    n = len(sess)
+    m_idx = b.model[sess]
+    models = np.array(b.model_names)[m_idx]
+    prov = _providers(b, m_idx, sess)
+    # A cancelled chat stream stops part-way (never at 2-4 tokens: those are acknowledgements).
+    cancelled = np.zeros(n, dtype=bool)
+    if kind == "chat":
+        cancelled = rand.chance(0.004, n) & (rows["finish"] == STOP) & ~is_ack
+    rows["visible"] = np.where(cancelled, np.maximum(rows["visible"] // 2, 8), rows["visible"])
+    fam = np.array([family(m) for m in b.model_names])[m_idx]
+    cached, cost, cost_cache = _costs(b, rows, m_idx, fam)
+    finish_raw, finish_norm = _finishes(rows["finish"], fam, cancelled)
+    user_names = np.array([u or None for u in users], dtype=object)
     return {
         "ts_ms": rows["ts_ms"],
         "id_suffix": rand.ids(n),
         "cost_nano": cost,
         "cost_cache_nano": cost_cache,
-        "tokens_prompt": prompt,
-        "tokens_completion": completion,
+        "tokens_prompt": rows["prompt"],
+        "tokens_completion": rows["visible"] + rows["reasoning"],
         "tokens_reasoning": rows["reasoning"],
         "tokens_cached": cached,
         "model": models.astype(object),
@@ -390,7 +479,7 @@ def generate_block(
         "variant": np.full(n, profile.variant, dtype=object),
         "cancelled": cancelled,
         "streamed": np.full(n, kind != "batch"),
-        "user": user_names[user[sess]],
+        "user": user_names[b.user[sess]],
         "finish_raw": finish_raw,
         "finish_norm": finish_norm,
         "gen_ms": rows["gen_ms"],
