@@ -26,15 +26,17 @@ _SQL_WORD = re.compile(
 LONG_FUNCTION = 80
 ENGINE = PACKAGE / "engine"  # the package that owns the connection
 
-# name: (what it counts, its value on main before issue 34 (2026-11-26, after issue 33), the
-# baseline it may not grow past (lowered as refactorings lower it), issue 34's target). Undoing
-# the `# fmt: skip` compaction lengthened six functions past 80 lines: that baseline rose once.
+# name: (what it counts, its value on main before issue 34 (commit ca33582, measured by this
+# script as it is now: sqlglot's text-writing ``.sql(dialect=`` not counted, f-strings read
+# whole), the baseline it may not grow past (lowered as refactorings lower it), issue 34's
+# target). Undoing the `# fmt: skip` compaction lengthened six functions past 80 lines: that
+# baseline rose once.
 FIGURES: dict[str, tuple[str, int, int, int]] = {
-    "sql_modules": ("modules outside an engine that run SQL (execute/sql/query)", 31, 31, 3),
+    "sql_modules": ("modules outside an engine that run SQL (execute/sql/query)", 30, 31, 3),
     "sql_string_lines": (
         "lines of multi-line SQL in Python strings and f-strings",
-        1057,
-        1057,
+        1080,
+        1080,
         150,
     ),
     "flat_modules": ("modules flat in analyzer/", 43, 4, 12),
@@ -73,11 +75,20 @@ def _string_nodes(tree: ast.AST) -> list[ast.expr]:
     ]
 
 
+def _fstring_text(node: ast.JoinedStr) -> str:
+    """An f-string's literal text, each placeholder as ``x`` (``ast.unparse`` would write a
+    newline as ``\\n`` and hide the keyword after it)."""
+    return "".join(
+        v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "x"
+        for v in node.values
+    )
+
+
 def _sql_lines(tree: ast.AST) -> int:
     total = 0
     for node in _string_nodes(tree):
         lines = (node.end_lineno or node.lineno) - node.lineno + 1
-        text = node.value if isinstance(node, ast.Constant) else ast.unparse(node)
+        text = node.value if isinstance(node, ast.Constant) else _fstring_text(node)
         if lines > 1 and isinstance(text, str) and _SQL_WORD.search(text):
             total += lines
     return total

@@ -155,19 +155,12 @@ RUNS_SQL_ITSELF = {
 }
 # not yet moved behind the engine
 STILL_RUNNING_SQL: set[str] = {
-    "analyzer/cli/options.py",
     "analyzer/ingest/batch.py",
-    "analyzer/ingest/buckets.py",
     "analyzer/ingest/flow.py",
-    "analyzer/ingest/litellm_spend.py",
     "analyzer/ingest/lowering.py",
-    "analyzer/ingest/openrouter_csv.py",
-    "analyzer/ingest/openrouter_read.py",
     "analyzer/ingest/runs.py",
     "analyzer/ingest/sessions.py",
-    "analyzer/pipeline.py",
     "analyzer/report/build.py",
-    "analyzer/sample/__init__.py",
     "analyzer/views/export.py",
     "analyzer/views/lineage.py",
     "analyzer/views/show.py",
@@ -178,15 +171,9 @@ STILL_RUNNING_SQL: set[str] = {
 }
 # multi-line SQL still in Python strings
 STILL_HOLDING_SQL: set[str] = {
-    "analyzer/engine/cache.py",
-    "analyzer/engine/store.py",
     "analyzer/ingest/batch.py",
-    "analyzer/ingest/buckets.py",
     "analyzer/ingest/flow.py",
-    "analyzer/ingest/litellm_spend.py",
     "analyzer/ingest/lowering.py",
-    "analyzer/ingest/openrouter_csv.py",
-    "analyzer/ingest/openrouter_read.py",
     "analyzer/ingest/runs.py",
     "analyzer/ingest/sessions.py",
     "analyzer/report/build.py",
@@ -206,10 +193,7 @@ STILL_LONG: set[str] = {
     "analyzer/ingest/conversation_json.py",
     "analyzer/ingest/flow.py",
     "analyzer/ingest/gemini_cli.py",
-    "analyzer/ingest/openrouter_csv.py",
     "analyzer/report/build.py",
-    "analyzer/sample/logs.py",
-    "analyzer/sample/traffic.py",
     "analyzer/views/summary.py",
     "analyzer/views/terminal.py",
 }
