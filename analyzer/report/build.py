@@ -17,11 +17,11 @@ from typing import Any
 
 from analyzer import __version__
 from analyzer.detect.detectors import detectors_run, discover
-from analyzer.detect.link import is_bill
 from analyzer.detect.reconcile import bill_totals, bills
 from analyzer.engine.store import Store
 from analyzer.guards.backtest import GuardRun
 from analyzer.guards.recommend import Budget, best
+from analyzer.ingest import billing_formats
 from analyzer.model.formatting import SEVERITIES, iso_seconds, label, mask_keys, shown
 from analyzer.model.incident import Incident
 from analyzer.report.figures import draw
@@ -76,20 +76,7 @@ def _d(x: Decimal | None) -> Decimal:
 def _breakdown(store: Store, column: str, top: int) -> list[Breakdown]:
     """Spend by ``column`` (``model``, ``app``, ``api_key``), with the waste of the incidents
     attributed to each value (the one each incident names: ``sql/attribute.sql``)."""
-    rows = store.con.execute(
-        f"""WITH spend AS (
-                SELECT coalesce({column}, '(none)') AS name, count(*) AS calls,
-                       coalesce(sum(cost_usd), 0) AS usd
-                FROM live_calls GROUP BY 1),
-            waste AS (
-                SELECT coalesce({column}, '(none)') AS name, sum(wasted_usd) AS wasted,
-                       count(*) AS n
-                FROM incidents GROUP BY 1)
-            SELECT s.name, s.calls, s.usd, coalesce(w.wasted, 0), coalesce(w.n, 0)
-            FROM spend s LEFT JOIN waste w USING (name)
-            ORDER BY 4 DESC, 3 DESC, 1 LIMIT ?""",
-        [top],
-    ).fetchall()
+    rows = store.engine.rows("report/breakdown.sql", {"top": top}, column=column)
     return [Breakdown(_clean(str(n)), int(c), _d(u), _d(w), int(k)) for n, c, u, w, k in rows]
 
 
@@ -99,40 +86,18 @@ def incidents_calls(store: Store, incs: list[Incident]) -> dict[str, list[tuple[
     session and its sub-agents in the incident's time span. One query for all incidents."""
     if not incs:
         return {}
-    con = store.con
     keys = ("incident_id", "first_call_id", "last_call_id", "session_id", "start_ts", "end_ts")
-    rows = con.execute(
-        f"""WITH i AS (SELECT unnest($incs, recursive := true)),
-           e AS (
-               SELECT i.*, f.stream_key AS fs, f.seq AS fq, l.stream_key AS ls, l.seq AS lq
-               FROM i LEFT JOIN calls f ON f.call_id = i.first_call_id
-                      LEFT JOIN calls l ON l.call_id = i.last_call_id),
-           span AS (SELECT * FROM e WHERE fs IS DISTINCT FROM ls),
-           hits AS (
-               SELECT e.incident_id, c.rowid AS rid FROM e JOIN calls c
-                 ON c.stream_key = e.fs AND e.fs = e.ls AND c.seq BETWEEN e.fq AND e.lq
-               UNION
-               SELECT s.incident_id, c.rowid FROM span s JOIN calls c
-                 ON c.session_id = s.session_id AND c.ts BETWEEN s.start_ts AND s.end_ts
-               UNION
-               SELECT s.incident_id, c.rowid FROM span s JOIN calls c
-                 ON c.parent_session_id = s.session_id AND c.ts BETWEEN s.start_ts AND s.end_ts)
-           SELECT h.incident_id, c.ts, c.call_id,
-                  CASE WHEN {is_bill("c.format")} THEN c.native_id END, c.response_id,
-                  c.input_tokens, c.output_tokens, c.finish_reason, c.response_kind, c.cost_usd,
-                  c.billing_call_id, c.cost_basis, c.http_status, c.event_count, c.content_chars
-           FROM hits h JOIN calls c ON c.rowid = h.rid
-           WHERE c.superseded_by IS NULL
-           ORDER BY h.incident_id, c.ts, c.seq, c.call_id""",
-        {"incs": [{k: getattr(inc, k) for k in keys} for inc in incs]},
-    ).fetchall()
+    incidents = [{k: getattr(inc, k) for k in keys} for inc in incs]
+    rows = store.engine.rows(
+        "report/incident_calls.sql", {"incs": incidents, "bills": billing_formats()}
+    )
     # The provider's id: the linked billing row's generation id, else the call's own.
     linked = sorted({r[10] for r in rows if r[10] is not None})
     billed = dict(
-        con.execute(
+        store.engine.rows(
             "SELECT call_id, native_id FROM calls WHERE call_id IN (SELECT unnest($ids))",
             {"ids": linked},
-        ).fetchall()
+        )
         if linked
         else []
     )
@@ -323,21 +288,11 @@ def build_report(
     titles = {d.name: d.title for d in discover()}
     headline.checked = [(n, titles.get(n, n)) for n in detectors_run(store)]
     ran = verdicts(store, [i.session_id for i in summary.incidents if i.session_id])
-    daily = store.con.execute(
-        """WITH spend AS (SELECT ts::DATE AS d, sum(cost_usd) AS usd FROM live_calls
-                          WHERE ts IS NOT NULL GROUP BY 1),
-                waste AS (SELECT start_ts::DATE AS d, sum(wasted_usd) AS usd FROM incidents
-                          WHERE start_ts IS NOT NULL GROUP BY 1)
-           SELECT d, coalesce(s.usd, 0), coalesce(w.usd, 0)
-           FROM spend s FULL JOIN waste w USING (d) ORDER BY d"""
-    ).fetchall()
+    daily = store.engine.rows("report/daily.sql")
     day_rows = [(d.isoformat(), _d(s), _d(w)) for d, s, w in daily]
     by_detector = [
         Breakdown(_clean(str(n)), 0, Decimal(0), _d(w), int(k))
-        for n, w, k in store.con.execute(
-            """SELECT detector, sum(wasted_usd), count(*) FROM incidents
-               GROUP BY 1 ORDER BY 2 DESC, 3 DESC, 1"""
-        ).fetchall()
+        for n, w, k in store.engine.rows("report/by_detector.sql")
     ]
     incidents = [
         IncidentRow(
@@ -389,11 +344,9 @@ def build_report(
     ]
     rejects = [
         RejectRow(_clean(p), line, _clean(reason), _clean(ex) if ex else None)
-        for p, line, reason, ex in store.con.execute(
-            """SELECT s.path, r.line, r.reason, r.excerpt FROM rejects r
-               JOIN sources s USING (source_id) ORDER BY s.source_id, r.line LIMIT ?""",
-            [MAX_REJECTS_SHOWN],
-        ).fetchall()
+        for p, line, reason, ex in store.engine.rows(
+            "report/rejects.sql", {"top": MAX_REJECTS_SHOWN}
+        )
     ]
     report = Report(
         title="LLM spend and runaway-loop incident report",

@@ -33,8 +33,9 @@ TABLES = (
 # Tables written as one folder per day (hive layout), so that a re-export writes only new days
 # and a distributed engine reads a day as a partition.
 PARTITIONED = ("calls", "messages")
-DAY = "coalesce(strftime(t.ts, '%Y-%m-%d'), 'unknown')"  # EMPTY_DAY
-EMPTY_DAY = "unknown"  # also the day of rows without a time
+EMPTY_DAY = "unknown"  # also the day of rows without a time (sql/views/export_days.sql)
+_COPY = "COPY (SELECT * FROM {{table}}) TO {{target}} (FORMAT parquet)"  # one table, one file
+_COPY_NONE = "COPY (SELECT * FROM {{table}} WHERE false) TO {{target}} (FORMAT parquet)"
 MANIFEST = "manifest.json"
 
 
@@ -149,17 +150,10 @@ def accounting(store: Store) -> dict[str, Any]:
     """What was read and what became of it, as the store counts it: the records read from
     every file (loaded + rejected + duplicate + skipped), the calls (every call once: the live
     ones) and their cost."""
-    files, read, loaded, rejected, duplicate, skipped = store.con.execute(
-        """SELECT count(*), coalesce(sum(rows_read), 0), coalesce(sum(rows_loaded), 0),
-                  coalesce(sum(rows_rejected), 0), coalesce(sum(rows_duplicate), 0),
-                  coalesce(sum(rows_skipped), 0)
-           FROM sources"""
-    ).fetchone() or (0, 0, 0, 0, 0, 0)
-    calls, live, cost = store.con.execute(
-        """SELECT count(*), count(*) FILTER (WHERE superseded_by IS NULL),
-                  coalesce(sum(cost_usd) FILTER (WHERE superseded_by IS NULL), 0)
-           FROM calls"""
-    ).fetchone() or (0, 0, 0)
+    files, read, loaded, rejected, duplicate, skipped = store.engine.one(
+        "views/accounting_sources.sql"
+    ) or (0, 0, 0, 0, 0, 0)
+    calls, live, cost = store.engine.one("views/accounting_calls.sql") or (0, 0, 0)
     return {
         "files": int(files),
         "rows_read": int(read),
@@ -175,7 +169,7 @@ def accounting(store: Store) -> dict[str, Any]:
 
 
 def _meta(store: Store) -> dict[str, str]:
-    return dict(store.con.execute("SELECT key, value FROM meta").fetchall())
+    return dict(store.engine.rows("SELECT key, value FROM meta"))
 
 
 def _quoted(path: Path) -> str:
@@ -185,7 +179,7 @@ def _quoted(path: Path) -> str:
 def _export_whole(store: Store, folder: Path, table: str) -> tuple[dict[str, Any], list[Path]]:
     path = folder / f"{table}.parquet"
     tmp = folder / f".{table}.parquet.partial"
-    store.con.execute(f"COPY (SELECT * FROM {table}) TO {_quoted(tmp)} (FORMAT parquet)")
+    store.engine.run(_COPY, table=table, target=_quoted(tmp))
     tmp.replace(path)
     rows = int(store.scalar(f"SELECT count(*) FROM {table}"))
     return {"path": path.name, "rows": rows}, [path]
@@ -200,9 +194,7 @@ def _export_by_day(
     base.mkdir(exist_ok=True)
     now: dict[str, dict[str, Any]] = {
         day: {"rows": int(rows), "fingerprint": f"{fp:016x}"}
-        for day, rows, fp in store.con.execute(
-            f"SELECT {DAY} AS day, count(*), bit_xor(hash(t)) FROM {table} t GROUP BY day"
-        ).fetchall()
+        for day, rows, fp in store.engine.rows("views/export_days.sql", table=table)
     }
     if not now:  # no rows: one empty file still gives a reader the table's columns
         now = {EMPTY_DAY: {"rows": 0, "fingerprint": "empty"}}
@@ -214,18 +206,13 @@ def _export_by_day(
     if changed == [EMPTY_DAY] and now[EMPTY_DAY]["rows"] == 0:
         target = base / f"day={EMPTY_DAY}"
         target.mkdir(exist_ok=True)
-        store.con.execute(
-            f"COPY (SELECT * FROM {table} WHERE false) TO "
-            f"{_quoted(target / 'data_0.parquet')} (FORMAT parquet)"
-        )
+        store.engine.run(_COPY_NONE, table=table, target=_quoted(target / "data_0.parquet"))
         written.append(target / "data_0.parquet")
     elif changed:
         staging = folder / f".{table}.partial"
         shutil.rmtree(staging, ignore_errors=True)
-        store.con.execute(
-            f"""COPY (SELECT *, {DAY} AS day FROM {table} t WHERE {DAY} IN (SELECT unnest($days)))
-                TO {_quoted(staging)} (FORMAT parquet, PARTITION_BY (day))""",
-            {"days": changed},
+        store.engine.run(
+            "views/export_partitioned.sql", {"days": changed}, table=table, target=_quoted(staging)
         )
         for day in changed:
             target = base / f"day={day}"

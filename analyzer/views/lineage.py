@@ -30,13 +30,8 @@ class Parent:
 
 def parents(store: Store, sessions: list[str] | None = None) -> dict[str, Parent]:
     """Each session's parent (only ``sessions``, when given), for sessions that have one."""
-    where = "AND session_id IN (SELECT unnest($s))" if sessions is not None else ""
-    rows = store.con.execute(
-        f"""SELECT session_id, min(parent_session_id), bool_or(agent_id IS NOT NULL)
-            FROM live_calls WHERE parent_session_id IS NOT NULL {where}
-            GROUP BY 1""",
-        {"s": sessions} if sessions is not None else {},
-    ).fetchall()
+    only = "AND session_id IN (SELECT unnest($s))" if sessions is not None else ""
+    rows = store.engine.rows("views/parents.sql", {"s": sessions}, only=only)
     return {
         str(sid): Parent(str(parent), "subagent_of" if agent else "forked_from")
         for sid, parent, agent in rows

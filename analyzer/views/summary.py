@@ -106,19 +106,14 @@ class Summary:
 
 
 def _spend(store: Store, column: str, total: Decimal, top: int) -> list[SpendRow]:
-    rows = store.con.execute(
-        f"""SELECT coalesce({column}, '(none)') AS name, count(*) AS calls,
-                   coalesce(sum(cost_usd), 0) AS usd
-            FROM live_calls GROUP BY 1 ORDER BY usd DESC, calls DESC, name LIMIT ?""",
-        [top],
-    ).fetchall()
+    rows = store.engine.rows("views/spend.sql", {"top": top}, column=column)
     return [
         SpendRow(str(n), int(c), Decimal(u), float(u / total) if total else 0.0) for n, c, u in rows
     ]
 
 
 def build_summary(store: Store, top: int = 10) -> Summary:
-    con = store.con
+    bills = {"bills": billing_formats()}
     figures = usage_totals(store)  # the counts and dollars every view shows
     calls, total = figures.calls, figures.total_usd
     start, end = figures.first_ts, figures.last_ts
@@ -138,45 +133,23 @@ def build_summary(store: Store, top: int = 10) -> Summary:
     ]
     sources = [
         dict(zip(cols, row, strict=True))
-        for row in con.execute(
-            f"SELECT {', '.join(cols)} FROM sources ORDER BY source_id"
-        ).fetchall()
+        for row in store.engine.rows(
+            "SELECT {{cols}} FROM sources ORDER BY source_id", cols=", ".join(cols)
+        )
     ]
     rejects = int(store.scalar("SELECT count(*) FROM rejects"))
     by_format = {
         str(f): int(n)
-        for f, n in con.execute(
+        for f, n in store.engine.rows(
             "SELECT format, count(*) FROM live_calls GROUP BY 1 ORDER BY 2 DESC, 1"
-        ).fetchall()
+        )
     }
     # Logged calls with tokens and no price (a bill's row is never priced: apart, below).
     unpriced_models = {
-        str(m): int(n)
-        for m, n in con.execute(
-            """SELECT coalesce(model, '(no model)')
-                      || CASE WHEN variant = 'fast' THEN ' (fast mode)' ELSE '' END, count(*)
-               FROM live_calls
-               WHERE cost_usd IS NULL AND (input_tokens > 0 OR output_tokens > 0)
-                 AND format NOT IN (SELECT unnest($bills))
-               GROUP BY 1 ORDER BY 2 DESC, 1""",
-            {"bills": billing_formats()},
-        ).fetchall()
+        str(m): int(n) for m, n in store.engine.rows("views/unpriced_models.sql", bills)
     }
-    unbilled = int(
-        con.execute(
-            """SELECT count(*) FROM live_calls
-               WHERE cost_usd IS NULL AND format IN (SELECT unnest($bills))""",
-            {"bills": billing_formats()},
-        ).fetchall()[0][0]
-    )
-    untokened = {
-        str(f): int(n)
-        for f, n in con.execute(
-            """SELECT format, count(*) FROM live_calls
-               WHERE cost_usd IS NULL AND input_tokens IS NULL AND output_tokens IS NULL
-               GROUP BY 1 ORDER BY 2 DESC, 1"""
-        ).fetchall()
-    }
+    unbilled = int(store.engine.scalar("views/unbilled.sql", bills))
+    untokened = {str(f): int(n) for f, n in store.engine.rows("views/untokened.sql")}
     rec = reconciliation(store)
     incidents = load_incidents(store)
     bucketed = units(store) if has_buckets(store) else []

@@ -290,13 +290,10 @@ def render_rejects(rows: list[tuple[str, int | None, str, str | None]], width: i
 def rejects(store: Store, file: str | None = None) -> list[tuple[str, int | None, str, str | None]]:
     """The rejected records (of the files whose path contains ``file``), in file and line
     order."""
-    where_ = "WHERE s.path LIKE '%' || $f || '%'" if file else ""
+    only = "WHERE s.path LIKE '%' || $f || '%'" if file else ""
     return [
         (str(p), None if line is None else int(line), str(reason), excerpt)
-        for p, line, reason, excerpt in store.con.execute(
-            f"""SELECT s.path, r.line, r.reason, r.excerpt
-                FROM rejects r JOIN sources s USING (source_id) {where_}
-                ORDER BY s.source_id, r.line NULLS LAST""",
-            {"f": file} if file else {},
-        ).fetchall()
+        for p, line, reason, excerpt in store.engine.rows(
+            "views/rejects.sql", {"f": file}, only=only
+        )
     ]

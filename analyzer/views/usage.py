@@ -143,42 +143,12 @@ class Usage:
         }
 
 
-_PLACEHOLDER = "cost_basis = 'estimated_output'"
-
-
-def _select(key: str, by_model: bool) -> str:
+def _select(store: Store, key: str, params: dict[str, str], by_model: bool = False) -> list[Any]:
+    """The rows of ``sql/views/usage.sql`` grouped by ``key`` (and by model, for a
+    breakdown)."""
     model = _KEYS["model"]
-    return f"""
-        SELECT coalesce({key}, '{_UNKNOWN_TIME}') AS k,
-               {model if by_model else "NULL"} AS m,
-               count(*) AS calls,
-               coalesce(sum(greatest(coalesce(input_tokens, 0) - coalesce(cached_input_tokens, 0)
-                                     - coalesce(cache_write_tokens, 0), 0)), 0) AS input,
-               coalesce(sum(cache_write_tokens), 0) AS cache_write,
-               coalesce(sum(cached_input_tokens), 0) AS cache_read,
-               coalesce(sum(output_tokens), 0) AS output,
-               coalesce(sum(reasoning_tokens), 0) AS reasoning,
-               {
-        ", ".join(f"sum(cost_usd) FILTER (WHERE cost_basis = '{b}') AS {b}" for b in BASES)
-    },
-               count(*) FILTER (WHERE cost_usd IS NULL) AS unpriced,
-               map_from_entries(list_filter(
-                   [{
-        ", ".join(f"('{b}', count(*) FILTER (WHERE cost_basis = '{b}'))" for b in BASES)
-    },
-                    ('unpriced', count(*) FILTER (WHERE cost_usd IS NULL))],
-                   lambda e: e[2] > 0)) AS by_basis,
-               count(*) FILTER (WHERE {_PLACEHOLDER}) AS ph_calls,
-               coalesce(sum(output_tokens) FILTER (WHERE {_PLACEHOLDER}), 0) AS ph_output,
-               coalesce(sum(output_estimate_tokens) FILTER (WHERE {_PLACEHOLDER}), 0) AS ph_est,
-               coalesce(sum(cost_logged_usd) FILTER (WHERE {_PLACEHOLDER}), 0) AS ph_logged,
-               coalesce(sum(cost_usd) FILTER (WHERE {_PLACEHOLDER}), 0) AS ph_usd,
-               count(*) FILTER (WHERE {_PLACEHOLDER} AND output_estimate_floor) AS ph_floors,
-               min(ts) AS first_ts, max(ts) AS last_ts,
-               list(DISTINCT {model} ORDER BY {model}) AS models,
-               mode(coalesce(project, app)) AS project
-        FROM live_calls
-        GROUP BY ALL"""
+    part = model if by_model else "NULL"
+    return store.engine.rows("views/usage.sql", params, key=key, part=part, model=model)
 
 
 def _row(r: tuple[Any, ...], key: str) -> UsageRow:
@@ -260,7 +230,7 @@ def _add(into: UsageRow, r: UsageRow) -> None:
 
 def totals(store: Store) -> UsageRow:
     """The whole store's figures (every call once): what ``audit`` and the report count."""
-    found = store.con.execute(_select("'all'", False)).fetchall()
+    found = _select(store, "'all'", {})
     row = _row(found[0], "Total") if found else UsageRow(key="Total")
     row.project = None
     return row
@@ -272,19 +242,13 @@ def usage(store: Store, view: str, tz: str = "UTC", breakdown: bool = False) -> 
     if view not in VIEWS:
         raise ValueError(f"unknown usage view {view!r}")
     key = _KEYS[view]
-    params = {"tz": tz} if "$tz" in key else {}
-    rows = [_row(r, str(r[0])) for r in store.con.execute(_select(key, False), params).fetchall()]
+    params = {"tz": tz}
+    rows = [_row(r, str(r[0])) for r in _select(store, key, params)]
     untimed: list[str] = []
     if view in ("daily", "weekly", "monthly"):
         rows.sort(key=lambda r: (r.key == _UNKNOWN_TIME, r.key))
         if rows and rows[-1].key == _UNKNOWN_TIME:
-            untimed = [
-                str(p)
-                for (p,) in store.con.execute(
-                    """SELECT DISTINCT s.path FROM live_calls c JOIN sources s USING (source_id)
-                       WHERE c.ts IS NULL ORDER BY 1"""
-                ).fetchall()
-            ]
+            untimed = [str(p) for (p,) in store.engine.rows("views/untimed_files.sql")]
     elif view == "session":
         runs = verdicts(store, [r.key for r in rows])
         links = parents(store, [r.key for r in rows])
@@ -311,7 +275,7 @@ def usage(store: Store, view: str, tz: str = "UTC", breakdown: bool = False) -> 
     total.project = None
     parts: dict[str, list[UsageRow]] = {}
     if breakdown:
-        for found in store.con.execute(_select(key, True), params).fetchall():
+        for found in _select(store, key, params, by_model=True):
             part = _row(found, str(found[1]))
             part.project = None
             parts.setdefault(str(found[0]), []).append(part)

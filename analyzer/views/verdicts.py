@@ -100,22 +100,11 @@ def _one_line(text: str, limit: int = 80) -> str:
 
 def verdicts(store: Store, sessions: list[str] | None = None) -> dict[str, Verdict]:
     """Each run's verdict by its session (only ``sessions``, when given)."""
-    where = "WHERE r.session_id IN (SELECT unnest($s))" if sessions is not None else ""
-    rows = store.con.execute(
-        f"""SELECT {", ".join("r." + c for c in _COLUMNS)},
-                   (SELECT count(*) FROM live_calls c WHERE c.session_id = r.session_id)
-            FROM runs r {where} ORDER BY r.stream_key, r.seq, r.session_id""",
-        {"s": sessions} if sessions is not None else {},
-    ).fetchall()
+    only = "WHERE r.session_id IN (SELECT unnest($s))" if sessions is not None else ""
+    rows = store.engine.rows("views/verdicts.sql", {"s": sessions}, only=only)
     return {r[0]: Verdict(*r) for r in rows}
 
 
 def outcomes(store: Store) -> dict[str, int]:
     """Runs per outcome (``none`` for runs whose log says no verdict), most first."""
-    return {
-        str(o): int(n)
-        for o, n in store.con.execute(
-            """SELECT coalesce(outcome, 'none'), count(*) FROM runs
-               GROUP BY 1 ORDER BY 2 DESC, 1"""
-        ).fetchall()
-    }
+    return {str(o): int(n) for o, n in store.engine.rows("views/outcomes.sql")}

@@ -1,0 +1,10 @@
+-- Each run's verdict (the runs table's columns, in views/verdicts.py's _COLUMNS order) and
+-- its calls in the store, in stream order.
+-- Slot: only, a WHERE clause on runs r (the sessions named in parameter s), or nothing for
+-- every run. Parameter: s (a list of session ids, with that clause).
+SELECT r.session_id, r.stream_key, r.seq, r.agent, r.exit_status, r.outcome, r.is_error,
+       r.result_excerpt, r.reported_calls, r.reported_input_tokens, r.reported_output_tokens,
+       r.reported_cost_usd, r.cost_apportioned, r.duration_ms, r.step_limit, r.cost_limit_usd,
+       (SELECT count(*) FROM live_calls c WHERE c.session_id = r.session_id)
+FROM runs r {{only}}
+ORDER BY r.stream_key, r.seq, r.session_id;
