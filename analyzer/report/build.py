@@ -255,7 +255,47 @@ def build_report(
 ) -> Report:
     """Everything the report shows, from the store."""
     summary = summary or build_summary(store, top=top)
-    unpriced = summary.calls_by_basis.get("unpriced", 0)
+    titles = {d.name: d.title for d in discover()}
+    headline = _headline(store, summary, titles)
+    daily = store.engine.rows("report/daily.sql")
+    day_rows = [(d.isoformat(), _d(s), _d(w)) for d, s, w in daily]
+    by_detector = [
+        Breakdown(_clean(str(n)), 0, Decimal(0), _d(w), int(k))
+        for n, w, k in store.engine.rows("report/by_detector.sql")
+    ]
+    incidents = _incident_rows(store, summary.incidents, titles)
+    report = Report(
+        title="LLM spend and runaway-loop incident report",
+        version=__version__,
+        headline=headline,
+        days=day_rows,
+        by_detector=by_detector,
+        by_model=_breakdown(store, "model", top),
+        by_app=_breakdown(store, "app", top),
+        by_key=_breakdown(store, "api_key", top),
+        incidents=incidents,
+        sections=_sections(store, summary.incidents, incidents, top_incidents),
+        sources=_sources(summary),
+        rejects=[
+            RejectRow(_clean(p), line, _clean(reason), _clean(ex) if ex else None)
+            for p, line, reason, ex in store.engine.rows(
+                "report/rejects.sql", {"top": MAX_REJECTS_SHOWN}
+            )
+        ],
+        rejects_total=summary.rejects,
+        reconciliation=summary.reconciliation,
+    )
+    if guards is not None:
+        report.guards = _guards(guards, incidents)
+    report.runs = _runs(store, summary.runs_by_outcome)
+    report.bucket_bills = _bucket_bills(store, summary)
+    if charts_on:
+        draw(report)
+    return report
+
+
+def _headline(store: Store, summary: Summary, titles: dict[str, str]) -> Headline:
+    """The page's headline figures: those of ``audit``'s summary, and the detectors run."""
     severities = {s: 0 for s in reversed(SEVERITIES)}
     for inc in summary.incidents:
         severities[inc.severity] = severities.get(inc.severity, 0) + 1
@@ -277,7 +317,7 @@ def build_report(
         incidents_by_severity=severities,
         calls_by_cost_basis=summary.calls_by_basis,
         usd_by_cost_basis=dict(summary.usd_by_basis),
-        unpriced_calls=unpriced,
+        unpriced_calls=summary.calls_by_basis.get("unpriced", 0),
         calls_without_time=summary.calls_without_time,
         unpriced_models=summary.unpriced_models,
         sessions=int(store.scalar("SELECT count(DISTINCT session_id) FROM live_calls")),
@@ -285,16 +325,16 @@ def build_report(
     if summary.figures and summary.figures.placeholder_calls:
         headline.placeholder_note = placeholder_text(summary.figures)
         headline.placeholder_output = summary.figures.placeholder_json()
-    titles = {d.name: d.title for d in discover()}
     headline.checked = [(n, titles.get(n, n)) for n in detectors_run(store)]
-    ran = verdicts(store, [i.session_id for i in summary.incidents if i.session_id])
-    daily = store.engine.rows("report/daily.sql")
-    day_rows = [(d.isoformat(), _d(s), _d(w)) for d, s, w in daily]
-    by_detector = [
-        Breakdown(_clean(str(n)), 0, Decimal(0), _d(w), int(k))
-        for n, w, k in store.engine.rows("report/by_detector.sql")
-    ]
-    incidents = [
+    return headline
+
+
+def _incident_rows(
+    store: Store, found: list[Incident], titles: dict[str, str]
+) -> list[IncidentRow]:
+    """A row of the incident table each, with how its run ended where its log says."""
+    ran = verdicts(store, [i.session_id for i in found if i.session_id])
+    return [
         IncidentRow(
             rank=i.number if i.number is not None else r,  # its id: `show N` takes it
             incident_id=_clean(i.incident_id),
@@ -314,12 +354,19 @@ def build_report(
             where=_clean(i.place()),
             run=_clean(ran[i.session_id].describe()) if i.session_id in ran else "",
         )
-        for r, i in enumerate(summary.incidents, 1)
+        for r, i in enumerate(found, 1)
     ]
+
+
+def _sections(
+    store: Store, found: list[Incident], rows: list[IncidentRow], top_incidents: int
+) -> list[IncidentSection]:
+    """The first ``top_incidents`` incidents' sections: their calls and evidence (their rows
+    learn the provider's ids of their first and last calls)."""
     sections = []
-    shown = summary.incidents[:top_incidents]
+    shown = found[:top_incidents]
     calls_of = incidents_calls(store, shown)
-    for row, inc in zip(incidents[:top_incidents], shown, strict=True):
+    for row, inc in zip(rows[:top_incidents], shown, strict=True):
         calls, omitted = _call_rows(calls_of[inc.incident_id])
         ids = {c.call_id: c.provider_id for c in calls}
         row.first_provider_id = ids.get(row.first_call_id or "")
@@ -329,7 +376,11 @@ def build_report(
                 row, calls, omitted, _evidence(inc.evidence), bases=_bases(calls, inc.cost_basis)
             )
         )
-    sources = [
+    return sections
+
+
+def _sources(summary: Summary) -> list[SourceRow]:
+    return [
         SourceRow(
             _clean(s["path"]),
             s["format"],
@@ -342,32 +393,3 @@ def build_report(
         )
         for s in summary.sources
     ]
-    rejects = [
-        RejectRow(_clean(p), line, _clean(reason), _clean(ex) if ex else None)
-        for p, line, reason, ex in store.engine.rows(
-            "report/rejects.sql", {"top": MAX_REJECTS_SHOWN}
-        )
-    ]
-    report = Report(
-        title="LLM spend and runaway-loop incident report",
-        version=__version__,
-        headline=headline,
-        days=day_rows,
-        by_detector=by_detector,
-        by_model=_breakdown(store, "model", top),
-        by_app=_breakdown(store, "app", top),
-        by_key=_breakdown(store, "api_key", top),
-        incidents=incidents,
-        sections=sections,
-        sources=sources,
-        rejects=rejects,
-        rejects_total=summary.rejects,
-        reconciliation=summary.reconciliation,
-    )
-    if guards is not None:
-        report.guards = _guards(guards, incidents)
-    report.runs = _runs(store, summary.runs_by_outcome)
-    report.bucket_bills = _bucket_bills(store, summary)
-    if charts_on:
-        draw(report)
-    return report

@@ -192,41 +192,81 @@ def warn_unpriced(s: Summary) -> None:
 
 def render_text(s: Summary, tz: str = "UTC", width: int = 100) -> str:
     """The terminal summary, fitted to ``width`` (colour is dropped when piped)."""
-    out: list[str] = []
     bills = _bills_line(s.bucket_bills)
     if not s.calls:
         return "No calls in the store.\n" + (f"Bills    {bills}\n" if bills else "")
-    if s.period_start is None or s.period_end is None:
-        out.append(f"Period   unknown: none of the {s.calls:,} calls has a time")
-    else:
-        days = (s.period_end - s.period_start).total_seconds() / 86400
-        untimed = f"; {s.calls_without_time:,} calls have no time" if s.calls_without_time else ""
-        start, end = local(s.period_start, tz), local(s.period_end, tz)
-        out.append(
-            f"Period   {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} {tz}"
-            f" ({days:.1f} days{untimed})"
+    out = [_period(s, tz), *_facts(s, width, bills)]
+    share = float(s.wasted_usd / s.total_usd) if s.total_usd else 0.0
+    out.append(
+        f"Wasted   {strong(money(s.wasted_usd))} ({share:.1%}) in {len(s.incidents)} incidents"
+    )
+    if s.rejects:
+        out += _field(
+            "Rejects",
+            f"{s.rejects:,} input records could not be loaded (`llm-forensics rejects` lists them)",
+            width,
         )
-    pad = " " * 9
+    if s.incidents:
+        out.append("")
+        out.append(render_incident_list(s.incidents, tz, width, limit=10).rstrip("\n"))
+    out += _spend_tables(s, width)
+    return "\n".join(out) + "\n"
 
-    def field(label: str, text: str) -> None:
-        lines = wrap(text, width - 9)
-        out.append(f"{label:<9}{lines[0]}")
-        out.extend(pad + line for line in lines[1:])
 
+def _period(s: Summary, tz: str) -> str:
+    """The summary's first line: the period its calls span, in ``tz``."""
+    if s.period_start is None or s.period_end is None:
+        return f"Period   unknown: none of the {s.calls:,} calls has a time"
+    days = (s.period_end - s.period_start).total_seconds() / 86400
+    untimed = f"; {s.calls_without_time:,} calls have no time" if s.calls_without_time else ""
+    start, end = local(s.period_start, tz), local(s.period_end, tz)
+    return (
+        f"Period   {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} {tz} ({days:.1f} days{untimed})"
+    )
+
+
+def _field(label: str, text: str, width: int) -> list[str]:
+    """A labelled line of the summary, ``text`` wrapped under its first line."""
+    lines = wrap(text, width - 9)
+    return [f"{label:<9}{lines[0]}", *(" " * 9 + line for line in lines[1:])]
+
+
+def _facts(s: Summary, width: int, bills: str) -> list[str]:
+    """The summary's labelled lines from the calls to the bills."""
+    out: list[str] = []
     basis = ", ".join(f"{n:,} {b}" for b, n in s.calls_by_basis.items())
-    field("Calls", f"{s.calls:,} ({basis})")
+    out += _field("Calls", f"{s.calls:,} ({basis})", width)
     if len(s.calls_by_format) > 1:
-        field("", ", ".join(f"{n:,} {f}" for f, n in s.calls_by_format.items()))
+        out += _field("", ", ".join(f"{n:,} {f}" for f, n in s.calls_by_format.items()), width)
     if s.reconciliation:
         rec = s.reconciliation
-        field(
-            "Matched",
+        text = (
             f"{rec['matched']:,} logged calls to their billing rows; unmatched: "
             f"{rec['log_calls_unmatched']:,} logged calls in the billed period, "
-            f"{rec['billing_rows_unmatched']:,} billing rows near logged sessions",
+            f"{rec['billing_rows_unmatched']:,} billing rows near logged sessions"
         )
+        out += _field("Matched", text, width)
     parts = ", ".join(f"{money(u)} {b}" for b, u in s.usd_by_basis.items())
-    field("Spend", money(s.total_usd) + (f" ({parts})" if len(s.usd_by_basis) > 1 else ""))
+    spend = money(s.total_usd) + (f" ({parts})" if len(s.usd_by_basis) > 1 else "")
+    out += _field("Spend", spend, width)
+    for text in _unpriced(s):
+        out += _field("Unpriced", text, width)
+    if s.figures and s.figures.placeholder_calls:
+        out += _field("Output", placeholder_text(s.figures), width)
+    if s.runs_by_outcome:
+        ends = ", ".join(
+            f"{n:,} {'no verdict' if o == 'none' else o}" for o, n in s.runs_by_outcome.items()
+        )
+        runs = f"{sum(s.runs_by_outcome.values()):,} as their own logs end them: {ends}"
+        out += _field("Runs", runs, width)
+    if bills:
+        out += _field("Bills", bills, width)
+    return out
+
+
+def _unpriced(s: Summary) -> list[str]:
+    """Why calls have no cost, a line for each reason found."""
+    out = []
     if s.unpriced_models:
         named = ", ".join(
             f"{printable(m)} ({n:,})" for m, n in s.unpriced_models.items() if m != "(no model)"
@@ -234,33 +274,18 @@ def render_text(s: Summary, tz: str = "UTC", width: int = 100) -> str:
         nameless = s.unpriced_models.get("(no model)")
         why = [f"{named}: no known price"] if named else []
         why += [f"{nameless:,} calls name no model in their log"] if nameless else []
-        field("Unpriced", "; ".join(why) + ", counted as $0")
+        out.append("; ".join(why) + ", counted as $0")
     if s.unbilled:
-        field("Unpriced", f"{s.unbilled:,} billing rows state no charge, counted as $0")
+        out.append(f"{s.unbilled:,} billing rows state no charge, counted as $0")
     if s.untokened:
         formats = ", ".join(f"{n:,} {f}" for f, n in s.untokened.items())
-        field("Unpriced", f"{formats}: no tokens and no cost in the log, counted as $0")
-    if s.figures and s.figures.placeholder_calls:
-        field("Output", placeholder_text(s.figures))
-    if s.runs_by_outcome:
-        ends = ", ".join(
-            f"{n:,} {'no verdict' if o == 'none' else o}" for o, n in s.runs_by_outcome.items()
-        )
-        field("Runs", f"{sum(s.runs_by_outcome.values()):,} as their own logs end them: {ends}")
-    if bills:
-        field("Bills", bills)
-    share = float(s.wasted_usd / s.total_usd) if s.total_usd else 0.0
-    out.append(
-        f"Wasted   {strong(money(s.wasted_usd))} ({share:.1%}) in {len(s.incidents)} incidents"
-    )
-    if s.rejects:
-        field(
-            "Rejects",
-            f"{s.rejects:,} input records could not be loaded (`llm-forensics rejects` lists them)",
-        )
-    if s.incidents:
-        out.append("")
-        out.append(render_incident_list(s.incidents, tz, width, limit=10).rstrip("\n"))
+        out.append(f"{formats}: no tokens and no cost in the log, counted as $0")
+    return out
+
+
+def _spend_tables(s: Summary, width: int) -> list[str]:
+    """Spend by model, app and API key: the top rows of each, as tables."""
+    out: list[str] = []
     spend: tuple[tuple[str, list[SpendRow]], ...] = (
         ("model", s.by_model),
         ("app", s.by_app),
@@ -275,7 +300,7 @@ def render_text(s: Summary, tz: str = "UTC", width: int = 100) -> str:
         for r in rows:
             name = cut(printable(r.name), name_w)
             out.append(f"  {name:<{name_w}}  {r.calls:>9,}  {money(r.usd):>12}  {r.share:>6.1%}")
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _bills_line(t: Totals | None) -> str:
@@ -299,6 +324,9 @@ def _g(x: float | None) -> str:
     return f"{x:,.2f}" if abs(x) < 1000 else f"{x:,.0f}"
 
 
+_Column = tuple[str, int, Callable[[Result], str]]
+
+
 def render_backtest(results: list[Result], width: int = 100) -> str:
     """The guard replay as a table, one policy (or swept value) a line, with what a team needs
     to pick a threshold: what it stopped of its targets, the waste it prevented and missed,
@@ -317,25 +345,8 @@ def render_backtest(results: list[Result], width: int = 100) -> str:
             suffix = f"stop={r.params['stop']:g}"
             name = suffix if single else f"{r.policy} {suffix}"
         names.append(name)
-    # The columns after the name, and the order they give way in on a narrow terminal.
-    columns: list[tuple[str, int, Callable[[Result], str]]] = [
-        ("stopped", 7, lambda r: f"{r.incidents_stopped}/{r.incidents_total}"),
-        ("prevented", 10, lambda r: money(r.waste_prevented_usd)),
-        ("missed", 9, lambda r: money(r.waste_missed_usd)),
-        ("false", 6, lambda r: f"{r.false_trips:,}"),
-        ("false $", 9, lambda r: money(r.usd_false_trips)),
-        ("harm", 9, lambda r: money(r.harm_usd)),
-        ("net", 9, lambda r: money(r.net_usd)),
-        ("headroom", 8, lambda r: _g(r.headroom)),
-        ("latency", 7, lambda r: _g(r.median_latency_events)),
-    ]
     natural = max(max(len(n) for n in names), len("policy"))
-    left_out: list[str] = []
-    for give_way in ("latency", "headroom", "missed"):
-        if natural + sum(w + 1 for _, w, _ in columns) <= width:
-            break
-        columns = [c for c in columns if c[0] != give_way]
-        left_out.append(give_way)
+    columns, left_out = _backtest_columns(natural, width)
     name_w = max(12, min(natural, width - sum(w + 1 for _, w, _ in columns)))
     out = [f"{results[0].policy}, its stop threshold swept"] if sweep and single else []
     out.append(f"{'policy':<{name_w}}" + "".join(f" {h:>{w}}" for h, w, _ in columns))
@@ -349,11 +360,43 @@ def render_backtest(results: list[Result], width: int = 100) -> str:
             "terminal, or --json, shows them)",
             width,
         )
-    nudging = [r.policy for r in {x.policy: x for x in results}.values() if r.nudges]
+    out += _backtest_notes(results, width, sweep)
+    return "\n".join(out) + "\n"
+
+
+def _backtest_columns(natural: int, width: int) -> tuple[list[_Column], list[str]]:
+    """The columns after the policy's name that fit ``width`` (a name ``natural`` wide), and
+    those left out (in the order they give way on a narrow terminal)."""
+    columns: list[_Column] = [
+        ("stopped", 7, lambda r: f"{r.incidents_stopped}/{r.incidents_total}"),
+        ("prevented", 10, lambda r: money(r.waste_prevented_usd)),
+        ("missed", 9, lambda r: money(r.waste_missed_usd)),
+        ("false", 6, lambda r: f"{r.false_trips:,}"),
+        ("false $", 9, lambda r: money(r.usd_false_trips)),
+        ("harm", 9, lambda r: money(r.harm_usd)),
+        ("net", 9, lambda r: money(r.net_usd)),
+        ("headroom", 8, lambda r: _g(r.headroom)),
+        ("latency", 7, lambda r: _g(r.median_latency_events)),
+    ]
+    left_out: list[str] = []
+    for give_way in ("latency", "headroom", "missed"):
+        if natural + sum(w + 1 for _, w, _ in columns) <= width:
+            break
+        columns = [c for c in columns if c[0] != give_way]
+        left_out.append(give_way)
+    return columns, left_out
+
+
+def _backtest_notes(results: list[Result], width: int, sweep: bool) -> list[str]:
+    """The notes under the replay's table: nudges, blindness, per-session figures, too few
+    targets, and what each column means."""
+    out: list[str] = []
+    by_policy = list({x.policy: x for x in results}.values())
+    nudging = [r.policy for r in by_policy if r.nudges]
     if nudging:
         out += wrap(f"nudges (listed apart, never assumed to work): {', '.join(nudging)}", width)
     blind: dict[tuple[int, int], list[str]] = {}
-    for r in {x.policy: x for x in results}.values():
+    for r in by_policy:
         if r.blind_calls:
             blind.setdefault((r.blind_calls, r.calls_total), []).append(r.policy)
     for (n, total), policies in blind.items():
@@ -364,7 +407,7 @@ def render_backtest(results: list[Result], width: int = 100) -> str:
             width,
         )
     per_session: dict[str, list[str]] = {}
-    for r in {x.policy: x for x in results}.values():
+    for r in by_policy:
         if r.per_session:
             per_session.setdefault(r.per_session, []).append(r.policy)
     for note, policies in per_session.items():
@@ -382,7 +425,7 @@ def render_backtest(results: list[Result], width: int = 100) -> str:
         "work. latency: median of the guard's own events from an incident's start to the trip.",
         width,
     )
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _no_targets(results: list[Result], width: int) -> str:

@@ -33,43 +33,15 @@ _HEADS = {
 }
 
 
+_Column = tuple[str, int, Callable[[UsageRow], str], int]
+
+
 def render_usage(u: Usage, width: int = 100) -> str:
     """A usage view as a table with a totals row; with a breakdown, each row's models below
     it. On a narrow terminal the least needed columns give way (never calls or dollars), then
     the key column is cut."""
-    bases = u.bases()
-    # (heading, width, value, priority: the lowest gives way first)
-    cols: list[tuple[str, int, Callable[[UsageRow], str], int]] = [
-        ("calls", 7, lambda r: f"{r.calls:,}", 9),
-        ("input", 11, lambda r: f"{r.input:,}", 6),
-        ("cache write", 11, lambda r: f"{r.cache_write:,}", 4),
-        ("cache read", 13, lambda r: f"{r.cache_read:,}", 5),
-        ("output", 11, lambda r: f"{r.output:,}", 7),
-        ("reasoning", 11, lambda r: f"{r.reasoning:,}", 2),
-        ("total", 13, lambda r: f"{r.total_tokens:,}", 3),
-        ("$", 10, lambda r: money(r.total_usd), 9),
-    ]
-    if not u.total.reasoning:  # no output was reasoning (or none was logged as such)
-        cols = [c for c in cols if c[0] != "reasoning"]
-    if len(bases) > 1:
-        cols += [(f"$ {b}", max(11, len(b) + 2), _basis(b), 1) for b in bases]
-    if u.total.unpriced_calls:
-        cols.append(("unpriced", 8, lambda r: f"{r.unpriced_calls:,}", 8))
-    if any(r.run is not None for r in u.rows):
-        cols.append(("ended", 13, lambda r: _ended(r), 8))
-
-    rows: list[tuple[str, UsageRow]] = []
-    said: dict[int, str] = {}  # a session's parent, in words, on a line of its own below it
-    for r in u.rows:
-        key = printable(r.key)
-        if u.view == "session":
-            key = _UUID.sub(lambda m: m.group(1) + "…", key)
-            if r.project:
-                key = f"{key}  {cut(printable(Path(r.project).name or r.project), 24)}"
-            if r.parent is not None:
-                said[len(rows)] = "  ↳ " + printable(r.parent.describe())
-        rows.append((key, r))
-        rows += [("  └ " + printable(part.key), part) for part in u.breakdown.get(r.key, [])]
+    cols = _usage_columns(u)
+    rows, said = _usage_rows(u)
     natural = max([len(k) for k, _ in rows] + [len(_HEADS[u.view]), 5])
     dropped: list[str] = []
     while min(natural, 30) + sum(c[1] + 1 for c in cols) > width:
@@ -90,6 +62,56 @@ def render_usage(u: Usage, width: int = 100) -> str:
             lines.append(cut(said[i], len(lines[0])))
     lines.append("-" * len(lines[0]))
     lines.append(strong(line("Total", u.total)))
+    for n in filter(None, _usage_notes(u, width, dropped, bool(said))):
+        lines += wrap(n, width)
+    return "\n".join(lines) + "\n"
+
+
+def _usage_columns(u: Usage) -> list[_Column]:
+    """The columns a usage view shows: (heading, width, value, priority: the lowest gives way
+    first)."""
+    bases = u.bases()
+    cols: list[_Column] = [
+        ("calls", 7, lambda r: f"{r.calls:,}", 9),
+        ("input", 11, lambda r: f"{r.input:,}", 6),
+        ("cache write", 11, lambda r: f"{r.cache_write:,}", 4),
+        ("cache read", 13, lambda r: f"{r.cache_read:,}", 5),
+        ("output", 11, lambda r: f"{r.output:,}", 7),
+        ("reasoning", 11, lambda r: f"{r.reasoning:,}", 2),
+        ("total", 13, lambda r: f"{r.total_tokens:,}", 3),
+        ("$", 10, lambda r: money(r.total_usd), 9),
+    ]
+    if not u.total.reasoning:  # no output was reasoning (or none was logged as such)
+        cols = [c for c in cols if c[0] != "reasoning"]
+    if len(bases) > 1:
+        cols += [(f"$ {b}", max(11, len(b) + 2), _basis(b), 1) for b in bases]
+    if u.total.unpriced_calls:
+        cols.append(("unpriced", 8, lambda r: f"{r.unpriced_calls:,}", 8))
+    if any(r.run is not None for r in u.rows):
+        cols.append(("ended", 13, lambda r: _ended(r), 8))
+    return cols
+
+
+def _usage_rows(u: Usage) -> tuple[list[tuple[str, UsageRow]], dict[int, str]]:
+    """The lines of a usage table (a key as shown, and its row; a breakdown's models below
+    their row), and the parent of a session in words, by the index of its line."""
+    rows: list[tuple[str, UsageRow]] = []
+    said: dict[int, str] = {}  # a session's parent, in words, on a line of its own below it
+    for r in u.rows:
+        key = printable(r.key)
+        if u.view == "session":
+            key = _UUID.sub(lambda m: m.group(1) + "…", key)
+            if r.project:
+                key = f"{key}  {cut(printable(Path(r.project).name or r.project), 24)}"
+            if r.parent is not None:
+                said[len(rows)] = "  ↳ " + printable(r.parent.describe())
+        rows.append((key, r))
+        rows += [("  └ " + printable(part.key), part) for part in u.breakdown.get(r.key, [])]
+    return rows, said
+
+
+def _usage_notes(u: Usage, width: int, dropped: list[str], parents: bool) -> list[str]:
+    """The notes under a usage table (empty ones are not printed)."""
     notes = [f"days in {u.tz}" if u.view in ("daily", "weekly", "monthly") else ""]
     if u.untimed_files:
         named = ", ".join(u.untimed_files[:3]) + (
@@ -110,7 +132,7 @@ def render_usage(u: Usage, width: int = 100) -> str:
         notes.append("estimated_output: " + placeholder_text(u.total))
     if u.view == "session":
         notes.append("session ids shortened (--json or --csv has them whole), then the project")
-    if said:
+    if parents:
         notes.append(
             "↳ the session a fork was made from (the history it copied is counted "
             "there, once), or the one that started a sub-agent, whole"
@@ -123,9 +145,7 @@ def render_usage(u: Usage, width: int = 100) -> str:
     notes.append(
         "input: fresh prompt tokens (cache reads and writes apart); output includes reasoning"
     )
-    for n in filter(None, notes):
-        lines += wrap(n, width)
-    return "\n".join(lines) + "\n"
+    return notes
 
 
 def _ended(r: UsageRow) -> str:
