@@ -7,14 +7,16 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
+from pathlib import Path
 from typing import Any
 
 import click
 import duckdb
 
-from analyzer.console import Console, current
+from analyzer.console import Console, csv_out, current, out, width
 from analyzer.detect.detectors import ParamError, Selection, select
 from analyzer.engine.engine import Engine
+from analyzer.engine.files import atomic_file
 from analyzer.engine.store import DB_ENV, DEFAULT_DB, OFFLINE
 from analyzer.errors import ForensicsError
 from analyzer.guards.policy import Policy, all_policies
@@ -23,7 +25,10 @@ from analyzer.ingest.base import IngestOptions
 from analyzer.model.formatting import SEVERITIES, json_text, money, severity_rank
 from analyzer.model.incident import Incident
 from analyzer.model.timewindow import Window, parse_when
-from analyzer.report.pages import REPORT_FORMATS, format_for
+from analyzer.report.pages import REPORT_FORMATS, STDOUT, format_for
+from analyzer.report.render import render
+from analyzer.views.view import How
+from analyzer.views.view import View as Shown
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr)?\s*$", re.IGNORECASE)
 
@@ -407,3 +412,42 @@ def output_format(output: str, fmt: str | None) -> str:
         return format_for(output, fmt)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="'-o' / '--output'") from None
+
+
+def output_choice(as_json: bool = False, as_csv: bool = False, output: str | None = None) -> str:
+    """The format a command writes its view in: ``--json``, ``--csv``, the extension of
+    ``-o FILE``, else its text layout (one of them only: two is a usage error).
+
+    >>> output_choice(), output_choice(as_json=True), output_choice(output="x.csv")
+    ('text', 'json', 'csv')
+    """
+    asked = [f for f, on in (("json", as_json), ("csv", as_csv)) if on]
+    if len(asked) > 1:
+        raise click.UsageError("give one of --json and --csv")
+    if output is not None:
+        if asked:
+            raise click.UsageError(f"give --{asked[0]} or -o, not both")
+        return output_format(output, None)
+    return asked[0] if asked else "text"
+
+
+def emit(view: Shown, fmt: str = "text", tz: str = "UTC", output: str | None = None) -> None:
+    """Write ``view`` in ``fmt`` (``output_choice``) by that format's renderer: to ``output``
+    (a file, written whole then moved into place) or on stdout - text with its styles
+    (dropped off a terminal), CSV made safe for a terminal, JSON as it is."""
+    written = render(view, fmt, How(width(), tz))
+    if output is not None and output != STDOUT:
+        with atomic_file(Path(output)) as tmp:
+            if isinstance(written, bytes):
+                tmp.write_bytes(written)
+            else:
+                tmp.write_text(written, encoding="utf-8", newline="\n")
+        return
+    if isinstance(written, bytes):
+        raise click.UsageError(f"{fmt} cannot be written to standard output: give -o FILE")
+    if fmt == "text":
+        out(written, nl=False)
+    elif fmt == "csv":
+        csv_out(written)
+    else:
+        click.echo(written, nl=False)

@@ -14,8 +14,10 @@ from analyzer.cli.options import (
     View,
     chatter_options,
     db_option,
+    emit,
     json_option,
     keep_cache_option,
+    output_choice,
     output_format,
     policies_named,
     policies_option,
@@ -23,7 +25,7 @@ from analyzer.cli.options import (
     report_options,
     view_options,
 )
-from analyzer.console import csv_out, note, out, width
+from analyzer.console import note, out, width
 from analyzer.detect.detectors import load_incidents
 from analyzer.engine.store import Store, open_store
 from analyzer.errors import ForensicsError
@@ -155,7 +157,7 @@ def backtest_command(
       llm-forensics backtest --db december.duckdb --recommend --max-false-trips 1
     """
     from analyzer.guards.backtest import backtest, parse_sweep
-    from analyzer.views.summary import render_backtest
+    from analyzer.views.summary import BacktestView
 
     if (max_false_trips is not None or max_false_usd is not None) and not recommend:
         raise click.UsageError("--max-false-trips and --max-false-usd go with --recommend")
@@ -190,10 +192,7 @@ def backtest_command(
             results = backtest(
                 store, policies, parsed, Path(labels) if labels else None, stops=as_json
             )
-    if as_json:
-        print_json([r.to_json() for r in results])
-    else:
-        out(render_backtest(results, width()), nl=False)
+    emit(BacktestView(results), output_choice(as_json))
 
 
 def _recommend(
@@ -268,27 +267,18 @@ def usage_command(
       llm-forensics usage session --db my.duckdb --since 7d --json
       llm-forensics usage reconcile --db my.duckdb
     """
-    from analyzer.views.terminal import render_usage, usage_csv
+    from analyzer.views.terminal import UsageView
     from analyzer.views.usage import usage
 
-    if as_csv and as_json:
-        raise click.UsageError("give one of --json and --csv")
+    fmt = output_choice(as_json, as_csv)
     if view_name in ("bills", "reconcile"):
-        _bill_view(view_name, db, view, as_csv, as_json)
+        _bill_view(view_name, db, view, fmt)
         return
     with _reading(db, view) as store:
         u = usage(store, view_name, view.tz, breakdown)
         bucketed = _bucketed_note(store) if view_name in ("daily", "weekly", "monthly") else ""
-    if as_json:
-        print_json(u.to_json())
-    elif as_csv:
-        csv_out(usage_csv(u))
-    else:
-        if view.window:
-            out(f"{view.window.describe(view.tz)}")
-        out(render_usage(u, width()), nl=False)
-        if bucketed:
-            out(bucketed)
+    before = [view.window.describe(view.tz)] if view.window else []
+    emit(UsageView(u, before, [bucketed] if bucketed else []), fmt)
 
 
 def _bucketed_note(store: Store) -> str:
@@ -305,30 +295,17 @@ def _bucketed_note(store: Store) -> str:
     )
 
 
-def _bill_view(name: str, db: str, view: View, as_csv: bool, as_json: bool) -> None:
+def _bill_view(name: str, db: str, view: View, fmt: str) -> None:
     from analyzer.detect.reconcile import bills, totals, units
-    from analyzer.views.bill_views import bills_csv, reconcile_csv, render_bills, render_reconcile
+    from analyzer.views.bill_views import BillsView, ReconcileView
 
     with _reading(db, view) as store:
         if name == "bills":
-            rows = bills(store)
-            if as_json:
-                print_json({"view": "bills", "rows": [r.to_json() for r in rows]})
-            elif as_csv:
-                csv_out(bills_csv(rows))
-            else:
-                out(render_bills(rows, width()), nl=False)
-            return
-        found = units(store)
-    t = totals(found)
-    if as_json:
-        print_json(
-            {"view": "reconcile", "units": [u.to_json() for u in found], "totals": t.to_json()}
-        )
-    elif as_csv:
-        csv_out(reconcile_csv(found))
-    else:
-        out(render_reconcile(found, t, width()), nl=False)
+            shown: BillsView | ReconcileView = BillsView(bills(store))
+        else:
+            found = units(store)
+            shown = ReconcileView(found, totals(found))
+    emit(shown, fmt)
 
 
 @click.command("incidents")
@@ -365,7 +342,7 @@ def incidents_command(
       llm-forensics incidents --db my.duckdb --severity high --since 7d
       llm-forensics incidents --db my.duckdb --detector constant_input_low_output --json
     """
-    from analyzer.views.terminal import render_incident_list
+    from analyzer.views.terminal import IncidentsView
 
     with _reading(db, view) as store:
         found = load_incidents(store, list(detector) if detector else None)
@@ -373,10 +350,7 @@ def incidents_command(
             found = [i for i in found if severity_rank(i.severity) >= severity_rank(severity)]
     if app:
         found = [i for i in found if app in (i.app, i.project)]
-    if as_json:
-        print_json([i.to_json() for i in found])
-    else:
-        out(render_incident_list(found, view.tz, width(), limit=None), nl=False)
+    emit(IncidentsView(found, limit=None), output_choice(as_json), view.tz)
 
 
 @click.command("show")
@@ -399,7 +373,7 @@ def show_command(
     """
     from analyzer.detect.detectors import discover
     from analyzer.guards.backtest import guard_run
-    from analyzer.views.show import find, gather, render
+    from analyzer.views.show import find, gather
 
     policies = policies_named(policy_files)
     with _reading(db, view, incidents=False) as store:
@@ -408,23 +382,7 @@ def show_command(
             shown.stage("replaying guards")
             guards = guard_run(store, policies, reuse=True)
         shown_inc = gather(store, inc, discover(), guards)
-    if as_json:
-        print_json(
-            {
-                **inc.to_json(),
-                "calls": [
-                    {
-                        k: (str(v) if k == "cost_usd" and v is not None else v)
-                        for k, v in vars(c).items()
-                    }
-                    for c in shown_inc.calls
-                ],
-                "stopped_by": [s.to_json() for s in shown_inc.stopped_by],
-                "parent": shown_inc.parent.to_json() if shown_inc.parent else None,
-            }
-        )
-    else:
-        out(render(shown_inc, view.tz, width()), nl=False)
+    emit(shown_inc, output_choice(as_json), view.tz)
 
 
 @click.command("rejects")
@@ -445,14 +403,11 @@ def rejects_command(db: str, file: str | None, as_json: bool) -> None:
     Example:
       llm-forensics rejects --db my.duckdb --file activity.csv
     """
-    from analyzer.views.terminal import rejects, render_rejects
+    from analyzer.views.terminal import RejectsView, rejects
 
     with open_store(db, read_only=True) as store:
         rows = rejects(store, file)
-    if as_json:
-        print_json([{"file": p, "line": n, "reason": r, "excerpt": e} for p, n, r, e in rows])
-    else:
-        out(render_rejects(rows, width()), nl=False)
+    emit(RejectsView(rows), output_choice(as_json))
 
 
 @click.command("export")

@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from analyzer.detect.reconcile import BillRow, BillTotals, Totals, Unit
+from analyzer.views.view import View
 
 # -- the context ---------------------------------------------------------------------------
 
@@ -244,7 +245,13 @@ class BucketBills:
 
 
 @dataclass
-class Report:
+class Report(View):
+    """The page: a composition of views (the headline, breakdowns, incidents and their
+    sections, runs, bills, guards) and charts, laid out by ``reports/report.*``."""
+
+    name = "report"
+    template = "report"  # reports/report.html.j2, report.md.j2, report.css
+
     title: str
     version: str
     headline: Headline
@@ -264,6 +271,9 @@ class Report:
     # The providers' bills per bucket against the logs, when a usage or cost report is loaded.
     bucket_bills: BucketBills | None = None
     charts: dict[str, str] = field(default_factory=dict)
+
+    def json(self) -> dict[str, Any]:
+        return self.to_json()
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(replace(self, bucket_bills=None))  # that one as ``usage`` writes it

@@ -3,12 +3,14 @@ says per bucket and model) and ``usage reconcile`` (how much of it the logs expl
 
 from __future__ import annotations
 
-import io
 from datetime import datetime, timedelta
+from typing import Any
 
 from analyzer.console import strong
 from analyzer.detect.reconcile import BillRow, Totals, Unit, bill_totals
-from analyzer.model.formatting import CsvOut, cut, money, printable, wrap
+from analyzer.model.formatting import cut, money, printable, wrap
+from analyzer.views.table import Column, Table, csv_text
+from analyzer.views.view import How, View
 
 PROVIDERS = {"anthropic": "Anthropic", "openai": "OpenAI"}
 
@@ -198,26 +200,55 @@ def render_reconcile(units: list[Unit], t: Totals, width: int = 100) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _json_table(records: list[dict[str, Any]], lists: bool) -> Table:
+    """Records (the rows' JSON) as a table, values written as they are (with ``lists``, a
+    list joined by ``;``); with none, the columns that name a bucket."""
+    names = list(records[0]) if records else ["provider", "start", "end", "model"]
+    columns = [Column(n, "list" if lists and n == "formats" else "text") for n in names]
+    return Table(columns, [list(r.values()) for r in records])
+
+
 def reconcile_csv(units: list[Unit]) -> str:
-    buf = io.StringIO()
-    w = CsvOut(buf)
-    fields = list(units[0].to_json()) if units else ["provider", "start", "end", "model"]
-    w.writerow(fields)
-    for u in units:
-        w.writerow(["" if v is None else v for v in u.to_json().values()])
-    return buf.getvalue()
+    return csv_text(_json_table([u.to_json() for u in units], lists=False))
 
 
 def bills_csv(rows: list[BillRow]) -> str:
-    buf = io.StringIO()
-    w = CsvOut(buf)
-    fields = list(rows[0].to_json()) if rows else ["provider", "start", "end", "model"]
-    w.writerow(fields)
-    for r in rows:
-        w.writerow(
-            [
-                "" if v is None else (";".join(v) if isinstance(v, list) else v)
-                for v in r.to_json().values()
-            ]
-        )
-    return buf.getvalue()
+    return csv_text(_json_table([r.to_json() for r in rows], lists=True))
+
+
+class BillsView(View):
+    """``usage bills``: the providers' bills per bucket and model."""
+
+    name = "bills"
+
+    def __init__(self, rows: list[BillRow]) -> None:
+        self.rows = rows
+
+    def text(self, how: How) -> str:
+        return render_bills(self.rows, how.width)
+
+    def json(self) -> dict[str, Any]:
+        return {"view": "bills", "rows": [r.to_json() for r in self.rows]}
+
+    def table(self) -> Table:
+        return _json_table([r.to_json() for r in self.rows], lists=True)
+
+
+class ReconcileView(View):
+    """``usage reconcile``: each bucket's bill against the logs, and their totals."""
+
+    name = "reconcile"
+
+    def __init__(self, units: list[Unit], totals: Totals) -> None:
+        self.units = units
+        self.totals = totals
+
+    def text(self, how: How) -> str:
+        return render_reconcile(self.units, self.totals, how.width)
+
+    def json(self) -> dict[str, Any]:
+        units = [u.to_json() for u in self.units]
+        return {"view": "reconcile", "units": units, "totals": self.totals.to_json()}
+
+    def table(self) -> Table:
+        return _json_table([u.to_json() for u in self.units], lists=False)

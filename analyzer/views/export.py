@@ -1,5 +1,6 @@
-"""Tables for other tools: the incident table as CSV or Parquet (``-o incidents.csv``), and the
-canonical tables of the store as Parquet files (``llm-forensics export --parquet DIR``)."""
+"""Tables for other tools: the canonical tables of the store as Parquet files (``llm-forensics
+export --parquet DIR``). The incident table as CSV or Parquet (``report -o incidents.csv``)
+is the incidents view written by its renderer (``analyzer.report.render``)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from analyzer.detect.detectors import load_incidents
-from analyzer.engine.files import atomic_file, copy_error, os_error
+from analyzer.engine.files import copy_error, os_error
 from analyzer.engine.store import Store
 from analyzer.errors import ForensicsError
-from analyzer.views.terminal import incident_table, incidents_csv
 
 # The canonical tables (sql/schema.sql), in the order a reader joins them.
 TABLES = (
@@ -37,46 +34,6 @@ EMPTY_DAY = "unknown"  # also the day of rows without a time (sql/views/export_d
 _COPY = "COPY (SELECT * FROM {{table}}) TO {{target}} (FORMAT parquet)"  # one table, one file
 _COPY_NONE = "COPY (SELECT * FROM {{table}} WHERE false) TO {{target}} (FORMAT parquet)"
 MANIFEST = "manifest.json"
-
-
-def incident_csv(store: Store) -> str:
-    """The incident table (most wasted first) as CSV text."""
-    incidents = load_incidents(store)
-    return incidents_csv(incidents)
-
-
-def write_incident_parquet(store: Store, out: Path) -> Path:
-    """The incident table as one Parquet file (written whole, then moved into place)."""
-    incidents = load_incidents(store)
-    rows = incident_table(incidents)
-    schema = pa.schema(
-        [
-            ("number", pa.int64()),
-            ("incident_id", pa.string()),
-            ("detector", pa.string()),
-            ("severity", pa.string()),
-            ("wasted_usd", pa.decimal128(18, 10)),
-            ("wasted_tokens", pa.int64()),
-            ("n_calls", pa.int64()),
-            ("start_ts", pa.timestamp("us", tz="UTC")),
-            ("end_ts", pa.timestamp("us", tz="UTC")),
-            ("app", pa.string()),
-            ("api_key", pa.string()),
-            ("model", pa.string()),
-            ("project", pa.string()),
-            ("session_id", pa.string()),
-            ("stream_key", pa.string()),
-            ("cost_basis", pa.string()),
-            ("summary", pa.string()),
-        ]
-    )
-    for r, inc in zip(rows, incidents, strict=True):
-        r["wasted_usd"] = inc.wasted_usd
-        r["start_ts"], r["end_ts"] = inc.start_ts, inc.end_ts
-    table = pa.Table.from_pylist(rows, schema=schema)
-    with atomic_file(out) as tmp:
-        pq.write_table(table, tmp)
-    return out
 
 
 def export_parquet(store: Store, folder: Path) -> list[Path]:

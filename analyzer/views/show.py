@@ -21,6 +21,7 @@ from analyzer.model.timewindow import local
 from analyzer.report.build import incidents_calls
 from analyzer.views.lineage import Parent, parents
 from analyzer.views.verdicts import Verdict, verdicts
+from analyzer.views.view import How, View
 
 MAX_CALLS = 40  # an incident of more calls shows its first and last 20
 
@@ -42,7 +43,11 @@ class ShownCall:
 
 
 @dataclass
-class Shown:
+class Shown(View):
+    """One incident as ``show`` tells it (its text), or as JSON: the incident, its calls,
+    the guards that stop it and its parent session."""
+
+    name = "show"
     incident: Incident
     calls: list[ShownCall]
     calls_left_out: int
@@ -54,6 +59,21 @@ class Shown:
     @property
     def stopped_by(self) -> list[Stop]:
         return self.guards.stopped_by
+
+    def text(self, how: How) -> str:
+        return render(self, how.tz, how.width)
+
+    def json(self) -> dict[str, Any]:
+        calls = [
+            {k: (str(v) if k == "cost_usd" and v is not None else v) for k, v in vars(c).items()}
+            for c in self.calls
+        ]
+        return {
+            **self.incident.to_json(),
+            "calls": calls,
+            "stopped_by": [s.to_json() for s in self.stopped_by],
+            "parent": self.parent.to_json() if self.parent else None,
+        }
 
 
 def find(store: Store, ident: str) -> Incident:

@@ -26,6 +26,7 @@ from analyzer.views.terminal import render_incident_list
 from analyzer.views.usage import UsageRow, placeholder_text
 from analyzer.views.usage import totals as usage_totals
 from analyzer.views.verdicts import outcomes
+from analyzer.views.view import How, View
 
 
 @dataclass
@@ -37,7 +38,11 @@ class SpendRow:
 
 
 @dataclass
-class Summary:
+class Summary(View):
+    """Where the money went (``audit``): the terminal summary, or ``audit --json``."""
+
+    name = "summary"
+
     calls: int
     total_usd: Decimal
     period_start: datetime | None
@@ -68,6 +73,12 @@ class Summary:
     # The store's figures as every view counts them (``analyzer.views.usage.totals``): here for
     # what placeholder output counts do to them.
     figures: UsageRow | None = None
+
+    def text(self, how: How) -> str:
+        return render_text(self, how.tz, how.width)
+
+    def json(self) -> dict[str, Any]:
+        return self.to_json()
 
     def to_json(self) -> dict[str, Any]:
         """As ``audit --json`` prints it: dollars exact (``Decimal``, written as numbers with
@@ -325,6 +336,21 @@ def _g(x: float | None) -> str:
 
 
 _Column = tuple[str, int, Callable[[Result], str]]
+
+
+class BacktestView(View):
+    """The guard replay (``backtest``): a table of its figures, or every result as JSON."""
+
+    name = "backtest"
+
+    def __init__(self, results: list[Result]) -> None:
+        self.results = results
+
+    def text(self, how: How) -> str:
+        return render_backtest(self.results, how.width)
+
+    def json(self) -> list[dict[str, Any]]:
+        return [r.to_json() for r in self.results]
 
 
 def render_backtest(results: list[Result], width: int = 100) -> str:

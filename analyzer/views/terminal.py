@@ -4,20 +4,20 @@ from logs made printable. Colour is added with click's styles and dropped off a 
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Callable
-from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from analyzer.console import severity, strong
 from analyzer.engine.store import Store
-from analyzer.model.formatting import CsvOut, cut, money, printable, wrap
+from analyzer.model.formatting import cut, money, printable, wrap
 from analyzer.model.incident import Incident
 from analyzer.model.timewindow import local
+from analyzer.views.table import Column, Table, csv_text
 from analyzer.views.usage import BASES, TOKENS, Usage, UsageRow, placeholder_text
+from analyzer.views.view import How, View
 
 _UUID = re.compile(r"\b([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 
@@ -34,6 +34,33 @@ _HEADS = {
 
 
 _Column = tuple[str, int, Callable[[UsageRow], str], int]
+
+
+class UsageView(View):
+    """A usage view (``usage daily`` and the others): its table on a terminal with the lines
+    the command puts ``before`` and ``after`` it (the window, a note on bills), the same
+    figures as JSON and as CSV."""
+
+    name = "usage"
+
+    def __init__(self, u: Usage, before: list[str] | None = None, after: list[str] | None = None):
+        self.usage = u
+        self.before = before or []
+        self.after = after or []
+
+    def text(self, how: How) -> str:
+        body = render_usage(self.usage, how.width)
+        return (
+            "".join(f"{line}\n" for line in self.before)
+            + body
+            + "".join(f"{line}\n" for line in self.after)
+        )
+
+    def json(self) -> dict[str, Any]:
+        return self.usage.to_json()
+
+    def table(self) -> Table:
+        return usage_table(self.usage)
 
 
 def render_usage(u: Usage, width: int = 100) -> str:
@@ -159,25 +186,24 @@ def _basis(b: str) -> Callable[[UsageRow], str]:
     return lambda r: money(r.usd[b]) if b in r.usd else "–"
 
 
-def usage_csv(u: Usage) -> str:
-    """A usage view as CSV: one row per key (and per key and model with a breakdown), then
-    the totals row; every cost basis in its own column."""
-    buf = io.StringIO()
-    w = CsvOut(buf)
+def usage_table(u: Usage) -> Table:
+    """A usage view as a table: one row per key (and per key and model with a breakdown),
+    then the totals row; every cost basis in its own column (what ``--csv`` writes)."""
     ended = u.view == "session"  # how each run ended (its outcome), where its log says
-    head = [
-        u.view,
-        "model",
-        "calls",
-        *TOKENS,
-        "usd",
-        *(f"usd_{b}" for b in BASES),
-        "unpriced_calls",
-        "first",
-        "last",
+    columns = [
+        Column(u.view),
+        Column("model"),
+        Column("calls", "int", "calls"),
+        *(Column(t, "int", "tokens") for t in TOKENS),
+        Column("usd", "usd", "USD"),
+        *(Column(f"usd_{b}", "usd", "USD") for b in BASES),
+        Column("unpriced_calls", "int", "calls"),
+        Column("first", "time", "UTC"),
+        Column("last", "time", "UTC"),
     ]
-    head += ["ended", "exit_status", "parent_session_id", "parent_relation"] if ended else []
-    w.writerow(head)
+    if ended:
+        columns += [Column(n) for n in ("ended", "exit_status")]
+        columns += [Column(n) for n in ("parent_session_id", "parent_relation")]
 
     def row(key: str, model: str, r: UsageRow) -> list[Any]:
         run = [r.run.outcome, r.run.exit_status] if r.run else ["", ""]
@@ -187,27 +213,24 @@ def usage_csv(u: Usage) -> str:
             model,
             r.calls,
             *(getattr(r, t) for t in TOKENS),
-            _dec(r.total_usd),
-            *(_dec(r.usd.get(b, Decimal(0))) for b in BASES),
+            r.total_usd,
+            *(r.usd.get(b, Decimal(0)) for b in BASES),
             r.unpriced_calls,
-            _iso(r.first_ts),
-            _iso(r.last_ts),
+            r.first_ts,
+            r.last_ts,
         ] + (run if ended else [])
 
+    table = Table(columns)
     for r in u.rows:
-        w.writerow(row(r.key, "", r))
-        for part in u.breakdown.get(r.key, []):
-            w.writerow(row(r.key, part.key, part))
-    w.writerow(row("Total", "", u.total))
-    return buf.getvalue()
+        table.rows.append(row(r.key, "", r))
+        table.rows += [row(r.key, part.key, part) for part in u.breakdown.get(r.key, [])]
+    table.rows.append(row("Total", "", u.total))
+    return table
 
 
-def _dec(d: Decimal) -> str:
-    return f"{d:.10f}".rstrip("0").rstrip(".") if d else "0"
-
-
-def _iso(ts: datetime | None) -> str:
-    return "" if ts is None else ts.isoformat() + "Z"
+def usage_csv(u: Usage) -> str:
+    """A usage view as CSV (``usage_table``)."""
+    return csv_text(usage_table(u))
 
 
 # -- incidents ------------------------------------------------------------------------------
@@ -251,47 +274,76 @@ def render_incident_list(
     return "\n".join(out) + "\n"
 
 
+class IncidentsView(View):
+    """The incidents, most wasted first: a list on a terminal, a table in CSV and Parquet."""
+
+    name = "incidents"
+
+    def __init__(self, incidents: list[Incident], limit: int | None = None) -> None:
+        self.incidents = incidents
+        self.limit = limit  # how many the terminal list shows
+
+    def text(self, how: How) -> str:
+        return render_incident_list(self.incidents, how.tz, how.width, limit=self.limit)
+
+    def json(self) -> list[dict[str, Any]]:
+        return [i.to_json() for i in self.incidents]
+
+    def table(self) -> Table:
+        return incident_table(self.incidents)
+
+
 def incidents_csv(incidents: list[Incident]) -> str:
     """The incident table as CSV (what ``-o incidents.csv`` writes)."""
-    buf = io.StringIO()
-    w = CsvOut(buf)
-    rows = incident_table(incidents)
-    if rows:
-        w.writerow(rows[0].keys())
-    for r in rows:
-        w.writerow(["" if v is None else v for v in r.values()])
-    return buf.getvalue()
+    return csv_text(incident_table(incidents))
 
 
-def incident_table(incidents: list[Incident]) -> list[dict[str, Any]]:
-    """One flat record per incident (CSV and Parquet columns)."""
-    out = []
-    for i in incidents:
-        out.append(
-            {
-                "number": i.number,
-                "incident_id": i.incident_id,
-                "detector": i.detector,
-                "severity": i.severity,
-                "wasted_usd": _dec(i.wasted_usd),
-                "wasted_tokens": i.wasted_tokens,
-                "n_calls": i.n_calls,
-                "start_ts": _iso(i.start_ts),
-                "end_ts": _iso(i.end_ts),
-                "app": i.app,
-                "api_key": i.api_key,
-                "model": i.model,
-                "project": i.project,
-                "session_id": i.session_id,
-                "stream_key": i.stream_key,
-                "cost_basis": i.cost_basis,
-                "summary": i.summary,
-            }
-        )
-    return out
+INCIDENT_COLUMNS = [
+    Column("number", "int"),
+    Column("incident_id"),
+    Column("detector"),
+    Column("severity"),
+    Column("wasted_usd", "usd", "USD"),
+    Column("wasted_tokens", "int", "tokens"),
+    Column("n_calls", "int", "calls"),
+    Column("start_ts", "time", "UTC"),
+    Column("end_ts", "time", "UTC"),
+    Column("app"),
+    Column("api_key"),
+    Column("model"),
+    Column("project"),
+    Column("session_id"),
+    Column("stream_key"),
+    Column("cost_basis"),
+    Column("summary"),
+]
+
+
+def incident_table(incidents: list[Incident]) -> Table:
+    """One flat row per incident (the CSV and Parquet columns)."""
+    return Table(
+        list(INCIDENT_COLUMNS),
+        [[getattr(i, c.name) for c in INCIDENT_COLUMNS] for i in incidents],
+        heading_if_empty=False,  # no incident: an empty file
+    )
 
 
 # -- rejects --------------------------------------------------------------------------------
+
+
+class RejectsView(View):
+    """The rejected records (``rejects``): file:line: reason and excerpt, or JSON."""
+
+    name = "rejects"
+
+    def __init__(self, rows: list[tuple[str, int | None, str, str | None]]) -> None:
+        self.rows = rows
+
+    def text(self, how: How) -> str:
+        return render_rejects(self.rows, how.width)
+
+    def json(self) -> list[dict[str, Any]]:
+        return [{"file": p, "line": n, "reason": r, "excerpt": e} for p, n, r, e in self.rows]
 
 
 def render_rejects(rows: list[tuple[str, int | None, str, str | None]], width: int = 100) -> str:

@@ -1,0 +1,40 @@
+"""What every view is to a renderer: computed once (its figures, its table, its notes), then
+shown in any format the renderers of ``analyzer.report.render`` know.
+
+A view answers ``text`` (the terminal's layout, fitted to a width and times in a zone) and
+``json`` (the data, money as ``Decimal``: one serialisation, ``formatting.json_text``, writes
+every view); a view that is a table answers ``table`` too (CSV and Parquet are written from
+its typed columns by ``analyzer.views.table``). A new view is one class with these methods,
+in the module that computes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from analyzer.views.table import Table
+
+
+@dataclass(frozen=True)
+class How:
+    """How a view is shown: the width of the terminal and the zone of its times."""
+
+    width: int = 100
+    tz: str = "UTC"
+
+
+class View:
+    """A computed view. Subclasses give ``text`` and ``json``, and ``table`` when they are
+    a table (a format a view cannot be written in is an error naming the view)."""
+
+    name = "view"
+
+    def text(self, how: How) -> str:
+        raise NotImplementedError(f"the {self.name} view has no text layout")
+
+    def json(self) -> Any:
+        raise NotImplementedError(f"the {self.name} view has no JSON")
+
+    def table(self) -> Table:
+        raise NotImplementedError(f"the {self.name} view is not a table")
