@@ -123,3 +123,20 @@ def test_emit_writes_stdout_or_a_file(tmp_path: Any, capsys: pytest.CaptureFixtu
     assert (tmp_path / "t.csv").read_text(encoding="utf-8").startswith("name,calls")
     with pytest.raises(click.UsageError, match="standard output"):
         emit(Tiny(), "parquet")
+
+
+def test_no_recommendation_says_why_in_text_and_json() -> None:
+    from analyzer.guards.recommend import Budget
+    from analyzer.views.summary import RecommendView
+
+    view = RecommendView(None, Budget(max_false_trips=0), 12, 0)
+    assert render(view, "text") == (
+        f"No policy prevents any waste with {Budget(0).describe()} (12 policy and threshold "
+        "pairs weighed, 0 within the budget).\n"
+    )
+    assert view.json() == {
+        "policy": None,
+        "budget": Budget(0).describe(),
+        "variants_weighed": 12,
+        "variants_within_budget": 0,
+    }

@@ -21,11 +21,10 @@ from analyzer.cli.options import (
     output_format,
     policies_named,
     policies_option,
-    print_json,
     report_options,
     view_options,
 )
-from analyzer.console import note, out, width
+from analyzer.console import note
 from analyzer.detect.detectors import load_incidents
 from analyzer.engine.store import Store, open_store
 from analyzer.errors import ForensicsError
@@ -204,28 +203,11 @@ def _recommend(
     as_json: bool,
 ) -> None:
     from analyzer.guards.recommend import Budget, recommend
+    from analyzer.views.summary import RecommendView
 
     budget = Budget(max_false_trips, max_false_usd)
     rec, weighed, within = recommend(store, policies, budget, sweeps)
-    if as_json:
-        print_json(
-            rec.to_json()
-            if rec
-            else {
-                "policy": None,
-                "budget": budget.describe(),
-                "variants_weighed": weighed,
-                "variants_within_budget": within,
-            }
-        )
-        return
-    if rec is None:
-        out(
-            f"No policy prevents any waste with {budget.describe()} ({weighed:,} policy and "
-            f"threshold pairs weighed, {within:,} within the budget)."
-        )
-        return
-    out(rec.render(width()), nl=False)
+    emit(RecommendView(rec, budget, weighed, within), output_choice(as_json))
 
 
 @click.command("usage")

@@ -14,6 +14,7 @@ from analyzer.detect.detectors import load_incidents
 from analyzer.detect.link import reconciliation
 from analyzer.detect.reconcile import Totals, Unit, has_buckets, totals, units
 from analyzer.engine.store import Store
+from analyzer.guards.recommend import Budget, Recommendation
 from analyzer.guards.scoring import Result
 from analyzer.ingest import billing_formats
 from analyzer.ingest.flow import FileReport
@@ -351,6 +352,36 @@ class BacktestView(View):
 
     def json(self) -> list[dict[str, Any]]:
         return [r.to_json() for r in self.results]
+
+
+class RecommendView(View):
+    """``backtest --recommend``: the policy and threshold that prevent the most waste within
+    the budget (a TOML table to copy), or why there is none."""
+
+    name = "recommend"
+
+    def __init__(
+        self, rec: Recommendation | None, budget: Budget, weighed: int, within: int
+    ) -> None:
+        self.rec, self.budget, self.weighed, self.within = rec, budget, weighed, within
+
+    def text(self, how: How) -> str:
+        if self.rec is not None:
+            return self.rec.render(how.width)
+        return (
+            f"No policy prevents any waste with {self.budget.describe()} ({self.weighed:,} "
+            f"policy and threshold pairs weighed, {self.within:,} within the budget).\n"
+        )
+
+    def json(self) -> dict[str, Any]:
+        if self.rec is not None:
+            return self.rec.to_json()
+        return {
+            "policy": None,
+            "budget": self.budget.describe(),
+            "variants_weighed": self.weighed,
+            "variants_within_budget": self.within,
+        }
 
 
 def render_backtest(results: list[Result], width: int = 100) -> str:
