@@ -140,3 +140,12 @@ def test_no_recommendation_says_why_in_text_and_json() -> None:
         "variants_weighed": 12,
         "variants_within_budget": 0,
     }
+
+
+def test_a_record_is_its_fields_in_order() -> None:
+    from analyzer.views.lineage import Parent
+    from analyzer.views.view import record
+
+    assert record(Parent("s1", "forked_from")) == {"session_id": "s1", "relation": "forked_from"}
+    with pytest.raises(TypeError, match="not a dataclass"):
+        record(Parent)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.engine.store import Store
+from analyzer.views.view import record
 
 _WORDS = {"forked_from": "forked from", "subagent_of": "sub-agent of"}
 
@@ -25,7 +26,7 @@ class Parent:
         return f"{_WORDS[self.relation]} {self.session_id}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"session_id": self.session_id, "relation": self.relation}
+        return record(self)
 
 
 def parents(store: Store, sessions: list[str] | None = None) -> dict[str, Parent]:

@@ -9,25 +9,7 @@ from typing import Any
 
 from analyzer.engine.store import Store
 from analyzer.model.formatting import money
-
-_COLUMNS = (
-    "session_id",
-    "stream_key",
-    "seq",
-    "agent",
-    "exit_status",
-    "outcome",
-    "is_error",
-    "result_excerpt",
-    "reported_calls",
-    "reported_input_tokens",
-    "reported_output_tokens",
-    "reported_cost_usd",
-    "cost_apportioned",
-    "duration_ms",
-    "step_limit",
-    "cost_limit_usd",
-)
+from analyzer.views.view import record
 
 # How an outcome reads in a sentence.
 _WORDS = {
@@ -88,9 +70,7 @@ class Verdict:
         return text + ("; " + "; ".join(facts) if facts else "")
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {c: getattr(self, c) for c in _COLUMNS}  # dollars exact
-        out["calls"] = self.calls
-        return out
+        return record(self)  # every field, in order; dollars exact
 
 
 def _one_line(text: str, limit: int = 80) -> str:

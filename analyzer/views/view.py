@@ -10,10 +10,18 @@ in the module that computes it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
 from analyzer.views.table import Table
+
+
+def record(obj: Any) -> dict[str, Any]:
+    """A dataclass as JSON data: its fields in the order it declares them, values as they
+    are (money stays a ``Decimal``, which ``json_text`` writes with all its digits)."""
+    if not is_dataclass(obj) or isinstance(obj, type):
+        raise TypeError(f"not a dataclass instance: {obj!r}")
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
 
 
 @dataclass(frozen=True)

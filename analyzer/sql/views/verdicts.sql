@@ -1,4 +1,4 @@
--- Each run's verdict (the runs table's columns, in views/verdicts.py's _COLUMNS order) and
+-- Each run's verdict (the runs table's columns, in the order of views/verdicts.py's Verdict fields) and
 -- its calls in the store, in stream order.
 -- Slot: only, a WHERE clause on runs r (the sessions named in parameter s), or nothing for
 -- every run. Parameter: s (a list of session ids, with that clause).
