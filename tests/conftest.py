@@ -1,7 +1,8 @@
 """Fixtures (the helpers tests share are in ``tests/helpers.py``), and the fast inner loop:
 tests marked ``slow`` (Spark, the property search) run under CI (``CI`` set), with ``--slow``
 or when ``-m`` picks them; a plain ``pytest`` on a developer's machine says how many it left
-out."""
+out. The sample stores (``sample_data/`` ingested, and audited) are built once a session and
+handed out as copies: a test that only needs that state does not rebuild it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from analyzer.cli.main import cli
 from analyzer.engine.store import Store, open_store
+from tests.helpers import SAMPLE_DATA, SampleStores
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -53,3 +56,29 @@ def store(tmp_path: Path) -> Iterator[Store]:
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+@pytest.fixture(scope="session")
+def sample_stores(tmp_path_factory: pytest.TempPathFactory) -> SampleStores:
+    """``sample_data/`` ingested (``ingest --db``) and audited (``audit --db -q``: ingested,
+    detected, the guards replayed), each once a session, into stores no test opens: tests take
+    copies (``sample_db``, ``ingested_sample_db`` or ``SampleStores.copy``)."""
+    root = tmp_path_factory.mktemp("sample-stores")
+    runner = CliRunner()
+    ingested, audited = root / "ingested.duckdb", root / "audited.duckdb"
+    for args in (["ingest", "--db", str(ingested)], ["audit", "--db", str(audited), "-q"]):
+        result = runner.invoke(cli, [*args, str(SAMPLE_DATA)])
+        assert result.exit_code == 0, result.output
+    return SampleStores(ingested=ingested, audited=audited)
+
+
+@pytest.fixture
+def sample_db(sample_stores: SampleStores, tmp_path: Path) -> Path:
+    """This test's own copy of the audited sample store (what ``audit --db`` leaves)."""
+    return sample_stores.copy(sample_stores.audited, tmp_path / "sample.duckdb")
+
+
+@pytest.fixture
+def ingested_sample_db(sample_stores: SampleStores, tmp_path: Path) -> Path:
+    """This test's own copy of the ingested sample store (what ``ingest --db`` leaves)."""
+    return sample_stores.copy(sample_stores.ingested, tmp_path / "ingested.duckdb")

@@ -9,8 +9,10 @@ import gzip
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -51,6 +53,22 @@ def truth_at_collection(corpus: str) -> dict[str, Any]:
         return {}
     files: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))["files"]
     return files
+
+
+@dataclass(frozen=True)
+class SampleStores:
+    """The stores of ``sample_data/`` built once a session (``conftest.sample_stores``): read
+    them through a copy, never in place, so that no test sees another's writes."""
+
+    ingested: Path  # ``ingest --db``
+    audited: Path  # ``audit --db -q``: ingested, detected, the guards replayed and kept
+
+    @staticmethod
+    def copy(store: Path, to: Path) -> Path:
+        """A copy of ``store`` at ``to`` (a file copy: milliseconds, not an audit)."""
+        assert not store.with_name(store.name + ".wal").exists(), "the store was not closed"
+        shutil.copyfile(store, to)
+        return to
 
 
 # The variables that move an agent's default place: cleared for a test with a fake home, so the

@@ -41,7 +41,7 @@ from click.testing import CliRunner
 from analyzer.cli.main import cli
 from analyzer.engine.store import OFFLINE
 from analyzer.ingest.flow import PROGRESS_MIN_BYTES
-from tests.helpers import SAMPLE_DATA, or_row, write_csv
+from tests.helpers import or_row, write_csv
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL and a pty")
 
@@ -265,14 +265,12 @@ def big_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_sigkill_mid_ingest_leaves_the_store_as_it_was(
-    runner: CliRunner, tmp_path: Path, big_export: Path
+    runner: CliRunner, tmp_path: Path, big_export: Path, sample_db: Path
 ) -> None:
-    db = tmp_path / "store.duckdb"
+    db = sample_db
     # A store with something in every table: the sample data audited (calls, messages,
     # sources, incidents, cache, meta) and a file with a rejected row.
     bad = write_csv(tmp_path / "with_reject.csv", [or_row(1), or_row(2, tokens_prompt="lots")])
-    result = runner.invoke(cli, ["audit", "--db", str(db), str(SAMPLE_DATA), "--json"])
-    assert result.exit_code == 0, result.output
     result = runner.invoke(cli, ["ingest", "--db", str(db), str(bad)])
     assert result.exit_code == 0, result.output
     before = snapshot(db)

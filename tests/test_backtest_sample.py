@@ -14,14 +14,13 @@ from analyzer.cli.main import cli
 from analyzer.engine.store import Store, open_store
 from analyzer.guards.backtest import Result, backtest
 from analyzer.guards.policy import all_policies
-from tests.helpers import SAMPLE_DATA
+from tests.helpers import SAMPLE_DATA, SampleStores
 
 
 @pytest.fixture(scope="module")
-def replay(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    db = tmp_path_factory.mktemp("bt") / "sample.duckdb"
+def replay(tmp_path_factory: pytest.TempPathFactory, sample_stores: SampleStores) -> dict[str, Any]:
+    db = sample_stores.copy(sample_stores.ingested, tmp_path_factory.mktemp("bt") / "s.duckdb")
     runner = CliRunner()
-    assert runner.invoke(cli, ["ingest", "--db", str(db), str(SAMPLE_DATA)]).exit_code == 0
     assert runner.invoke(cli, ["detect", "--db", str(db)]).exit_code == 0
     store = open_store(db, read_only=True)
     results = {r.policy: r for r in backtest(store, all_policies())}

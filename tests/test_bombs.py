@@ -261,12 +261,11 @@ def test_a_result_over_32_mb_is_not_kept(tmp_path: Path) -> None:
 
 
 def test_a_replay_listing_too_many_trips_is_replayed_not_kept(
-    runner: CliRunner, tmp_path: Path
+    runner: CliRunner, tmp_path: Path, ingested_sample_db: Path
 ) -> None:
     """The sample's guard replay lists some trips: kept when that is within the limit, not
     when the limit is lower (and the second report replays it, to the same page)."""
-    db = tmp_path / "s.duckdb"
-    assert runner.invoke(cli, ["ingest", "--db", str(db), str(SAMPLE_DATA)]).exit_code == 0
+    db = ingested_sample_db
 
     def report(name: str) -> tuple[bytes, int]:
         out = tmp_path / name

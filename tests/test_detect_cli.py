@@ -115,10 +115,9 @@ def test_no_alarm_on_the_real_transcripts(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["incidents"] == []
 
 
-def test_detect_replaces_its_incidents_and_filters(tmp_path: Path) -> None:
+def test_detect_replaces_its_incidents_and_filters(ingested_sample_db: Path) -> None:
     runner = CliRunner()
-    db = str(tmp_path / "d.duckdb")
-    assert runner.invoke(cli, ["ingest", "--db", db, str(SAMPLE_DATA)]).exit_code == 0
+    db = str(ingested_sample_db)
     first = runner.invoke(cli, ["detect", "--db", db, "--json"])
     again = runner.invoke(cli, ["detect", "--db", db, "--json"])
     assert first.exit_code == 0
@@ -149,10 +148,9 @@ def test_detect_replaces_its_incidents_and_filters(tmp_path: Path) -> None:
         (["--param", "badly-formed"], 2),
     ],
 )
-def test_detect_exit_codes(tmp_path: Path, args: list[str], code: int) -> None:
+def test_detect_exit_codes(ingested_sample_db: Path, args: list[str], code: int) -> None:
     runner = CliRunner()
-    db = str(tmp_path / "d.duckdb")
-    runner.invoke(cli, ["ingest", "--db", db, str(SAMPLE_DATA)])
+    db = str(ingested_sample_db)
     result = runner.invoke(cli, ["detect", "--db", db, *args])
     assert result.exit_code == code, result.output
 

@@ -455,14 +455,11 @@ stop = 2
 """
 
 
-def test_a_users_toml_policy_end_to_end(tmp_path: Path) -> None:
-    from tests.helpers import SAMPLE_DATA
-
+def test_a_users_toml_policy_end_to_end(tmp_path: Path, ingested_sample_db: Path) -> None:
     f = tmp_path / "mine.toml"
     f.write_text(MY_POLICY)
-    db = tmp_path / "s.duckdb"
+    db = ingested_sample_db
     runner = CliRunner()
-    assert runner.invoke(cli, ["ingest", "--db", str(db), str(SAMPLE_DATA)]).exit_code == 0
     assert runner.invoke(cli, ["detect", "--db", str(db)]).exit_code == 0
     listed = runner.invoke(cli, ["policies", "--policies", str(f), "--json"])
     mine = [p for p in json.loads(listed.stdout) if p["name"] == "two_stalls_per_turn"]

@@ -155,14 +155,6 @@ def test_format_openrouter_on_another_csv_names_the_missing_columns(
     )
 
 
-@pytest.fixture(scope="module")
-def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("own") / "sample.duckdb"
-    result = CliRunner().invoke(cli, ["audit", "--db", str(db), str(SAMPLE_DATA), "-q"])
-    assert result.exit_code == 0, result.output
-    return db
-
-
 @pytest.mark.parametrize("ext", ["html", "md", "json", "csv", "parquet"])
 def test_output_is_written_by_its_extension(
     runner: CliRunner, tmp_path: Path, sample_db: Path, ext: str

@@ -34,12 +34,10 @@ from analyzer.engine.store import SCHEMA_VERSION, open_store
 from analyzer.errors import ForensicsError
 from analyzer.model.incident import Incident
 from analyzer.views.export import export_parquet, read_manifest
-from tests.helpers import REPO, fill_calls, fill_messages, fill_runs, insert
+from tests.helpers import SampleStores, fill_calls, fill_messages, fill_runs, insert
 from tests.test_detectors import DETECTORS, case_files, check_expected, load_case
 
 pytestmark = pytest.mark.slow  # minutes of Spark sessions: CI runs them, a plain pytest does not
-
-SAMPLE_DATA = REPO / "sample_data"
 
 
 @pytest.fixture(scope="module")
@@ -54,11 +52,9 @@ def spark() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("spark") / "sample.duckdb"
-    result = CliRunner().invoke(cli, ["audit", "--db", str(db), str(SAMPLE_DATA), "-q"])
-    assert result.exit_code == 0, result.output
-    return db
+def sample_db(tmp_path_factory: pytest.TempPathFactory, sample_stores: SampleStores) -> Path:
+    """``audit --db`` of the sample (the session's store, copied), shared by this module."""
+    return sample_stores.copy(sample_stores.audited, tmp_path_factory.mktemp("spark") / "s.duckdb")
 
 
 # -- the translation ---------------------------------------------------------------------------
