@@ -6,6 +6,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from analyzer.cli.main import cli
@@ -28,8 +29,14 @@ def test_the_sample_export_gives_exactly_the_expected_incidents(runner: CliRunne
     assert bench.check_incidents(_incidents(runner, SAMPLE_DATA / CSV_NAME)) == ([], [])
 
 
-def test_a_wrong_answer_is_caught(runner: CliRunner) -> None:
-    incidents = _incidents(runner, SAMPLE_DATA / CSV_NAME)
+@pytest.fixture(scope="module")
+def incidents() -> list[dict]:
+    """The incidents ``audit --json`` finds in the sample export, once for the tests that
+    only read them."""
+    return _incidents(CliRunner(), SAMPLE_DATA / CSV_NAME)
+
+
+def test_a_wrong_answer_is_caught(incidents: list[dict]) -> None:
     dropped = [i for i in incidents if i["n_calls"] != 22]
     missing, extra = bench.check_incidents(dropped)
     assert missing == [("constant_input_low_output", 22, 6.16)] and extra == []
@@ -41,8 +48,7 @@ def test_a_wrong_answer_is_caught(runner: CliRunner) -> None:
     assert extra == [("constant_input_low_output", 11, 5.07)]
 
 
-def test_a_pointer_from_healthy_traffic_is_listed_not_failed(runner: CliRunner) -> None:
-    incidents = _incidents(runner, SAMPLE_DATA / CSV_NAME)
+def test_a_pointer_from_healthy_traffic_is_listed_not_failed(incidents: list[dict]) -> None:
     outlier = {
         "detector": "session_cost_outlier",
         "severity": "low",
@@ -57,6 +63,9 @@ def test_a_pointer_from_healthy_traffic_is_listed_not_failed(runner: CliRunner) 
         assert missing == [] and extra == [("session_cost_outlier", 80, wrong["wasted_usd"])]
 
 
+# the bench's recall script in its own process: CI runs it; the default run finds the same
+# labelled loops, and no waste on the healthy runs, in test_real_loops
+@pytest.mark.slow
 def test_the_recall_script_finds_every_labelled_loop_and_no_false_alarm() -> None:
     """bench/recall.py over the real runs with loops labelled by their agents (../shared)."""
     import subprocess
