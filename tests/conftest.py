@@ -1,7 +1,8 @@
 """Fixtures (the helpers tests share are in ``tests/helpers.py``), and the fast inner loop:
-tests marked ``slow`` (Spark, the property search) run under CI (``CI`` set), with ``--slow``
-or when ``-m`` picks them; a plain ``pytest`` on a developer's machine says how many it left
-out. The sample stores (``sample_data/`` ingested, and audited) are built once a session and
+tests marked ``slow`` (Spark, the property searches, a real browser, the built wheel, the
+offline audits, the gigabyte bombs) run under CI (``CI`` set), with ``--slow`` or when ``-m``
+picks them; a plain ``pytest`` on a developer's machine says how many it left out. The
+sample stores (``sample_data/`` ingested, and audited) are built once a session and
 handed out as copies: a test that only needs that state does not rebuild it."""
 
 from __future__ import annotations

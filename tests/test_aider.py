@@ -383,6 +383,8 @@ def test_the_seeds_load_cleanly(store: Store, tmp_path: Path) -> None:
         assert (r.format, r.status, r.rows_rejected) == ("aider", "loaded", 0), name
 
 
+# a property search: CI runs it; the default run has this format's example and damaged-file tests
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(data=st.data())
 def test_damaged_aider(data: st.DataObject) -> None:

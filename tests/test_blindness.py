@@ -197,6 +197,8 @@ TURN_POLICIES = [
 ]
 
 
+# a property search: CI runs it; the default run has this module's examples
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     turns=st.lists(st.text(alphabet="TSEX", min_size=1, max_size=8), min_size=1, max_size=4),

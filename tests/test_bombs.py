@@ -117,6 +117,8 @@ def assert_clean(stderr: str) -> None:
 LIMIT_SAID = "(a compressed file may unpack to 200 times its size, or 64 MB)"
 
 
+# 1-2 GB unpacked in a child process: CI runs it; the default run has a bomb just over the limit
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("fill", "megabytes"),
     [
@@ -228,6 +230,8 @@ def test_a_gzip_member_ending_at_a_read_boundary_is_salvaged_past(tmp_path: Path
     assert counts[0] == line  # every whole line before the damage is a record, and the rest
 
 
+# a 210 MB export sorted in a child process: CI runs it
+@pytest.mark.slow
 def test_sample_sorts_its_export_in_bounded_memory(tmp_path: Path) -> None:
     """``sample --rows 1000000`` (a 210 MB export): DuckDB sorted the parts into the CSV with
     80% of the machine (1.05 GB peak here; 3.4 GB at 4.8 million rows); it now sorts within
@@ -310,6 +314,8 @@ def test_the_guard_replay_lets_go_of_its_tables_before_the_report(tmp_path: Path
 WHITESPACE = [b" ", b"\t", b"\r", b"\x0b", b"\x0c"]
 
 
+# a property search: CI runs it; the default run has test_blank_lines_are_not_records
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, derandomize=True, database=None)
 @given(
     blanks=st.lists(

@@ -270,6 +270,8 @@ def test_an_unreadable_session_is_one_error(
 # --- Damaged copies: never a crash, every record accounted for --------------------------------
 
 
+# a property search: CI runs it; the default run has this format's example and damaged-file tests
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(data=st.data())
 def test_damaged_cline(data: st.DataObject) -> None:

@@ -397,6 +397,8 @@ def test_healthy_tasks_raise_no_incident(tmp_path: Path) -> None:
 # --- Damaged copies: never a crash, every record accounted for --------------------------------
 
 
+# a property search: CI runs it; the default run has this format's example and damaged-file tests
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(data=st.data())
 def test_damaged_cline_task(data: st.DataObject) -> None:

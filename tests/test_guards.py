@@ -375,6 +375,8 @@ policy_st = st.one_of(
 )
 
 
+# a property search: CI runs it; the default run has the guard golden cases (test_guard_cases)
+@pytest.mark.slow
 @settings(
     max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
@@ -401,6 +403,8 @@ def _events(store: Store) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
+# a property search: CI runs it; the default run has the guard golden cases (test_guard_cases)
+@pytest.mark.slow
 @settings(
     max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )

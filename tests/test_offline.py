@@ -38,6 +38,10 @@ import pytest
 from analyzer.engine.store import open_store
 from tests.helpers import SAMPLE_DATA
 
+# three whole audits, each in its own process: CI runs them; the default run audits the sample
+# in many other tests
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 300  # seconds for one audit run (about 10 s on a quiet machine)
 GUARD_LOG_ENV = "OFFLINE_GUARD_LOG"
 SAMPLE_FORMATS = {"openrouter_csv", "claude_code", "conversation_json", "nexus3_raw"}

@@ -478,6 +478,8 @@ def test_the_seeds_load_cleanly(store: Store) -> None:
         assert (r.format, r.status, r.rows_rejected, r.rows_read) == ("opencode", "loaded", 0, 1)
 
 
+# a property search: CI runs it; the default run has this format's example and damaged-file tests
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(data=st.data())
 def test_damaged_opencode(data: st.DataObject) -> None:

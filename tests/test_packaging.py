@@ -13,6 +13,10 @@ import pytest
 
 from tests.helpers import REPO, SAMPLE_DATA, csv_total
 
+pytestmark = (
+    pytest.mark.slow
+)  # a wheel built and installed: CI runs it; the default run uses the editable install
+
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -22,6 +22,10 @@ from analyzer.cli.main import cli
 from tests.helpers import REPO, SAMPLE_DATA, shared_samples
 from tests.test_report import chromium_or_skip
 
+# the page in a real browser at every width: CI runs it; the default run checks the page's content
+# (test_report)
+pytestmark = pytest.mark.slow
+
 WIDTHS = (360, 800, 1400)
 ISO = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d)?Z?"
 

@@ -43,6 +43,10 @@ from analyzer.ingest.flow import FileReport, ingest_file
 from analyzer.pipeline import ingest_paths
 from tests.helpers import HEADER, SAMPLE_DATA, csv_text, or_row
 
+# the property search over damaged inputs: CI runs it; the default run has the broken-input corpus
+# (test_corpus) and each format's damaged-file tests
+pytestmark = pytest.mark.slow
+
 # --- Valid inputs to start from -------------------------------------------------------------
 
 CSV_NAME = "openrouter_activity.csv"

@@ -48,6 +48,8 @@ def chromium_or_skip() -> str:
     return CHROMIUM
 
 
+# a real browser: CI runs it; the default run checks the page's content
+@pytest.mark.slow
 def test_the_page_in_a_real_browser(sample_report: dict[str, Any]) -> None:
     from playwright.sync_api import sync_playwright
 

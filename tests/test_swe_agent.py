@@ -544,6 +544,9 @@ def _set(doc: Any, path: tuple[Any, ...], value: object) -> None:
     doc[path[-1]] = value
 
 
+# every odd value at every place of a document: CI runs it; the default run has the damaged-file
+# tests
+@pytest.mark.slow
 def test_odd_values_anywhere_never_crash(store: Store, tmp_path: Path) -> None:
     base = v1_doc()
     base["replay_config"] = CONFIG  # an object, so its values are reached too
