@@ -3,10 +3,13 @@ and says so; CI (``CI`` set) and ``--slow`` run everything."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 from tests.helpers import REPO
 
@@ -51,3 +54,43 @@ def test_ci_and_the_slow_flag_run_them() -> None:
     for args, ci in (((), True), (("--slow",), False)):
         total, deselected, text = collected(*args, ci=ci)
         assert total > 0 and deselected == 0, text
+
+
+def selections(tmp_path: Path) -> dict[bool, dict[str, Any]]:
+    """What ``tests/selection_probe.py`` saw of a collection of the whole suite with ``CI`` set
+    (True) and without (False): every test and whether it is marked slow, and the tests
+    selected. The two collections run side by side."""
+    running = {}
+    for ci in (True, False):
+        env = {k: v for k, v in os.environ.items() if k != "CI"}
+        if ci:
+            env["CI"] = "1"
+        env["SELECTION_PROBE"] = str(tmp_path / f"selection-ci-{ci}.json")
+        plugins = ["-p", "no:cacheprovider", "-p", "tests.selection_probe"]
+        with open(tmp_path / f"collect-ci-{ci}.txt", "wb") as out:
+            running[ci] = subprocess.Popen(
+                [sys.executable, "-m", "pytest", "--collect-only", "-q", *plugins],
+                cwd=REPO,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+    found = {}
+    for ci, proc in running.items():
+        code = proc.wait(timeout=600)
+        said = (tmp_path / f"collect-ci-{ci}.txt").read_text(encoding="utf-8", errors="replace")
+        assert code == 0, said[-3000:]
+        found[ci] = json.loads((tmp_path / f"selection-ci-{ci}.json").read_text(encoding="utf-8"))
+    return found
+
+
+def test_ci_runs_every_test_a_plain_run_does_and_the_slow_ones(tmp_path: Path) -> None:
+    """Over the whole suite: both runs collect the same tests; CI selects all of them; a plain
+    run selects exactly those not marked slow. So CI never loses a test to the inner loop."""
+    found = selections(tmp_path)
+    ci, plain = found[True], found[False]
+    assert ci["collected"] == plain["collected"]
+    assert ci["selected"] == list(ci["collected"])
+    slow = {test for test, is_slow in ci["collected"].items() if is_slow}
+    assert slow and len(slow) < len(ci["collected"])
+    assert plain["selected"] == [t for t in ci["selected"] if t not in slow]
