@@ -2,8 +2,9 @@
 tests marked ``slow`` (Spark, the property searches, a real browser, the built wheel, the
 offline audits, the gigabyte bombs) run under CI (``CI`` set), with ``--slow`` or when ``-m``
 picks them; a plain ``pytest`` on a developer's machine says how many it left out. The
-sample stores (``sample_data/`` ingested, and audited) are built once a session and
-handed out as copies: a test that only needs that state does not rebuild it."""
+sample stores (``sample_data/`` ingested, and audited) are built at most once a session, when
+a test first asks, and handed out as copies: a test that needs that state does not rebuild
+it."""
 
 from __future__ import annotations
 
@@ -14,9 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analyzer.cli.main import cli
 from analyzer.engine.store import Store, open_store
-from tests.helpers import SAMPLE_DATA, SampleStores
+from tests.helpers import SampleStores
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,25 +61,19 @@ def runner() -> CliRunner:
 
 @pytest.fixture(scope="session")
 def sample_stores(tmp_path_factory: pytest.TempPathFactory) -> SampleStores:
-    """``sample_data/`` ingested (``ingest --db``) and audited (``audit --db -q``: ingested,
-    detected, the guards replayed), each once a session, into stores no test opens: tests take
-    copies (``sample_db``, ``ingested_sample_db`` or ``SampleStores.copy``)."""
-    root = tmp_path_factory.mktemp("sample-stores")
-    runner = CliRunner()
-    ingested, audited = root / "ingested.duckdb", root / "audited.duckdb"
-    for args in (["ingest", "--db", str(ingested)], ["audit", "--db", str(audited), "-q"]):
-        result = runner.invoke(cli, [*args, str(SAMPLE_DATA)])
-        assert result.exit_code == 0, result.output
-    return SampleStores(ingested=ingested, audited=audited)
+    """``sample_data/`` ingested (``ingest --db``) and audited (``audit --db -q``), each at most
+    once a session, into stores no test opens: tests take copies (``sample_db``,
+    ``ingested_sample_db``, or ``SampleStores.audited(path)`` in a module's fixture)."""
+    return SampleStores(tmp_path_factory.mktemp("sample-stores"))
 
 
 @pytest.fixture
 def sample_db(sample_stores: SampleStores, tmp_path: Path) -> Path:
     """This test's own copy of the audited sample store (what ``audit --db`` leaves)."""
-    return sample_stores.copy(sample_stores.audited, tmp_path / "sample.duckdb")
+    return sample_stores.audited(tmp_path / "sample.duckdb")
 
 
 @pytest.fixture
 def ingested_sample_db(sample_stores: SampleStores, tmp_path: Path) -> Path:
     """This test's own copy of the ingested sample store (what ``ingest --db`` leaves)."""
-    return sample_stores.copy(sample_stores.ingested, tmp_path / "ingested.duckdb")
+    return sample_stores.ingested(tmp_path / "ingested.duckdb")

@@ -12,14 +12,16 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from click.testing import CliRunner
 
+from analyzer.cli.main import cli
 from analyzer.engine.store import Store
 from analyzer.ingest.flow import FileReport
 from analyzer.ingest.openrouter_csv import KNOWN_COLUMNS
@@ -55,17 +57,32 @@ def truth_at_collection(corpus: str) -> dict[str, Any]:
     return files
 
 
-@dataclass(frozen=True)
+@dataclass
 class SampleStores:
-    """The stores of ``sample_data/`` built once a session (``conftest.sample_stores``): read
-    them through a copy, never in place, so that no test sees another's writes."""
+    """The stores of ``sample_data/`` a session shares (``conftest.sample_stores``), each built
+    the first time a test asks for it, under ``root``; a test gets its own copy (a file copy:
+    milliseconds, not an ingest or an audit), so that no test sees another's writes."""
 
-    ingested: Path  # ``ingest --db``
-    audited: Path  # ``audit --db -q``: ingested, detected, the guards replayed and kept
+    root: Path
+    built: dict[str, Path] = field(default_factory=dict)
 
-    @staticmethod
-    def copy(store: Path, to: Path) -> Path:
-        """A copy of ``store`` at ``to`` (a file copy: milliseconds, not an audit)."""
+    def ingested(self, to: Path) -> Path:
+        """At ``to``, what ``ingest --db`` of the sample leaves."""
+        return self._copy(["ingest"], to)
+
+    def audited(self, to: Path) -> Path:
+        """At ``to``, what ``audit --db -q`` of the sample leaves: ingested, detected, the
+        guards replayed and kept."""
+        return self._copy(["audit", "-q"], to)
+
+    def _copy(self, command: list[str], to: Path) -> Path:
+        name = command[0]
+        if name not in self.built:
+            db = self.root / f"{name}.duckdb"
+            result = CliRunner().invoke(cli, [*command, "--db", str(db), str(SAMPLE_DATA)])
+            assert result.exit_code == 0, result.output
+            self.built[name] = db
+        store = self.built[name]
         assert not store.with_name(store.name + ".wal").exists(), "the store was not closed"
         shutil.copyfile(store, to)
         return to

@@ -19,7 +19,7 @@ from tests.helpers import SAMPLE_DATA, SampleStores
 
 @pytest.fixture(scope="module")
 def replay(tmp_path_factory: pytest.TempPathFactory, sample_stores: SampleStores) -> dict[str, Any]:
-    db = sample_stores.copy(sample_stores.ingested, tmp_path_factory.mktemp("bt") / "s.duckdb")
+    db = sample_stores.ingested(tmp_path_factory.mktemp("bt") / "s.duckdb")
     runner = CliRunner()
     assert runner.invoke(cli, ["detect", "--db", str(db)]).exit_code == 0
     store = open_store(db, read_only=True)

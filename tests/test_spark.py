@@ -54,7 +54,7 @@ def spark() -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def sample_db(tmp_path_factory: pytest.TempPathFactory, sample_stores: SampleStores) -> Path:
     """``audit --db`` of the sample (the session's store, copied), shared by this module."""
-    return sample_stores.copy(sample_stores.audited, tmp_path_factory.mktemp("spark") / "s.duckdb")
+    return sample_stores.audited(tmp_path_factory.mktemp("spark") / "s.duckdb")
 
 
 # -- the translation ---------------------------------------------------------------------------
