@@ -264,6 +264,9 @@ def big_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return big
 
 
+# SIGKILL at three moments of a 300,000-row ingest: CI runs it; the default run interrupts ingests
+# at the batch's commit in test_interrupts
+@pytest.mark.slow
 def test_sigkill_mid_ingest_leaves_the_store_as_it_was(
     runner: CliRunner, tmp_path: Path, big_export: Path, sample_db: Path
 ) -> None:

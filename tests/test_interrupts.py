@@ -323,6 +323,9 @@ def test_ctrl_c_while_the_workers_start(tmp_path: Path, history: Path) -> None:
     assert not (tmp_path / "store.duckdb").exists()  # a first ingest that stored nothing
 
 
+# three moments while the files are read: CI runs them; the default run keeps Ctrl-C while the
+# workers start, in a statement of the batch's commit and just after it
+@pytest.mark.slow
 @pytest.mark.parametrize("at", [1, FILES // 2, FILES - 1])
 def test_ctrl_c_while_the_files_are_read(tmp_path: Path, history: Path, at: int) -> None:
     """At the second file, at the middle, and at the last one (the batch's commit follows it):
