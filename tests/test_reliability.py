@@ -181,12 +181,16 @@ def test_a_loader_failure_is_one_line_naming_the_file(
     the file and saying the fault is ours, and nothing of the file in the store; found in a
     folder, the rest of the folder is read (exit 4); named, the run stops (exit 3); and
     --traceback shows where it happened."""
-    from analyzer.ingest import claude_code
+    from dataclasses import replace
+
+    import analyzer.ingest as registry
 
     def broken(_ctx: object) -> None:
         raise TypeError("'int' object is not iterable")
 
-    monkeypatch.setattr(claude_code, "load", broken)
+    # (the loader is reached through the format's declared spec)
+    specs = [replace(f, load=broken) if f.name == "claude_code" else f for f in registry.FORMATS]
+    monkeypatch.setattr(registry, "FORMATS", tuple(specs))
     db = tmp_path / "s.duckdb"
     export = tmp_path / "a" / "1.csv"
     export.parent.mkdir()
