@@ -30,9 +30,8 @@ from analyzer.engine import cache
 from analyzer.engine.store import Store, interrupted
 from analyzer.errors import ForensicsError, LoaderBug, StrictRejectError
 from analyzer.ingest.base import LoadResult
-from analyzer.ingest.lowering import insert_calls
+from analyzer.ingest.sink import Sink
 from analyzer.ingest.staged import Staged
-from analyzer.model.pricing import PriceKey, price_table
 
 BATCH_FILE_BYTES = 8 << 20  # a bigger file is loaded on its own
 BATCH_BYTES = 48 << 20  # the input a batch holds in memory at most
@@ -68,9 +67,9 @@ class SourceIndex:
     def __init__(self, store: Store) -> None:
         self.by_stat: dict[str, int | Pending] = {}
         self.by_sha: dict[str, list[Any]] = {}  # sha -> [source, whether its file_stat is NULL]
-        rows = store.con.execute(
+        rows = store.engine.rows(
             "SELECT source_id, sha256, file_stat FROM sources ORDER BY source_id"
-        ).fetchall()
+        )
         for source_id, sha, file_stat in rows:
             self.add(source_id, sha, file_stat)
 
@@ -112,266 +111,81 @@ class Pending:
 
     report: Any = None  # the file's report (its accounting and id filled in when written)
     aliases: list[Any] = field(default_factory=list)  # reports of the same file, "unchanged"
-    calls: list[dict[str, Any]] = field(default_factory=list)  # to insert
-    messages: list[dict[str, Any]] | None = field(default_factory=list)  # None: all
-    to_price: set[PriceKey] = field(default_factory=set)
-    deleted: list[str] = field(default_factory=list)  # stored calls it replaces (grown)
-    replaced: list[dict[str, Any]] = field(default_factory=list)  # calls of earlier files
 
 
-@dataclass
-class _Call:
-    """A call the store holds, or an earlier file of the batch inserts."""
-
-    record_count: int | None
-    call_id: str
-    response_id: str | None
-    row: dict[str, Any] | None = None  # the row of the batch that inserts it
-
-
-class _Known:
-    """What the store holds of the batch's keys, and what the batch added since."""
-
-    def __init__(self, store: Store, files: list[Pending]) -> None:
-        con = store.con
-        self.calls: dict[tuple[str, str], list[_Call]] = {}
-        self.responses: dict[tuple[str, str], set[str]] = {}
-        # The (session_id, idx) the store holds of the batch's sessions (and possibly more of
-        # them), and those the files settled so far added; ``sessions`` holds every session of
-        # those keys, also of the files whose keys are not put in ``messages`` until a later
-        # file shares a session with them (``unindexed``).
-        self.messages: set[tuple[str, int]] = set()
-        self.sessions: set[str] = set()
-        self.unindexed: list[Staged] = []
-        for fmt in sorted({f.fmt for f in files}):
-            lows = [f.low for f in files if f.fmt == fmt]
-            natives = {r.get("native_id") for low in lows for r in low.calls}
-            keys = pa.table({"k": pa.array(sorted(n for n in natives if isinstance(n, str)))})
-            replayed = {r.get("response_id") for low in lows for r in low.calls if r.get("replay")}
-            rids = pa.table({"k": pa.array(sorted(r for r in replayed if isinstance(r, str)))})
-            con.register("lf_keys", keys)
-            con.register("lf_rids", rids)
-            try:
-                for native, count, call_id, rid in con.execute(
-                    """SELECT native_id, record_count, call_id, response_id FROM calls
-                       WHERE format = $fmt AND native_id IN (SELECT k FROM lf_keys)""",
-                    {"fmt": fmt},
-                ).fetchall():
-                    self.calls.setdefault((fmt, native), []).append(_Call(count, call_id, rid))
-                for rid, native in con.execute(
-                    """SELECT response_id, native_id FROM calls
-                       WHERE format = $fmt AND native_id IS NOT NULL
-                         AND response_id IN (SELECT k FROM lf_rids)""",
-                    {"fmt": fmt},
-                ).fetchall():
-                    self.responses.setdefault((fmt, rid), set()).add(native)
-            finally:
-                con.unregister("lf_keys")
-                con.unregister("lf_rids")
-        # A message is a duplicate if its key is stored: the stored keys of the batch's
-        # sessions are all that can match (none, when the sessions are new to the store).
-        sessions = {sid for f in files for sid in f.low.keyed_sessions()}
-        if (
-            not sessions
-            or not con.execute("SELECT count(*) FROM (FROM messages LIMIT 1)").fetchall()[0][0]
-        ):
-            return
-        con.register("lf_keys", pa.table({"s": pa.array(sorted(sessions), pa.string())}))
-        try:
-            self.messages = set(
-                con.execute(
-                    """SELECT session_id, idx FROM messages
-                       WHERE idx IS NOT NULL AND session_id IN (SELECT s FROM lf_keys)"""
-                ).fetchall()
-            )
-        finally:
-            con.unregister("lf_keys")
-        self.sessions = {sid for sid, _ in self.messages}
-
-    def index(self) -> None:
-        """The keys of the files settled without them put in ``messages``."""
-        for low in self.unindexed:
-            self.messages.update(k for k in map(_message_key, low.messages) if k is not None)
-        self.unindexed = []
-
-    def replayed(self, fmt: str, ids: list[str], natives: list[str]) -> set[str]:
-        """``Lowering._stored_replays``, answered from memory."""
-        others = set(natives)
-        return {rid for rid in ids if self.responses.get((fmt, rid), set()) - others}
-
-
-def _message_key(m: dict[str, Any]) -> tuple[str, int] | None:
-    """A message's (session_id, idx) as the store compares it (NULL never matches)."""
-    sid, idx = m.get("session_id"), m.get("idx")
-    if sid.__class__ is str and idx.__class__ is int:
-        return sid, idx
-    if isinstance(sid, str) and isinstance(idx, int) and not isinstance(idx, bool):
-        return str(sid), int(idx)
-    return None
-
-
-def _settle(f: Pending, known: _Known) -> None:
-    """The file's duplicates settled as ``Lowering.finish`` settles them against the store
-    (the store being what it held before the batch and what the files before this one
-    added), and its accounting checked."""
+def _check(f: Pending) -> None:
+    """The file's accounting and ``--strict``, checked before it is written: neither depends on
+    what the store holds (each record is loaded or a duplicate, whichever it turns out)."""
     low, res = f.low, f.low.result
-    if low.calls:
-        f.to_price = low.settle_calls(lambda ids, natives: known.replayed(f.fmt, ids, natives))
-        dup = 0
-        for row in low.calls:
-            native = row.get("native_id")
-            entries = known.calls.get((f.fmt, native), []) if isinstance(native, str) else []
-            kept = []
-            for e in entries:
-                n_new: Any = row.get("n_records")  # an int (else a bug: a LoaderBug)
-                parts_new = row["parts"]
-                if e.record_count is not None and parts_new > e.record_count:
-                    dup += min(n_new, e.record_count)
-                    if e.row is None:
-                        f.deleted.append(e.call_id)
-                    else:
-                        f.replaced.append(e.row)
-                    if e.response_id is not None:
-                        known.responses.get((f.fmt, e.response_id), set()).discard(str(native))
-                else:
-                    dup += n_new
-                    kept.append(e)
-            if kept:
-                continue
-            f.calls.append(row)
-            if isinstance(native, str):
-                rid = row.get("response_id")
-                rid = rid if isinstance(rid, str) else None
-                call = _Call(row["parts"], low.call_id(native), rid, row)
-                known.calls[(f.fmt, native)] = [call]
-                if rid is not None:
-                    known.responses.setdefault((f.fmt, rid), set()).add(native)
-        total = sum(int(c.get("n_records") or 0) for c in low.calls)
-        res.rows_duplicate += int(dup)
-        res.rows_loaded += total - int(dup)
-    if low.message_count():
-        dup = 0
-        own = low.message_sessions()
-        if own.isdisjoint(known.sessions):
-            # No session of this file has a key stored or added before it: nothing is a
-            # duplicate, and its keys are only needed should a later file share a session.
-            f.messages = None  # all of them
-            known.sessions.update(sid for sid in own if isinstance(sid, str))
-            known.unindexed.append(low)
-        else:
-            known.index()
-            added = []
-            fresh: list[dict[str, Any]] = []
-            stored = known.messages
-            for m, key in zip(low.messages, map(_message_key, low.messages), strict=True):
-                if key is not None and key in stored:
-                    dup += int(m.get("n_records") or 0)
-                else:
-                    fresh.append(m)
-                    if key is not None:
-                        added.append(key)
-            f.messages = fresh
-            stored.update(added)
-            known.sessions.update(sid for sid, _ in added)
-        total = low.message_records()
-        res.rows_duplicate += dup
-        res.rows_loaded += total - dup
-    res.rows_rejected += len(low.rejects)
-    check_accounting(res, f.display)
+    records = sum(int(c.get("n_records") or 0) for c in low.calls) + low.message_records()
+    check_accounting(
+        LoadResult(
+            rows_read=res.rows_read,
+            rows_loaded=records,
+            rows_rejected=res.rows_rejected + len(low.rejects),
+            rows_duplicate=res.rows_duplicate,
+            rows_skipped=res.rows_skipped,
+        ),
+        f.display,
+    )
     if f.strict and low.rejects:
         line, reason, _ = min(low.rejects, key=lambda r: (r[0] is None, r[0] or 0))
         raise strict_error(f.display, len(low.rejects), line, reason)
 
 
-def _write(store: Store, files: list[Pending]) -> None:
-    """The settled files' rows, one insert per table (inside the caller's transaction)."""
-    con = store.con
-    ids = sorted(
-        r[0]
-        for r in con.execute(
-            "SELECT nextval('source_id_seq') FROM range(?)", [len(files)]
-        ).fetchall()
-    )
-    replaced = {id(row) for f in files for row in f.replaced}
-    deleted = sorted({c for f in files for c in f.deleted})
-    if deleted:
-        con.execute("UPDATE calls SET superseded_by = NULL WHERE superseded_by IN ?", [deleted])
-        con.execute("DELETE FROM calls WHERE call_id IN ?", [deleted])
-    rejects: list[tuple[int, int | None, str, str | None]] = []
-    for f, source_id in zip(files, ids, strict=True):
-        f.source_id = source_id
-        rejects += [(source_id, *r) for r in f.low.rejects]
-    for fmt, prefix in sorted({(f.fmt, f.low.call_prefix) for f in files}):
-        tables = [
-            t
-            for f in files
-            if f.fmt == fmt
-            and (t := f.low.kept_calls([r for r in f.calls if id(r) not in replaced], f.sid))
-            is not None
-        ]
-        if not tables:
-            continue
-        to_price = set().union(*(f.to_price for f in files if f.fmt == fmt))
-        con.register("lf_call_batch", pa.concat_tables(tables).combine_chunks())
-        con.register("lf_price", price_table(to_price))
-        try:
-            insert_calls(con, prefix, fmt, None)
-        finally:
-            con.unregister("lf_call_batch")
-            con.unregister("lf_price")
-    tables = [t for f in files if (t := f.low.kept_messages(f.messages, f.sid)) is not None]
-    if tables:
-        con.register("lf_msg_batch", pa.concat_tables(tables))
-        try:
-            con.execute(
-                "INSERT INTO messages BY NAME SELECT * EXCLUDE (n_records) FROM lf_msg_batch"
-            )
-        finally:
-            con.unregister("lf_msg_batch")
-    if rejects:
-        cols = list(zip(*rejects, strict=True))
-        con.register(
-            "lf_rejects",
-            pa.table(
-                {
-                    "source_id": pa.array(cols[0], pa.int64()),
-                    "line": pa.array(cols[1], pa.int64()),
-                    "reason": pa.array(cols[2], pa.string()),
-                    "excerpt": pa.array(cols[3], pa.string()),
-                }
-            ),
-        )
-        try:
-            con.execute("INSERT INTO rejects BY NAME SELECT * FROM lf_rejects")
-        finally:
-            con.unregister("lf_rejects")
+def _write_file(sink: Sink, f: Pending, source_id: int) -> None:
+    """One file's rows written through the sink, which settles them against the store (and so
+    against the files of the batch written before it); its accounting completed."""
+    low, res = f.low, f.low.result
+    f.source_id = source_id
+    if low.calls:
+        to_price = low.settle_calls(lambda ids, natives: sink.replayed(f.fmt, ids, natives))
+        total = sum(int(c.get("n_records") or 0) for c in low.calls)
+        table = low.kept_calls(low.calls, source_id)
+        found = {} if table is None else sink.calls(f.fmt, low.call_prefix, table, to_price)
+        res.rows_duplicate += found.get(source_id, 0)
+        res.rows_loaded += total - found.get(source_id, 0)
+    table = low.kept_messages(None, source_id)
+    if table is not None:
+        dup = sink.messages(table).get(source_id, 0)
+        res.rows_duplicate += dup
+        res.rows_loaded += low.message_records() - dup
+    sink.rejects([(source_id, *r) for r in low.rejects])
+    res.rows_rejected += len(low.rejects)
+    check_accounting(res, f.display)
+
+
+def _sources(files: list[Pending]) -> pa.Table:
+    """The files' ``sources`` rows."""
     res = [f.low.result for f in files]
-    con.register(
-        "lf_sources",
-        pa.table(
-            {
-                "source_id": pa.array(ids, pa.int64()),
-                "path": pa.array([f.name for f in files], pa.string()),
-                "format": pa.array([f.fmt for f in files], pa.string()),
-                "sha256": pa.array([f.digest for f in files], pa.string()),
-                "bytes": pa.array([f.size for f in files], pa.int64()),
-                "ingested_at": pa.array([f.at for f in files], pa.timestamp("us")),
-                "rows_read": pa.array([r.rows_read for r in res], pa.int64()),
-                "rows_loaded": pa.array([r.rows_loaded for r in res], pa.int64()),
-                "rows_rejected": pa.array([r.rows_rejected for r in res], pa.int64()),
-                "rows_duplicate": pa.array([r.rows_duplicate for r in res], pa.int64()),
-                "rows_skipped": pa.array([r.rows_skipped for r in res], pa.int64()),
-                "skipped_kinds": pa.array([json.dumps(r.skipped_kinds) for r in res], pa.string()),
-                "encoding": pa.array([f.encoding for f in files], pa.string()),
-                "options": pa.array([f.options for f in files], pa.string()),
-                "file_stat": pa.array([f.file_stat for f in files], pa.string()),
-            }
-        ),
+    return pa.table(
+        {
+            "source_id": pa.array([f.sid for f in files], pa.int64()),
+            "path": pa.array([f.name for f in files], pa.string()),
+            "format": pa.array([f.fmt for f in files], pa.string()),
+            "sha256": pa.array([f.digest for f in files], pa.string()),
+            "bytes": pa.array([f.size for f in files], pa.int64()),
+            "ingested_at": pa.array([f.at for f in files], pa.timestamp("us")),
+            "rows_read": pa.array([r.rows_read for r in res], pa.int64()),
+            "rows_loaded": pa.array([r.rows_loaded for r in res], pa.int64()),
+            "rows_rejected": pa.array([r.rows_rejected for r in res], pa.int64()),
+            "rows_duplicate": pa.array([r.rows_duplicate for r in res], pa.int64()),
+            "rows_skipped": pa.array([r.rows_skipped for r in res], pa.int64()),
+            "skipped_kinds": pa.array([json.dumps(r.skipped_kinds) for r in res], pa.string()),
+            "encoding": pa.array([f.encoding for f in files], pa.string()),
+            "options": pa.array([f.options for f in files], pa.string()),
+            "file_stat": pa.array([f.file_stat for f in files], pa.string()),
+        }
     )
-    try:
-        con.execute("INSERT INTO sources BY NAME SELECT * FROM lf_sources")
-    finally:
-        con.unregister("lf_sources")
+
+
+def _write(store: Store, files: list[Pending]) -> None:
+    """The checked files written, in order (inside the caller's transaction)."""
+    sink = Sink(store.engine)
+    ids = store.engine.rows("SELECT nextval('source_id_seq') FROM range(?)", [len(files)])
+    for f, (source_id,) in zip(files, sorted(ids), strict=True):
+        _write_file(sink, f, int(source_id))
+    sink.insert("sources", _sources(files))
     cache.bump(store, cache.DATA)
 
 
@@ -381,13 +195,13 @@ class _Commit(threading.Thread):
 
     def __init__(self, store: Store) -> None:
         super().__init__(name="llm-forensics-commit")
-        self.con = store.con
+        self.engine = store.engine
         self.error: BaseException | None = None
         self.start()
 
     def run(self) -> None:
         try:
-            self.con.execute("COMMIT")
+            self.engine.run("COMMIT")
         except BaseException as exc:  # raised in the reading thread, by ``Batch.wait``
             self.error = exc
 
@@ -439,13 +253,11 @@ class Batch:
             return []
         failure: ForensicsError | None = None
         done: list[Pending] = []
-        con = self.store.con
-        con.execute("BEGIN TRANSACTION")  # all or nothing, as ``Store.transaction``
+        self.store.engine.run("BEGIN TRANSACTION")  # all or nothing, as ``Store.transaction``
         try:
-            known = _Known(self.store, files)
             for f in files:
                 try:
-                    _settle(f, known)
+                    _check(f)
                 except ForensicsError as exc:
                     failure = exc
                     break

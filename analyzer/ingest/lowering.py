@@ -16,9 +16,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-import duckdb
 import pyarrow as pa
 
+from analyzer.engine.engine import Engine
 from analyzer.ingest.arrow_rows import fits, table_of
 from analyzer.ingest.base import LoadContext, LoadResult, Unbatchable
 from analyzer.ingest.content import EXCERPT_CHARS as EXCERPT_CHARS  # re-exported, as below
@@ -28,8 +28,9 @@ from analyzer.ingest.content import brief as brief
 from analyzer.ingest.content import excerpt as excerpt
 from analyzer.ingest.content import result_hash as result_hash
 from analyzer.ingest.content import text_measure as text_measure
-from analyzer.ingest.runs import store_runs
-from analyzer.model.pricing import COST_SQL, WEB_SEARCH_SQL, PriceKey, price_table
+from analyzer.ingest.runs import RUN_COLUMNS
+from analyzer.ingest.sink import Sink, with_source
+from analyzer.model.pricing import PriceKey
 
 # Columns a log ingestor may fill for a call; everything else in `calls` stays NULL. The raw
 # finish reason is normalised and the kind derived in SQL.
@@ -129,61 +130,7 @@ def fill_call(row: dict[str, Any]) -> PriceKey | None:
     return None
 
 
-_NOT_STORED = """WHERE NOT EXISTS (SELECT 1 FROM calls c
-                          WHERE c.format = $fmt AND c.native_id = b.native_id)"""
 StoredReplays = Callable[[list[str], list[str]], set[str]]
-
-
-def insert_calls(con: duckdb.DuckDBPyConnection, prefix: str, fmt: str, sid: int | None) -> None:
-    """Insert the calls of ``lf_call_batch`` priced by ``lf_price`` (both registered), those
-    of this format stored already left out. ``sid`` is their source; None: the batch has a
-    ``source_id`` column (many files at once, their duplicates settled before)."""
-    # Logs carry tokens, and some a cost of their own ('reported'); every call with tokens is
-    # also estimated from list prices (cost_estimate_usd), and the estimate is its cost when
-    # the log states none.
-    con.execute(
-        f"""INSERT INTO calls BY NAME
-        SELECT b.* EXCLUDE (n_records, parts, replay, cost_usd, cost_basis, fr, estimate,
-                            logged {", source_id" if sid is None else ""}),
-               b.parts AS record_count,
-               $prefix || ':' || b.native_id AS call_id,
-               {"b.source_id" if sid is None else "$sid"} AS source_id,
-               $fmt AS format,
-               coalesce(b.cost_usd, b.estimate)::DECIMAL(18, 10) AS cost_usd,
-               CASE WHEN b.cost_usd IS NOT NULL THEN b.cost_basis
-                    WHEN b.estimate IS NOT NULL AND b.output_estimate_tokens IS NOT NULL
-                    THEN 'estimated_output'
-                    WHEN b.estimate IS NOT NULL THEN 'estimated' END AS cost_basis,
-               b.estimate::DECIMAL(18, 10) AS cost_estimate_usd,
-               CASE WHEN b.cost_usd IS NULL AND b.output_estimate_tokens IS NOT NULL
-                    THEN b.logged END::DECIMAL(18, 10) AS cost_logged_usd,
-               CASE WHEN b.cost_usd IS NULL AND b.estimate IS NOT NULL
-                         AND b.web_search_requests > 0
-                    THEN {WEB_SEARCH_SQL} END::DECIMAL(18, 10) AS cost_extra_usd,
-               b.fr AS finish_reason,
-               lf_response_kind(b.fr, b.http_status, b.output_tokens, b.reasoning_tokens,
-                                b.content_chars, b.visible_chars, b.reasoning_chars,
-                                b.tool_call_count) AS response_kind
-        FROM (SELECT b.*, lf_finish_reason(b.finish_reason_raw, b.cancelled) AS fr,
-                     CASE WHEN p.model IS NOT NULL
-                          THEN {COST_SQL} + {WEB_SEARCH_SQL} END AS logged,
-                     -- a placeholder output count is priced at its estimate
-                     logged + CASE WHEN b.output_estimate_tokens IS NOT NULL
-                                   THEN (b.output_estimate_tokens
-                                         - coalesce(b.output_tokens, 0)) * p.p_out
-                                   ELSE 0 END AS estimate
-              FROM lf_call_batch b
-              LEFT JOIN lf_price p
-                ON p.model = b.model
-               AND (b.input_tokens IS NOT NULL OR b.output_tokens IS NOT NULL)
-               AND p.provider IS NOT DISTINCT FROM b.provider
-               AND p.day IS NOT DISTINCT FROM b.ts::DATE
-               AND p.fast = (b.variant IS NOT DISTINCT FROM 'fast')
-               AND coalesce(b.input_tokens, 0) > p.above
-               AND (p.upto IS NULL OR coalesce(b.input_tokens, 0) <= p.upto)) b
-        {"" if sid is None else _NOT_STORED}""",
-        {"prefix": prefix, "fmt": fmt} | ({} if sid is None else {"sid": sid}),
-    )
 
 
 class Lowering:
@@ -252,57 +199,34 @@ class Lowering:
 
     # -- writing ----------------------------------------------------------------------------
 
+    @property
+    def sink(self) -> Sink:
+        """Where the file's rows are written (the load's connection)."""
+        return Sink(Engine(self.ctx.con))
+
     def _flush_rejects(self) -> None:
         if not self.rejects:
             return
-        con = self.ctx.con
-        con.executemany(
-            "INSERT INTO rejects VALUES (?, ?, ?, ?)",
-            [(self.ctx.source_id, line, reason, ex) for line, reason, ex in self.rejects],
-        )
+        sid = self.ctx.source_id
+        self.sink.rejects([(sid, line, reason, ex) for line, reason, ex in self.rejects])
         self.result.rows_rejected += len(self.rejects)
         self.rejects = []
 
     def _flush_messages(self) -> None:
         if not self.messages:
             return
-        con = self.ctx.con
-        batch = table_of(self.messages, MESSAGE_COLUMNS)
-        con.register("lf_msg_batch", batch)
-        try:
-            # A message of a session already stored (a log file that grew and is read again)
-            # is a duplicate.
-            dup = con.execute(
-                """SELECT coalesce(sum(n_records), 0) FROM lf_msg_batch b
-                   WHERE EXISTS (SELECT 1 FROM messages m
-                                 WHERE m.session_id = b.session_id AND m.idx = b.idx)"""
-            ).fetchall()[0][0]
-            con.execute(
-                """INSERT INTO messages BY NAME
-                   SELECT $sid AS source_id, * EXCLUDE (n_records) FROM lf_msg_batch b
-                   WHERE NOT EXISTS (SELECT 1 FROM messages m
-                                     WHERE m.session_id = b.session_id AND m.idx = b.idx)""",
-                {"sid": self.ctx.source_id},
-            )
-            total = sum(int(m.get("n_records") or 0) for m in self.messages)
-        finally:
-            con.unregister("lf_msg_batch")
-        self.result.rows_duplicate += int(dup)
-        self.result.rows_loaded += total - int(dup)
+        sid = self.ctx.source_id
+        table = with_source(table_of(self.messages, MESSAGE_COLUMNS), sid)
+        dup = self.sink.messages(table).get(sid, 0)
+        total = sum(int(m.get("n_records") or 0) for m in self.messages)
+        self.result.rows_duplicate += dup
+        self.result.rows_loaded += total - dup
         self.messages = []
 
     def _stored_replays(self, ids: list[str], natives: list[str]) -> set[str]:
         """Which of the response ids ``ids`` a stored call of this format has (one not among
         ``natives``)."""
-        return {
-            rid
-            for (rid,) in self.ctx.con.execute(
-                """SELECT DISTINCT response_id FROM calls
-                   WHERE format = $fmt AND response_id IN (SELECT unnest($ids))
-                     AND native_id NOT IN (SELECT unnest($natives))""",
-                {"fmt": self.fmt, "ids": ids, "natives": natives},
-            ).fetchall()
-        }
+        return self.sink.replayed(self.fmt, ids, natives)
 
     def _drop_replays(self, stored_replays: StoredReplays | None = None) -> None:
         """A replay (a call flagged ``replay`` whose response_id another call of this format
@@ -363,51 +287,23 @@ class Lowering:
     def _flush_calls(self) -> None:
         if not self.calls:
             return
-        con = self.ctx.con
+        sid = self.ctx.source_id
         to_price = self.settle_calls()
         self.result.calls = (self.result.calls or 0) + len(self.calls)
-        batch = table_of(self.calls, CALL_COLUMNS)
-        con.register("lf_call_batch", batch)
-        con.register("lf_price", price_table(to_price))
-        try:
-            # A call stored already is a duplicate - unless this file holds more of it (a log
-            # read while a call was still being written, read again once it grew): then the
-            # fuller version replaces the stored one, and only the records it adds count as
-            # loaded. A replaced call is matched to its bill again afterwards.
-            known = con.execute(
-                """SELECT b.native_id, b.n_records, b.parts, c.record_count, c.call_id
-                   FROM lf_call_batch b JOIN calls c
-                     ON c.format = $fmt AND c.native_id = b.native_id""",
-                {"fmt": self.fmt},
-            ).fetchall()
-            dup = 0
-            grown: list[str] = []
-            for _native, n_new, parts_new, parts_old, call_id in known:
-                if parts_old is not None and parts_new > parts_old:
-                    grown.append(call_id)
-                    dup += min(n_new, parts_old)
-                else:
-                    dup += n_new
-            if grown:
-                con.execute(
-                    "UPDATE calls SET superseded_by = NULL WHERE superseded_by IN ?", [grown]
-                )
-                con.execute("DELETE FROM calls WHERE call_id IN ?", [grown])
-            insert_calls(con, self.call_prefix, self.fmt, self.ctx.source_id)
-            total = sum(int(c.get("n_records") or 0) for c in self.calls)
-        finally:
-            con.unregister("lf_call_batch")
-            con.unregister("lf_price")
-        self.result.rows_duplicate += int(dup)
-        self.result.rows_loaded += total - int(dup)
+        table = with_source(table_of(self.calls, CALL_COLUMNS), sid)
+        dup = self.sink.calls(self.fmt, self.call_prefix, table, to_price).get(sid, 0)
+        total = sum(int(c.get("n_records") or 0) for c in self.calls)
+        self.result.rows_duplicate += dup
+        self.result.rows_loaded += total - dup
         self.calls = []
 
     def _flush_runs(self) -> None:
-        """Store the runs (``analyzer.ingest.runs.store_runs``) and account for their records."""
+        """Store the runs (``Sink.runs``) and account for their records."""
         if not self.runs:
             return
         total = sum(int(r.get("n_records") or 0) for r in self.runs)
-        dup = store_runs(self.ctx.con, self.ctx.source_id, self.fmt, self.runs)
+        sid = self.ctx.source_id
+        dup = self.sink.runs(self.fmt, sid, table_of(self.runs, RUN_COLUMNS))
         self.result.rows_duplicate += dup
         self.result.rows_loaded += total - dup
         self.runs = []
@@ -424,10 +320,7 @@ class Lowering:
             self._flush_messages()
             self._flush_runs()
         if self._flushed_replay_ids:  # a replay's messages written in an earlier batch
-            self.ctx.con.execute(
-                "DELETE FROM messages WHERE source_id = ? AND call_id IN ?",
-                [self.ctx.source_id, sorted(self._flushed_replay_ids)],
-            )
+            self.sink.drop_messages(self.ctx.source_id, sorted(self._flushed_replay_ids))
         if not self.ctx.batched:
             self._flush_rejects()
         self.result.rows_read = self._read

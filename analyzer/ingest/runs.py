@@ -16,12 +16,9 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import Any
 
-import duckdb
 import pyarrow as pa
 
-from analyzer.ingest.arrow_rows import table_of
 from analyzer.model.pricing import tier_prices
 
 # Outcomes, in the order a reader meets them (the column's values; NULL: the log says none).
@@ -125,92 +122,3 @@ def estimate_of_totals(
         ((prompt or 0) - read) * tier.input + read * tier.cache_read + (output or 0) * tier.output
     )
     return float(total)
-
-
-def store_runs(
-    con: duckdb.DuckDBPyConnection, source_id: int, fmt: str, runs: list[dict[str, Any]]
-) -> int:
-    """Store a file's runs; returns the records of those stored already (duplicates). A run of
-    a session stored already is a duplicate - unless this file says more of it (a log read
-    while the run went on, read again once it ended: a verdict or a stated cost the stored
-    run lacks): then this run replaces the stored one. Then each new run's stated cost is
-    divided over its calls where it says so (``apportion``)."""
-    con.register("lf_run_batch", table_of(runs, RUN_COLUMNS))
-    try:
-        # A stored run this file says more of is replaced.
-        con.execute(
-            """DELETE FROM runs WHERE session_id IN (
-                   SELECT b.session_id FROM lf_run_batch b JOIN runs r USING (session_id)
-                   WHERE (b.exit_status IS NOT NULL AND r.exit_status IS NULL)
-                      OR (b.reported_cost_usd IS NOT NULL AND r.reported_cost_usd
-                          IS DISTINCT FROM b.reported_cost_usd::DECIMAL(18, 10))
-                      OR coalesce(b.reported_calls, 0) > coalesce(r.reported_calls, 0))"""
-        )
-        dup = con.execute(
-            """SELECT coalesce(sum(n_records), 0) FROM lf_run_batch b
-               WHERE EXISTS (SELECT 1 FROM runs r WHERE r.session_id = b.session_id)"""
-        ).fetchall()[0][0]
-        con.execute(
-            """INSERT INTO runs BY NAME
-               SELECT $sid AS source_id,
-                      * EXCLUDE (n_records, reported_cost_usd, cost_limit_usd,
-                                 cost_estimate_usd),
-                      reported_cost_usd::DECIMAL(18, 10) AS reported_cost_usd,
-                      cost_estimate_usd::DECIMAL(18, 10) AS cost_estimate_usd,
-                      cost_limit_usd::DECIMAL(18, 10) AS cost_limit_usd
-               FROM lf_run_batch b
-               WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.session_id = b.session_id)""",
-            {"sid": source_id},
-        )
-    finally:
-        con.unregister("lf_run_batch")
-    apportion(con, source_id, fmt)
-    return int(dup)
-
-
-def apportion(con: duckdb.DuckDBPyConnection, source_id: int, fmt: str) -> None:
-    """Divide the stated cost of each run of ``source_id`` that says ``cost_apportioned`` over
-    its session's calls of format ``fmt`` that carry no billed or reported cost of their own
-    (those divided before, from an earlier version of the run, again): in proportion to their
-    list-price estimates where every one of them has one, else evenly. Each share is the
-    difference of two rounded running totals, so the shares add up to the stated cost exactly;
-    such calls get ``cost_basis = 'apportioned'`` (their estimate stays in
-    ``cost_estimate_usd``). A run that states no cost but its tokens (``cost_estimate_usd``:
-    those tokens at list prices) has that estimate divided the same way, as its calls'
-    ``estimated`` cost."""
-    con.execute(
-        """WITH c AS (
-               SELECT c.call_id, c.session_id, c.seq,
-                      coalesce(r.reported_cost_usd, r.cost_estimate_usd) AS total,
-                      CASE WHEN r.reported_cost_usd IS NOT NULL THEN 'apportioned'
-                           ELSE 'estimated' END AS basis,
-                      c.cost_estimate_usd::DOUBLE AS est
-               FROM calls c JOIN runs r ON r.session_id = c.session_id
-               WHERE r.source_id = $sid AND r.cost_apportioned
-                 AND coalesce(r.reported_cost_usd, r.cost_estimate_usd) IS NOT NULL
-                 AND c.format = $fmt
-                 AND coalesce(c.cost_basis, 'estimated')
-                     IN ('estimated', 'estimated_output', 'apportioned')),
-           w AS (
-               SELECT *, CASE WHEN bool_and(coalesce(est, 0) > 0) OVER (PARTITION BY session_id)
-                              THEN est ELSE 1.0 END AS w
-               FROM c),
-           cum AS (
-               SELECT call_id, session_id, seq, basis,
-                      round(total::DOUBLE * sum(w) OVER (PARTITION BY session_id
-                                                         ORDER BY seq NULLS LAST, call_id
-                                                         ROWS UNBOUNDED PRECEDING)
-                            / sum(w) OVER (PARTITION BY session_id), 10)::DECIMAL(18, 10)
-                          AS upto
-               FROM w)
-           UPDATE calls SET cost_usd = s.share, cost_basis = s.basis, cost_logged_usd = NULL,
-                            cost_estimate_usd = CASE WHEN s.basis = 'estimated' THEN s.share
-                                                     ELSE calls.cost_estimate_usd END
-           FROM (SELECT call_id, basis,
-                        upto - coalesce(lag(upto) OVER (PARTITION BY session_id
-                                                       ORDER BY seq NULLS LAST, call_id), 0)
-                            AS share
-                 FROM cum) s
-           WHERE calls.call_id = s.call_id""",
-        {"sid": source_id, "fmt": fmt},
-    )
