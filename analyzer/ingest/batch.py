@@ -22,6 +22,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -30,7 +31,7 @@ from analyzer.engine import cache
 from analyzer.engine.store import Store, interrupted
 from analyzer.errors import ForensicsError, LoaderBug, StrictRejectError
 from analyzer.ingest.base import LoadResult
-from analyzer.ingest.sink import Sink
+from analyzer.ingest.sink import Sink, replayed
 from analyzer.ingest.staged import Staged
 
 BATCH_FILE_BYTES = 8 << 20  # a bigger file is loaded on its own
@@ -133,26 +134,61 @@ def _check(f: Pending) -> None:
         raise strict_error(f.display, len(low.rejects), line, reason)
 
 
-def _write_file(sink: Sink, f: Pending, source_id: int) -> None:
-    """One file's rows written through the sink, which settles them against the store (and so
-    against the files of the batch written before it); its accounting completed."""
-    low, res = f.low, f.low.result
-    f.source_id = source_id
-    if low.calls:
-        to_price = low.settle_calls(lambda ids, natives: sink.replayed(f.fmt, ids, natives))
-        total = sum(int(c.get("n_records") or 0) for c in low.calls)
-        table = low.kept_calls(low.calls, source_id)
-        found = {} if table is None else sink.calls(f.fmt, low.call_prefix, table, to_price)
-        res.rows_duplicate += found.get(source_id, 0)
-        res.rows_loaded += total - found.get(source_id, 0)
-    table = low.kept_messages(None, source_id)
-    if table is not None:
-        dup = sink.messages(table).get(source_id, 0)
-        res.rows_duplicate += dup
-        res.rows_loaded += low.message_records() - dup
-    sink.rejects([(source_id, *r) for r in low.rejects])
-    res.rows_rejected += len(low.rejects)
-    check_accounting(res, f.display)
+def _keys(f: Pending) -> set[tuple[str, ...]]:
+    """What the store compares a file's rows by: its calls' native and response ids (of its
+    format) and its messages' sessions."""
+    low = f.low
+    keys: set[tuple[str, ...]] = {
+        ("s", sid) for sid in low.message_sessions() if isinstance(sid, str)
+    }
+    for c in low.calls:
+        for kind in ("native_id", "response_id"):
+            if isinstance(value := c.get(kind), str):
+                keys.add((kind, f.fmt, value))
+    return keys
+
+
+def rounds(files: list[Pending]) -> list[list[Pending]]:
+    """The files in rounds written one after the other: no two files of a round share a key
+    (``_keys``), and a file comes in a later round than every file before it that it shares
+    one with. Each round is settled at once, and a file still meets what the files before
+    it stored exactly as if each had been loaded on its own (most batches: one round)."""
+    last: dict[tuple[str, ...], int] = {}  # key -> the round of the last file holding it
+    out: list[list[Pending]] = []
+    for f in files:
+        keys = _keys(f)
+        n = max((last[k] + 1 for k in keys if k in last), default=0)
+        last.update(dict.fromkeys(keys, n))
+        out.extend([] for _ in range(n + 1 - len(out)))
+        out[n].append(f)
+    return out
+
+
+def _write_round(sink: Sink, files: list[Pending]) -> None:
+    """Files sharing no key written through the sink, which settles them against the store
+    (and so against the rounds before); their accounting completed."""
+    for fmt, prefix in sorted({(f.fmt, f.low.call_prefix) for f in files}):
+        mine = [f for f in files if f.fmt == fmt and f.low.call_prefix == prefix and f.low.calls]
+        rids = {r.get("response_id") for f in mine for r in f.low.calls if r.get("replay")}
+        stored = sink.responses(fmt, sorted(r for r in rids if isinstance(r, str)))
+        tables, prices, totals = [], set(), {}
+        for f in mine:
+            prices |= f.low.settle_calls(partial(replayed, stored))
+            totals[f.sid] = sum(int(c.get("n_records") or 0) for c in f.low.calls)
+            if (table := f.low.kept_calls(f.low.calls, f.sid)) is not None:
+                tables.append(table)
+        found = sink.calls(fmt, prefix, pa.concat_tables(tables), prices) if tables else {}
+        for f in mine:
+            f.low.result.rows_duplicate += found.get(f.sid, 0)
+            f.low.result.rows_loaded += totals[f.sid] - found.get(f.sid, 0)
+    tables = [t for f in files if (t := f.low.kept_messages(None, f.sid)) is not None]
+    found = sink.messages(pa.concat_tables(tables)) if tables else {}
+    for f in files:
+        res = f.low.result
+        res.rows_duplicate += found.get(f.sid, 0)
+        res.rows_loaded += f.low.message_records() - found.get(f.sid, 0)
+        res.rows_rejected += len(f.low.rejects)
+        check_accounting(res, f.display)
 
 
 def _sources(files: list[Pending]) -> pa.Table:
@@ -184,7 +220,10 @@ def _write(store: Store, files: list[Pending]) -> None:
     sink = Sink(store.engine)
     ids = store.engine.rows("SELECT nextval('source_id_seq') FROM range(?)", [len(files)])
     for f, (source_id,) in zip(files, sorted(ids), strict=True):
-        _write_file(sink, f, int(source_id))
+        f.source_id = int(source_id)
+    for group in rounds(files):
+        _write_round(sink, group)
+    sink.rejects([(f.sid, *r) for f in files for r in f.low.rejects])
     sink.insert("sources", _sources(files))
     cache.bump(store, cache.DATA)
 

@@ -30,6 +30,15 @@ REJECT_COLUMNS: dict[str, pa.DataType] = {
 }
 
 
+Responses = dict[str, set[str]]  # response id -> native ids of the stored calls answering it
+
+
+def replayed(responses: Responses, ids: list[str], natives: list[str]) -> set[str]:
+    """Which of ``ids`` a call of ``responses`` answers, one not among ``natives``."""
+    others = set(natives)
+    return {rid for rid in ids if responses.get(rid, set()) - others}
+
+
 def with_source(table: pa.Table, source_id: int) -> pa.Table:
     """``table`` with a ``source_id`` column of ``source_id``."""
     return table.append_column("source_id", pa.repeat(pa.scalar(source_id, pa.int64()), len(table)))
@@ -75,13 +84,21 @@ class Sink:
         self.engine.run("ingest/apportion.sql", {"sid": source_id, "fmt": fmt})
         return int(dup)
 
+    def responses(self, fmt: str, ids: list[str]) -> Responses:
+        """The native ids of the stored calls of ``fmt`` answering each of the response ids
+        ``ids``."""
+        found: Responses = {}
+        if ids:
+            for rid, native in self.engine.rows(
+                "ingest/stored_responses.sql", {"fmt": fmt, "ids": ids}
+            ):
+                found.setdefault(str(rid), set()).add(str(native))
+        return found
+
     def replayed(self, fmt: str, ids: list[str], natives: list[str]) -> set[str]:
         """Which of the response ids ``ids`` a stored call of ``fmt`` has (one not among
         ``natives``)."""
-        found = self.engine.rows(
-            "ingest/stored_replays.sql", {"fmt": fmt, "ids": ids, "natives": natives}
-        )
-        return {str(rid) for (rid,) in found}
+        return replayed(self.responses(fmt, ids), ids, natives)
 
     def drop_messages(self, source_id: int, call_ids: list[str]) -> None:
         """The messages of ``call_ids`` (replays) a source wrote in an earlier chunk."""
