@@ -61,9 +61,10 @@ LINE = re.compile(r"interrupted: this run stored ([\d,]+) of the ([\d,]+) files 
 _IN_A_STATEMENT = """
 import sys, threading, time
 import analyzer.ingest.batch as batch
-real = batch.insert_calls
-def insert_calls(con, *args):
-    real(con, *args)
+real = batch.Sink.calls
+def calls(self, *args):
+    found = real(self, *args)
+    con = self.engine.con
     con.execute("SET threads = 1")  # (DuckDB checks for signals between the tasks it runs)
     def say():
         while con.query_progress() < 0:
@@ -75,7 +76,8 @@ def insert_calls(con, *args):
         "INSERT INTO rejects SELECT NULL, NULL, 'never', NULL "
         "FROM range(1000000000000000) t(i) WHERE i::VARCHAR = 'never'"
     )
-batch.insert_calls = insert_calls
+    return found
+batch.Sink.calls = calls
 """
 
 # The CLI with the batch's commit wrapped: once it has committed, a line on stderr, and Python

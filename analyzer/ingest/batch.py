@@ -18,7 +18,6 @@ memory (their ``Lowering`` writes nothing), and a batch of them is settled and w
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,7 +30,7 @@ from analyzer.engine import cache
 from analyzer.engine.store import Store, interrupted
 from analyzer.errors import ForensicsError, LoaderBug, StrictRejectError
 from analyzer.ingest.base import LoadResult
-from analyzer.ingest.sink import Sink, replayed
+from analyzer.ingest.sink import Sink, SourceRow, replayed
 from analyzer.ingest.staged import Staged
 
 BATCH_FILE_BYTES = 8 << 20  # a bigger file is loaded on its own
@@ -191,27 +190,18 @@ def _write_round(sink: Sink, files: list[Pending]) -> None:
         check_accounting(res, f.display)
 
 
-def _sources(files: list[Pending]) -> pa.Table:
-    """The files' ``sources`` rows."""
-    res = [f.low.result for f in files]
-    return pa.table(
-        {
-            "source_id": pa.array([f.sid for f in files], pa.int64()),
-            "path": pa.array([f.name for f in files], pa.string()),
-            "format": pa.array([f.fmt for f in files], pa.string()),
-            "sha256": pa.array([f.digest for f in files], pa.string()),
-            "bytes": pa.array([f.size for f in files], pa.int64()),
-            "ingested_at": pa.array([f.at for f in files], pa.timestamp("us")),
-            "rows_read": pa.array([r.rows_read for r in res], pa.int64()),
-            "rows_loaded": pa.array([r.rows_loaded for r in res], pa.int64()),
-            "rows_rejected": pa.array([r.rows_rejected for r in res], pa.int64()),
-            "rows_duplicate": pa.array([r.rows_duplicate for r in res], pa.int64()),
-            "rows_skipped": pa.array([r.rows_skipped for r in res], pa.int64()),
-            "skipped_kinds": pa.array([json.dumps(r.skipped_kinds) for r in res], pa.string()),
-            "encoding": pa.array([f.encoding for f in files], pa.string()),
-            "options": pa.array([f.options for f in files], pa.string()),
-            "file_stat": pa.array([f.file_stat for f in files], pa.string()),
-        }
+def _source_row(f: Pending) -> SourceRow:
+    return SourceRow.of(
+        f.sid,
+        f.low.result,
+        path=f.name,
+        format=f.fmt,
+        sha256=f.digest,
+        bytes=f.size,
+        ingested_at=f.at,
+        encoding=f.encoding,
+        options=f.options,
+        file_stat=f.file_stat,
     )
 
 
@@ -224,7 +214,7 @@ def _write(store: Store, files: list[Pending]) -> None:
     for group in rounds(files):
         _write_round(sink, group)
     sink.rejects([(f.sid, *r) for f in files for r in f.low.rejects])
-    sink.insert("sources", _sources(files))
+    sink.sources([_source_row(f) for f in files])
     cache.bump(store, cache.DATA)
 
 

@@ -4,9 +4,11 @@ transaction with every record accounted for (or nothing of it stored)."""
 from __future__ import annotations
 
 import json
+import os
 import stat
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import analyzer.ingest as registry  # read at call time: the registry imports this module
 from analyzer.console import Counter, progress, warn
@@ -18,7 +20,7 @@ from analyzer.errors import (
     InputError,
     NothingFound,
 )
-from analyzer.ingest.base import IngestOptions, LoadContext, LoadResult, SourceFile
+from analyzer.ingest.base import Head, IngestOptions, LoadContext, LoadResult, SourceFile
 from analyzer.ingest.batch import (
     BATCH_FILE_BYTES,
     Batch,
@@ -36,6 +38,7 @@ from analyzer.ingest.reports import (
     FileReport as FileReport,  # re-exported: what ingest reports of each file
 )
 from analyzer.ingest.reports import looks_like_data, no_calls_reason
+from analyzer.ingest.sink import Sink, SourceRow
 from analyzer.ingest.staged import from_wire
 from analyzer.ingest.workers import Job, Prepared, Workers, count
 
@@ -62,7 +65,7 @@ def _load(
             ctx = LoadContext(con, src, source_id, options, stage=shown.stage)
             result = run_loader(fmt, ctx)
         if tail is not None:
-            con.execute("INSERT INTO rejects VALUES (?, ?, ?, NULL)", [source_id, *tail])
+            Sink(store.engine).rejects([(source_id, *tail, None)])
             result.rows_read += 1
             result.rows_rejected += 1
         check_accounting(result, display)
@@ -73,32 +76,68 @@ def _load(
             )
             assert earliest is not None  # there are rejects
             raise strict_error(display, result.rows_rejected, *earliest)
-        con.execute(
-            """INSERT INTO sources (source_id, path, format, sha256, bytes, ingested_at,
-                   rows_read, rows_loaded, rows_rejected, rows_duplicate, rows_skipped,
-                   skipped_kinds, encoding, options, file_stat)
-               VALUES ($id, $path, $fmt, $sha, $bytes, $at, $read, $loaded, $rejected, $dup,
-                   $skipped, $kinds, $enc, $opts, $stat)""",
-            {
-                "id": source_id,
-                "path": name,
-                "fmt": fmt.name,
-                "sha": digest,
-                "bytes": size,
-                "at": datetime.now(UTC).replace(tzinfo=None),
-                "read": result.rows_read,
-                "loaded": result.rows_loaded,
-                "rejected": result.rows_rejected,
-                "dup": result.rows_duplicate,
-                "skipped": result.rows_skipped,
-                "kinds": json.dumps(result.skipped_kinds),
-                "enc": src.head.encoding,
-                "opts": json.dumps({"tz": options.tz, "session_gap_s": options.session_gap_s}),
-                "stat": file_stat,
-            },
+        row = SourceRow.of(
+            source_id,
+            result,
+            path=name,
+            format=fmt.name,
+            sha256=digest,
+            bytes=size,
+            ingested_at=datetime.now(UTC).replace(tzinfo=None),
+            encoding=src.head.encoding,
+            options=_options_json(options),
+            file_stat=file_stat,
         )
+        Sink(store.engine).sources([row])
         cache.bump(store, cache.DATA)
     return source_id, result
+
+
+def _options_json(options: IngestOptions) -> str:
+    """The ingest options that shaped a file's rows, as its ``sources`` row keeps them."""
+    return json.dumps({"tz": options.tz, "session_gap_s": options.session_gap_s})
+
+
+def _regular(path: Path, display: str, explicit: bool) -> os.stat_result | FileReport:
+    """The file's stat, or the report of a path that is no regular file to read."""
+    try:
+        st = path.stat()
+    except OSError as exc:  # a link to nothing, or a loop of links
+        why = "a symbolic link to nothing (broken, or a loop)" if path.is_symlink() else None
+        if explicit:
+            raise InputError(why or f"cannot read: {exc.strerror or exc}", path=display) from exc
+        warn(f"{display}: skipped: {why or exc.strerror or exc}")
+        return FileReport(display, None, "unreadable")
+    if not stat.S_ISREG(st.st_mode):  # a FIFO or device found in a folder: never block on it
+        if explicit:
+            raise InputError("not a regular file", path=display)
+        warn(f"{display}: skipped: not a regular file")
+        return FileReport(display, None, "unreadable")
+    return st
+
+
+def _unrecognised(path: Path, display: str, explicit: bool, head: Head, size: int) -> FileReport:
+    """The report of a file no format reads (an error if it was named)."""
+    if explicit:
+        raise InputError(
+            f"not a recognised input format (expected: {registry.expected_formats()})", display
+        )
+    own = registry.agent_own_file(path)
+    data = None if own else looks_like_data(head)
+    why = own or (f"{data} that no reader recognises" if data else "not an agent log or bill")
+    return FileReport(display, None, "unrecognised", bytes=size, reason=why, data=bool(data))
+
+
+def _worker_read(
+    ahead: Workers | None, number: int, st: os.stat_result, fmt: str, head: Head
+) -> Prepared | None:
+    """What a worker read of the file, if it read this very file as it is now."""
+    pre = ahead.take(number) if ahead is not None else None
+    if pre is not None and (st.st_size, st.st_mtime_ns) != pre.stat:
+        return None
+    if pre is not None and (pre.fmt, pre.head) != (fmt, head):
+        return None  # (the file changed since the worker read it)
+    return pre
 
 
 def ingest_file(
@@ -118,19 +157,9 @@ def ingest_file(
     allows it is read into the batch instead (and stored when the batch is committed: its
     report's ``source_id`` is given then); ``index`` knows the files stored already. ``ahead``:
     the workers that may have read it already (as file ``number``)."""
-    try:
-        st = path.stat()
-    except OSError as exc:  # a link to nothing, or a loop of links
-        why = "a symbolic link to nothing (broken, or a loop)" if path.is_symlink() else None
-        if explicit:
-            raise InputError(why or f"cannot read: {exc.strerror or exc}", path=display) from exc
-        warn(f"{display}: skipped: {why or exc.strerror or exc}")
-        return FileReport(display, None, "unreadable")
-    if not stat.S_ISREG(st.st_mode):  # a FIFO or device found in a folder: never block on it
-        if explicit:
-            raise InputError("not a regular file", path=display)
-        warn(f"{display}: skipped: not a regular file")
-        return FileReport(display, None, "unreadable")
+    st = _regular(path, display, explicit)
+    if isinstance(st, FileReport):
+        return st
     size = st.st_size
     owner = None if explicit else registry.owner_of(path)
     if owner is not None:  # a part of a log another file stands for (read with it)
@@ -144,14 +173,7 @@ def ingest_file(
     src = SourceFile(path=path, display=display, size=size, head=head, explicit=explicit)
     fmt = sniff(src, options)
     if fmt is None:
-        if explicit:
-            raise InputError(
-                f"not a recognised input format (expected: {registry.expected_formats()})", display
-            )
-        own = registry.agent_own_file(path)
-        data = None if own else looks_like_data(head)
-        why = own or (f"{data} that no reader recognises" if data else "not an agent log or bill")
-        return FileReport(display, None, "unrecognised", bytes=size, reason=why, data=bool(data))
+        return _unrecognised(path, display, explicit, head, size)
 
     index = index or SourceIndex(store)
     # The same file, untouched since it was loaded (path, size and modification time, as
@@ -160,11 +182,7 @@ def ingest_file(
     prior = index.by_stat.get(file_stat)
     if prior is not None:
         return _unchanged(display, fmt.name, prior, size)
-    pre = ahead.take(number) if ahead is not None else None
-    if pre is not None and (size, st.st_mtime_ns) != pre.stat:
-        pre = None
-    if pre is not None and (pre.fmt, pre.head) != (fmt.name, head):
-        pre = None  # (the file changed since the worker read it)
+    pre = _worker_read(ahead, number, st, fmt.name, head)
     if pre is not None:
         digest, damage, head, mixed = pre.digest, pre.damage, pre.checked_head, pre.mixed
     else:
@@ -172,21 +190,16 @@ def ingest_file(
     src.head, src.mixed_line_ends = head, mixed
     known = index.by_sha.get(digest)
     if known is not None:
-        # Loaded before (from a store that did not note the file's stat, or touched since).
-        if known[1] and isinstance(known[0], int):
-            if batch is not None:
-                batch.wait()  # the store is free again
-            store.con.execute(
-                "UPDATE sources SET file_stat = ? WHERE source_id = ? AND file_stat IS NULL",
-                [file_stat, known[0]],
-            )
-            index.noted(digest, file_stat)
-        return _unchanged(display, fmt.name, known[0], size)
+        return _known_content(
+            store, index, batch, display, fmt.name, known, digest, file_stat, size
+        )
 
     if not is_utf8(head.encoding):
         warn(f"{display}: not UTF-8; read as {ENCODING_NAMES.get(head.encoding, head.encoding)}")
-    if batch is not None and fmt.batch and head.compression is None and size <= BATCH_FILE_BYTES:
-        pending = _stage(store, fmt, src, options, name or display, digest, file_stat, pre)
+    stored_as = name or display
+    batchable = fmt.batch and head.compression is None
+    if batch is not None and batchable and size <= BATCH_FILE_BYTES:
+        pending = _stage(store, fmt, src, options, stored_as, digest, file_stat, pre)
         if pending is not None:
             batch.add(pending)
             index.add(pending, digest, file_stat)
@@ -195,22 +208,57 @@ def ingest_file(
             return report
     if batch is not None:
         _commit(batch, index)  # what was read before this file is stored before it
-    try:
-        if damage is not None:
-            raise DamagedGzipError(damage, path=display)
-        source_id, result = _load(store, fmt, src, options, name or display, digest, file_stat)
-    except DamagedGzipError as exc:
-        # A compressed log cut short (its writer was killed), or unpacking to more than a file
-        # may: what decompresses (up to the limit) is loaded, and the rest of the file is one
-        # reject that says where it ends.
-        with salvage_gzip(src) as (salvaged, lines):
-            warn(f"{display}: {exc.message}; loading the {lines:,} whole lines before it")
-            tail = (lines + 1, f"{exc.message}: the file cannot be read past line {lines:,}")
-            source_id, result = _load(
-                store, fmt, salvaged, options, name or display, digest, file_stat, tail
-            )
+    source_id, result = _load_whole(store, fmt, src, options, stored_as, digest, file_stat, damage)
     index.add(source_id, digest, file_stat)
     return _report(display, fmt.name, size, source_id, result)
+
+
+def _known_content(
+    store: Store,
+    index: SourceIndex,
+    batch: Batch | None,
+    display: str,
+    fmt: str,
+    known: list[Any],
+    digest: str,
+    file_stat: str,
+    size: int,
+) -> FileReport:
+    """A file whose content was loaded before (from a store that did not note the file's
+    stat, or touched since): its stat noted, and reported unchanged."""
+    if known[1] and isinstance(known[0], int):
+        if batch is not None:
+            batch.wait()  # the store is free again
+        store.engine.run(
+            "UPDATE sources SET file_stat = ? WHERE source_id = ? AND file_stat IS NULL",
+            [file_stat, known[0]],
+        )
+        index.noted(digest, file_stat)
+    return _unchanged(display, fmt, known[0], size)
+
+
+def _load_whole(
+    store: Store,
+    fmt: registry.Format,
+    src: SourceFile,
+    options: IngestOptions,
+    name: str,
+    digest: str,
+    file_stat: str,
+    damage: str | None,
+) -> tuple[int, LoadResult]:
+    """The file loaded on its own (``_load``). A compressed log cut short (its writer was
+    killed), or unpacking to more than a file may (``damage``): what decompresses (up to the
+    limit) is loaded, and the rest of the file is one reject that says where it ends."""
+    try:
+        if damage is not None:
+            raise DamagedGzipError(damage, path=src.display)
+        return _load(store, fmt, src, options, name, digest, file_stat)
+    except DamagedGzipError as exc:
+        with salvage_gzip(src) as (salvaged, lines):
+            warn(f"{src.display}: {exc.message}; loading the {lines:,} whole lines before it")
+            tail = (lines + 1, f"{exc.message}: the file cannot be read past line {lines:,}")
+            return _load(store, fmt, salvaged, options, name, digest, file_stat, tail)
 
 
 def _report(display: str, fmt: str, size: int, source_id: int, result: LoadResult) -> FileReport:
@@ -271,7 +319,7 @@ def _stage(
         file_stat=file_stat,
         size=src.size,
         encoding=src.head.encoding,
-        options=json.dumps({"tz": options.tz, "session_gap_s": options.session_gap_s}),
+        options=_options_json(options),
         strict=options.strict,
         at=datetime.now(UTC).replace(tzinfo=None),
     )

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import duckdb
 
+from analyzer.engine.engine import Engine, fill, unit_text
+
 
 def with_sessions_sql(rows: str) -> str:
     """SELECT over relation ``rows`` (having stream_key, ts, native_id) adding seq, session_id.
@@ -21,36 +23,11 @@ def with_sessions_sql(rows: str) -> str:
     Parameters: ``$fmt`` (the format whose stored calls anchor each stream) and ``$gap``
     (seconds of silence that start a new session).
     """
-    return f"""
-    WITH anchor AS (
-        SELECT stream_key, max(seq) AS a_seq, arg_max(ts, seq) AS a_ts,
-               arg_max(session_id, seq) AS a_session
-        FROM calls
-        WHERE format = $fmt AND stream_key IN (SELECT DISTINCT stream_key FROM {rows})
-        GROUP BY stream_key
-    ),
-    w AS (
-        SELECT r.*, a.a_seq, a.a_session,
-               coalesce(a.a_seq, 0) + row_number() OVER ord AS seq_,
-               coalesce(lag(r.ts) OVER ord, a.a_ts) AS prev_ts
-        FROM {rows} r LEFT JOIN anchor a USING (stream_key)
-        WINDOW ord AS (PARTITION BY r.stream_key ORDER BY r.ts, r.native_id)
-    ),
-    s AS (
-        -- Both windows share one ordering: a session's first call is the latest call so far
-        -- that started one.
-        SELECT *,
-               sum(starts::INTEGER) OVER run AS session_no,
-               max(CASE WHEN starts THEN ts END) OVER run AS session_start
-        FROM (SELECT *, prev_ts IS NULL OR ts - prev_ts > to_seconds($gap) AS starts FROM w)
-        WINDOW run AS (PARTITION BY stream_key ORDER BY seq_ ROWS UNBOUNDED PRECEDING)
+    return fragment(
+        "ingest/with_sessions.sql",
+        rows=rows,
+        session_id=session_id_sql("stream_key", "session_start"),
     )
-    SELECT * EXCLUDE (a_seq, a_session, prev_ts, seq_, session_no, starts, session_start),
-           seq_ AS seq,
-           CASE WHEN session_no = 0 THEN a_session
-                ELSE {session_id_sql("stream_key", "session_start")}
-           END AS session_id
-    FROM s"""
 
 
 def numbered_sql(rows: str, streams: str) -> str:
@@ -63,32 +40,7 @@ def numbered_sql(rows: str, streams: str) -> str:
     The same numbering as ``with_sessions_sql``, sorted on an integer stream id instead of the
     stream key's text (at ten million rows, 3.8 s instead of 14 s). Parameters: ``$fmt``, ``$gap``.
     """
-    return f"""
-    WITH anchor AS (
-        SELECT k.sk, max(c.seq) AS a_seq, arg_max(c.ts, c.seq) AS a_ts,
-               arg_max(c.session_id, c.seq) AS a_session
-        FROM calls c JOIN {streams} k USING (stream_key)
-        WHERE c.format = $fmt
-        GROUP BY k.sk
-    ),
-    w AS (
-        SELECT r.rid, r.line, r.sk, r.ts, a.a_session,
-               coalesce(a.a_seq, 0) + row_number() OVER ord AS seq_,
-               coalesce(lag(r.ts) OVER ord, a.a_ts) AS prev_ts
-        FROM {rows} r LEFT JOIN anchor a USING (sk)
-        WINDOW ord AS (PARTITION BY r.sk ORDER BY r.ts, r.native_id)
-    ),
-    s AS (
-        SELECT *,
-               sum(starts::INTEGER) OVER run AS session_no,
-               max(CASE WHEN starts THEN ts END) OVER run AS session_start
-        FROM (SELECT *, prev_ts IS NULL OR ts - prev_ts > to_seconds($gap) AS starts FROM w)
-        WINDOW run AS (PARTITION BY sk ORDER BY seq_ ROWS UNBOUNDED PRECEDING)
-    )
-    SELECT rid, line, seq_ AS seq,
-           CASE WHEN session_no > 0 THEN session_start END AS session_start,
-           CASE WHEN session_no = 0 THEN a_session END AS session_given
-    FROM s"""
+    return fragment("ingest/numbered.sql", rows=rows, streams=streams)
 
 
 def session_id_sql(stream_key: str, session_start: str) -> str:
@@ -98,45 +50,22 @@ def session_id_sql(stream_key: str, session_start: str) -> str:
 
 def interleaved_streams_sql(rows: str) -> str:
     """Streams whose new rows do not all come after the stored calls (needs ``$fmt``)."""
-    return f"""
-    SELECT r.stream_key FROM {rows} r
-    GROUP BY r.stream_key
-    HAVING min(r.ts) <= (SELECT max(c.ts) FROM calls c
-                         WHERE c.format = $fmt AND c.stream_key = r.stream_key)"""
+    return fragment("ingest/interleaved_streams.sql", rows=rows)
 
 
 def renumber_streams(
     con: duckdb.DuckDBPyConnection, fmt: str, streams_table: str, gap_s: int
 ) -> None:
     """Renumber seq and sessions of whole streams (those listed in ``streams_table``)."""
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE lf_renumber AS
-        WITH c AS (
-            SELECT call_id, stream_key, ts,
-                   row_number() OVER (PARTITION BY stream_key ORDER BY ts, native_id) AS seq,
-                   lag(ts) OVER (PARTITION BY stream_key ORDER BY ts, native_id) AS prev_ts
-            FROM calls
-            WHERE format = $fmt AND stream_key IN (SELECT stream_key FROM {streams_table})
-        ),
-        n AS (
-            SELECT *, sum(CASE WHEN prev_ts IS NULL OR ts - prev_ts > to_seconds($gap)
-                               THEN 1 ELSE 0 END)
-                      OVER (PARTITION BY stream_key ORDER BY seq ROWS UNBOUNDED PRECEDING)
-                      AS session_no
-            FROM c
-        )
-        SELECT call_id, seq,
-               {session_id_sql("stream_key", "min(ts) OVER (PARTITION BY stream_key, session_no)")}
-                   AS session_id
-        FROM n""",
+    session = session_id_sql("stream_key", "min(ts) OVER (PARTITION BY stream_key, session_no)")
+    Engine(con).run(
+        "ingest/renumber_streams.sql",
         {"fmt": fmt, "gap": gap_s},
+        streams=streams_table,
+        session_id=session,
     )
-    con.execute(
-        """UPDATE calls SET seq = r.seq, session_id = r.session_id
-           FROM lf_renumber r
-           WHERE calls.call_id = r.call_id AND calls.format = $fmt
-             AND (calls.seq IS DISTINCT FROM r.seq
-                  OR calls.session_id IS DISTINCT FROM r.session_id)""",
-        {"fmt": fmt},
-    )
-    con.execute("DROP TABLE lf_renumber")
+
+
+def fragment(unit: str, **names: str) -> str:
+    """The text of a fragment unit (a SELECT put into another statement), its slots filled."""
+    return fill(unit_text(unit), names)

@@ -15,9 +15,14 @@ what the files before it stored exactly as if each had been loaded on its own.
 
 from __future__ import annotations
 
+import json
+from dataclasses import astuple, dataclass, fields
+from datetime import datetime
+
 import pyarrow as pa
 
 from analyzer.engine.engine import Engine
+from analyzer.ingest.base import LoadResult
 from analyzer.model.pricing import COST_SQL, WEB_SEARCH_SQL, PriceKey, price_table
 
 Reject = tuple[int | None, str, str | None]  # line, reason, excerpt
@@ -28,6 +33,60 @@ REJECT_COLUMNS: dict[str, pa.DataType] = {
     "reason": pa.string(),
     "excerpt": pa.string(),
 }
+
+
+# The Arrow type of each type a ``SourceRow`` field is annotated with (as text).
+SOURCE_TYPES: dict[object, pa.DataType] = {
+    "int": pa.int64(),
+    "str": pa.string(),
+    "datetime": pa.timestamp("us"),
+}
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    """A file's ``sources`` row: what it is, and its accounting."""
+
+    source_id: int
+    path: str  # as the store names it
+    format: str
+    sha256: str
+    bytes: int
+    ingested_at: datetime
+    rows_read: int
+    rows_loaded: int
+    rows_rejected: int
+    rows_duplicate: int
+    rows_skipped: int
+    skipped_kinds: str  # JSON
+    encoding: str
+    options: str  # JSON
+    file_stat: str
+
+    @classmethod
+    def of(cls, source_id: int, result: LoadResult, **file: str | int | datetime) -> SourceRow:
+        """The row of a file loaded with ``result`` (``file``: the other columns)."""
+        return cls(
+            source_id=source_id,
+            rows_read=result.rows_read,
+            rows_loaded=result.rows_loaded,
+            rows_rejected=result.rows_rejected,
+            rows_duplicate=result.rows_duplicate,
+            rows_skipped=result.rows_skipped,
+            skipped_kinds=json.dumps(result.skipped_kinds),
+            **file,  # type: ignore[arg-type]
+        )
+
+
+def sources_table(rows: list[SourceRow]) -> pa.Table:
+    """``sources`` rows as an Arrow table of the store's column types."""
+    cols = list(zip(*map(astuple, rows), strict=True))
+    return pa.table(
+        {
+            f.name: pa.array(col, SOURCE_TYPES[f.type])
+            for f, col in zip(fields(SourceRow), cols, strict=True)
+        }
+    )
 
 
 Responses = dict[str, set[str]]  # response id -> native ids of the stored calls answering it
@@ -116,6 +175,10 @@ class Sink:
             }
         )
         self.insert("rejects", table)
+
+    def sources(self, rows: list[SourceRow]) -> None:
+        """The files' ``sources`` rows (once their accounting is complete)."""
+        self.insert("sources", sources_table(rows))
 
     def insert(self, name: str, table: pa.Table) -> None:
         """Rows settled already (rejects, ``sources`` rows) inserted into table ``name``."""
