@@ -56,6 +56,7 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.output_estimate import OutputTally, settle
+from analyzer.ingest.rows import MessageRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_str, as_text, kind_of, parse_time
@@ -217,32 +218,7 @@ def _assistant(
     key = (msg_id, request)
     call = calls.get(key)
     if call is None:
-        native = f"{msg_id}:{request}" if request else msg_id
-        s.seq += 1
-        call = {
-            "native_id": native,
-            "response_id": msg_id,
-            "line": lineno,
-            "ts": parse_time(obj.get("timestamp"), tz),
-            "session_id": s.session_id,
-            "stream_key": s.session_id,
-            "turn_id": s.turn,
-            "seq": s.seq,
-            "agent_id": s.agent,
-            "parent_session_id": s.parent,
-            "model": as_str(msg.get("model")),
-            "provider": "anthropic",
-            "app": APP,
-            "output_final": False,
-            "content_chars": 0,
-            "visible_chars": 0,
-            "reasoning_chars": 0,
-            "tool_call_count": 0,
-            "n_records": 0,
-            "replay": obj.get("isSidechain") is True and bool(request),
-            "tally": OutputTally(),  # what it wrote (see ``settle_call``)
-        }
-        calls[key] = call
+        call = calls[key] = _new_call(obj, msg, msg_id, request, lineno, s, tz)
     tally: OutputTally = call["tally"]
     tally.see_version(obj.get("version"))
     call["n_records"] += 1
@@ -250,18 +226,7 @@ def _assistant(
     if isinstance(cost, int | float) and not isinstance(cost, bool) and 0 <= cost < 1e6:
         call["cost_usd"] = max(call.get("cost_usd") or 0.0, float(cost))
         call["cost_basis"] = "reported"
-    # output_tokens is a streaming snapshot: the largest of the call's lines is kept. (Taking
-    # in counts the call holds already changes nothing: the lines of a call mostly repeat
-    # its usage object, and an equal one is not read again.)
-    usage = msg.get("usage")
-    try:
-        same = usage == usages.get(key)
-    except RecursionError:  # objects nested deeper than Python compares: read it again
-        same = False
-    if not same:
-        usages[key] = usage
-        for column, value in token_counts(usage).items():
-            call[column] = value if column == "variant" else max(call.get(column) or 0, value)
+    _take_usage(call, msg.get("usage"), key, usages)
     if msg.get("stop_reason"):
         call["finish_reason_raw"] = as_str(msg["stop_reason"])
         tally.stopped = True
@@ -270,14 +235,80 @@ def _assistant(
         text = _result_text(msg.get("content"))
         m = _API_ERROR.search(text)
         call["http_status"] = int(m.group(1)) if m else None
-    ts = call["ts"]
     content = msg.get("content")
     if isinstance(content, list):
-        blocks: list[Any] | tuple[dict[str, Any], ...] = content
+        _said(low, call, content, s, tally)
     elif isinstance(content, str):
-        blocks = ({"type": "text", "text": content},)
-    else:
-        return call
+        _said(low, call, ({"type": "text", "text": content},), s, tally)
+    return call
+
+
+def _new_call(
+    obj: dict[str, Any],
+    msg: dict[str, Any],
+    msg_id: str,
+    request: str,
+    lineno: int,
+    s: _Session,
+    tz: str,
+) -> dict[str, Any]:
+    """The call an assistant line starts (the lines after it of the same message and request
+    add to it)."""
+    s.seq += 1
+    return {
+        "native_id": f"{msg_id}:{request}" if request else msg_id,
+        "response_id": msg_id,
+        "line": lineno,
+        "ts": parse_time(obj.get("timestamp"), tz),
+        "session_id": s.session_id,
+        "stream_key": s.session_id,
+        "turn_id": s.turn,
+        "seq": s.seq,
+        "agent_id": s.agent,
+        "parent_session_id": s.parent,
+        "model": as_str(msg.get("model")),
+        "provider": "anthropic",
+        "app": APP,
+        "output_final": False,
+        "content_chars": 0,
+        "visible_chars": 0,
+        "reasoning_chars": 0,
+        "tool_call_count": 0,
+        "n_records": 0,
+        "replay": obj.get("isSidechain") is True and bool(request),
+        "tally": OutputTally(),  # what it wrote (see ``settle_call``)
+    }
+
+
+def _take_usage(
+    call: dict[str, Any],
+    usage: object,
+    key: tuple[str, str],
+    usages: dict[tuple[str, str], object],
+) -> None:
+    """A line's usage object into its call. output_tokens is a streaming snapshot: the largest
+    of the call's lines is kept. (Taking in counts the call holds already changes nothing: the
+    lines of a call mostly repeat its usage object, and an equal one is not read again.)"""
+    try:
+        same = usage == usages.get(key)
+    except RecursionError:  # objects nested deeper than Python compares: read it again
+        same = False
+    if not same:
+        usages[key] = usage
+        for column, value in token_counts(usage).items():
+            call[column] = value if column == "variant" else max(call.get(column) or 0, value)
+
+
+def _said(
+    low: Lowering,
+    call: dict[str, Any],
+    blocks: list[Any] | tuple[dict[str, Any], ...],
+    s: _Session,
+    tally: OutputTally,
+) -> None:
+    """The content blocks of an assistant line: its text and tool calls as messages, its
+    thinking measured."""
+    ts = call["ts"]
     call_id = None
     for block in blocks:
         if not isinstance(block, dict):
@@ -296,19 +327,18 @@ def _assistant(
             call["visible_chars"] += visible
             tally.text_chars += chars
             low.add_message(
-                {
-                    "session_id": s.session_id,
-                    "idx": s.next_idx(),
-                    "role": "assistant",
-                    "kind": "text",
-                    "ts": ts,
-                    "turn_id": s.turn,
-                    "text_chars": chars,
-                    "visible_chars": visible,
-                    "call_id": call_id or (call_id := low.call_id(call["native_id"])),
-                    "excerpt": cut,
-                    "n_records": 0,
-                }
+                MessageRow(
+                    session_id=s.session_id,
+                    idx=s.next_idx(),
+                    role="assistant",
+                    kind="text",
+                    ts=ts,
+                    turn_id=s.turn,
+                    text_chars=chars,
+                    visible_chars=visible,
+                    call_id=call_id or (call_id := low.call_id(call["native_id"])),
+                    excerpt=cut,
+                )
             )
         elif btype in ("thinking", "redacted_thinking"):
             call["reasoning_chars"] += len(
@@ -321,22 +351,20 @@ def _assistant(
             args_said = args_text(args)  # (once: measured, and its start kept as the excerpt)
             tally.add_args(block.get("name"), args_said)
             low.add_message(
-                {
-                    "session_id": s.session_id,
-                    "idx": s.next_idx(),
-                    "role": "assistant",
-                    "kind": "tool_call",
-                    "ts": ts,
-                    "turn_id": s.turn,
-                    "tool_name": as_str(block.get("name")),
-                    "tool_args_hash": args_hash(args),
-                    "excerpt": None if args_said is None else args_said[:EXCERPT_CHARS],
-                    "tool_use_id": as_str(block.get("id")),
-                    "call_id": call_id or (call_id := low.call_id(call["native_id"])),
-                    "n_records": 0,
-                }
+                MessageRow(
+                    session_id=s.session_id,
+                    idx=s.next_idx(),
+                    role="assistant",
+                    kind="tool_call",
+                    ts=ts,
+                    turn_id=s.turn,
+                    tool_name=as_str(block.get("name")),
+                    tool_args_hash=args_hash(args),
+                    excerpt=None if args_said is None else args_said[:EXCERPT_CHARS],
+                    tool_use_id=as_str(block.get("id")),
+                    call_id=call_id or (call_id := low.call_id(call["native_id"])),
+                )
             )
-    return call
 
 
 def _user(low: Lowering, obj: dict[str, Any], s: _Session, tz: str) -> None:

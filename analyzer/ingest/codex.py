@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ from analyzer.ingest.lowering import (
     result_hash,
     text_measure,
 )
+from analyzer.ingest.rows import MessageRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_int, as_list, as_str, as_text, kind_of, parse_time
@@ -114,7 +116,7 @@ class _Reader:
         self.idx = 0
         self.n_calls = 0
         self.call: dict[str, Any] | None = None  # the call of the current step
-        self.pending: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+        self.pending: list[tuple[dict[str, Any], MessageRow | None]] = []
         self.replay = Replay()
         self.meta_seen = False
 
@@ -123,20 +125,20 @@ class _Reader:
         return self.idx
 
     # An item's effect on its call, applied once the call is known.
-    def attach(self, call_effect: dict[str, Any], message: dict[str, Any] | None) -> None:
+    def attach(self, call_effect: dict[str, Any], message: MessageRow | None) -> None:
         if self.call is None:
             self.pending.append((call_effect, message))
         else:
             self._apply(self.call, call_effect, message)
 
     def _apply(
-        self, call: dict[str, Any], effect: dict[str, Any], message: dict[str, Any] | None
+        self, call: dict[str, Any], effect: dict[str, Any], message: MessageRow | None
     ) -> None:
         for key, value in effect.items():
             call[key] = (call.get(key) or 0) + value
         call["parts"] = (call.get("parts") or call["n_records"]) + 1  # this item shaped it
         if message is not None:
-            message["call_id"] = self.low.call_id(call["native_id"])
+            message.call_id = self.low.call_id(call["native_id"])
             self.low.add_message(message)
 
     def end_step(self) -> None:
@@ -179,22 +181,33 @@ class _Reader:
             self.token_count(lineno, ts, p)
         elif kind == "event_msg" and ptype == "user_message":
             self.turn = f"{self.session}:{lineno}"
-            chars, visible = text_measure(p.get("message"))
-            low.add_message(
-                {
-                    "session_id": self.session,
-                    "idx": self.next_idx(),
-                    "role": "user",
-                    "kind": "prompt",
-                    "ts": ts,
-                    "turn_id": self.turn,
-                    "text_chars": chars,
-                    "visible_chars": visible,
-                    "excerpt": excerpt(p.get("message")),
-                    "n_records": 1,
-                }
-            )
-        elif kind == "response_item" and ptype == "message" and p.get("role") == "assistant":
+            low.add_message(self.said("user", "prompt", ts, p.get("message")))
+        elif kind == "response_item" and self.response_item(ptype, p, ts):
+            pass
+        elif kind == "compacted":  # Codex replaced the history by its summary: a compaction
+            low.add_message(self.said("system", "compaction", ts, p.get("message")))
+        else:
+            low.skip(f"{kind}:{ptype}" if ptype else str(kind))
+
+    def said(self, role: str, kind: str, ts: datetime | None, text: object) -> MessageRow:
+        """A message of text (one line of the log) at ``ts``."""
+        chars, visible = text_measure(text)
+        return MessageRow(
+            session_id=self.session,
+            idx=self.next_idx(),
+            role=role,
+            kind=kind,
+            ts=ts,
+            turn_id=self.turn,
+            text_chars=chars,
+            visible_chars=visible,
+            excerpt=excerpt(text),
+            n_records=1,
+        )
+
+    def response_item(self, ptype: str | None, p: dict[str, Any], ts: datetime | None) -> bool:
+        """A ``response_item`` line of the kinds read (False: a kind skipped)."""
+        if ptype == "message" and p.get("role") == "assistant":
             text = "".join(
                 as_text(c.get("text"))
                 for c in as_list(p.get("content"))
@@ -203,83 +216,58 @@ class _Reader:
             chars, visible = text_measure(text)
             self.attach(
                 {"content_chars": chars, "visible_chars": visible},
-                {
-                    "session_id": self.session,
-                    "idx": self.next_idx(),
-                    "role": "assistant",
-                    "kind": "text",
-                    "ts": ts,
-                    "turn_id": self.turn,
-                    "text_chars": chars,
-                    "visible_chars": visible,
-                    "excerpt": excerpt(text),
-                    "n_records": 1,
-                },
+                self.said("assistant", "text", ts, text),
             )
-        elif kind == "response_item" and ptype == "reasoning":
+        elif ptype == "reasoning":
             summary = "".join(
                 as_text(s.get("text")) for s in as_list(p.get("summary")) if isinstance(s, dict)
             )
             self.attach({"reasoning_chars": len(summary)}, None)
-            low.skip("reasoning_item")  # its size is on the call; nothing else is kept
-        elif kind == "response_item" and ptype in _TOOL_ITEMS:
+            self.low.skip("reasoning_item")  # its size is on the call; nothing else is kept
+        elif ptype in _TOOL_ITEMS:
             args = p.get("arguments", p.get("input", p.get("action")))
             self.attach(
                 {"tool_call_count": 1},
-                {
-                    "session_id": self.session,
-                    "idx": self.next_idx(),
-                    "role": "assistant",
-                    "kind": "tool_call",
-                    "ts": ts,
-                    "turn_id": self.turn,
-                    "tool_name": as_str(p.get("name")) or _TOOL_NAMES.get(ptype, ptype),
-                    "tool_args_hash": args_hash(args),
-                    "excerpt": args_excerpt(args),
-                    "tool_use_id": as_str(p.get("call_id")),
-                    "n_records": 1,
-                },
+                MessageRow(
+                    session_id=self.session,
+                    idx=self.next_idx(),
+                    role="assistant",
+                    kind="tool_call",
+                    ts=ts,
+                    turn_id=self.turn,
+                    tool_name=as_str(p.get("name")) or _TOOL_NAMES.get(ptype, ptype),
+                    tool_args_hash=args_hash(args),
+                    excerpt=args_excerpt(args),
+                    tool_use_id=as_str(p.get("call_id")),
+                    n_records=1,
+                ),
             )
-        elif kind == "response_item" and ptype in _RESULT_ITEMS:
-            output = p.get("output")
-            text = output if isinstance(output, str) else brief(output, limit=10**9)
-            chars, visible = text_measure(text)
-            is_error = _output_is_error(output)
-            low.add_message(
-                {
-                    "session_id": self.session,
-                    "idx": self.next_idx(),
-                    "role": "tool",
-                    "kind": "tool_result",
-                    "ts": ts,
-                    "turn_id": self.turn,
-                    "text_chars": chars,
-                    "visible_chars": visible,
-                    "is_error": is_error,
-                    "tool_use_id": as_str(p.get("call_id")),
-                    "tool_result_hash": result_hash(output, is_error),
-                    "excerpt": excerpt(text),
-                    "n_records": 1,
-                }
-            )
-        elif kind == "compacted":  # Codex replaced the history by its summary: a compaction
-            chars, visible = text_measure(p.get("message"))
-            low.add_message(
-                {
-                    "session_id": self.session,
-                    "idx": self.next_idx(),
-                    "role": "system",
-                    "kind": "compaction",
-                    "ts": ts,
-                    "turn_id": self.turn,
-                    "text_chars": chars,
-                    "visible_chars": visible,
-                    "excerpt": excerpt(p.get("message")),
-                    "n_records": 1,
-                }
-            )
+        elif ptype in _RESULT_ITEMS:
+            self.low.add_message(self.tool_result(p, ts))
         else:
-            low.skip(f"{kind}:{ptype}" if ptype else str(kind))
+            return False
+        return True
+
+    def tool_result(self, p: dict[str, Any], ts: datetime | None) -> MessageRow:
+        output = p.get("output")
+        text = output if isinstance(output, str) else brief(output, limit=10**9)
+        chars, visible = text_measure(text)
+        is_error = _output_is_error(output)
+        return MessageRow(
+            session_id=self.session,
+            idx=self.next_idx(),
+            role="tool",
+            kind="tool_result",
+            ts=ts,
+            turn_id=self.turn,
+            text_chars=chars,
+            visible_chars=visible,
+            is_error=is_error,
+            tool_use_id=as_str(p.get("call_id")),
+            tool_result_hash=result_hash(output, is_error),
+            excerpt=excerpt(text),
+            n_records=1,
+        )
 
     def copied(self, kind: str | None, ptype: str | None, p: dict[str, Any]) -> None:
         """A line of the parent's history copied into a fork: the parent's, counted there. Its

@@ -84,6 +84,7 @@ from analyzer.ingest.lowering import (
 )
 from analyzer.ingest.mini_swe_agent import run_of_info
 from analyzer.ingest.reading import read_json_document
+from analyzer.ingest.rows import MessageRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_dict, as_list, as_str, as_text, parse_time, stated_cost
@@ -157,6 +158,64 @@ def _first_choice(response: dict[str, Any]) -> dict[str, Any]:
     return as_dict(choices[0]) if choices else {}
 
 
+def _kind_of(
+    m: dict[str, Any],
+    role: str,
+    results: bool,
+    visible: bool,
+    observation: bool,
+    injected: bool,
+) -> str:
+    """The kind of a message that is not the assistant's (``results``: it holds tool result
+    blocks; ``injected``: the agent's own output or complaint sent as a user message)."""
+    dialog = m.get("category") in (None, "DIALOG")
+    if role == "user" and not results and visible and dialog and not injected:
+        return "prompt"
+    if role in ("tool", "function") or m.get("category") == "SYSTEM_OUTPUT" or observation:
+        return "tool_result"
+    if role == "user" and not results:
+        return "system"  # agent-injected user text (Penguin categories other than DIALOG)
+    return "system" if role in ("system", "developer") else role
+
+
+def _result_fields(
+    m: dict[str, Any], meta: dict[str, Any], extra: dict[str, Any]
+) -> dict[str, Any]:
+    """A tool result's columns. An error flag the message carries wins; else a command's exit
+    status."""
+    is_error = _flag(m.get("is_error"))
+    if is_error is None:
+        is_error = _flag(meta.get("is_error"))
+    if is_error is None:
+        is_error = _exit_error(extra)
+    return {
+        "is_error": is_error,
+        "tool_use_id": as_str(m.get("tool_call_id")),  # none in Penguin's
+        "tool_result_hash": result_hash(m.get("content"), is_error),
+    }
+
+
+def _account(
+    call: dict[str, Any], m: dict[str, Any], response: dict[str, Any], extra: dict[str, Any]
+) -> None:
+    """A call's tokens (the message's own usage, count by count, else the saved response's),
+    finish reason and stated cost."""
+    own, saved = m.get("usage"), response.get("usage")
+    if isinstance(own, dict) or isinstance(saved, dict):
+        call.update({**token_counts(saved), **token_counts(own)})
+        call["output_final"] = call.get("output_tokens") is not None
+    finish = (
+        as_str(m.get("finish_reason"))
+        or as_str(m.get("stop_reason"))
+        or as_str(_first_choice(response).get("finish_reason"))
+    )
+    if finish:
+        call["finish_reason_raw"] = finish
+    cost = stated_cost(extra.get("cost"))
+    if cost is not None:
+        call["cost_usd"], call["cost_basis"] = cost, "reported"
+
+
 class _Reader:
     def __init__(self, ctx: LoadContext, doc: object) -> None:
         self.ctx = ctx
@@ -197,7 +256,7 @@ class _Reader:
         row.setdefault("turn_id", self.turn)
         row.setdefault("idx", self.next_idx())
         row.setdefault("n_records", 0)
-        self.low.add_message(row)
+        self.low.add_message(MessageRow(**row))
 
     def run(self) -> LoadResult:
         lifecycles = self.doc.get("llm_request_lifecycles")
@@ -261,36 +320,13 @@ class _Reader:
                 tool_result_hash=result_hash(content, True),
             )
             return
-        if (
-            role == "user"
-            and not results
-            and visible
-            and m.get("category") in (None, "DIALOG")
-            and not (observation or agent_text)
-        ):
+        injected = observation or agent_text
+        kind = _kind_of(m, role, bool(results), bool(visible), observation, injected)
+        if kind == "prompt":
             self.turn = f"{self.session}:{self.idx + 1}"
-            kind = "prompt"
-        elif role in ("tool", "function") or m.get("category") == "SYSTEM_OUTPUT" or observation:
-            kind = "tool_result"
-        elif role == "user" and not results:
-            kind = "system"  # agent-injected user text (Penguin categories other than DIALOG)
-        else:
-            kind = "system" if role in ("system", "developer") else role
         first = True
         if not results or text:
-            tool: dict[str, Any] = {}
-            if kind == "tool_result":
-                # An error flag the message carries wins; else a command's exit status.
-                is_error = _flag(m.get("is_error"))
-                if is_error is None:
-                    is_error = _flag(meta.get("is_error"))
-                if is_error is None:
-                    is_error = _exit_error(extra)
-                tool = {
-                    "is_error": is_error,
-                    "tool_use_id": as_str(m.get("tool_call_id")),  # none in Penguin's
-                    "tool_result_hash": result_hash(content, is_error),
-                }
+            tool = _result_fields(m, meta, extra) if kind == "tool_result" else {}
             self.message_row(
                 role=role,
                 kind=kind,
@@ -321,6 +357,7 @@ class _Reader:
             first = False
 
     def assistant(self, m: dict[str, Any]) -> dict[str, Any]:
+        """The call an assistant message is, and its messages (its reply, its tool calls)."""
         self.seq += 1
         # What the agent kept beside the message (mini-swe-agent): the provider's response.
         extra = as_dict(m.get("extra"))
@@ -351,6 +388,38 @@ class _Reader:
             "agent_id": as_str(m.get("agent_id")),
         }
         call_id = self.last_call_id = self.low.call_id(native)
+        self.reply(m, call, text, placeholder, ts, call_id)
+        reasoning = m.get("reasoning_content") or m.get("reasoning") or meta.get("reasoning")
+        thinking = "".join(as_text(b.get("thinking")) for b in _blocks(content, "thinking"))
+        r_chars = len(reasoning) if isinstance(reasoning, str) else 0
+        call["reasoning_chars"] = r_chars + len(thinking)
+        tools = self.tools(m, text, placeholder)
+        call["tool_call_count"] = len(tools)
+        for name, args, use_id in tools:
+            self.message_row(
+                role="assistant",
+                kind="tool_call",
+                ts=ts,
+                tool_name=name,
+                tool_args_hash=args_hash(args),
+                tool_use_id=use_id,
+                call_id=call_id,
+                excerpt=args_excerpt(args),
+            )
+        _account(call, m, response, extra)
+        return call
+
+    def reply(
+        self,
+        m: dict[str, Any],
+        call: dict[str, Any],
+        text: str,
+        placeholder: bool,
+        ts: datetime | None,
+        call_id: str,
+    ) -> None:
+        """The reply's text: measured on the call, and a message (a placeholder's too)."""
+        content = m.get("content")
         if placeholder:
             # The model's reply was empty; the text is the agent's stand-in for it.
             call["content_chars"], call["visible_chars"] = 0, 0
@@ -377,49 +446,23 @@ class _Reader:
                     call_id=call_id,
                     excerpt=excerpt(text),
                 )
-        reasoning = m.get("reasoning_content") or m.get("reasoning") or meta.get("reasoning")
-        thinking = "".join(as_text(b.get("thinking")) for b in _blocks(content, "thinking"))
-        r_chars = len(reasoning) if isinstance(reasoning, str) else 0
-        call["reasoning_chars"] = r_chars + len(thinking)
-        tools: list[tuple[str | None, object, str | None]] = []  # (name, arguments, id)
+
+    def tools(
+        self, m: dict[str, Any], text: str, placeholder: bool
+    ) -> list[tuple[str | None, object, str | None]]:
+        """The tool calls of an assistant message: (name, arguments, id)."""
+        tools: list[tuple[str | None, object, str | None]] = []
         for tc in as_list(m.get("tool_calls")):
             fn = tc.get("function") if isinstance(tc, dict) else None
             if isinstance(fn, dict):
                 tools.append((as_str(fn.get("name")), fn.get("arguments"), as_str(tc.get("id"))))
-        for b in _blocks(content, "tool_use"):
+        for b in _blocks(m.get("content"), "tool_use"):
             tools.append((as_str(b.get("name")), b.get("input"), as_str(b.get("id"))))
         if self.penguin and not placeholder:
             # Penguin acts through CodeAct tags in its text (``<execute>...</execute>``): each is
             # a tool call, found as Penguin's own engine finds them (seed 000, fix #6).
             tools += [(tag, body.strip(), None) for tag, body in _ACTION.findall(text)]
-        call["tool_call_count"] = len(tools)
-        for name, args, use_id in tools:
-            self.message_row(
-                role="assistant",
-                kind="tool_call",
-                ts=ts,
-                tool_name=name,
-                tool_args_hash=args_hash(args),
-                tool_use_id=use_id,
-                call_id=call_id,
-                excerpt=args_excerpt(args),
-            )
-        # Token counts: the message's own usage, count by count, else the saved response's.
-        own, saved = m.get("usage"), response.get("usage")
-        if isinstance(own, dict) or isinstance(saved, dict):
-            call.update({**token_counts(saved), **token_counts(own)})
-            call["output_final"] = call.get("output_tokens") is not None
-        finish = (
-            as_str(m.get("finish_reason"))
-            or as_str(m.get("stop_reason"))
-            or as_str(_first_choice(response).get("finish_reason"))
-        )
-        if finish:
-            call["finish_reason_raw"] = finish
-        cost = stated_cost(extra.get("cost"))
-        if cost is not None:
-            call["cost_usd"], call["cost_basis"] = cost, "reported"
-        return call
+        return tools
 
     def match_lifecycles(
         self, calls: list[tuple[dict[str, Any], dict[str, Any]]], lifecycles: list[object]

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,7 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.reading import read_json_document
+from analyzer.ingest.rows import MessageRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_dict, as_int, as_list, as_str, as_text, kind_of, parse_time
@@ -325,38 +327,43 @@ class _Reader:
             "n_records": copies,
         }
         self.low.add_call(call)
-        common = {"session_id": self.session, "turn_id": self.turn, "n_records": 0}
         # Text first, then the tool calls, then their results: a later copy of the message only
         # adds to the end of what an earlier one gave (a log read again once it grew).
         if chars:
             self.low.add_message(
-                {
-                    **common,
-                    "idx": self.next_idx(),
-                    "role": "assistant",
-                    "kind": "text",
-                    "ts": ts,
-                    "text_chars": chars,
-                    "visible_chars": visible,
-                    "call_id": call_id,
-                    "excerpt": excerpt(text),
-                }
+                MessageRow(
+                    session_id=self.session,
+                    idx=self.next_idx(),
+                    role="assistant",
+                    kind="text",
+                    ts=ts,
+                    turn_id=self.turn,
+                    text_chars=chars,
+                    visible_chars=visible,
+                    call_id=call_id,
+                    excerpt=excerpt(text),
+                )
             )
+        self.tool_messages(tools, ts, call_id)
+
+    def tool_messages(self, tools: list[dict[str, Any]], ts: datetime | None, call_id: str) -> None:
+        """A message's tool calls, then the results of those that finished."""
         for tc in tools:
             args = tc.get("args")
             self.low.add_message(
-                {
-                    **common,
-                    "idx": self.next_idx(),
-                    "role": "assistant",
-                    "kind": "tool_call",
-                    "ts": ts,
-                    "tool_name": as_str(tc.get("name")),
-                    "tool_args_hash": args_hash(args),
-                    "excerpt": args_excerpt(args),
-                    "tool_use_id": as_str(tc.get("id")),
-                    "call_id": call_id,
-                }
+                MessageRow(
+                    session_id=self.session,
+                    idx=self.next_idx(),
+                    role="assistant",
+                    kind="tool_call",
+                    ts=ts,
+                    turn_id=self.turn,
+                    tool_name=as_str(tc.get("name")),
+                    tool_args_hash=args_hash(args),
+                    excerpt=args_excerpt(args),
+                    tool_use_id=as_str(tc.get("id")),
+                    call_id=call_id,
+                )
             )
         for tc in tools:
             if tc.get("result") is None:  # not finished when the message was last written
@@ -366,19 +373,20 @@ class _Reader:
             status = tc.get("status")
             is_error = _TOOL_ERROR.get(status) if isinstance(status, str) else None
             self.low.add_message(
-                {
-                    **common,
-                    "idx": self.next_idx(),
-                    "role": "tool",
-                    "kind": "tool_result",
-                    "ts": parse_time(tc.get("timestamp"), tz) or ts,
-                    "text_chars": rchars,
-                    "visible_chars": rvisible,
-                    "is_error": is_error,
-                    "tool_use_id": as_str(tc.get("id")),
-                    "tool_result_hash": result_hash(payload, is_error),
-                    "excerpt": excerpt(rtext),
-                }
+                MessageRow(
+                    session_id=self.session,
+                    idx=self.next_idx(),
+                    role="tool",
+                    kind="tool_result",
+                    ts=parse_time(tc.get("timestamp"), self.ctx.options.tz) or ts,
+                    turn_id=self.turn,
+                    text_chars=rchars,
+                    visible_chars=rvisible,
+                    is_error=is_error,
+                    tool_use_id=as_str(tc.get("id")),
+                    tool_result_hash=result_hash(payload, is_error),
+                    excerpt=excerpt(rtext),
+                )
             )
 
     def finish(self) -> LoadResult:

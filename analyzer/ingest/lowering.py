@@ -28,79 +28,13 @@ from analyzer.ingest.content import brief as brief
 from analyzer.ingest.content import excerpt as excerpt
 from analyzer.ingest.content import result_hash as result_hash
 from analyzer.ingest.content import text_measure as text_measure
+from analyzer.ingest.rows import CALL_COLUMNS as CALL_COLUMNS  # re-exported: declared there
+from analyzer.ingest.rows import MESSAGE_COLUMNS as MESSAGE_COLUMNS
+from analyzer.ingest.rows import MessageRow
 from analyzer.ingest.runs import RUN_COLUMNS
 from analyzer.ingest.sink import Sink, with_source
 from analyzer.model.pricing import PriceKey
 
-# Columns a log ingestor may fill for a call; everything else in `calls` stays NULL. The raw
-# finish reason is normalised and the kind derived in SQL.
-CALL_COLUMNS: dict[str, pa.DataType] = {
-    "native_id": pa.string(),
-    "response_id": pa.string(),
-    "line": pa.int64(),
-    "ts": pa.timestamp("us"),
-    "stream_key": pa.string(),
-    "session_id": pa.string(),
-    "turn_id": pa.string(),
-    "seq": pa.int64(),
-    "agent_id": pa.string(),
-    "parent_session_id": pa.string(),
-    "model": pa.string(),
-    "provider": pa.string(),
-    "app": pa.string(),
-    "project": pa.string(),
-    "variant": pa.string(),  # 'fast': Anthropic's fast mode, priced at its own rate
-    "input_tokens": pa.int64(),
-    "cached_input_tokens": pa.int64(),
-    "cache_write_tokens": pa.int64(),
-    "cache_write_1h_tokens": pa.int64(),
-    "output_tokens": pa.int64(),
-    "reasoning_tokens": pa.int64(),
-    "output_final": pa.bool_(),
-    "cost_usd": pa.float64(),  # a cost the log states itself (with cost_basis 'reported')
-    "cost_basis": pa.string(),
-    "web_search_requests": pa.int64(),
-    "finish_reason_raw": pa.string(),
-    "content_chars": pa.int64(),
-    "visible_chars": pa.int64(),
-    "reasoning_chars": pa.int64(),
-    "tool_call_count": pa.int64(),
-    "http_status": pa.int32(),
-    "received_done": pa.bool_(),
-    "event_count": pa.int64(),
-    "duration_ms": pa.float64(),
-    "ttft_ms": pa.float64(),
-    "streamed": pa.bool_(),
-    "cancelled": pa.bool_(),
-    "reply_saved": pa.bool_(),
-    "n_records": pa.int64(),  # records this call accounts for (loaded or duplicate)
-    "parts": pa.int64(),  # records that shaped it, incl. ones accounted for elsewhere
-    # A replay: if a call of this format with the same response_id (one API response) is
-    # stored already, or came earlier in this file, this one is a duplicate of it.
-    "replay": pa.bool_(),
-    # Where output_tokens is a placeholder: the output estimated from what the call wrote
-    # (priced: cost_basis 'estimated_output'), and whether that is a lower bound.
-    "output_estimate_tokens": pa.int64(),
-    "output_estimate_floor": pa.bool_(),
-}
-MESSAGE_COLUMNS: dict[str, pa.DataType] = {
-    "session_id": pa.string(),
-    "idx": pa.int64(),
-    "role": pa.string(),
-    "kind": pa.string(),
-    "ts": pa.timestamp("us"),
-    "turn_id": pa.string(),
-    "text_chars": pa.int64(),
-    "visible_chars": pa.int64(),
-    "tool_name": pa.string(),
-    "tool_args_hash": pa.string(),
-    "tool_use_id": pa.string(),
-    "tool_result_hash": pa.string(),
-    "is_error": pa.bool_(),
-    "call_id": pa.string(),
-    "excerpt": pa.string(),
-    "n_records": pa.int64(),
-}
 MESSAGE_BATCH = 50_000
 # Stand-ins a log writes for calls that never reached a model (Claude Code's API errors).
 UNPRICED_MODELS = {"<synthetic>"}
@@ -179,8 +113,8 @@ class Lowering:
     def add_call(self, row: dict[str, Any]) -> None:
         self.calls.append(row)
 
-    def add_message(self, row: dict[str, Any]) -> None:
-        self.messages.append(row)
+    def add_message(self, row: MessageRow | dict[str, Any]) -> None:
+        self.messages.append(row.values() if isinstance(row, MessageRow) else row)
         if len(self.messages) >= MESSAGE_BATCH:
             if self.ctx.batched:
                 raise Unbatchable
