@@ -165,3 +165,55 @@ def test_a_failing_file_after_batches_committed_in_the_background_keeps_them(
         assert store.con.execute("SELECT count(*) FROM rejects").fetchall() == [(0,)]
     finally:
         store.close()
+
+
+def test_a_replay_whose_messages_were_written_already_is_taken_out_of_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file big enough to write its messages in chunks (``MESSAGE_BATCH``) whose replay comes
+    after them (ingest/drop_messages.sql): the store holds what it holds when they are written
+    at the end."""
+    import analyzer.ingest.lowering as lowering
+
+    replay = assistant(20, "msg_A", "req_BTW", {"type": "text", "text": "again"}, 5, **SIDE)
+    f = write(tmp_path / "in" / f"{SESSION}.jsonl", [*SESSION_LINES, replay])
+    monkeypatch.setattr(flow, "BATCH_FILE_BYTES", -1)  # on its own: written as it is read
+    whole = load(tmp_path / "whole.duckdb", [f])
+    monkeypatch.setattr(lowering, "MESSAGE_BATCH", 1)
+    assert load(tmp_path / "chunked.duckdb", [f]) == whole
+    assert whole[0][6] > 0  # the replay's records are duplicates
+    assert tables(tmp_path / "chunked.duckdb") == tables(tmp_path / "whole.duckdb")
+
+
+class _Low:
+    def __init__(self, natives: list[str], sessions: set[object]) -> None:
+        self.calls = [{"native_id": n, "response_id": f"r-{n}"} for n in natives]
+        self.sessions = sessions
+
+    def message_sessions(self) -> set[object]:
+        return self.sessions
+
+
+def _pending(name: str, natives: list[str], sessions: set[object]) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(name=name, fmt="claude_code", low=_Low(natives, sessions))
+
+
+def test_a_batch_is_written_in_rounds_of_files_that_share_nothing() -> None:
+    """Files sharing a call or a session come in later rounds than the earlier files they share
+    it with, in file order; the others in the first round (one set-based write)."""
+    files = [
+        _pending("a", ["n1"], {"s1"}),
+        _pending("b", ["n2"], {"s2"}),
+        _pending("grown a", ["n1", "n3"], {"s1"}),
+        _pending("c", [], {"s3", None}),
+        _pending("shares a session with b", [], {"s2"}),
+        _pending("a third time", ["n1"], set()),
+    ]
+    got = [[f.name for f in r] for r in batch.rounds(files)]
+    assert got == [
+        ["a", "b", "c"],
+        ["grown a", "shares a session with b"],
+        ["a third time"],
+    ]
