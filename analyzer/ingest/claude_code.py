@@ -165,15 +165,15 @@ def load(ctx: LoadContext) -> LoadResult:
         elif kind == "system" and obj.get("subtype") == "compact_boundary":
             s = session_of(obj)
             low.add_message(
-                {
-                    "session_id": s.session_id,
-                    "idx": s.next_idx(),
-                    "role": "system",
-                    "kind": "compaction",
-                    "ts": parse_time(obj.get("timestamp")),
-                    "turn_id": s.turn,
-                    "n_records": 1,
-                }
+                MessageRow(
+                    session_id=s.session_id,
+                    idx=s.next_idx(),
+                    role="system",
+                    kind="compaction",
+                    ts=parse_time(obj.get("timestamp")),
+                    turn_id=s.turn,
+                    n_records=1,
+                )
             )
         else:
             low.skip(str(kind_of(obj) or "untyped"))
@@ -391,18 +391,18 @@ def _user(low: Lowering, obj: dict[str, Any], s: _Session, tz: str) -> None:
     for b in texts:
         chars, visible = text_measure(b.get("text"))
         low.add_message(
-            {
-                "kind": "system" if meta else "prompt",
-                "turn_id": s.turn,
-                "text_chars": chars,
-                "visible_chars": visible,
-                "excerpt": excerpt(b.get("text")),
-                "session_id": s.session_id,
-                "idx": s.next_idx(),
-                "role": "user",
-                "ts": ts,
-                "n_records": 1 if first else 0,
-            }
+            MessageRow(
+                kind="system" if meta else "prompt",
+                turn_id=s.turn,
+                text_chars=chars,
+                visible_chars=visible,
+                excerpt=excerpt(b.get("text")),
+                session_id=s.session_id,
+                idx=s.next_idx(),
+                role="user",
+                ts=ts,
+                n_records=1 if first else 0,
+            )
         )
         first = False
     for b in results:
@@ -411,21 +411,21 @@ def _user(low: Lowering, obj: dict[str, Any], s: _Session, tz: str) -> None:
         chars, visible = text_measure(text)
         is_error = bool(b.get("is_error"))
         low.add_message(
-            {
-                "kind": "tool_result",
-                "turn_id": s.turn,
-                "text_chars": chars,
-                "visible_chars": visible,
-                "is_error": is_error,
-                "tool_use_id": as_str(b.get("tool_use_id")),
-                "tool_result_hash": result_hash(result, is_error),
-                "excerpt": excerpt(text),
-                "session_id": s.session_id,
-                "idx": s.next_idx(),
-                "role": "user",
-                "ts": ts,
-                "n_records": 1 if first else 0,
-            }
+            MessageRow(
+                kind="tool_result",
+                turn_id=s.turn,
+                text_chars=chars,
+                visible_chars=visible,
+                is_error=is_error,
+                tool_use_id=as_str(b.get("tool_use_id")),
+                tool_result_hash=result_hash(result, is_error),
+                excerpt=excerpt(text),
+                session_id=s.session_id,
+                idx=s.next_idx(),
+                role="user",
+                ts=ts,
+                n_records=1 if first else 0,
+            )
         )
         first = False
     if first:  # nothing kept from this line (an image, an empty message)

@@ -46,6 +46,7 @@ from analyzer.ingest import claude_code
 from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import Lowering, brief, excerpt, text_measure
+from analyzer.ingest.rows import MessageRow
 from analyzer.ingest.runs import outcome
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import MAX_COST, as_dict, as_int, as_str, kind_of
@@ -156,17 +157,17 @@ class _Stream:
             text = claude_code._result_text(msg.get("content"))
             chars, visible = text_measure(text)
             self.low.add_message(
-                {
-                    "session_id": s.session_id,
-                    "idx": s.next_idx(),
-                    "role": "assistant",
-                    "kind": "synthetic",
-                    "turn_id": s.turn,
-                    "text_chars": chars,
-                    "visible_chars": visible,
-                    "excerpt": excerpt(text),
-                    "n_records": 1,
-                }
+                MessageRow(
+                    session_id=s.session_id,
+                    idx=s.next_idx(),
+                    role="assistant",
+                    kind="synthetic",
+                    turn_id=s.turn,
+                    text_chars=chars,
+                    visible_chars=visible,
+                    excerpt=excerpt(text),
+                    n_records=1,
+                )
             )
             return
         call = claude_code._assistant(self.low, obj, line, s, self.calls, self.usages, self.tz)

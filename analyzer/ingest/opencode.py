@@ -80,6 +80,7 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.reading import read_json_document
+from analyzer.ingest.rows import MessageRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_status, as_str, parse_time
 
@@ -228,15 +229,15 @@ class _Reader:
         order = _clock(mid, time.get("created"))
         if role == "user":
             self.low.add_message(
-                {
-                    "session_id": session,
-                    "idx": None if order is None else order * 2,
-                    "role": "user",
-                    "kind": "prompt",
-                    "ts": ts,
-                    "turn_id": f"{session}:{mid}",
-                    "n_records": 1,
-                }
+                MessageRow(
+                    session_id=session,
+                    idx=None if order is None else order * 2,
+                    role="user",
+                    kind="prompt",
+                    ts=ts,
+                    turn_id=f"{session}:{mid}",
+                    n_records=1,
+                )
             )
             return
         parent = as_str(doc.get("parentID"))
