@@ -29,18 +29,17 @@ ENGINE = PACKAGE / "engine"  # the package that owns the connection
 # name: (what it counts, its value on main before issue 34 (commit ca33582, measured by this
 # script as it is now: sqlglot's text-writing ``.sql(dialect=`` not counted, f-strings read
 # whole), the baseline it may not grow past (lowered as refactorings lower it), issue 34's
-# target). Undoing the `# fmt: skip` compaction lengthened six functions past 80 lines: that
-# baseline rose once.
+# target).
 FIGURES: dict[str, tuple[str, int, int, int]] = {
-    "sql_modules": ("modules outside an engine that run SQL (execute/sql/query)", 30, 31, 3),
+    "sql_modules": ("modules outside an engine that run SQL (execute/sql/query)", 30, 1, 3),
     "sql_string_lines": (
         "lines of multi-line SQL in Python strings and f-strings",
         1080,
-        1080,
+        0,
         150,
     ),
     "flat_modules": ("modules flat in analyzer/", 43, 4, 12),
-    "long_functions": (f"functions over {LONG_FUNCTION} lines", 15, 21, 0),
+    "long_functions": (f"functions over {LONG_FUNCTION} lines", 15, 0, 0),
     "fmt_skip": ("`# fmt: skip` markers", 253, 0, 20),
 }
 

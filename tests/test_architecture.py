@@ -147,36 +147,9 @@ def test_the_plumbing_figures_never_grow() -> None:
     assert grown == {}, f"grown past the baseline (now, baseline): {grown}"
 
 
-# Issue 34, step 6: the rules that keep the plumbing straight. Each exception is named here; the
-# lists only shrink (a module leaves its list when its SQL moves into analyzer/sql/ and runs
-# through the engine, or its long function is split).
+# Issue 34, step 6: the rules that keep the plumbing straight.
 RUNS_SQL_ITSELF = {
     "analyzer/detect/spark_engine.py",  # Spark is an engine: it runs the detectors' SQL itself
-}
-# not yet moved behind the engine
-STILL_RUNNING_SQL: set[str] = {
-    "analyzer/ingest/batch.py",
-    "analyzer/ingest/flow.py",
-    "analyzer/ingest/lowering.py",
-    "analyzer/ingest/runs.py",
-    "analyzer/ingest/sessions.py",
-}
-# multi-line SQL still in Python strings
-STILL_HOLDING_SQL: set[str] = {
-    "analyzer/ingest/batch.py",
-    "analyzer/ingest/flow.py",
-    "analyzer/ingest/lowering.py",
-    "analyzer/ingest/runs.py",
-    "analyzer/ingest/sessions.py",
-}
-# functions over 80 lines still to split
-STILL_LONG: set[str] = {
-    "analyzer/ingest/batch.py",
-    "analyzer/ingest/claude_code.py",
-    "analyzer/ingest/codex.py",
-    "analyzer/ingest/conversation_json.py",
-    "analyzer/ingest/flow.py",
-    "analyzer/ingest/gemini_cli.py",
 }
 
 
@@ -187,18 +160,25 @@ def _modules() -> dict[str, tuple[bool, int, list[str]]]:
 
 
 def test_no_module_outside_the_engine_runs_sql() -> None:
+    """Only ``analyzer/engine/`` (and Spark's engine) call execute/sql/query on a connection;
+    everything else runs SQL through ``store.engine`` or an ``Engine``."""
     running = {m for m, (runs, _, _) in _modules().items() if runs}
-    assert running - RUNS_SQL_ITSELF - STILL_RUNNING_SQL == set(), "run it through the engine"
-    assert running >= STILL_RUNNING_SQL, "a module left the list: take it off STILL_RUNNING_SQL"
+    assert running <= RUNS_SQL_ITSELF, f"run it through the engine: {running - RUNS_SQL_ITSELF}"
 
 
 def test_no_multi_line_sql_outside_sql_files() -> None:
-    holding = {m for m, (_, lines, _) in _modules().items() if lines}
-    assert holding - STILL_HOLDING_SQL == set(), "put the statement in analyzer/sql/"
-    assert holding >= STILL_HOLDING_SQL, "a module left the list: take it off STILL_HOLDING_SQL"
+    holding = {m: lines for m, (_, lines, _) in _modules().items() if lines}
+    assert holding == {}, f"put the statements in analyzer/sql/ (lines per module): {holding}"
 
 
 def test_no_function_over_80_lines() -> None:
+    """The size rule is on functions, not files: split by meaning, never squeeze."""
     long = {m: f for m, (_, _, f) in _modules().items() if f}
-    assert set(long) - STILL_LONG == set(), f"split them: {long}"
-    assert set(long) >= STILL_LONG, "a module left the list: take it off STILL_LONG"
+    assert long == {}, f"split them: {long}"
+
+
+def test_no_fmt_skip() -> None:
+    """Code is laid out by ``ruff format``; ``# fmt: skip`` compressed it to meet a size rule."""
+    from tests.architecture_figures import measure
+
+    assert measure()["fmt_skip"] == 0
