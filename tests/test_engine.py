@@ -63,6 +63,10 @@ def test_named_fragments_must_all_be_given_and_used() -> None:
         fill("SELECT {{col}} FROM t", {})
     with pytest.raises(EngineError, match="not used"):
         fill("SELECT 1", {"col": "a"})
+    # a unit's comment may name its slots: they are not filled, nor required
+    assert fill("-- takes {{col}} and {{other}}\nSELECT {{col}}", {"col": "a"}) == (
+        "-- takes {{col}} and {{other}}\nSELECT a"
+    )
 
 
 def test_statements_split_only_where_a_semicolon_ends_a_line() -> None:

@@ -73,10 +73,11 @@ def _meaningful(part: str) -> bool:
 
 def fill(text: str, names: Mapping[str, str]) -> str:
     """Put the named fragments into ``{{slots}}``; every slot must be given, every given name
-    used.
+    used. A slot named in a ``--`` comment (as a unit's opening comment names what it takes) is
+    left as it is.
 
-    >>> fill("SELECT * FROM {{table}}", {"table": "calls"})
-    'SELECT * FROM calls'
+    >>> fill("SELECT * FROM {{table}} -- {{table}}: the calls", {"table": "calls"})
+    'SELECT * FROM calls -- {{table}}: the calls'
     """
     used: set[str] = set()
 
@@ -86,7 +87,11 @@ def fill(text: str, names: Mapping[str, str]) -> str:
         used.add(m.group(1))
         return names[m.group(1)]
 
-    out = _SLOT.sub(put, text)
+    def line(text: str) -> str:
+        code, dashes, comment = text.partition("--")
+        return _SLOT.sub(put, code) + dashes + comment
+
+    out = "\n".join(line(text) for text in text.split("\n"))
     if set(names) - used:
         raise EngineError(f"SQL names given but not used: {sorted(set(names) - used)}")
     return out

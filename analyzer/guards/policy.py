@@ -119,7 +119,13 @@ class Policy:
         out.update(self.primitive.listed(self))
         if self.nudge_level is not None:
             out["nudge"] = self.nudge_level
-        out["stop"] = self.stop
+        out.update(self._how_it_stops())
+        return out
+
+    def _how_it_stops(self) -> dict[str, Any]:
+        """The settings every written form of a policy ends with: its stop, and the final
+        attempt, comparison and what a trip does where they are not the defaults."""
+        out: dict[str, Any] = {"stop": self.stop}
         if self.final_attempt:
             out["final_attempt"] = True
         if self.compare != ">=":
@@ -141,13 +147,7 @@ class Policy:
         out.update(self.settings)
         if self.nudge is not None and not self.final_attempt:
             out["nudge"] = self.nudge
-        out["stop"] = self.stop
-        if self.final_attempt:
-            out["final_attempt"] = True
-        if self.compare != ">=":
-            out["compare"] = self.compare
-        if self.on_trip != "end":
-            out["on_trip"] = self.on_trip
+        out.update(self._how_it_stops())
         if self.targets is not None:
             out["targets"] = list(self.targets)
         return out
