@@ -102,8 +102,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("corpora", nargs="*", type=Path, default=DEFAULT)
     args = parser.parse_args()
-    console.set_quiet(True)
-    rows = [r for c in args.corpora for r in corpus_rows(c)]
+    with console.use(console.Console(quiet=True)):
+        rows = [r for c in args.corpora for r in corpus_rows(c)]
     print(f"{'file':<58} {'label':<28} {'verdict':<12} {'calls':>6} {'spend':>9}  found")
     for r in rows:
         name = f"{r['corpus']}/{r['file']}"
