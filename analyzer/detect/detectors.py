@@ -36,21 +36,8 @@ from analyzer.engine.store import Store
 from analyzer.errors import ForensicsError
 from analyzer.model.formatting import SEVERITIES, severity_order_sql
 from analyzer.model.incident import COLUMNS, Incident
+from analyzer.model.incident import OUTPUT_COLUMNS as OUTPUT_COLUMNS  # (detectors' columns)
 
-OUTPUT_COLUMNS = (
-    "stream_key",
-    "session_id",
-    "start_ts",
-    "end_ts",
-    "n_calls",
-    "first_call_id",
-    "last_call_id",
-    "wasted_usd",
-    "wasted_tokens",
-    "cost_basis",
-    "summary",
-    "evidence",
-)
 _HEADER = re.compile(r"^--\s?(\w+):\s*(.*)$")
 _PLACEHOLDER = re.compile(r"\$([A-Za-z_]\w*)")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")

@@ -25,7 +25,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analyzer.detect.detectors import (
-    OUTPUT_COLUMNS,
     Detector,
     Selection,
     Table,
@@ -38,7 +37,7 @@ from analyzer.engine.engine import SQL_DIR, Params
 from analyzer.engine.files import atomic_file
 from analyzer.engine.store import SCHEMA_VERSION, Store
 from analyzer.errors import ForensicsError
-from analyzer.model.incident import COLUMNS, Incident
+from analyzer.model.incident import COLUMNS, OUTPUT_COLUMNS, Incident
 from analyzer.model.timewindow import Window
 from analyzer.views.export import PARTITIONED, read_manifest
 

@@ -15,11 +15,8 @@ PLACE_PART = 60
 # What an incident is attributed to: the most common value among its wasted calls, decided
 # once when it is recorded (``sql/attribute.sql``) and read by every view.
 ATTRIBUTION = ("app", "api_key", "model", "project")
-# The columns of the incidents table, in its order (sql/schema.sql).
-COLUMNS = (
-    "incident_id",
-    "detector",
-    "severity",
+# The columns a detector's query returns, in order (queries/README.md).
+OUTPUT_COLUMNS = (
     "stream_key",
     "session_id",
     "start_ts",
@@ -32,8 +29,9 @@ COLUMNS = (
     "cost_basis",
     "summary",
     "evidence",
-    *ATTRIBUTION,
 )
+# The columns of the incidents table, in its order (sql/schema.sql).
+COLUMNS = ("incident_id", "detector", "severity", *OUTPUT_COLUMNS, *ATTRIBUTION)
 
 
 @dataclass(frozen=True)
