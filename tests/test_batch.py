@@ -185,19 +185,25 @@ def test_a_replay_whose_messages_were_written_already_is_taken_out_of_them(
     assert tables(tmp_path / "chunked.duckdb") == tables(tmp_path / "whole.duckdb")
 
 
-class _Low:
-    def __init__(self, natives: list[str], sessions: set[object]) -> None:
-        self.calls = [{"native_id": n, "response_id": f"r-{n}"} for n in natives]
-        self.sessions = sessions
-
-    def message_sessions(self) -> set[object]:
-        return self.sessions
-
-
 def _pending(name: str, natives: list[str], sessions: set[object]) -> Any:
     from types import SimpleNamespace
 
-    return SimpleNamespace(name=name, fmt="claude_code", low=_Low(natives, sessions))
+    from analyzer.ingest.arrow_rows import table_of
+    from analyzer.ingest.base import LoadResult
+    from analyzer.ingest.rows import CALL_COLUMNS, MESSAGE_COLUMNS
+    from analyzer.ingest.staged import Staged
+
+    calls = [{"native_id": n, "response_id": f"r-{n}"} for n in natives]
+    messages = [{"session_id": s, "idx": 0} for s in sessions]
+    low = Staged(
+        "claude_code",
+        "cc",
+        table_of(calls, CALL_COLUMNS),
+        table_of(messages, MESSAGE_COLUMNS),
+        [],
+        LoadResult(),
+    )
+    return SimpleNamespace(name=name, fmt="claude_code", low=low)
 
 
 def test_a_batch_is_written_in_rounds_of_files_that_share_nothing() -> None:

@@ -5,10 +5,9 @@ A file's load costs a few statements of fixed cost (its inserts, its duplicate c
 the time. So the files of a format that allows it (``BATCH = True``) are read one by one into
 memory (their ``Lowering`` writes nothing), and a batch of them is settled and written at once:
 
-* the store is asked once per batch what it holds of the batch's calls, replayed responses and
-  message keys; each file's duplicates are then settled in file order, in memory, exactly as
-  the per-file load settles them against the store (a file sees what the files before it in
-  the batch stored);
+* the batch's files are written in rounds of files that share no key (``rounds``), each round
+  through the one sink (``analyzer.ingest.sink``), which settles their duplicates in SQL exactly
+  as for a file loaded on its own (a file sees what the files before it in the batch stored);
 * each file's accounting and ``--strict`` are checked as in the per-file load; the first file
   that fails is not written, the files before it are, and its error is raised after they are
   committed (the per-file load's "the first error stops", file for file);
@@ -21,7 +20,6 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -30,7 +28,7 @@ from analyzer.engine import cache
 from analyzer.engine.store import Store, interrupted
 from analyzer.errors import ForensicsError, LoaderBug, StrictRejectError
 from analyzer.ingest.base import LoadResult
-from analyzer.ingest.sink import Sink, SourceRow, replayed
+from analyzer.ingest.sink import Sink, SourceRow, in_order
 from analyzer.ingest.staged import Staged
 
 BATCH_FILE_BYTES = 8 << 20  # a bigger file is loaded on its own
@@ -117,11 +115,10 @@ def _check(f: Pending) -> None:
     """The file's accounting and ``--strict``, checked before it is written: neither depends on
     what the store holds (each record is loaded or a duplicate, whichever it turns out)."""
     low, res = f.low, f.low.result
-    records = sum(int(c.get("n_records") or 0) for c in low.calls) + low.message_records()
     check_accounting(
         LoadResult(
             rows_read=res.rows_read,
-            rows_loaded=records,
+            rows_loaded=low.call_records() + low.message_records(),
             rows_rejected=res.rows_rejected + len(low.rejects),
             rows_duplicate=res.rows_duplicate,
             rows_skipped=res.rows_skipped,
@@ -133,20 +130,6 @@ def _check(f: Pending) -> None:
         raise strict_error(f.display, len(low.rejects), line, reason)
 
 
-def _keys(f: Pending) -> set[tuple[str, ...]]:
-    """What the store compares a file's rows by: its calls' native and response ids (of its
-    format) and its messages' sessions."""
-    low = f.low
-    keys: set[tuple[str, ...]] = {
-        ("s", sid) for sid in low.message_sessions() if isinstance(sid, str)
-    }
-    for c in low.calls:
-        for kind in ("native_id", "response_id"):
-            if isinstance(value := c.get(kind), str):
-                keys.add((kind, f.fmt, value))
-    return keys
-
-
 def rounds(files: list[Pending]) -> list[list[Pending]]:
     """The files in rounds written one after the other: no two files of a round share a key
     (``_keys``), and a file comes in a later round than every file before it that it shares
@@ -155,7 +138,7 @@ def rounds(files: list[Pending]) -> list[list[Pending]]:
     last: dict[tuple[str, ...], int] = {}  # key -> the round of the last file holding it
     out: list[list[Pending]] = []
     for f in files:
-        keys = _keys(f)
+        keys = f.low.keys()
         n = max((last[k] + 1 for k in keys if k in last), default=0)
         last.update(dict.fromkeys(keys, n))
         out.extend([] for _ in range(n + 1 - len(out)))
@@ -166,22 +149,25 @@ def rounds(files: list[Pending]) -> list[list[Pending]]:
 def _write_round(sink: Sink, files: list[Pending]) -> None:
     """Files sharing no key written through the sink, which settles them against the store
     (and so against the rounds before); their accounting completed."""
+    gone: list[tuple[int, str]] = []
     for fmt, prefix in sorted({(f.fmt, f.low.call_prefix) for f in files}):
-        mine = [f for f in files if f.fmt == fmt and f.low.call_prefix == prefix and f.low.calls]
-        rids = {r.get("response_id") for f in mine for r in f.low.calls if r.get("replay")}
-        stored = sink.responses(fmt, sorted(r for r in rids if isinstance(r, str)))
-        tables, prices, totals = [], set(), {}
+        mine = [
+            f
+            for f in files
+            if f.fmt == fmt and f.low.call_prefix == prefix and f.low.call_table.num_rows
+        ]
+        if not mine:
+            continue
+        table = pa.concat_tables([in_order(f.low.call_table, f.sid) for f in mine])
+        settled = sink.calls(fmt, prefix, table)
         for f in mine:
-            prices |= f.low.settle_calls(partial(replayed, stored))
-            totals[f.sid] = sum(int(c.get("n_records") or 0) for c in f.low.calls)
-            if (table := f.low.kept_calls(f.low.calls, f.sid)) is not None:
-                tables.append(table)
-        found = sink.calls(fmt, prefix, pa.concat_tables(tables), prices) if tables else {}
-        for f in mine:
-            f.low.result.rows_duplicate += found.get(f.sid, 0)
-            f.low.result.rows_loaded += totals[f.sid] - found.get(f.sid, 0)
-    tables = [t for f in files if (t := f.low.kept_messages(None, f.sid)) is not None]
-    found = sink.messages(pa.concat_tables(tables)) if tables else {}
+            dup = settled.dup.get(f.sid, 0)
+            f.low.result.calls = settled.calls.get(f.sid, 0)
+            f.low.result.rows_duplicate += dup
+            f.low.result.rows_loaded += f.low.call_records() - dup
+        gone += settled.gone
+    tables = [in_order(f.low.message_table, f.sid) for f in files if f.low.message_table.num_rows]
+    found = sink.messages(pa.concat_tables(tables), gone) if tables else {}
     for f in files:
         res = f.low.result
         res.rows_duplicate += found.get(f.sid, 0)

@@ -12,14 +12,12 @@ in by the shared SQL rules (``analyzer/sql/classify.sql``), so every format is c
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
 
 from analyzer.engine.engine import Engine
-from analyzer.ingest.arrow_rows import fits, table_of
+from analyzer.ingest.arrow_rows import table_of
 from analyzer.ingest.base import LoadContext, LoadResult, Unbatchable
 from analyzer.ingest.content import EXCERPT_CHARS as EXCERPT_CHARS  # re-exported, as below
 from analyzer.ingest.content import args_excerpt as args_excerpt
@@ -32,39 +30,23 @@ from analyzer.ingest.rows import CALL_COLUMNS as CALL_COLUMNS  # re-exported: de
 from analyzer.ingest.rows import MESSAGE_COLUMNS as MESSAGE_COLUMNS
 from analyzer.ingest.rows import MessageRow
 from analyzer.ingest.runs import RUN_COLUMNS
-from analyzer.ingest.sink import Sink, with_source
-from analyzer.model.pricing import PriceKey
+from analyzer.ingest.sink import Sink, in_order
 
 MESSAGE_BATCH = 50_000
-# Stand-ins a log writes for calls that never reached a model (Claude Code's API errors).
-UNPRICED_MODELS = {"<synthetic>"}
 
 
-def fill_call(row: dict[str, Any]) -> PriceKey | None:
-    """A call's row filled in to be stored; returns the price it needs (None: unpriced)."""
+def fill_call(row: dict[str, Any]) -> None:
+    """A call's row filled in to be stored: its stream (its session's, unless it names one)
+    and the records that shaped it (at least those it accounts for)."""
     row.setdefault("stream_key", row.get("session_id"))
     row["parts"] = max(row.get("parts") or 0, row.get("n_records") or 0)
-    # Priced by name: only a string names a model (see ``_column``).
-    model = row.get("model")
-    row["model"] = model = model if model.__class__ is str else fits(model, pa.string())
-    provider = row.get("provider")
-    row["provider"] = provider if provider.__class__ is str else fits(provider, pa.string())
-    if (
-        model
-        and model not in UNPRICED_MODELS
-        and (row.get("input_tokens") is not None or row.get("output_tokens") is not None)
-    ):
-        # Every logged call with tokens gets its list-price estimate, also when the log
-        # states a cost itself (kept beside it).
-        ts = row.get("ts")
-        fast = row.get("variant") == "fast"
-        provider = row["provider"] if isinstance(row["provider"], str) else None
-        day = ts.date() if isinstance(ts, datetime) else None
-        return (str(model), provider, day, fast)
-    return None
 
 
-StoredReplays = Callable[[list[str], list[str]], set[str]]
+def call_table(calls: list[dict[str, Any]]) -> pa.Table:
+    """A file's calls, in its order, as an Arrow table of the declared columns."""
+    for row in calls:
+        fill_call(row)
+    return table_of(calls, CALL_COLUMNS)
 
 
 class Lowering:
@@ -81,7 +63,8 @@ class Lowering:
         self.result = LoadResult()
         self.skipped: Counter[str] = Counter()
         self._read = 0
-        self._flushed_replay_ids: set[str] = set()
+        self.gone: list[tuple[int, str]] = []  # replays left out (source_id, call_id)
+        self.messages_written = False  # (some messages were written before the calls)
 
     # -- what the format module reports ----------------------------------------------------
 
@@ -150,85 +133,28 @@ class Lowering:
         if not self.messages:
             return
         sid = self.ctx.source_id
-        table = with_source(table_of(self.messages, MESSAGE_COLUMNS), sid)
-        dup = self.sink.messages(table).get(sid, 0)
+        table = in_order(table_of(self.messages, MESSAGE_COLUMNS), sid)
+        dup = self.sink.messages(table, self.gone).get(sid, 0)
+        self.messages_written = True
         total = sum(int(m.get("n_records") or 0) for m in self.messages)
         self.result.rows_duplicate += dup
         self.result.rows_loaded += total - dup
         self.messages = []
 
-    def _stored_replays(self, ids: list[str], natives: list[str]) -> set[str]:
-        """Which of the response ids ``ids`` a stored call of this format has (one not among
-        ``natives``)."""
-        return self.sink.replayed(self.fmt, ids, natives)
-
-    def _drop_replays(self, stored_replays: StoredReplays | None = None) -> None:
-        """A replay (a call flagged ``replay`` whose response_id another call of this format
-        has, earlier in this file or in the store) is the same API response written again:
-        its records are duplicates, and the messages it carried are not kept twice."""
-        replays = [r for r in self.calls if r.get("replay") and r.get("response_id")]
-        if not replays:
-            return
-        # The original wins wherever it was written in the file; among replays, the first.
-        seen = {
-            r["response_id"] for r in self.calls if not r.get("replay") and r.get("response_id")
-        }
-        dropped: list[dict[str, Any]] = []
-        for row in replays:
-            if row["response_id"] in seen:
-                dropped.append(row)
-            else:
-                seen.add(row["response_id"])
-        stored = (stored_replays or self._stored_replays)(
-            sorted({r["response_id"] for r in replays}), [r["native_id"] for r in replays]
-        )
-        gone = {id(r) for r in dropped}
-        dropped += [r for r in replays if r["response_id"] in stored and id(r) not in gone]
-        if not dropped:
-            return
-        gone = {id(r) for r in dropped}
-        self.calls = [r for r in self.calls if id(r) not in gone]
-        ids = {self.call_id(r["native_id"]) for r in dropped}
-        kept = [m for m in self.messages if m.get("call_id") not in ids]
-        records = sum(int(r.get("n_records") or 0) for r in dropped) + sum(
-            int(m.get("n_records") or 0) for m in self.messages if m.get("call_id") in ids
-        )
-        self.messages = kept
-        self.result.rows_duplicate += records
-        self._flushed_replay_ids |= ids
-
-    def dedupe_calls(self) -> None:
-        """The same call twice in one file (a conversation that saved a message twice): the
-        first is the call, the records of the others are duplicates."""
-        unique: dict[object, dict[str, Any]] = {}
-        in_file_dup = 0
-        for row in self.calls:
-            if row.get("native_id") in unique:
-                in_file_dup += int(row.get("n_records") or 0)
-            else:
-                unique[row.get("native_id")] = row
-        self.calls = list(unique.values())
-        self.result.rows_duplicate += in_file_dup
-
-    def settle_calls(self, stored_replays: StoredReplays | None = None) -> set[PriceKey]:
-        """The file's calls made ready to store, without the store's duplicates (checked when
-        they are inserted): one per native id, replays dropped, each filled in; returns the
-        prices they need."""
-        self.dedupe_calls()
-        self._drop_replays(stored_replays)
-        return {key for key in map(fill_call, self.calls) if key is not None}
-
     def _flush_calls(self) -> None:
+        """Store the file's calls (``Sink.calls`` settles their duplicates) and account for
+        their records; the replays left out are kept in ``gone`` for the messages."""
         if not self.calls:
             return
         sid = self.ctx.source_id
-        to_price = self.settle_calls()
-        self.result.calls = (self.result.calls or 0) + len(self.calls)
-        table = with_source(table_of(self.calls, CALL_COLUMNS), sid)
-        dup = self.sink.calls(self.fmt, self.call_prefix, table, to_price).get(sid, 0)
         total = sum(int(c.get("n_records") or 0) for c in self.calls)
+        table = in_order(call_table(self.calls), sid)
+        settled = self.sink.calls(self.fmt, self.call_prefix, table)
+        dup = settled.dup.get(sid, 0)
+        self.result.calls = settled.calls.get(sid, 0)
         self.result.rows_duplicate += dup
         self.result.rows_loaded += total - dup
+        self.gone = settled.gone
         self.calls = []
 
     def _flush_runs(self) -> None:
@@ -250,11 +176,12 @@ class Lowering:
             self.ctx.staged = self
         else:
             self.result.calls = self.result.calls or 0
+            written = self.messages_written
             self._flush_calls()
             self._flush_messages()
             self._flush_runs()
-        if self._flushed_replay_ids:  # a replay's messages written in an earlier batch
-            self.sink.drop_messages(self.ctx.source_id, sorted(self._flushed_replay_ids))
+            if written and self.gone:  # a replay's messages written in an earlier batch
+                self.sink.drop_messages(self.ctx.source_id, [cid for _, cid in self.gone])
         if not self.ctx.batched:
             self._flush_rejects()
         self.result.rows_read = self._read

@@ -16,6 +16,7 @@ what the files before it stored exactly as if each had been loaded on its own.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import astuple, dataclass, fields
 from datetime import datetime
 
@@ -23,7 +24,7 @@ import pyarrow as pa
 
 from analyzer.engine.engine import Engine
 from analyzer.ingest.base import LoadResult
-from analyzer.model.pricing import COST_SQL, WEB_SEARCH_SQL, PriceKey, price_table
+from analyzer.model.pricing import COST_SQL, WEB_SEARCH_SQL, price_table
 
 Reject = tuple[int | None, str, str | None]  # line, reason, excerpt
 
@@ -89,13 +90,36 @@ def sources_table(rows: list[SourceRow]) -> pa.Table:
     )
 
 
-Responses = dict[str, set[str]]  # response id -> native ids of the stored calls answering it
+# Stand-ins a log writes for calls that never reached a model (Claude Code's API errors).
+UNPRICED_MODELS = {"<synthetic>"}
+
+GONE_COLUMNS: dict[str, pa.DataType] = {"source_id": pa.int64(), "call_id": pa.string()}
 
 
-def replayed(responses: Responses, ids: list[str], natives: list[str]) -> set[str]:
-    """Which of ``ids`` a call of ``responses`` answers, one not among ``natives``."""
-    others = set(natives)
-    return {rid for rid in ids if responses.get(rid, set()) - others}
+@dataclass(frozen=True)
+class SettledCalls:
+    """What settling a set of files' calls found, by source: the duplicate records (within
+    the file and against the store), the calls the file has, and the replays left out
+    (``gone``: source_id, call_id), whose messages are duplicates too."""
+
+    dup: dict[int, int]
+    calls: dict[int, int]
+    gone: list[tuple[int, str]]
+
+
+def gone_table(gone: Sequence[tuple[int, str]]) -> pa.Table:
+    """Replays left out (source_id, call_id) as the messages' settlement takes them."""
+    cols = list(zip(*gone, strict=True)) or [(), ()]
+    return pa.table(
+        {n: pa.array(c, t) for (n, t), c in zip(GONE_COLUMNS.items(), cols, strict=True)}
+    )
+
+
+def in_order(table: pa.Table, source_id: int) -> pa.Table:
+    """A file's calls or messages (in its order) as the sink takes them: with their
+    ``source_id`` and their place ``pos``, the order they are stored in."""
+    table = with_source(table, source_id)
+    return table.append_column("pos", pa.array(range(len(table)), pa.int64()))
 
 
 def with_source(table: pa.Table, source_id: int) -> pa.Table:
@@ -109,27 +133,37 @@ class Sink:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def calls(
-        self, fmt: str, prefix: str, table: pa.Table, prices: set[PriceKey]
-    ) -> dict[int, int]:
-        """Insert the calls of ``table`` (with ``source_id``), of format ``fmt``, their ids
-        made with ``prefix``, priced at ``prices``; returns each source's duplicate records."""
+    def calls(self, fmt: str, prefix: str, table: pa.Table) -> SettledCalls:
+        """Insert the calls of ``table`` (``call_batch``: every call a file's log wrote, with
+        ``source_id`` and ``pos``), of format ``fmt``, their ids made with ``prefix``: settled
+        within each file (``settle_in_file.sql``), priced, then settled against the store."""
         with self.engine.step() as e:
             e.register("lf_call_batch", table)
-            e.register("lf_price", price_table(prices))
+            e.run("ingest/settle_in_file.sql", {"fmt": fmt})
+            keys = e.rows("ingest/price_keys.sql", {"unpriced": sorted(UNPRICED_MODELS)})
+            e.register("lf_price", price_table({(m, p, d, f) for m, p, d, f in keys}))
             found = e.rows(
                 "ingest/settle_calls.sql",
                 {"fmt": fmt, "prefix": prefix},
                 cost=COST_SQL,
                 web_search=WEB_SEARCH_SQL,
             )
-        return {int(sid): int(dup) for sid, dup in found}
+            gone = e.rows(
+                "SELECT source_id, $prefix || ':' || native_id FROM lf_call_gone ORDER BY ALL",
+                {"prefix": prefix},
+            )
+        return SettledCalls(
+            dup={int(sid): int(dup) for sid, dup, _ in found},
+            calls={int(sid): int(n) for sid, _, n in found},
+            gone=[(int(sid), str(cid)) for sid, cid in gone],
+        )
 
-    def messages(self, table: pa.Table) -> dict[int, int]:
-        """Insert the messages of ``table`` (with ``source_id``); returns each source's
-        duplicate records."""
+    def messages(self, table: pa.Table, gone: Sequence[tuple[int, str]] = ()) -> dict[int, int]:
+        """Insert the messages of ``table`` (with ``source_id``), but for those of the replays
+        ``gone`` (``SettledCalls.gone``); returns each source's duplicate records."""
         with self.engine.step() as e:
             e.register("lf_msg_batch", table)
+            e.register("lf_msg_gone", gone_table(gone))
             found = e.rows("ingest/settle_messages.sql")
         return {int(sid): int(dup) for sid, dup in found}
 
@@ -142,22 +176,6 @@ class Sink:
             dup = e.scalar("ingest/settle_runs.sql", {"sid": source_id})
         self.engine.run("ingest/apportion.sql", {"sid": source_id, "fmt": fmt})
         return int(dup)
-
-    def responses(self, fmt: str, ids: list[str]) -> Responses:
-        """The native ids of the stored calls of ``fmt`` answering each of the response ids
-        ``ids``."""
-        found: Responses = {}
-        if ids:
-            for rid, native in self.engine.rows(
-                "ingest/stored_responses.sql", {"fmt": fmt, "ids": ids}
-            ):
-                found.setdefault(str(rid), set()).add(str(native))
-        return found
-
-    def replayed(self, fmt: str, ids: list[str], natives: list[str]) -> set[str]:
-        """Which of the response ids ``ids`` a stored call of ``fmt`` has (one not among
-        ``natives``)."""
-        return replayed(self.responses(fmt, ids), ids, natives)
 
     def drop_messages(self, source_id: int, call_ids: list[str]) -> None:
         """The messages of ``call_ids`` (replays) a source wrote in an earlier chunk."""

@@ -1,16 +1,18 @@
--- A set of files' calls (lf_call_batch, one row per native id and file, each with its
--- source_id; lf_price: the prices they need) settled against the calls of format fmt the
--- store holds, and inserted. A stored call is a duplicate - unless a file holds more of it
+-- A set of files' calls to store (lf_call_kept, made by settle_in_file.sql from lf_call_batch:
+-- one row per native id and file, each with its source_id and place pos; lf_price: the prices
+-- they need, price_keys.sql) settled against the calls of format fmt the store holds, and
+-- inserted. A stored call is a duplicate - unless a file holds more of it
 -- (more records shaped it: a log read again once it grew): then the fuller version replaces
 -- it, and only the records it adds count as loaded. Parameters: fmt, prefix (of call ids).
 -- Slots: cost and web_search (the pricing rules' expressions over b and p).
--- The last statement: the duplicate records of each source (source_id, dup).
+-- The last statement, for each source: its duplicate records (those settle_in_file.sql left
+-- out, and those the store holds) and the calls it has (source_id, dup, calls).
 CREATE OR REPLACE TEMP TABLE lf_known AS
 SELECT b.source_id, b.n_records, c.call_id,
        CASE WHEN c.record_count IS NOT NULL AND b.parts > c.record_count
             THEN least(b.n_records, c.record_count) ELSE b.n_records END AS dup,
        c.record_count IS NOT NULL AND b.parts > c.record_count AS grown
-FROM lf_call_batch b JOIN calls c ON c.format = $fmt AND c.native_id = b.native_id;
+FROM lf_call_kept b JOIN calls c ON c.format = $fmt AND c.native_id = b.native_id;
 
 UPDATE calls SET superseded_by = NULL
 WHERE superseded_by IN (SELECT call_id FROM lf_known WHERE grown);
@@ -21,7 +23,7 @@ DELETE FROM calls WHERE call_id IN (SELECT call_id FROM lf_known WHERE grown);
 -- also estimated from list prices (cost_estimate_usd), and the estimate is its cost when the
 -- log states none.
 INSERT INTO calls BY NAME
-SELECT b.* EXCLUDE (n_records, parts, replay, cost_usd, cost_basis, fr, estimate, logged),
+SELECT b.* EXCLUDE (n_records, parts, replay, pos, cost_usd, cost_basis, fr, estimate, logged),
        b.parts AS record_count,
        $prefix || ':' || b.native_id AS call_id,
        $fmt AS format,
@@ -48,7 +50,7 @@ FROM (SELECT b.*, lf_finish_reason(b.finish_reason_raw, b.cancelled) AS fr,
                            THEN (b.output_estimate_tokens
                                  - coalesce(b.output_tokens, 0)) * p.p_out
                            ELSE 0 END AS estimate
-      FROM lf_call_batch b
+      FROM lf_call_kept b
       LEFT JOIN lf_price p
         ON p.model = b.model
        AND (b.input_tokens IS NOT NULL OR b.output_tokens IS NOT NULL)
@@ -57,6 +59,16 @@ FROM (SELECT b.*, lf_finish_reason(b.finish_reason_raw, b.cancelled) AS fr,
        AND p.fast = (b.variant IS NOT DISTINCT FROM 'fast')
        AND coalesce(b.input_tokens, 0) > p.above
        AND (p.upto IS NULL OR coalesce(b.input_tokens, 0) <= p.upto)) b
-WHERE NOT EXISTS (SELECT 1 FROM calls c WHERE c.format = $fmt AND c.native_id = b.native_id);
+WHERE NOT EXISTS (SELECT 1 FROM calls c WHERE c.format = $fmt AND c.native_id = b.native_id)
+ORDER BY b.source_id, b.pos;
 
-SELECT source_id, sum(dup)::BIGINT AS dup FROM lf_known GROUP BY source_id ORDER BY source_id;
+SELECT s.source_id,
+       (s.records - coalesce(k.records, 0) + coalesce(d.dup, 0))::BIGINT AS dup,
+       coalesce(k.calls, 0)::BIGINT AS calls
+FROM (SELECT source_id, coalesce(sum(n_records), 0) AS records
+      FROM lf_call_batch GROUP BY source_id) s
+LEFT JOIN (SELECT source_id, coalesce(sum(n_records), 0) AS records, count(*) AS calls
+           FROM lf_call_kept GROUP BY source_id) k USING (source_id)
+LEFT JOIN (SELECT source_id, sum(dup) AS dup FROM lf_known GROUP BY source_id) d
+       USING (source_id)
+ORDER BY s.source_id;
