@@ -9,7 +9,7 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import duckdb
 
@@ -68,6 +68,17 @@ class SourceFile:
     mixed_line_ends: bool = False  # LF, CRLF and CR line ends mixed (see ``LineEnds``)
 
 
+class Accounting(TypedDict):
+    """What became of a file's records: ``rows_read = rows_loaded + rows_rejected +
+    rows_duplicate + rows_skipped``."""
+
+    rows_read: int
+    rows_loaded: int
+    rows_rejected: int
+    rows_duplicate: int
+    rows_skipped: int
+
+
 @dataclass
 class LoadResult:
     rows_read: int = 0
@@ -78,6 +89,17 @@ class LoadResult:
     skipped_kinds: dict[str, int] = field(default_factory=dict)
     calls: int | None = None  # calls the file holds (None: a format that does not count them)
     note: str | None = None  # why the file holds no calls, when its loader knows better
+
+    def accounting(self) -> Accounting:
+        """What became of the file's records, by the names its ``sources`` row and its report
+        give them."""
+        return {
+            "rows_read": self.rows_read,
+            "rows_loaded": self.rows_loaded,
+            "rows_rejected": self.rows_rejected,
+            "rows_duplicate": self.rows_duplicate,
+            "rows_skipped": self.rows_skipped,
+        }
 
 
 @dataclass

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
@@ -28,7 +27,7 @@ from analyzer.engine import cache
 from analyzer.engine.store import Store, interrupted
 from analyzer.errors import ForensicsError, LoaderBug, StrictRejectError
 from analyzer.ingest.base import LoadResult
-from analyzer.ingest.sink import Sink, SourceRow, in_order
+from analyzer.ingest.sink import FileFacts, Sink, SourceRow, in_order
 from analyzer.ingest.staged import Staged
 
 BATCH_FILE_BYTES = 8 << 20  # a bigger file is loaded on its own
@@ -90,17 +89,18 @@ class Pending:
     """A file read into memory, waiting for its batch to be written."""
 
     low: Staged
-    fmt: str
-    name: str  # as the store names it
+    facts: FileFacts  # its ``sources`` row's columns beside its accounting
     display: str
-    digest: str
-    file_stat: str
-    size: int
-    encoding: str
-    options: str  # JSON
     strict: bool
-    at: datetime
     source_id: int | None = None  # given when written
+
+    @property
+    def fmt(self) -> str:
+        return self.facts.format
+
+    @property
+    def size(self) -> int:
+        return self.facts.bytes
 
     @property
     def sid(self) -> int:
@@ -176,21 +176,6 @@ def _write_round(sink: Sink, files: list[Pending]) -> None:
         check_accounting(res, f.display)
 
 
-def _source_row(f: Pending) -> SourceRow:
-    return SourceRow.of(
-        f.sid,
-        f.low.result,
-        path=f.name,
-        format=f.fmt,
-        sha256=f.digest,
-        bytes=f.size,
-        ingested_at=f.at,
-        encoding=f.encoding,
-        options=f.options,
-        file_stat=f.file_stat,
-    )
-
-
 def _write(store: Store, files: list[Pending]) -> None:
     """The checked files written, in order (inside the caller's transaction)."""
     sink = Sink(store.engine)
@@ -200,7 +185,7 @@ def _write(store: Store, files: list[Pending]) -> None:
     for group in rounds(files):
         _write_round(sink, group)
     sink.rejects([(f.sid, *r) for f in files for r in f.low.rejects])
-    sink.sources([_source_row(f) for f in files])
+    sink.sources([SourceRow.of(f.sid, f.low.result, f.facts) for f in files])
     cache.bump(store, cache.DATA)
 
 

@@ -38,7 +38,7 @@ from analyzer.ingest.reports import (
     FileReport as FileReport,  # re-exported: what ingest reports of each file
 )
 from analyzer.ingest.reports import looks_like_data, no_calls_reason
-from analyzer.ingest.sink import Sink, SourceRow
+from analyzer.ingest.sink import FileFacts, Sink, SourceRow
 from analyzer.ingest.staged import from_wire
 from analyzer.ingest.workers import Job, Prepared, Workers, count
 
@@ -76,26 +76,31 @@ def _load(
             )
             assert earliest is not None  # there are rejects
             raise strict_error(display, result.rows_rejected, *earliest)
-        row = SourceRow.of(
-            source_id,
-            result,
-            path=name,
-            format=fmt.name,
-            sha256=digest,
-            bytes=size,
-            ingested_at=datetime.now(UTC).replace(tzinfo=None),
-            encoding=src.head.encoding,
-            options=_options_json(options),
-            file_stat=file_stat,
-        )
-        Sink(store.engine).sources([row])
+        facts = _facts(fmt, src, options, name, digest, file_stat)
+        Sink(store.engine).sources([SourceRow.of(source_id, result, facts)])
         cache.bump(store, cache.DATA)
     return source_id, result
 
 
-def _options_json(options: IngestOptions) -> str:
-    """The ingest options that shaped a file's rows, as its ``sources`` row keeps them."""
-    return json.dumps({"tz": options.tz, "session_gap_s": options.session_gap_s})
+def _facts(
+    fmt: registry.Format,
+    src: SourceFile,
+    options: IngestOptions,
+    name: str,
+    digest: str,
+    file_stat: str,
+) -> FileFacts:
+    """What the store keeps of a file read now, beside its accounting."""
+    return FileFacts(
+        path=name,
+        format=fmt.name,
+        sha256=digest,
+        bytes=src.size,
+        ingested_at=datetime.now(UTC).replace(tzinfo=None),
+        encoding=src.head.encoding,
+        options=json.dumps({"tz": options.tz, "session_gap_s": options.session_gap_s}),
+        file_stat=file_stat,
+    )
 
 
 def _regular(path: Path, display: str, explicit: bool) -> os.stat_result | FileReport:
@@ -269,12 +274,8 @@ def _report(display: str, fmt: str, size: int, source_id: int, result: LoadResul
         "loaded",
         source_id=source_id,
         bytes=size,
-        rows_read=result.rows_read,
-        rows_loaded=result.rows_loaded,
-        rows_rejected=result.rows_rejected,
-        rows_duplicate=result.rows_duplicate,
-        rows_skipped=result.rows_skipped,
         calls=result.calls,
+        **result.accounting(),
         reason=no_calls_reason(result) if no_calls else None,
         expected=result.note is not None,
     )
@@ -312,16 +313,9 @@ def _stage(
         return None
     return Pending(
         low=staged,
-        fmt=fmt.name,
-        name=name,
+        facts=_facts(fmt, src, options, name, digest, file_stat),
         display=src.display,
-        digest=digest,
-        file_stat=file_stat,
-        size=src.size,
-        encoding=src.head.encoding,
-        options=_options_json(options),
         strict=options.strict,
-        at=datetime.now(UTC).replace(tzinfo=None),
     )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import astuple, dataclass, fields
+from dataclasses import asdict, astuple, dataclass, fields
 from datetime import datetime
 
 import pyarrow as pa
@@ -45,11 +45,26 @@ SOURCE_TYPES: dict[object, pa.DataType] = {
 
 
 @dataclass(frozen=True)
+class FileFacts:
+    """What the store keeps of a file beside its accounting (its ``sources`` row's other
+    columns)."""
+
+    path: str  # as the store names it
+    format: str
+    sha256: str
+    bytes: int
+    ingested_at: datetime
+    encoding: str
+    options: str  # JSON: the ingest options that shaped its rows
+    file_stat: str
+
+
+@dataclass(frozen=True)
 class SourceRow:
     """A file's ``sources`` row: what it is, and its accounting."""
 
     source_id: int
-    path: str  # as the store names it
+    path: str
     format: str
     sha256: str
     bytes: int
@@ -61,21 +76,17 @@ class SourceRow:
     rows_skipped: int
     skipped_kinds: str  # JSON
     encoding: str
-    options: str  # JSON
+    options: str
     file_stat: str
 
     @classmethod
-    def of(cls, source_id: int, result: LoadResult, **file: str | int | datetime) -> SourceRow:
-        """The row of a file loaded with ``result`` (``file``: the other columns)."""
+    def of(cls, source_id: int, result: LoadResult, facts: FileFacts) -> SourceRow:
+        """The row of the file ``facts`` describe, loaded with ``result``."""
         return cls(
             source_id=source_id,
-            rows_read=result.rows_read,
-            rows_loaded=result.rows_loaded,
-            rows_rejected=result.rows_rejected,
-            rows_duplicate=result.rows_duplicate,
-            rows_skipped=result.rows_skipped,
             skipped_kinds=json.dumps(result.skipped_kinds),
-            **file,  # type: ignore[arg-type]
+            **result.accounting(),
+            **asdict(facts),
         )
 
 
