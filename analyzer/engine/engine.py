@@ -162,8 +162,16 @@ class Engine:
         return None if row is None else row[0]
 
     def arrow(self, sql: str, params: Params = None, **names: str) -> pa.Table:
-        """The result of the last statement as an Arrow table."""
-        return self._cursor(sql, params, names).to_arrow_table()
+        """The result of the last statement (a query) as an Arrow table, read as a relation
+        (a cursor's result would be copied once more on its way to Arrow)."""
+        *before, last = self.text(sql, names)
+        for statement in before:
+            self.con.execute(statement, _bind(statement, params))
+        self.con.complete()  # (a result of execute() left unread blocks a relation)
+        relation = self.con.sql(last, params=_bind(last, params))
+        if relation is None:
+            raise EngineError(f"the last statement of {sql[:60]!r} is no query")
+        return relation.to_arrow_table()
 
     def columns(self, sql: str, params: Params = None, **names: str) -> list[str]:
         """The column names of the last statement's result."""
