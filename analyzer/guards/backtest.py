@@ -66,10 +66,10 @@ def backtest(
     Every result lists its nudges, and its stops too unless ``stops`` is false (a table of
     the figures needs none of them)."""
     sweeps = sweeps or {}
-    replay = Replay(store, labels, policies)
     results: list[Result] = []
-    for p in policies:
-        results.extend(replay.run(p, sweeps.get(p.name), stops=stops))
+    with Replay(store, labels, policies) as replay:
+        for p in policies:
+            results.extend(replay.run(p, sweeps.get(p.name), stops=stops))
     return results
 
 
@@ -242,20 +242,20 @@ def guard_run(
 
 
 def _guard_run(store: Store, policies: list[Policy], labels: Path | None) -> GuardRun:
-    replay = Replay(store, labels, policies)
     results: list[Result] = []
     sweeps: dict[str, list[Result]] = {}
-    for p in policies:
-        values = default_sweep(p)
-        own_index = {i for i, v in enumerate(values) if v == float(p.stop)}
-        swept = replay.run(p, ("stop", values), detail=own_index)
-        sweeps[p.name] = swept
-        # The policy at its own threshold is one of the swept variants (the same replay).
-        own = [
-            replace(r, params=p.params())
-            for v, r in zip(values, swept, strict=True)
-            if v == float(p.stop)
-        ]
-        results.extend(own[:1] or replay.run(p))
-    replay.close()  # (the report comes next: its queries get the memory back)
+    # (closed at the end: the report comes next, and its queries get the memory back)
+    with Replay(store, labels, policies) as replay:
+        for p in policies:
+            values = default_sweep(p)
+            own_index = {i for i, v in enumerate(values) if v == float(p.stop)}
+            swept = replay.run(p, ("stop", values), detail=own_index)
+            sweeps[p.name] = swept
+            # The policy at its own threshold is one of the swept variants (the same replay).
+            own = [
+                replace(r, params=p.params())
+                for v, r in zip(values, swept, strict=True)
+                if v == float(p.stop)
+            ]
+            results.extend(own[:1] or replay.run(p))
     return GuardRun(results, sweeps)

@@ -124,7 +124,16 @@ def recommend(
 ) -> tuple[Recommendation | None, int, int]:
     """The best variant within ``budget`` (None when no variant within it prevents waste),
     with the number of variants weighed and of those within the budget."""
-    replay = Replay(store, policies=policies)
+    with Replay(store, policies=policies) as replay:
+        return _recommend(replay, policies, budget, sweeps or {})
+
+
+def _recommend(
+    replay: Replay,
+    policies: list[Policy],
+    budget: Budget,
+    sweeps: dict[str, tuple[str, list[float]]],
+) -> tuple[Recommendation | None, int, int]:
     weighed = within = 0
 
     def variants() -> Iterator[tuple[tuple[Policy, str], float, Result]]:
@@ -132,7 +141,7 @@ def recommend(
         go before the next one's: each lists the incidents it stopped)."""
         nonlocal weighed, within
         for p in policies:
-            param, values = (sweeps or {}).get(p.name, ("stop", default_sweep(p)))
+            param, values = sweeps.get(p.name, ("stop", default_sweep(p)))
             if param == "stop" and float(p.stop) not in values:
                 values = sorted({*values, float(p.stop)})
             swept = replay.run(p, (param, values), detail=set())  # figures only: no trips

@@ -272,6 +272,12 @@ class Replay:
         self.total = int(self.store.scalar("SELECT count(DISTINCT event_id) FROM lf_truth"))
         self._totals: dict[tuple[str, str], tuple[Any, ...]] = {}
 
+    def __enter__(self) -> Replay:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         """Drop the replay's tables (the events in ``lf_mem`` and the working tables beside
         them: its step ends), so that what comes after (the report) has DuckDB's memory to
