@@ -64,14 +64,10 @@ from typing import Any
 from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import Lowering, brief
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_int, as_str, parse_time
 
-NAME = "aider"
-TITLE = "Aider analytics log (JSONL, --analytics-log)"
-CALL_PREFIX = "aider"
-KIND = "log"
-SNIFF_ORDER = 56  # after the other agent logs, before saved conversations (90)
 APP = "aider"
 _KEYS = {"event", "properties", "user_id", "time"}
 _CALL_EVENT = "message_send"
@@ -169,7 +165,7 @@ class _Sessions:
 class _Reader:
     def __init__(self, ctx: LoadContext) -> None:
         self.ctx = ctx
-        self.low = Lowering(ctx, NAME, CALL_PREFIX)
+        self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         self.sessions = _Sessions()
         self.natives: dict[str, int] = {}
 
@@ -205,23 +201,23 @@ class _Reader:
         model, provider = model_and_provider(as_str(props.get("main_model")))
         reported = cost is not None and cost > 0
         self.low.add_call(
-            {
-                "native_id": f"{key}:{n}",
-                "line": line,
-                "ts": ts,
-                "session_id": session.session_id,
-                "stream_key": session.session_id,
-                "seq": session.seq,
-                "model": model,
-                "provider": provider,
-                "app": APP,
-                "input_tokens": prompt,
-                "output_tokens": completion,
-                "output_final": True if completion is not None else None,
-                "cost_usd": cost if reported else None,
-                "cost_basis": "reported" if reported else None,
-                "n_records": 1,
-            }
+            CallRow(
+                native_id=f"{key}:{n}",
+                line=line,
+                ts=ts,
+                session_id=session.session_id,
+                stream_key=session.session_id,
+                seq=session.seq,
+                model=model,
+                provider=provider,
+                app=APP,
+                input_tokens=prompt,
+                output_tokens=completion,
+                output_final=True if completion is not None else None,
+                cost_usd=cost if reported else None,
+                cost_basis="reported" if reported else None,
+                n_records=1,
+            )
         )
 
 
@@ -234,11 +230,11 @@ def load(ctx: LoadContext) -> LoadResult:
 
 # What this module is to the registry (analyzer.ingest).
 SPEC = FormatSpec(
-    name=NAME,
-    title=TITLE,
-    kind=KIND,
-    sniff_order=SNIFF_ORDER,
-    call_prefix=CALL_PREFIX,
+    name="aider",
+    title="Aider analytics log (JSONL, --analytics-log)",
+    kind="log",
+    sniff_order=56,  # after the other agent logs, before saved conversations (90)
+    call_prefix="aider",
     sniff=sniff,
     load=load,
 )

@@ -46,11 +46,6 @@ from analyzer.ingest.reading import read_text
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_str, parse_time
 
-NAME = "anthropic_usage"
-TITLE = "Anthropic usage or cost report (Console CSV export, or the Admin API's JSON)"
-CALL_PREFIX = "anthropic-bill:"  # never used: a bucketed bill makes no calls
-KIND = "bucket_bill"
-SNIFF_ORDER = 16  # with the other bills, before the agent logs
 PROVIDER = "anthropic"
 
 TOKENS_FIGURES = {
@@ -204,7 +199,7 @@ def _times(bucket: dict[str, Any]) -> tuple[datetime, datetime]:
 
 
 def load(ctx: LoadContext) -> LoadResult:
-    out = Buckets(ctx, NAME, PROVIDER)
+    out = Buckets(ctx, SPEC.name, PROVIDER)
     ctx.stage("reading")
     text = read_text(ctx.source, "a usage report")
     if text.lstrip()[:1] in ("[", "{"):
@@ -218,11 +213,11 @@ def load(ctx: LoadContext) -> LoadResult:
 
 # What this module is to the registry (analyzer.ingest).
 SPEC = FormatSpec(
-    name=NAME,
-    title=TITLE,
-    kind=KIND,
-    sniff_order=SNIFF_ORDER,
-    call_prefix=CALL_PREFIX,
+    name="anthropic_usage",
+    title="Anthropic usage or cost report (Console CSV export, or the Admin API's JSON)",
+    kind="bucket_bill",
+    sniff_order=16,  # with the other bills, before the agent logs
+    call_prefix="anthropic-bill:",  # never used: a bucketed bill makes no calls
     sniff=sniff,
     load=load,
 )

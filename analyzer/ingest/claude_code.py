@@ -56,17 +56,11 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.output_estimate import OutputTally, settle
-from analyzer.ingest.rows import MessageRow
+from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_str, as_text, kind_of, parse_time
 
-NAME = "claude_code"
-TITLE = "Claude Code transcript (JSONL)"
-CALL_PREFIX = "cc"
-KIND = "log"
-SNIFF_ORDER = 20
-BATCH = True  # small files are loaded many at a time (analyzer.ingest.batch)
 APP = "claude-code"
 _LINE_TYPES = {
     "user",
@@ -79,7 +73,6 @@ _LINE_TYPES = {
     "turn_end",
 }
 _API_ERROR = re.compile(r"API Error:?\s*(\d{3})")
-AGENT_FOLDERS = (".claude",)  # a hidden folder a walk of a home folder enters
 
 
 def homes(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -132,10 +125,15 @@ def _result_text(content: object) -> str:
     return ""
 
 
+# A file's calls while it is read, by (message id, request id): the row and what its lines wrote
+# (its output, estimated where the count is a placeholder: see ``settle_call``).
+OpenCalls = dict[tuple[str, str], tuple[CallRow, OutputTally]]
+
+
 def load(ctx: LoadContext) -> LoadResult:
-    low = Lowering(ctx, NAME, CALL_PREFIX)
+    low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
     sessions: dict[tuple[str, str | None], _Session] = {}
-    calls: dict[tuple[str, str], dict[str, Any]] = {}
+    calls: OpenCalls = {}
     usages: dict[tuple[str, str], object] = {}  # the usage object a call's counts last took in
     file_session = Path(ctx.source.path).stem
     folder = _project_folder(Path(ctx.source.path))
@@ -158,8 +156,8 @@ def load(ctx: LoadContext) -> LoadResult:
         kind = obj.get("type")  # (only a string is one of these; see ``kind_of`` below)
         if kind == "assistant":
             call = _assistant(low, obj, lineno, session_of(obj), calls, usages, ctx.options.tz)
-            if call is not None and not call.get("project"):
-                call["project"] = folder or as_str(obj.get("cwd")) or parent_name
+            if call is not None and not call.project:
+                call.project = folder or as_str(obj.get("cwd")) or parent_name
         elif kind == "user":
             _user(low, obj, session_of(obj), ctx.options.tz)
         elif kind == "system" and obj.get("subtype") == "compact_boundary":
@@ -178,14 +176,14 @@ def load(ctx: LoadContext) -> LoadResult:
         else:
             low.skip(str(kind_of(obj) or "untyped"))
 
-    for call in calls.values():
-        low.add_call(settle_call(call))
+    for call, tally in calls.values():
+        low.add_call(settle_call(call, tally))
     return low.finish()
 
 
-def settle_call(call: dict[str, Any]) -> dict[str, Any]:
+def settle_call(call: CallRow, tally: OutputTally) -> CallRow:
     """The call, its output marked final or estimated from what its lines showed."""
-    settle(call, call.pop("tally"))
+    settle(call, tally)
     return call
 
 
@@ -205,10 +203,10 @@ def _assistant(
     obj: dict[str, Any],
     lineno: int,
     s: _Session,
-    calls: dict[tuple[str, str], dict[str, Any]],
+    calls: OpenCalls,
     usages: dict[tuple[str, str], object],
     tz: str,
-) -> dict[str, Any] | None:
+) -> CallRow | None:
     msg = obj.get("message")
     msg_id = as_str(msg.get("id")) if isinstance(msg, dict) else None
     if not isinstance(msg, dict) or not msg_id:
@@ -216,25 +214,24 @@ def _assistant(
         return None
     request = as_str(obj.get("requestId")) or ""
     key = (msg_id, request)
-    call = calls.get(key)
-    if call is None:
-        call = calls[key] = _new_call(obj, msg, msg_id, request, lineno, s, tz)
-    tally: OutputTally = call["tally"]
+    if key not in calls:
+        calls[key] = _new_call(obj, msg, msg_id, request, lineno, s, tz), OutputTally()
+    call, tally = calls[key]
     tally.see_version(obj.get("version"))
-    call["n_records"] += 1
+    call.add(n_records=1)
     cost = obj.get("costUSD")
     if isinstance(cost, int | float) and not isinstance(cost, bool) and 0 <= cost < 1e6:
-        call["cost_usd"] = max(call.get("cost_usd") or 0.0, float(cost))
-        call["cost_basis"] = "reported"
+        call.cost_usd = max(call.cost_usd or 0.0, float(cost))
+        call.cost_basis = "reported"
     _take_usage(call, msg.get("usage"), key, usages)
     if msg.get("stop_reason"):
-        call["finish_reason_raw"] = as_str(msg["stop_reason"])
+        call.finish_reason_raw = as_str(msg["stop_reason"])
         tally.stopped = True
     if obj.get("isApiErrorMessage"):
-        call["finish_reason_raw"] = "error"
+        call.finish_reason_raw = "error"
         text = _result_text(msg.get("content"))
         m = _API_ERROR.search(text)
-        call["http_status"] = int(m.group(1)) if m else None
+        call.http_status = int(m.group(1)) if m else None
     content = msg.get("content")
     if isinstance(content, list):
         _said(low, call, content, s, tally)
@@ -251,37 +248,36 @@ def _new_call(
     lineno: int,
     s: _Session,
     tz: str,
-) -> dict[str, Any]:
+) -> CallRow:
     """The call an assistant line starts (the lines after it of the same message and request
     add to it)."""
     s.seq += 1
-    return {
-        "native_id": f"{msg_id}:{request}" if request else msg_id,
-        "response_id": msg_id,
-        "line": lineno,
-        "ts": parse_time(obj.get("timestamp"), tz),
-        "session_id": s.session_id,
-        "stream_key": s.session_id,
-        "turn_id": s.turn,
-        "seq": s.seq,
-        "agent_id": s.agent,
-        "parent_session_id": s.parent,
-        "model": as_str(msg.get("model")),
-        "provider": "anthropic",
-        "app": APP,
-        "output_final": False,
-        "content_chars": 0,
-        "visible_chars": 0,
-        "reasoning_chars": 0,
-        "tool_call_count": 0,
-        "n_records": 0,
-        "replay": obj.get("isSidechain") is True and bool(request),
-        "tally": OutputTally(),  # what it wrote (see ``settle_call``)
-    }
+    return CallRow(
+        native_id=f"{msg_id}:{request}" if request else msg_id,
+        response_id=msg_id,
+        line=lineno,
+        ts=parse_time(obj.get("timestamp"), tz),
+        session_id=s.session_id,
+        stream_key=s.session_id,
+        turn_id=s.turn,
+        seq=s.seq,
+        agent_id=s.agent,
+        parent_session_id=s.parent,
+        model=as_str(msg.get("model")),
+        provider="anthropic",
+        app=APP,
+        output_final=False,
+        content_chars=0,
+        visible_chars=0,
+        reasoning_chars=0,
+        tool_call_count=0,
+        n_records=0,
+        replay=obj.get("isSidechain") is True and bool(request),
+    )
 
 
 def _take_usage(
-    call: dict[str, Any],
+    call: CallRow,
     usage: object,
     key: tuple[str, str],
     usages: dict[tuple[str, str], object],
@@ -295,20 +291,24 @@ def _take_usage(
         same = False
     if not same:
         usages[key] = usage
-        for column, value in token_counts(usage).items():
-            call[column] = value if column == "variant" else max(call.get(column) or 0, value)
+        call.update(
+            {
+                column: value if column == "variant" else max(getattr(call, column) or 0, value)
+                for column, value in token_counts(usage).items()
+            }
+        )
 
 
 def _said(
     low: Lowering,
-    call: dict[str, Any],
+    call: CallRow,
     blocks: list[Any] | tuple[dict[str, Any], ...],
     s: _Session,
     tally: OutputTally,
 ) -> None:
     """The content blocks of an assistant line: its text and tool calls as messages, its
     thinking measured."""
-    ts = call["ts"]
+    ts = call.ts
     call_id = None
     for block in blocks:
         if not isinstance(block, dict):
@@ -323,8 +323,7 @@ def _said(
             else:
                 chars = visible = 0
                 cut = None
-            call["content_chars"] += chars
-            call["visible_chars"] += visible
+            call.add(content_chars=chars, visible_chars=visible)
             tally.text_chars += chars
             low.add_message(
                 MessageRow(
@@ -336,17 +335,17 @@ def _said(
                     turn_id=s.turn,
                     text_chars=chars,
                     visible_chars=visible,
-                    call_id=call_id or (call_id := low.call_id(call["native_id"])),
+                    call_id=call_id or (call_id := low.call_id(str(call.native_id))),
                     excerpt=cut,
                 )
             )
         elif btype in ("thinking", "redacted_thinking"):
-            call["reasoning_chars"] += len(
-                as_text(block.get("thinking")) or as_text(block.get("data"))
+            call.add(
+                reasoning_chars=len(as_text(block.get("thinking")) or as_text(block.get("data")))
             )
             tally.add_thinking(block)
         elif btype in ("tool_use", "server_tool_use"):
-            call["tool_call_count"] += 1
+            call.add(tool_call_count=1)
             args = block.get("input")
             args_said = args_text(args)  # (once: measured, and its start kept as the excerpt)
             tally.add_args(block.get("name"), args_said)
@@ -362,7 +361,7 @@ def _said(
                     tool_args_hash=args_hash(args),
                     excerpt=None if args_said is None else args_said[:EXCERPT_CHARS],
                     tool_use_id=as_str(block.get("id")),
-                    call_id=call_id or (call_id := low.call_id(call["native_id"])),
+                    call_id=call_id or (call_id := low.call_id(str(call.native_id))),
                 )
             )
 
@@ -434,14 +433,14 @@ def _user(low: Lowering, obj: dict[str, Any], s: _Session, tz: str) -> None:
 
 # What this module is to the registry (analyzer.ingest).
 SPEC = FormatSpec(
-    name=NAME,
-    title=TITLE,
-    kind=KIND,
-    sniff_order=SNIFF_ORDER,
-    call_prefix=CALL_PREFIX,
+    name="claude_code",
+    title="Claude Code transcript (JSONL)",
+    kind="log",
+    sniff_order=20,
+    call_prefix="cc",
     sniff=sniff,
     load=load,
     homes=homes,
-    agent_folders=AGENT_FOLDERS,
-    batch=BATCH,
+    agent_folders=(".claude",),  # a hidden folder a walk of a home folder enters
+    batch=True,  # small files are loaded many at a time (analyzer.ingest.batch)
 )

@@ -51,11 +51,6 @@ from analyzer.ingest.runs import outcome
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import MAX_COST, as_dict, as_int, as_str, kind_of
 
-NAME = "claude_stream_json"
-TITLE = "Claude Code stream-json output (claude -p --output-format stream-json)"
-CALL_PREFIX = "ccs"
-KIND = "log"
-SNIFF_ORDER = 21
 SYNTHETIC = "<synthetic>"
 
 
@@ -77,10 +72,10 @@ class _Stream:
     """The runs of one file, read in order."""
 
     def __init__(self, ctx: LoadContext) -> None:
-        self.low = Lowering(ctx, NAME, CALL_PREFIX)
+        self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         self.tz = ctx.options.tz
         self.sessions: dict[tuple[str, str | None], claude_code._Session] = {}
-        self.calls: dict[tuple[str, str], dict[str, Any]] = {}
+        self.calls: claude_code.OpenCalls = {}
         self.usages: dict[tuple[str, str], object] = {}
         self.runs: dict[str, dict[str, Any]] = {}  # session -> its run row, in file order
         self.stream: str | None = None
@@ -172,15 +167,15 @@ class _Stream:
             return
         call = claude_code._assistant(self.low, obj, line, s, self.calls, self.usages, self.tz)
         if call is not None:
-            call["project"] = self.runs[s.parent or s.session_id].get("project")
+            call.project = self.runs[s.parent or s.session_id].get("project")
             if s.parent is None:
-                call["stream_key"] = self.stream
+                call.stream_key = self.stream
 
     def finish(self) -> LoadResult:
         # The calls in file order: their place in the stream is their order (no times).
-        for seq, call in enumerate(self.calls.values(), 1):
-            call["seq"] = seq
-            self.low.add_call(claude_code.settle_call(call))
+        for seq, (call, tally) in enumerate(self.calls.values(), 1):
+            call.seq = seq
+            self.low.add_call(claude_code.settle_call(call, tally))
         for run in self.runs.values():
             run.pop("project", None)
             self.low.add_run(run)
@@ -206,11 +201,11 @@ def load(ctx: LoadContext) -> LoadResult:
 
 # What this module is to the registry (analyzer.ingest).
 SPEC = FormatSpec(
-    name=NAME,
-    title=TITLE,
-    kind=KIND,
-    sniff_order=SNIFF_ORDER,
-    call_prefix=CALL_PREFIX,
+    name="claude_stream_json",
+    title="Claude Code stream-json output (claude -p --output-format stream-json)",
+    kind="log",
+    sniff_order=21,
+    call_prefix="ccs",
     sniff=sniff,
     load=load,
 )

@@ -62,6 +62,7 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.reading import read_json_document
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.runs import outcome
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import (
@@ -75,15 +76,7 @@ from analyzer.ingest.values import (
     stated_cost,
 )
 
-NAME = "cline"
-TITLE = "Cline SDK/CLI session messages (JSON)"
-CALL_PREFIX = "cline"
-KIND = "log"
-SNIFF_ORDER = 54  # after Gemini CLI (50), before saved conversations (90) take the JSON
 APP = "cline"
-AGENT_FOLDERS = (".cline",)  # a hidden folder a walk of a home folder enters
-# Files of its layout that hold no call (named as such, never counted as input not read).
-OWN_FILES = ("sessions.index.json",)
 _GATEWAYS = {"cline"}  # providers that are Cline's own gateway (OpenRouter's model ids)
 _DOC_START = re.compile(rb"^\s*\{")
 _DOC_KEYS = tuple(
@@ -153,7 +146,7 @@ def _result_text(content: object) -> str:
 class _Reader:
     def __init__(self, ctx: LoadContext) -> None:
         self.ctx = ctx
-        self.low = Lowering(ctx, NAME, CALL_PREFIX)
+        self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         name = Path(ctx.source.path).name
         self.session = name.split(".", 1)[0] or name
         self.turn: str | None = None
@@ -239,29 +232,29 @@ class _Reader:
         native = f"{self.session}:{mid}"
         call_id = self.low.call_id(native)
         self.seq += 1
-        call: dict[str, Any] = {
-            "native_id": native,
-            "response_id": None,
-            "line": n,
-            "ts": ts,
-            "session_id": self.session,
-            "stream_key": self.session,
-            "turn_id": self.turn,
-            "seq": self.seq,
-            "model": as_str(info.get("id")),
-            "provider": None if provider in _GATEWAYS else provider,
-            "app": APP,
+        call = CallRow(
+            native_id=native,
+            response_id=None,
+            line=n,
+            ts=ts,
+            session_id=self.session,
+            stream_key=self.session,
+            turn_id=self.turn,
+            seq=self.seq,
+            model=as_str(info.get("id")),
+            provider=None if provider in _GATEWAYS else provider,
+            app=APP,
             **_tokens(metrics),
-            "output_final": True if metrics else None,
-            "content_chars": chars,
-            "visible_chars": visible,
-            "reasoning_chars": thinking,
-            "tool_call_count": len(tools),
-            "n_records": 1,
-        }
+            output_final=True if metrics else None,
+            content_chars=chars,
+            visible_chars=visible,
+            reasoning_chars=thinking,
+            tool_call_count=len(tools),
+            n_records=1,
+        )
         cost = stated_cost(metrics.get("cost"))
         if cost is not None:
-            call["cost_usd"], call["cost_basis"] = cost, "reported"
+            call.cost_usd, call.cost_basis = cost, "reported"
         self.low.add_call(call)
         common = {
             "session_id": self.session,
@@ -311,7 +304,7 @@ def _load_session(ctx: LoadContext, doc: dict[str, Any]) -> LoadResult:
 
 def _load_manifest(ctx: LoadContext, doc: dict[str, Any]) -> LoadResult:
     """The session manifest: how the run ended (one record, the run), no call."""
-    low = Lowering(ctx, NAME, CALL_PREFIX)
+    low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
     low.read()
     session = as_str(doc.get("session_id")) or Path(ctx.source.path).name.split(".", 1)[0]
     status = as_str(doc.get("status"))
@@ -347,14 +340,15 @@ def load(ctx: LoadContext) -> LoadResult:
 
 # What this module is to the registry (analyzer.ingest).
 SPEC = FormatSpec(
-    name=NAME,
-    title=TITLE,
-    kind=KIND,
-    sniff_order=SNIFF_ORDER,
-    call_prefix=CALL_PREFIX,
+    name="cline",
+    title="Cline SDK/CLI session messages (JSON)",
+    kind="log",
+    sniff_order=54,  # after Gemini CLI (50), before saved conversations (90) take the JSON
+    call_prefix="cline",
     sniff=sniff,
     load=load,
     homes=homes,
-    agent_folders=AGENT_FOLDERS,
-    own_files=OWN_FILES,
+    agent_folders=(".cline",),  # a hidden folder a walk of a home folder enters
+    # Files of its layout that hold no call (named as such, never counted as input not read).
+    own_files=("sessions.index.json",),
 )

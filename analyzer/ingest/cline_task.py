@@ -78,16 +78,10 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.reading import read_json_document
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_str, as_text, parse_time, stated_cost
 
-NAME = "cline_task"
-TITLE = "Cline / Roo Code task messages (ui_messages.json)"
-CALL_PREFIX = "clinetask"
-KIND = "log"
-SNIFF_ORDER = 55  # after Cline's SDK sessions (54), before saved conversations (90)
-# Files of its layout that hold no call (named as such, never counted as input not read).
-OWN_FILES = ("task_metadata.json",)
 # The VS Code extensions (publisher.name, as VS Code lowercases it for globalStorage).
 EXTENSIONS = {
     "saoudrizwan.claude-dev": "cline",
@@ -167,12 +161,15 @@ def _json_object(text: object) -> dict[str, Any] | None:
 class _Reader:
     def __init__(self, ctx: LoadContext) -> None:
         self.ctx = ctx
-        self.low = Lowering(ctx, NAME, CALL_PREFIX)
+        self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         path = Path(ctx.source.path)
         self.session = path.parent.name if path.name == "ui_messages.json" else path.stem
         self.app = next((a for e, a in EXTENSIONS.items() if e in path.parts), None)
         self.turn: str | None = None
-        self.call: dict[str, Any] | None = None  # the request being read (added when done)
+        self.call: CallRow | None = None  # the request being read (added when done)
+        # ... its provider id (where its own model is given) and its ``ClineApiReqInfo``
+        self.provider: str | None = None
+        self.info: dict[str, Any] = {}
         self.model: tuple[str | None, str | None] = (None, None)  # the last seen
         self.command: str | None = None  # the tool_use_id of the last command / MCP call
         self.mcp: str | None = None
@@ -188,21 +185,20 @@ class _Reader:
         model, provider = as_str(info.get("modelId")), as_str(info.get("providerId"))
         if model:
             self.model = (model, provider)
-            if self.call is not None and self.call["model"] is None:
-                self.call["model"], self.call["_provider"] = model, provider
+            if self.call is not None and self.call.model is None:
+                self.call.model, self.provider = model, provider
 
     def flush(self) -> None:
         call, self.call = self.call, None
         if call is None:
             return
-        provider = call.pop("_provider")
-        info = call.pop("_info")
-        if call["model"] is None:
-            call["model"], provider = self.model
-        call["provider"] = _PROVIDERS.get(provider or "")
-        call.update(_tokens(info, provider))
-        if call.get("output_tokens") is not None:
-            call["output_final"] = True
+        provider = self.provider
+        if call.model is None:
+            call.model, provider = self.model
+        call.provider = _PROVIDERS.get(provider or "")
+        call.update(_tokens(self.info, provider))
+        if call.output_tokens is not None:
+            call.output_final = True
         self.low.add_call(call)
 
     def message(self, n: int, m: dict[str, Any]) -> None:
@@ -225,12 +221,11 @@ class _Reader:
         elif mtype == "say" and kind == "text":
             self.content("text", ts, text)
         elif mtype == "say" and kind == "reasoning" and self.call is not None:
-            self.call["reasoning_chars"] += len(as_text(text))
-            self.call["n_records"] += 1
+            self.call.add(reasoning_chars=len(as_text(text)), n_records=1)
         elif mtype == "ask" and kind == "api_req_failed" and self.call is not None:
-            if not self.call.get("cancelled"):
-                self.call["finish_reason_raw"] = "error"
-            self.call["n_records"] += 1
+            if not self.call.cancelled:
+                self.call.finish_reason_raw = "error"
+            self.call.add(n_records=1)
         elif kind == "tool":
             args = _json_object(text)
             if args is None:
@@ -267,33 +262,32 @@ class _Reader:
         self.seq += 1
         reason = as_str(info.get("cancelReason"))
         failed = reason in _ERROR_REASONS or bool(as_str(info.get("streamingFailedMessage")))
-        self.call = {
-            "native_id": native,
-            "line": n,
-            "ts": ts,
-            "session_id": self.session,
-            "stream_key": self.session,
-            "turn_id": self.turn,
-            "seq": self.seq,
-            "model": as_str(info.get("modelId")),
-            "_provider": as_str(info.get("providerId")),
-            "_info": info,
-            "app": self.app or ("roo-code" if "apiProtocol" in info else "cline"),
-            "content_chars": 0,
-            "visible_chars": 0,
-            "reasoning_chars": 0,
-            "tool_call_count": 0,
-            "cancelled": True if reason == "user_cancelled" else None,
-            "finish_reason_raw": "error" if failed else None,
-            "n_records": 1,
-        }
+        self.call = CallRow(
+            native_id=native,
+            line=n,
+            ts=ts,
+            session_id=self.session,
+            stream_key=self.session,
+            turn_id=self.turn,
+            seq=self.seq,
+            model=as_str(info.get("modelId")),
+            app=self.app or ("roo-code" if "apiProtocol" in info else "cline"),
+            content_chars=0,
+            visible_chars=0,
+            reasoning_chars=0,
+            tool_call_count=0,
+            cancelled=True if reason == "user_cancelled" else None,
+            finish_reason_raw="error" if failed else None,
+            n_records=1,
+        )
+        self.provider, self.info = as_str(info.get("providerId")), info
         cost = stated_cost(info.get("cost"))
         if cost is not None:
-            self.call["cost_usd"], self.call["cost_basis"] = cost, "reported"
+            self.call.cost_usd, self.call.cost_basis = cost, "reported"
         self.see_model(m)
 
     def common(self, ts: Any, role: str) -> dict[str, Any]:
-        call_id = self.low.call_id(self.call["native_id"]) if self.call else None
+        call_id = self.low.call_id(str(self.call.native_id)) if self.call else None
         return {
             "session_id": self.session,
             "idx": self.next_idx(),
@@ -322,8 +316,7 @@ class _Reader:
     def content(self, kind: str, ts: Any, text: object) -> None:
         chars, visible = text_measure(text)
         if self.call is not None:
-            self.call["content_chars"] += chars
-            self.call["visible_chars"] += visible
+            self.call.add(content_chars=chars, visible_chars=visible)
         self.low.add_message(
             {
                 **self.common(ts, "assistant"),
@@ -338,7 +331,7 @@ class _Reader:
         row = self.common(ts, "assistant")
         tid = tid or f"{self.session}#{row['idx']}"
         if self.call is not None:
-            self.call["tool_call_count"] += 1
+            self.call.add(tool_call_count=1)
         self.low.add_message(
             {
                 **row,
@@ -385,13 +378,14 @@ def load(ctx: LoadContext) -> LoadResult:
 
 # What this module is to the registry (analyzer.ingest).
 SPEC = FormatSpec(
-    name=NAME,
-    title=TITLE,
-    kind=KIND,
-    sniff_order=SNIFF_ORDER,
-    call_prefix=CALL_PREFIX,
+    name="cline_task",
+    title="Cline / Roo Code task messages (ui_messages.json)",
+    kind="log",
+    sniff_order=55,  # after Cline's SDK sessions (54), before saved conversations (90)
+    call_prefix="clinetask",
     sniff=sniff,
     load=load,
     homes=homes,
-    own_files=OWN_FILES,
+    # Files of its layout that hold no call (named as such, never counted as input not read).
+    own_files=("task_metadata.json",),
 )

@@ -47,23 +47,17 @@ from analyzer.ingest.lowering import (
     result_hash,
     text_measure,
 )
-from analyzer.ingest.rows import MessageRow
+from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_int, as_list, as_str, as_text, kind_of, parse_time
 
-NAME = "codex"
-TITLE = "OpenAI Codex CLI rollout (JSONL)"
-CALL_PREFIX = "codex"
-KIND = "log"
-SNIFF_ORDER = 30
 APP = "codex"
 _KINDS = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _TOOL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "web_search_call"}
 _TOOL_NAMES = {"web_search_call": "web_search"}  # items that carry no name of their own
 _RESULT_ITEMS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
-AGENT_FOLDERS = (".codex",)  # a hidden folder a walk of a home folder enters
 
 
 def homes(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -106,7 +100,7 @@ def _output_is_error(output: object) -> bool | None:
 class _Reader:
     def __init__(self, ctx: LoadContext) -> None:
         self.ctx = ctx
-        self.low = Lowering(ctx, NAME, CALL_PREFIX)
+        self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         m = _UUID.search(Path(ctx.source.path).name)
         self.session = m.group(0) if m else Path(ctx.source.path).stem
         self.model: str | None = None
@@ -115,8 +109,8 @@ class _Reader:
         self.prev_total: dict[str, int] | None = None
         self.idx = 0
         self.n_calls = 0
-        self.call: dict[str, Any] | None = None  # the call of the current step
-        self.pending: list[tuple[dict[str, Any], MessageRow | None]] = []
+        self.call: CallRow | None = None  # the call of the current step
+        self.pending: list[tuple[dict[str, int], MessageRow | None]] = []
         self.replay = Replay()
         self.meta_seen = False
 
@@ -125,20 +119,17 @@ class _Reader:
         return self.idx
 
     # An item's effect on its call, applied once the call is known.
-    def attach(self, call_effect: dict[str, Any], message: MessageRow | None) -> None:
+    def attach(self, call_effect: dict[str, int], message: MessageRow | None) -> None:
         if self.call is None:
             self.pending.append((call_effect, message))
         else:
             self._apply(self.call, call_effect, message)
 
-    def _apply(
-        self, call: dict[str, Any], effect: dict[str, Any], message: MessageRow | None
-    ) -> None:
-        for key, value in effect.items():
-            call[key] = (call.get(key) or 0) + value
-        call["parts"] = (call.get("parts") or call["n_records"]) + 1  # this item shaped it
+    def _apply(self, call: CallRow, effect: dict[str, int], message: MessageRow | None) -> None:
+        call.add(**effect)
+        call.parts = (call.parts or call.n_records or 0) + 1  # this item shaped it
         if message is not None:
-            message.call_id = self.low.call_id(call["native_id"])
+            message.call_id = self.low.call_id(str(call.native_id))
             self.low.add_message(message)
 
     def end_step(self) -> None:
@@ -281,7 +272,7 @@ class _Reader:
         else:
             self.low.skip("fork_replay")
 
-    def token_count(self, lineno: int, ts: object, p: dict[str, Any]) -> None:
+    def token_count(self, lineno: int, ts: datetime | None, p: dict[str, Any]) -> None:
         info = p.get("info")
         if not isinstance(info, dict):
             self.low.skip("rate_limits")
@@ -300,28 +291,28 @@ class _Reader:
         if total is not None:
             self.prev_total = total
         self.n_calls += 1
-        call: dict[str, Any] = {
-            "native_id": f"{self.session}:{self.n_calls}",
-            "line": lineno,
-            "ts": ts,
-            "session_id": self.session,
-            "stream_key": self.session,
-            "turn_id": self.turn,
-            "seq": self.n_calls,
-            "model": self.model,
-            "provider": "openai",
-            "app": APP,
-            "project": self.cwd,
-            "parent_session_id": self.replay.parent,
-            "agent_id": self.replay.lineage.agent,
+        call = CallRow(
+            native_id=f"{self.session}:{self.n_calls}",
+            line=lineno,
+            ts=ts,
+            session_id=self.session,
+            stream_key=self.session,
+            turn_id=self.turn,
+            seq=self.n_calls,
+            model=self.model,
+            provider="openai",
+            app=APP,
+            project=self.cwd,
+            parent_session_id=self.replay.parent,
+            agent_id=self.replay.lineage.agent,
             **token_counts(last),
-            "output_final": True,
-            "content_chars": 0,
-            "visible_chars": 0,
-            "reasoning_chars": 0,
-            "tool_call_count": 0,
-            "n_records": 1,
-        }
+            output_final=True,
+            content_chars=0,
+            visible_chars=0,
+            reasoning_chars=0,
+            tool_call_count=0,
+            n_records=1,
+        )
         self.call = call
         self.low.add_call(call)
         waiting, self.pending = self.pending, []
@@ -338,13 +329,13 @@ def load(ctx: LoadContext) -> LoadResult:
 
 # What this module is to the registry (analyzer.ingest).
 SPEC = FormatSpec(
-    name=NAME,
-    title=TITLE,
-    kind=KIND,
-    sniff_order=SNIFF_ORDER,
-    call_prefix=CALL_PREFIX,
+    name="codex",
+    title="OpenAI Codex CLI rollout (JSONL)",
+    kind="log",
+    sniff_order=30,
+    call_prefix="codex",
     sniff=sniff,
     load=load,
     homes=homes,
-    agent_folders=AGENT_FOLDERS,
+    agent_folders=(".codex",),  # a hidden folder a walk of a home folder enters
 )

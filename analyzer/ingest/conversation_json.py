@@ -84,16 +84,11 @@ from analyzer.ingest.lowering import (
 )
 from analyzer.ingest.mini_swe_agent import run_of_info
 from analyzer.ingest.reading import read_json_document
-from analyzer.ingest.rows import MessageRow
+from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_dict, as_list, as_str, as_text, parse_time, stated_cost
 
-NAME = "conversation_json"
-TITLE = "saved conversation (JSON: OpenAI or Anthropic messages, Penguin session)"
-CALL_PREFIX = "conv"
-KIND = "log"
-SNIFF_ORDER = 90
 PLACEHOLDERS = ("[Empty response from model]", "[No response from model]")
 _ACTION = re.compile(r"<(\w+)>(.*?)</\1>", re.DOTALL)  # a CodeAct action tag with its body
 _START = re.compile(rb'^\s*(\[\s*\{\s*"(role|content|id)"|\{)')
@@ -196,30 +191,30 @@ def _result_fields(
 
 
 def _account(
-    call: dict[str, Any], m: dict[str, Any], response: dict[str, Any], extra: dict[str, Any]
+    call: CallRow, m: dict[str, Any], response: dict[str, Any], extra: dict[str, Any]
 ) -> None:
     """A call's tokens (the message's own usage, count by count, else the saved response's),
     finish reason and stated cost."""
     own, saved = m.get("usage"), response.get("usage")
     if isinstance(own, dict) or isinstance(saved, dict):
         call.update({**token_counts(saved), **token_counts(own)})
-        call["output_final"] = call.get("output_tokens") is not None
+        call.output_final = call.output_tokens is not None
     finish = (
         as_str(m.get("finish_reason"))
         or as_str(m.get("stop_reason"))
         or as_str(_first_choice(response).get("finish_reason"))
     )
     if finish:
-        call["finish_reason_raw"] = finish
+        call.finish_reason_raw = finish
     cost = stated_cost(extra.get("cost"))
     if cost is not None:
-        call["cost_usd"], call["cost_basis"] = cost, "reported"
+        call.cost_usd, call.cost_basis = cost, "reported"
 
 
 class _Reader:
     def __init__(self, ctx: LoadContext, doc: object) -> None:
         self.ctx = ctx
-        self.low = Lowering(ctx, NAME, CALL_PREFIX)
+        self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         self.doc = doc if isinstance(doc, dict) else {}
         self.messages: list[object] = doc if isinstance(doc, list) else []
         if isinstance(doc, dict):
@@ -261,7 +256,7 @@ class _Reader:
     def run(self) -> LoadResult:
         lifecycles = self.doc.get("llm_request_lifecycles")
         lifecycles = lifecycles if isinstance(lifecycles, list) else []
-        calls: list[tuple[dict[str, Any], dict[str, Any]]] = []  # (call, message)
+        calls: list[tuple[CallRow, dict[str, Any]]] = []  # (call, message)
         for i, m in enumerate(self.messages):
             self.low.read()
             if not isinstance(m, dict) or not isinstance(m.get("role"), str):
@@ -286,7 +281,7 @@ class _Reader:
             # The run's own verdict and stated cost (``info``: one more record).
             self.low.read()
             model = as_str(as_dict(as_dict(info.get("config")).get("model")).get("model_name"))
-            stated = any(c.get("cost_basis") for c, _m in calls)
+            stated = any(c.cost_basis for c, _m in calls)
             self.low.add_run(run_of_info(info, self.session, model, stated))
         return self.low.finish()
 
@@ -356,7 +351,7 @@ class _Reader:
             )
             first = False
 
-    def assistant(self, m: dict[str, Any]) -> dict[str, Any]:
+    def assistant(self, m: dict[str, Any]) -> CallRow:
         """The call an assistant message is, and its messages (its reply, its tool calls)."""
         self.seq += 1
         # What the agent kept beside the message (mini-swe-agent): the provider's response.
@@ -371,30 +366,30 @@ class _Reader:
             f"{self.session}:{as_str(meta.get('request_id')) or as_str(m.get('id')) or self.seq}"
         )
         own_id = m.get("id")
-        call: dict[str, Any] = {
-            "native_id": native,
-            "response_id": own_id if isinstance(own_id, str) else as_str(response.get("id")),
-            "line": self.seq,
-            "ts": ts,
-            "session_id": self.session,
-            "stream_key": self.session,
-            "turn_id": self.turn,
-            "seq": self.seq,
-            "model": as_str(m.get("model")) or as_str(response.get("model")) or self.model,
-            "provider": as_str(m.get("provider")),
-            "app": self.app,
-            "n_records": 1,
-            "reply_saved": True,
-            "agent_id": as_str(m.get("agent_id")),
-        }
+        call = CallRow(
+            native_id=native,
+            response_id=own_id if isinstance(own_id, str) else as_str(response.get("id")),
+            line=self.seq,
+            ts=ts,
+            session_id=self.session,
+            stream_key=self.session,
+            turn_id=self.turn,
+            seq=self.seq,
+            model=as_str(m.get("model")) or as_str(response.get("model")) or self.model,
+            provider=as_str(m.get("provider")),
+            app=self.app,
+            n_records=1,
+            reply_saved=True,
+            agent_id=as_str(m.get("agent_id")),
+        )
         call_id = self.last_call_id = self.low.call_id(native)
         self.reply(m, call, text, placeholder, ts, call_id)
         reasoning = m.get("reasoning_content") or m.get("reasoning") or meta.get("reasoning")
         thinking = "".join(as_text(b.get("thinking")) for b in _blocks(content, "thinking"))
         r_chars = len(reasoning) if isinstance(reasoning, str) else 0
-        call["reasoning_chars"] = r_chars + len(thinking)
+        call.reasoning_chars = r_chars + len(thinking)
         tools = self.tools(m, text, placeholder)
-        call["tool_call_count"] = len(tools)
+        call.tool_call_count = len(tools)
         for name, args, use_id in tools:
             self.message_row(
                 role="assistant",
@@ -412,7 +407,7 @@ class _Reader:
     def reply(
         self,
         m: dict[str, Any],
-        call: dict[str, Any],
+        call: CallRow,
         text: str,
         placeholder: bool,
         ts: datetime | None,
@@ -422,7 +417,7 @@ class _Reader:
         content = m.get("content")
         if placeholder:
             # The model's reply was empty; the text is the agent's stand-in for it.
-            call["content_chars"], call["visible_chars"] = 0, 0
+            call.content_chars, call.visible_chars = 0, 0
             chars, visible = text_measure(text)
             self.message_row(
                 role="assistant",
@@ -435,7 +430,7 @@ class _Reader:
             )
         else:
             chars, visible = text_measure(text)
-            call["content_chars"], call["visible_chars"] = chars, visible
+            call.content_chars, call.visible_chars = chars, visible
             if chars or not (m.get("tool_calls") or _blocks(content, "tool_use")):
                 self.message_row(
                     role="assistant",
@@ -465,7 +460,7 @@ class _Reader:
         return tools
 
     def match_lifecycles(
-        self, calls: list[tuple[dict[str, Any], dict[str, Any]]], lifecycles: list[object]
+        self, calls: list[tuple[CallRow, dict[str, Any]]], lifecycles: list[object]
     ) -> None:
         """Give each saved reply its request's lifecycle (by request id, else in time order);
         a lifecycle left over is a call whose reply was never saved."""
@@ -495,7 +490,7 @@ class _Reader:
         for n, (call, _m) in enumerate(calls):
             lc = by_request.get(n)
             if lc is None:  # the unused lifecycle that ended last before the reply was saved
-                saved = call.get("ts")
+                saved = call.ts
                 best = None
                 for i, cand in ordered:
                     ended = parse_time(cand.get("ended_at"))
@@ -512,50 +507,50 @@ class _Reader:
                 continue
             used.add(index[id(lc)])
             self.apply_lifecycle(call, lc)
-            call["n_records"] += 1
+            call.add(n_records=1)
         for i, lc in ordered:
             if i in used:
                 continue
             self.seq += 1
             native = f"{self.session}:{as_str(lc.get('request_id')) or f'request-{i}'}"
-            call = {
-                "native_id": native,
-                "line": None,
-                "ts": parse_time(lc.get("started_at")),
-                "session_id": self.session,
-                "stream_key": self.session,
-                "turn_id": None,
-                "seq": None,
-                "model": as_str(lc.get("model")) or self.model,
-                "app": self.app,
-                "reply_saved": False,
-                "n_records": 1,
-            }
+            call = CallRow(
+                native_id=native,
+                line=None,
+                ts=parse_time(lc.get("started_at")),
+                session_id=self.session,
+                stream_key=self.session,
+                turn_id=None,
+                seq=None,
+                model=as_str(lc.get("model")) or self.model,
+                app=self.app,
+                reply_saved=False,
+                n_records=1,
+            )
             self.apply_lifecycle(call, lc)
             calls.append((call, {}))
         # Unsaved replies interleave with saved ones: number each call by its start time.
-        calls.sort(key=lambda cm: (cm[0].get("ts") is None, cm[0].get("ts") or 0))
+        calls.sort(key=lambda cm: (cm[0].ts is None, cm[0].ts or 0))
         turn = None
         for seq, (call, _m) in enumerate(calls, 1):
-            call["seq"] = seq
-            turn = call.get("turn_id") or turn
-            call["turn_id"] = turn
+            call.seq = seq
+            turn = call.turn_id or turn
+            call.turn_id = turn
 
-    def apply_lifecycle(self, call: dict[str, Any], lc: dict[str, Any]) -> None:
+    def apply_lifecycle(self, call: CallRow, lc: dict[str, Any]) -> None:
         if lc.get("finish_reason"):
-            call["finish_reason_raw"] = as_str(lc["finish_reason"])
+            call.finish_reason_raw = as_str(lc["finish_reason"])
         if lc.get("error") and not lc.get("finish_reason"):
-            call["finish_reason_raw"] = "error"
-        call["provider"] = call.get("provider") or as_str(lc.get("provider"))
-        call["model"] = call.get("model") or as_str(lc.get("model"))
+            call.finish_reason_raw = "error"
+        call.provider = call.provider or as_str(lc.get("provider"))
+        call.model = call.model or as_str(lc.get("model"))
         started, ended = parse_time(lc.get("started_at")), parse_time(lc.get("ended_at"))
         if started is not None:
-            call["ts"] = started
+            call.ts = started
         if started is not None and ended is not None:
-            call["duration_ms"] = (ended - started).total_seconds() * 1000
-        call["streamed"] = _flag(lc.get("stream"))
+            call.duration_ms = (ended - started).total_seconds() * 1000
+        call.streamed = _flag(lc.get("stream"))
         if lc.get("provider_response_id"):
-            call["response_id"] = as_str(lc["provider_response_id"])
+            call.response_id = as_str(lc["provider_response_id"])
 
 
 def load(ctx: LoadContext) -> LoadResult:
@@ -567,11 +562,11 @@ def load(ctx: LoadContext) -> LoadResult:
 
 # What this module is to the registry (analyzer.ingest).
 SPEC = FormatSpec(
-    name=NAME,
-    title=TITLE,
-    kind=KIND,
-    sniff_order=SNIFF_ORDER,
-    call_prefix=CALL_PREFIX,
+    name="conversation_json",
+    title="saved conversation (JSON: OpenAI or Anthropic messages, Penguin session)",
+    kind="log",
+    sniff_order=90,
+    call_prefix="conv",
     sniff=sniff,
     load=load,
 )

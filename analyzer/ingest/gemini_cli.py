@@ -79,21 +79,13 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.reading import read_json_document
-from analyzer.ingest.rows import MessageRow
+from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_dict, as_int, as_list, as_str, as_text, kind_of, parse_time
 
-NAME = "gemini_cli"
-TITLE = "Gemini CLI saved chat (JSON or JSONL)"
-CALL_PREFIX = "gemini"
-KIND = "log"
-SNIFF_ORDER = 50  # after the other agent logs, before saved conversations (90) take the JSON
 APP = "gemini-cli"
 PROVIDER = "google"
-AGENT_FOLDERS = (".gemini",)  # a hidden folder a walk of a home folder enters
-# Files of its layout that hold no call: the prompt log (named, never counted as not read).
-OWN_FILES = ("logs.json",)
 # The prompts Gemini CLI sends on its own to make the model go on (client.ts).
 _AGENT_PROMPTS = {"Please continue.", "System: Please continue."}
 _TOOL_ERROR = {"success": False, "error": True, "cancelled": True}
@@ -196,7 +188,7 @@ def _project_folder(path: Path) -> str | None:
 class _Reader:
     def __init__(self, ctx: LoadContext) -> None:
         self.ctx = ctx
-        self.low = Lowering(ctx, NAME, CALL_PREFIX)
+        self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         self.path = Path(ctx.source.path)
         self.session = self.path.stem
         self.folder = _project_folder(self.path)
@@ -256,7 +248,12 @@ class _Reader:
         if again and kind == "gemini" and mid in self.replies:  # Lowering: a duplicate call
             native = f"{self.session}:{mid}"
             self.low.add_call(
-                {"native_id": native, "session_id": self.session, "n_records": copies}
+                CallRow(
+                    native_id=native,
+                    session_id=self.session,
+                    stream_key=self.session,  # (Lowering's default: the session)
+                    n_records=copies,
+                )
             )
         elif again:
             self.low.skip("message_written_again", copies)
@@ -300,32 +297,32 @@ class _Reader:
         tools = [t for t in as_list(obj.get("toolCalls")) if isinstance(t, dict)]
         tokens = obj.get("tokens")
         self.seq += 1
-        call: dict[str, Any] = {
-            "native_id": native,
-            "response_id": mid,
-            "line": line,
-            "ts": ts,
-            "session_id": self.session,
-            "stream_key": self.session,
-            "turn_id": self.turn,
-            "seq": self.seq,
-            "agent_id": self.agent,
-            "parent_session_id": self.parent,
-            "model": as_str(obj.get("model")),
-            "provider": PROVIDER,
-            "app": APP,
-            "project": self.project,
+        call = CallRow(
+            native_id=native,
+            response_id=mid,
+            line=line,
+            ts=ts,
+            session_id=self.session,
+            stream_key=self.session,
+            turn_id=self.turn,
+            seq=self.seq,
+            agent_id=self.agent,
+            parent_session_id=self.parent,
+            model=as_str(obj.get("model")),
+            provider=PROVIDER,
+            app=APP,
+            project=self.project,
             **_tokens(tokens),
-            "output_final": True if isinstance(tokens, dict) else None,
-            "content_chars": chars,
-            "visible_chars": visible,
-            "reasoning_chars": sum(
+            output_final=True if isinstance(tokens, dict) else None,
+            content_chars=chars,
+            visible_chars=visible,
+            reasoning_chars=sum(
                 len(as_text(t.get("subject"))) + len(as_text(t.get("description")))
                 for t in thoughts
             ),
-            "tool_call_count": len(tools),
-            "n_records": copies,
-        }
+            tool_call_count=len(tools),
+            n_records=copies,
+        )
         self.low.add_call(call)
         # Text first, then the tool calls, then their results: a later copy of the message only
         # adds to the end of what an earlier one gave (a log read again once it grew).
@@ -423,14 +420,15 @@ def load(ctx: LoadContext) -> LoadResult:
 
 # What this module is to the registry (analyzer.ingest).
 SPEC = FormatSpec(
-    name=NAME,
-    title=TITLE,
-    kind=KIND,
-    sniff_order=SNIFF_ORDER,
-    call_prefix=CALL_PREFIX,
+    name="gemini_cli",
+    title="Gemini CLI saved chat (JSON or JSONL)",
+    kind="log",
+    sniff_order=50,  # after the other agent logs, before saved conversations (90) take the JSON
+    call_prefix="gemini",
     sniff=sniff,
     load=load,
     homes=homes,
-    agent_folders=AGENT_FOLDERS,
-    own_files=OWN_FILES,
+    agent_folders=(".gemini",),  # a hidden folder a walk of a home folder enters
+    # Files of its layout that hold no call: the prompt log (named, never counted as not read).
+    own_files=("logs.json",),
 )

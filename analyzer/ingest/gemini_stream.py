@@ -68,6 +68,7 @@ lines and no line typed otherwise.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -82,15 +83,11 @@ from analyzer.ingest.lowering import (
     result_hash,
     text_measure,
 )
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.runs import estimate_of_totals, outcome
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_str, as_text, kind_of, parse_time
 
-NAME = "gemini_stream_json"
-TITLE = "Gemini CLI stream-json output (gemini --output-format stream-json)"
-CALL_PREFIX = "gstream"
-KIND = "log"
-SNIFF_ORDER = 48  # before Gemini CLI's saved chats (50); neither claims the other's files
 APP = "gemini-cli"
 PROVIDER = "google"
 _EVENTS = {"init", "message", "tool_use", "tool_result", "error", "result"}
@@ -141,7 +138,8 @@ class _Run:
 class _Response:
     """The call being read: the lines of one model response."""
 
-    call: dict[str, Any]
+    call: CallRow
+    call_id: str  # (its id in the store, for its messages)
     messages: list[dict[str, Any]]
     text: list[str]
 
@@ -150,7 +148,7 @@ class _Stream:
     """The runs of one file, read in order."""
 
     def __init__(self, ctx: LoadContext) -> None:
-        self.low = Lowering(ctx, NAME, CALL_PREFIX)
+        self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         self.tz = ctx.options.tz
         self.file_session = Path(ctx.source.path).stem
         self.runs: dict[str, _Run] = {}
@@ -195,7 +193,7 @@ class _Stream:
         assert self.run is not None
         self.run.n_records += 1
 
-    def user(self, line: int, obj: dict[str, Any], ts: object) -> None:
+    def user(self, line: int, obj: dict[str, Any], ts: datetime | None) -> None:
         self.close()
         run = self.run
         if run is None or not run.open:  # the CLI writes init first and result last
@@ -219,35 +217,35 @@ class _Stream:
             )
         )
 
-    def respond(self, line: int, ts: object) -> _Response:
+    def respond(self, line: int, ts: datetime | None) -> _Response:
         """The response being read, or a new one beginning at ``line``."""
         run = self.current(line)
         run.last_error = None
         if self.response is None:
             self.seq += 1
             native = f"{run.session}:{line}"
-            call = {
-                "native_id": native,
-                "session_id": run.session,
-                "stream_key": self.stream,
-                "turn_id": run.turn,
-                "seq": self.seq,
-                "line": line,
-                "ts": ts,
-                "model": run.model,
-                "provider": PROVIDER,
-                "app": APP,
-                "tool_call_count": 0,
-                "n_records": 0,
-            }
-            self.response = _Response(call, [], [])
-        self.response.call["n_records"] += 1
+            call = CallRow(
+                native_id=native,
+                session_id=run.session,
+                stream_key=self.stream,
+                turn_id=run.turn,
+                seq=self.seq,
+                line=line,
+                ts=ts,
+                model=run.model,
+                provider=PROVIDER,
+                app=APP,
+                tool_call_count=0,
+                n_records=0,
+            )
+            self.response = _Response(call, self.low.call_id(native), [], [])
+        self.response.call.add(n_records=1)
         return self.response
 
-    def assistant(self, line: int, obj: dict[str, Any], ts: object) -> None:
+    def assistant(self, line: int, obj: dict[str, Any], ts: datetime | None) -> None:
         r = self.respond(line, ts)
         if not r.text:  # the text's message takes its place before the calls that follow
-            call_id = self.low.call_id(r.call["native_id"])
+            call_id = r.call_id
             r.messages.append(
                 self.message(
                     self.current(line),
@@ -262,9 +260,9 @@ class _Stream:
             )
         r.text.append(as_text(obj.get("content")))
 
-    def tool_use(self, line: int, obj: dict[str, Any], ts: object) -> None:
+    def tool_use(self, line: int, obj: dict[str, Any], ts: datetime | None) -> None:
         r = self.respond(line, ts)
-        r.call["tool_call_count"] += 1
+        r.call.add(tool_call_count=1)
         args = obj.get("parameters")
         r.messages.append(
             self.message(
@@ -277,13 +275,13 @@ class _Stream:
                     "tool_args_hash": args_hash(args),
                     "tool_use_id": as_str(obj.get("tool_id")),
                     "excerpt": args_excerpt(args),
-                    "call_id": self.low.call_id(r.call["native_id"]),
+                    "call_id": r.call_id,
                     "n_records": 0,
                 },
             )
         )
 
-    def tool_result(self, line: int, obj: dict[str, Any], ts: object) -> None:
+    def tool_result(self, line: int, obj: dict[str, Any], ts: datetime | None) -> None:
         self.close()
         tool_id = as_str(obj.get("tool_id"))
         if tool_id is None:
@@ -319,7 +317,7 @@ class _Stream:
             )
         )
 
-    def error(self, line: int, obj: dict[str, Any], ts: object) -> None:
+    def error(self, line: int, obj: dict[str, Any], ts: datetime | None) -> None:
         """The CLI's own note (a warning or an error): a ``system`` message of its run."""
         run = self.current(line)
         text = as_text(obj.get("message"))
@@ -389,7 +387,7 @@ class _Stream:
             return
         text = "".join(r.text)
         chars, visible = text_measure(text)
-        r.call["content_chars"], r.call["visible_chars"] = chars, visible
+        r.call.content_chars, r.call.visible_chars = chars, visible
         for m in r.messages:
             if m["kind"] == "text":
                 m.update(text_chars=chars, visible_chars=visible, excerpt=excerpt(text))
@@ -465,11 +463,11 @@ def load(ctx: LoadContext) -> LoadResult:
 
 # What this module is to the registry (analyzer.ingest).
 SPEC = FormatSpec(
-    name=NAME,
-    title=TITLE,
-    kind=KIND,
-    sniff_order=SNIFF_ORDER,
-    call_prefix=CALL_PREFIX,
+    name="gemini_stream_json",
+    title="Gemini CLI stream-json output (gemini --output-format stream-json)",
+    kind="log",
+    sniff_order=48,  # before Gemini CLI's saved chats (50); neither claims the other's files
+    call_prefix="gstream",
     sniff=sniff,
     load=load,
 )

@@ -64,11 +64,6 @@ from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_str, parse_time
 from analyzer.model.formatting import cost
 
-NAME = "litellm_spend"
-TITLE = "LiteLLM proxy spend log (LiteLLM_SpendLogs as CSV, JSON or JSON Lines)"
-CALL_PREFIX = "litellm:"
-KIND = "bill"
-SNIFF_ORDER = 15  # after the OpenRouter export (its own CSV header), before the agent logs
 UNITS = "ingest/bills/litellm"
 
 MAX_COST_USD = 1_000_000
@@ -313,7 +308,7 @@ def _read(ctx: LoadContext, rows: _Rows) -> None:
     if missing:  # another file, read as a spend log by --format
         shown = ", ".join(header[:8]) + (", ..." if len(header) > 8 else "")
         raise InputError(
-            f"missing required columns {', '.join(missing)} (a {TITLE} needs "
+            f"missing required columns {', '.join(missing)} (a {SPEC.title} needs "
             f"{', '.join(sorted(_CSV_NEEDS))}); the header has {shown or 'no column'}",
             ctx.source.display,
             1,
@@ -354,7 +349,7 @@ def _first_of_each(good: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _store(ctx: LoadContext, engine: Engine, good: list[dict[str, Any]]) -> int:
     """The requests not stored yet into ``calls``, numbered in their streams: how many."""
-    params = {"fmt": NAME}
+    params = {"fmt": SPEC.name}
     table = pa.Table.from_pylist(_first_of_each(good), schema=_SCHEMA)
     engine.register("lf_ll_rows", table)
     try:
@@ -366,11 +361,16 @@ def _store(ctx: LoadContext, engine: Engine, good: list[dict[str, Any]]) -> int:
     ctx.stage("storing")
     inserted = engine.scalar(
         f"{UNITS}/store.sql",
-        {**params, "prefix": CALL_PREFIX, "sid": ctx.source_id, "gap": ctx.options.session_gap_s},
+        {
+            **params,
+            "prefix": SPEC.call_prefix,
+            "sid": ctx.source_id,
+            "gap": ctx.options.session_gap_s,
+        },
         numbered=with_sessions_sql("lf_ll_new"),
     )
     if int(engine.scalar("SELECT count(*) FROM lf_ll_inter")):
-        renumber_streams(engine.con, NAME, "lf_ll_inter", ctx.options.session_gap_s)
+        renumber_streams(engine.con, SPEC.name, "lf_ll_inter", ctx.options.session_gap_s)
     return int(inserted or 0)
 
 
@@ -400,11 +400,11 @@ def load(ctx: LoadContext) -> LoadResult:
 
 # What this module is to the registry (analyzer.ingest).
 SPEC = FormatSpec(
-    name=NAME,
-    title=TITLE,
-    kind=KIND,
-    sniff_order=SNIFF_ORDER,
-    call_prefix=CALL_PREFIX,
+    name="litellm_spend",
+    title="LiteLLM proxy spend log (LiteLLM_SpendLogs as CSV, JSON or JSON Lines)",
+    kind="bill",
+    sniff_order=15,  # after the OpenRouter export (its own CSV header), before the agent logs
+    call_prefix="litellm:",
     sniff=sniff,
     load=load,
 )

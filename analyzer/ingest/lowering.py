@@ -28,7 +28,7 @@ from analyzer.ingest.content import result_hash as result_hash
 from analyzer.ingest.content import text_measure as text_measure
 from analyzer.ingest.rows import CALL_COLUMNS as CALL_COLUMNS  # re-exported: declared there
 from analyzer.ingest.rows import MESSAGE_COLUMNS as MESSAGE_COLUMNS
-from analyzer.ingest.rows import MessageRow
+from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.runs import RUN_COLUMNS
 from analyzer.ingest.sink import Sink, in_order
 
@@ -93,8 +93,8 @@ class Lowering:
     def call_id(self, native_id: str) -> str:
         return f"{self.call_prefix}:{native_id}"
 
-    def add_call(self, row: dict[str, Any]) -> None:
-        self.calls.append(row)
+    def add_call(self, row: CallRow) -> None:
+        self.calls.append(row.values())
 
     def add_message(self, row: MessageRow | dict[str, Any]) -> None:
         self.messages.append(row.values() if isinstance(row, MessageRow) else row)

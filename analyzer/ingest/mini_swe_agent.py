@@ -62,6 +62,7 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.reading import read_json_document
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.runs import outcome
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
@@ -75,11 +76,6 @@ from analyzer.ingest.values import (
     stated_cost,
 )
 
-NAME = "mini_swe_agent"
-TITLE = "mini-swe-agent 1.x trajectory (JSON, trajectory_format mini-swe-agent-1)"
-CALL_PREFIX = "mswea"
-KIND = "log"
-SNIFF_ORDER = 85  # before conversation_json, which would take it for a saved conversation
 APP = "mini-swe-agent"
 DEFAULT_ACTION = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
 DEFAULT_FORMAT_ERROR = "Please always provide EXACTLY ONE action in triple backticks"
@@ -150,7 +146,7 @@ def run_of_info(
 
 class _Reader:
     def __init__(self, ctx: LoadContext, doc: dict[str, Any]) -> None:
-        self.low = Lowering(ctx, NAME, CALL_PREFIX)
+        self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         self.tz = ctx.options.tz
         self.doc = doc
         self.info = as_dict(doc.get("info"))
@@ -240,39 +236,39 @@ class _Reader:
             as_dict(as_list(response.get("choices"))[0]) if as_list(response.get("choices")) else {}
         )
         reasoning = as_text(as_dict(choice.get("message")).get("reasoning"))
-        call: dict[str, Any] = {
-            "native_id": native,
-            "response_id": as_str(response.get("id")),
-            "line": number,
-            "ts": self.time(m),
-            "session_id": self.session,
-            "stream_key": self.session,
-            "turn_id": self.turn,
-            "seq": self.seq,
-            "model": as_str(response.get("model")) or self.model,
-            "provider": as_str(response.get("provider")),
-            "app": APP,
-            "n_records": 1,
-            "content_chars": chars,
-            "visible_chars": visible,
-            "reasoning_chars": len(reasoning),
-            "finish_reason_raw": as_str(choice.get("finish_reason")),
-            "reply_saved": True,
+        call = CallRow(
+            native_id=native,
+            response_id=as_str(response.get("id")),
+            line=number,
+            ts=self.time(m),
+            session_id=self.session,
+            stream_key=self.session,
+            turn_id=self.turn,
+            seq=self.seq,
+            model=as_str(response.get("model")) or self.model,
+            provider=as_str(response.get("provider")),
+            app=APP,
+            n_records=1,
+            content_chars=chars,
+            visible_chars=visible,
+            reasoning_chars=len(reasoning),
+            finish_reason_raw=as_str(choice.get("finish_reason")),
+            reply_saved=True,
             **token_counts(usage),
-        }
-        if isinstance(usage, dict) and call.get("output_tokens") is not None:
-            call["output_final"] = True
+        )
+        if isinstance(usage, dict) and call.output_tokens is not None:
+            call.output_final = True
         billed = stated_cost(as_dict(usage).get("cost"))
         reported = stated_cost(as_dict(m.get("extra")).get("cost"))
         if billed is not None or reported is not None:
-            call["cost_usd"] = billed if billed is not None else reported
-            call["cost_basis"] = "billed" if billed is not None else "reported"
+            call.cost_usd = billed if billed is not None else reported
+            call.cost_basis = "billed" if billed is not None else "reported"
             self.stated = True
         call_id = self.low.call_id(native)
         self.message(
             role="assistant",
             kind="text",
-            ts=call["ts"],
+            ts=call.ts,
             text_chars=chars,
             visible_chars=visible,
             call_id=call_id,
@@ -285,9 +281,9 @@ class _Reader:
             action = ("bash", as_text(found[0]).strip())
         elif not found and (named := _called(text, self.tools)) is not None:
             action = (named, text.strip())  # a Python-style reply: the whole reply is the action
-        call["tool_call_count"] = 0
+        call.tool_call_count = 0
         # The action is known for sure once the agent answers: a refused reply has none.
-        self.pending = _Pending(call, call_id, action, call["ts"])
+        self.pending = _Pending(call, call_id, action, call.ts)
         self.low.add_call(call)
 
     def act(self, pending: _Pending) -> str | None:
@@ -295,8 +291,8 @@ class _Reader:
         if pending.action is None:
             return None
         name, args = pending.action
-        tool_id = f"{pending.call['native_id']}:action"
-        pending.call["tool_call_count"] = 1
+        tool_id = f"{pending.call.native_id}:action"
+        pending.call.tool_call_count = 1
         self.message(
             role="assistant",
             kind="tool_call",
@@ -361,7 +357,7 @@ class _Reader:
 class _Pending:
     """A reply waiting for the agent's answer, which says whether it had an action."""
 
-    call: dict[str, Any]
+    call: CallRow
     call_id: str
     action: tuple[str, str] | None  # (tool, arguments) as parsed
     ts: datetime | None
@@ -428,11 +424,11 @@ def load(ctx: LoadContext) -> LoadResult:
 
 # What this module is to the registry (analyzer.ingest).
 SPEC = FormatSpec(
-    name=NAME,
-    title=TITLE,
-    kind=KIND,
-    sniff_order=SNIFF_ORDER,
-    call_prefix=CALL_PREFIX,
+    name="mini_swe_agent",
+    title="mini-swe-agent 1.x trajectory (JSON, trajectory_format mini-swe-agent-1)",
+    kind="log",
+    sniff_order=85,  # before conversation_json, which would take it for a saved conversation
+    call_prefix="mswea",
     sniff=sniff,
     load=load,
 )

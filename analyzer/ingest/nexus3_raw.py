@@ -21,6 +21,7 @@ hashed (the same call with the same result again is a loop; with a new result it
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from analyzer.ingest.lowering import (
     result_hash,
     text_measure,
 )
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import (
@@ -50,14 +52,8 @@ from analyzer.ingest.values import (
     parse_time,
 )
 
-NAME = "nexus3_raw"
-TITLE = "NEXUS3 raw API log (raw.jsonl)"
-CALL_PREFIX = "nexus3"
-KIND = "log"
-SNIFF_ORDER = 40
 APP = "nexus3"
 _TYPES = {"request", "response", "stream_chunk", "stream_complete"}
-AGENT_FOLDERS = (".nexus3",)  # a hidden folder a walk of a home folder enters
 
 
 def homes(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -80,18 +76,18 @@ def _content_text(content: object) -> str:
     return ""
 
 
-def _usage_into(call: dict[str, Any], usage: object) -> None:
+def _usage_into(call: CallRow, usage: object) -> None:
     """The tokens a chunk's or a response's usage states (OpenAI's or Anthropic's shape)."""
     counts = token_counts(usage)
     call.update(counts)
     if "output_tokens" in counts:
-        call["output_final"] = True
+        call.output_final = True
 
 
 class _Reader:
     def __init__(self, ctx: LoadContext) -> None:
         self.ctx = ctx
-        self.low = Lowering(ctx, NAME, CALL_PREFIX)
+        self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         folder = Path(ctx.source.path).resolve().parent
         self.agent: str | None = None
         self.parent: str | None = None
@@ -101,7 +97,7 @@ class _Reader:
             self.session = f"{self.parent}:{folder.name}"
         else:
             self.session = folder.name
-        self.call: dict[str, Any] | None = None
+        self.call: CallRow | None = None
         self.seen_messages = 0
         self.idx = 0
         self.turn: str | None = None
@@ -117,17 +113,17 @@ class _Reader:
         call = self.call
         if call is None:
             return
-        if call.get("content_chars") is None and self.text:
+        if call.content_chars is None and self.text:
             text = "".join(self.text)
-            call["content_chars"], call["visible_chars"] = text_measure(text)
+            call.content_chars, call.visible_chars = text_measure(text)
         elif self.text:
-            call["visible_chars"] = text_measure("".join(self.text))[1]
+            call.visible_chars = text_measure("".join(self.text))[1]
         self.low.add_call(call)
-        self.prev_call_id = self.low.call_id(call["native_id"])
+        self.prev_call_id = self.low.call_id(str(call.native_id))
         self.call = None
         self.text = []
 
-    def request(self, lineno: int, ts: object, obj: dict[str, Any]) -> None:
+    def request(self, lineno: int, ts: datetime | None, obj: dict[str, Any]) -> None:
         self.close_call()
         payload = as_dict(obj.get("payload"))
         messages = as_list(payload.get("messages"))
@@ -136,21 +132,21 @@ class _Reader:
         for m in new:
             self.message(m, ts)
         self.seq += 1
-        self.call = {
-            "native_id": f"{self.session}:{lineno}",
-            "line": lineno,
-            "ts": ts,
-            "session_id": self.session,
-            "stream_key": self.session,
-            "turn_id": self.turn,
-            "seq": self.seq,
-            "agent_id": self.agent,
-            "parent_session_id": self.parent,
-            "model": as_str(payload.get("model")),
-            "app": APP,
-            "streamed": bool(payload.get("stream")),
-            "n_records": 1,
-        }
+        self.call = CallRow(
+            native_id=f"{self.session}:{lineno}",
+            line=lineno,
+            ts=ts,
+            session_id=self.session,
+            stream_key=self.session,
+            turn_id=self.turn,
+            seq=self.seq,
+            agent_id=self.agent,
+            parent_session_id=self.parent,
+            model=as_str(payload.get("model")),
+            app=APP,
+            streamed=bool(payload.get("stream")),
+            n_records=1,
+        )
 
     def message(self, m: object, ts: object) -> None:
         if not isinstance(m, dict):
@@ -205,7 +201,7 @@ class _Reader:
         if isinstance(chunk, str):
             data = chunk.strip().removeprefix("data:").strip()
             if data == "[DONE]":
-                call["received_done"] = True
+                call.received_done = True
                 return
             try:
                 chunk = orjson.loads(data)
@@ -213,7 +209,7 @@ class _Reader:
                 return
         if not isinstance(chunk, dict):
             return
-        call["event_count"] = (call.get("event_count") or 0) + 1
+        call.add(event_count=1)
         _usage_into(call, chunk.get("usage"))
         for choice in as_list(chunk.get("choices")):
             if not isinstance(choice, dict):
@@ -223,13 +219,13 @@ class _Reader:
                 self.text.append(delta["content"])
             reasoning = delta.get("reasoning_content") or delta.get("reasoning")
             if isinstance(reasoning, str):
-                call["reasoning_chars"] = (call.get("reasoning_chars") or 0) + len(reasoning)
+                call.add(reasoning_chars=len(reasoning))
             if choice.get("finish_reason"):
-                call["finish_reason_raw"] = as_str(choice["finish_reason"])
+                call.finish_reason_raw = as_str(choice["finish_reason"])
         if chunk.get("type") == "message_delta":  # Anthropic streams
             delta = chunk.get("delta") or {}
             if isinstance(delta, dict) and delta.get("stop_reason"):
-                call["finish_reason_raw"] = as_str(delta["stop_reason"])
+                call.finish_reason_raw = as_str(delta["stop_reason"])
 
     def line(self, lineno: int, obj: dict[str, Any]) -> None:
         kind = kind_of(obj)
@@ -241,32 +237,32 @@ class _Reader:
         if call is None:
             self.low.reject(lineno, f"{kind} line before any request", brief(obj))
             return
-        call["n_records"] += 1
+        call.add(n_records=1)
         if kind == "stream_chunk":
             self.chunk(obj.get("chunk"))
         elif kind == "stream_complete":
             status = as_status(obj.get("http_status"))
-            call["http_status"] = status
-            call["event_count"] = as_int(obj.get("event_count"))
-            call["content_chars"] = as_int(obj.get("content_length"))
-            call["tool_call_count"] = as_int(obj.get("tool_call_count"))
-            call["received_done"] = bool(obj.get("received_done"))
+            call.http_status = status
+            call.event_count = as_int(obj.get("event_count"))
+            call.content_chars = as_int(obj.get("content_length"))
+            call.tool_call_count = as_int(obj.get("tool_call_count"))
+            call.received_done = bool(obj.get("received_done"))
             if obj.get("finish_reason"):
-                call["finish_reason_raw"] = as_str(obj["finish_reason"])
+                call.finish_reason_raw = as_str(obj["finish_reason"])
             duration = obj.get("duration_ms")
             if isinstance(duration, int | float) and not isinstance(duration, bool):
-                call["duration_ms"] = float(duration)
-            if not self.text and call.get("content_chars") == 0:
-                call["visible_chars"] = 0
+                call.duration_ms = float(duration)
+            if not self.text and call.content_chars == 0:
+                call.visible_chars = 0
         elif kind == "response":
             self.response(call, obj)
         else:
-            call["n_records"] -= 1
+            call.add(n_records=-1)
             self.low.skip(str(kind or "untyped"))
 
-    def response(self, call: dict[str, Any], obj: dict[str, Any]) -> None:
+    def response(self, call: CallRow, obj: dict[str, Any]) -> None:
         status = as_status(obj.get("status"))
-        call["http_status"] = status
+        call.http_status = status
         body = obj.get("body")
         if isinstance(body, str):
             try:
@@ -274,27 +270,27 @@ class _Reader:
             except orjson.JSONDecodeError:
                 body = {"error": body}
         if status is not None and status >= 400:
-            call["finish_reason_raw"] = "error"
-            call["content_chars"] = 0
-            call["visible_chars"] = 0
+            call.finish_reason_raw = "error"
+            call.content_chars = 0
+            call.visible_chars = 0
             return
         if not isinstance(body, dict):
             return
         if body.get("id"):
-            call["response_id"] = as_str(body["id"])
+            call.response_id = as_str(body["id"])
         _usage_into(call, body.get("usage"))
         for choice in as_list(body.get("choices")):
             msg = choice.get("message") if isinstance(choice, dict) else None
             if not isinstance(msg, dict):
                 continue
             text = _content_text(msg.get("content"))
-            call["content_chars"], call["visible_chars"] = text_measure(text)
+            call.content_chars, call.visible_chars = text_measure(text)
             tools = msg.get("tool_calls")
-            call["tool_call_count"] = len(tools) if isinstance(tools, list) else 0
+            call.tool_call_count = len(tools) if isinstance(tools, list) else 0
             reasoning = msg.get("reasoning_content") or msg.get("reasoning")
-            call["reasoning_chars"] = len(reasoning) if isinstance(reasoning, str) else 0
+            call.reasoning_chars = len(reasoning) if isinstance(reasoning, str) else 0
             if choice.get("finish_reason"):
-                call["finish_reason_raw"] = as_str(choice["finish_reason"])
+                call.finish_reason_raw = as_str(choice["finish_reason"])
 
 
 def load(ctx: LoadContext) -> LoadResult:
@@ -307,13 +303,13 @@ def load(ctx: LoadContext) -> LoadResult:
 
 # What this module is to the registry (analyzer.ingest).
 SPEC = FormatSpec(
-    name=NAME,
-    title=TITLE,
-    kind=KIND,
-    sniff_order=SNIFF_ORDER,
-    call_prefix=CALL_PREFIX,
+    name="nexus3_raw",
+    title="NEXUS3 raw API log (raw.jsonl)",
+    kind="log",
+    sniff_order=40,
+    call_prefix="nexus3",
     sniff=sniff,
     load=load,
     homes=homes,
-    agent_folders=AGENT_FOLDERS,
+    agent_folders=(".nexus3",),  # a hidden folder a walk of a home folder enters
 )

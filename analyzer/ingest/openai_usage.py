@@ -57,11 +57,6 @@ from analyzer.ingest.reading import read_text
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_str, parse_time
 
-NAME = "openai_usage"
-TITLE = "OpenAI usage or costs (the organisation Usage/Costs API's JSON, or the dashboard's CSV)"
-CALL_PREFIX = "openai-bill:"  # never used: a bucketed bill makes no calls
-KIND = "bucket_bill"
-SNIFF_ORDER = 17  # with the other bills, before the agent logs
 PROVIDER = "openai"
 
 USAGE_FIGURES = {
@@ -195,7 +190,7 @@ def _row(row: dict[str, str]) -> Reading:
 
 
 def load(ctx: LoadContext) -> LoadResult:
-    out = Buckets(ctx, NAME, PROVIDER)
+    out = Buckets(ctx, SPEC.name, PROVIDER)
     ctx.stage("reading")
     text = read_text(ctx.source, "a usage or costs report")
     if text.lstrip()[:1] in ("[", "{"):
@@ -207,11 +202,11 @@ def load(ctx: LoadContext) -> LoadResult:
 
 # What this module is to the registry (analyzer.ingest).
 SPEC = FormatSpec(
-    name=NAME,
-    title=TITLE,
-    kind=KIND,
-    sniff_order=SNIFF_ORDER,
-    call_prefix=CALL_PREFIX,
+    name="openai_usage",
+    title="OpenAI usage or costs (the organisation Usage/Costs API's JSON, or the dashboard's CSV)",
+    kind="bucket_bill",
+    sniff_order=17,  # with the other bills, before the agent logs
+    call_prefix="openai-bill:",  # never used: a bucketed bill makes no calls
     sniff=sniff,
     load=load,
 )

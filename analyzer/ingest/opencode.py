@@ -80,15 +80,10 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.reading import read_json_document
-from analyzer.ingest.rows import MessageRow
+from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_status, as_str, parse_time
 
-NAME = "opencode"
-TITLE = "OpenCode stored message, part or session (JSON)"
-CALL_PREFIX = "opencode"
-KIND = "log"
-SNIFF_ORDER = 52  # after Gemini CLI (50), before saved conversations (90) take the JSON
 APP = "opencode"
 _START = re.compile(rb"^\s*\{")
 _SESSION_ID = re.compile(rb'"sessionID"\s*:\s*"')
@@ -190,7 +185,7 @@ def _cost(value: object) -> float | None:
 class _Reader:
     def __init__(self, ctx: LoadContext) -> None:
         self.ctx = ctx
-        self.low = Lowering(ctx, NAME, CALL_PREFIX)
+        self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         self.path = Path(ctx.source.path)
 
     def session_of(self, doc: dict[str, Any]) -> str | None:
@@ -255,29 +250,29 @@ class _Reader:
         start, end = _ms(time.get("created")), _ms(time.get("completed"))
         cost = _cost(doc.get("cost"))
         self.low.add_call(
-            {
-                "native_id": mid,
-                "line": 1,
-                "ts": ts,
-                "session_id": session,
-                "stream_key": session,
-                "turn_id": f"{session}:{parent}" if parent else None,
-                "seq": order,
-                "model": as_str(doc.get("modelID")) or as_str(nested.get("modelID")),
-                "provider": provider,
-                "app": APP,
-                "project": as_str(path.get("root")) or as_str(path.get("cwd")),
+            CallRow(
+                native_id=mid,
+                line=1,
+                ts=ts,
+                session_id=session,
+                stream_key=session,
+                turn_id=f"{session}:{parent}" if parent else None,
+                seq=order,
+                model=as_str(doc.get("modelID")) or as_str(nested.get("modelID")),
+                provider=provider,
+                app=APP,
+                project=as_str(path.get("root")) or as_str(path.get("cwd")),
                 **_tokens(doc.get("tokens")),
-                "output_final": done is not None,
-                "cost_usd": cost,
-                "cost_basis": "reported" if cost is not None else None,
-                "finish_reason_raw": finish,
-                "http_status": as_status(as_dict(error.get("data")).get("statusCode")),
-                "cancelled": True if error.get("name") == _ABORTED else None,
-                "duration_ms": float(end - start) if start and end and end >= start else None,
-                "n_records": 1,
-                "parts": 2 if done is not None else 1,
-            }
+                output_final=done is not None,
+                cost_usd=cost,
+                cost_basis="reported" if cost is not None else None,
+                finish_reason_raw=finish,
+                http_status=as_status(as_dict(error.get("data")).get("statusCode")),
+                cancelled=True if error.get("name") == _ABORTED else None,
+                duration_ms=float(end - start) if start and end and end >= start else None,
+                n_records=1,
+                parts=2 if done is not None else 1,
+            )
         )
 
     def part(self, doc: dict[str, Any], kind: str) -> None:
@@ -344,11 +339,11 @@ def load(ctx: LoadContext) -> LoadResult:
 
 # What this module is to the registry (analyzer.ingest).
 SPEC = FormatSpec(
-    name=NAME,
-    title=TITLE,
-    kind=KIND,
-    sniff_order=SNIFF_ORDER,
-    call_prefix=CALL_PREFIX,
+    name="opencode",
+    title="OpenCode stored message, part or session (JSON)",
+    kind="log",
+    sniff_order=52,  # after Gemini CLI (50), before saved conversations (90) take the JSON
+    call_prefix="opencode",
     sniff=sniff,
     load=load,
     homes=homes,

@@ -87,12 +87,6 @@ from analyzer.ingest.reading import MAX_DOCUMENT_BYTES, read_json_document
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_list, as_str
 
-NAME = "openhands"
-TITLE = "OpenHands evaluation output.jsonl, or conversation (base_state.json + events/)"
-CALL_PREFIX = "oh"
-KIND = "log"
-SNIFF_ORDER = 75  # before the trajectories (80-85) and saved conversations (90)
-AGENT_FOLDERS = (".openhands",)  # a hidden folder a walk of a home folder enters
 BASE_STATE, EVENTS_DIR = "base_state.json", "events"
 EXPORT, EXPORT_EVENTS = "trajectory.json", "events.json"
 EVENT_FILE = re.compile(r"^event-(\d{5,})-[0-9a-fA-F\-]{8,}\.json$")  # persistence_const.py
@@ -237,7 +231,7 @@ def _instance(low: Lowering, tz: str, line: int, obj: dict[str, Any]) -> None:
 
 
 def _evaluation(ctx: LoadContext) -> LoadResult:
-    low = Lowering(ctx, NAME, CALL_PREFIX)
+    low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
     for line, obj in json_lines(ctx.source, low):
         _instance(low, ctx.options.tz, line, obj)
     return low.finish()
@@ -274,7 +268,7 @@ def event_files(folder: Path) -> list[tuple[int, Path]]:
 class _Conversation:
     def __init__(self, ctx: LoadContext) -> None:
         self.ctx = ctx
-        self.low = Lowering(ctx, NAME, CALL_PREFIX)
+        self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         self.path = Path(ctx.source.path)
 
     def state_of(self, doc: object, what: str) -> dict[str, Any]:
@@ -366,7 +360,7 @@ class _Conversation:
 def _member(ctx: LoadContext) -> LoadResult:
     """An event file (or an export's ``events.json``) met on its own: its conversation's state
     reads it (see ``member_of``); without that state it holds no tokens to read."""
-    low = Lowering(ctx, NAME, CALL_PREFIX)
+    low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
     owner = member_of(Path(ctx.source.path))
     low.read()
     if owner is not None:
@@ -380,14 +374,14 @@ def _member(ctx: LoadContext) -> LoadResult:
 
 # What this module is to the registry (analyzer.ingest).
 SPEC = FormatSpec(
-    name=NAME,
-    title=TITLE,
-    kind=KIND,
-    sniff_order=SNIFF_ORDER,
-    call_prefix=CALL_PREFIX,
+    name="openhands",
+    title="OpenHands evaluation output.jsonl, or conversation (base_state.json + events/)",
+    kind="log",
+    sniff_order=75,  # before the trajectories (80-85) and saved conversations (90)
+    call_prefix="oh",
     sniff=sniff,
     load=load,
     homes=homes,
-    agent_folders=AGENT_FOLDERS,
+    agent_folders=(".openhands",),  # a hidden folder a walk of a home folder enters
     member_of=member_of,
 )

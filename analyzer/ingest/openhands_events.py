@@ -25,6 +25,7 @@ from analyzer.ingest.lowering import (
     result_hash,
     text_measure,
 )
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.runs import outcome
 from analyzer.ingest.values import (
     as_dict,
@@ -474,35 +475,29 @@ class Session:
         reply: Reply | None,
         turn: str | None,
         line: int | None,
-    ) -> dict[str, Any]:
-        row: dict[str, Any] = {
-            "native_id": native,
-            "response_id": u.rid,
-            "session_id": self.session,
-            "stream_key": self.session,
-            "turn_id": turn,
-            "seq": seq,
-            "app": APP,
-            "model": (reply.model if reply is not None else None) or u.model,
-            "output_final": True if u.tokens.get("output_tokens") is not None else None,
-            "n_records": 0,
-            **u.tokens,
-        }
+    ) -> CallRow:
+        row = CallRow(
+            native_id=native,
+            response_id=u.rid,
+            session_id=self.session,
+            stream_key=self.session,
+            turn_id=turn,
+            seq=seq,
+            app=APP,
+            model=(reply.model if reply is not None else None) or u.model,
+            output_final=True if u.tokens.get("output_tokens") is not None else None,
+            n_records=0,
+        )
+        row.update(u.tokens)
         if reply is not None:
-            chars, visible = text_measure(reply.text)
-            row.update(
-                line=reply.line,
-                ts=reply.ts,
-                content_chars=chars,
-                visible_chars=visible,
-                reasoning_chars=reply.reasoning,
-                tool_call_count=reply.tools,
-                finish_reason_raw=reply.finish,
-            )
+            row.line, row.ts = reply.line, reply.ts
+            row.content_chars, row.visible_chars = text_measure(reply.text)
+            row.reasoning_chars, row.tool_call_count = reply.reasoning, reply.tools
+            row.finish_reason_raw = reply.finish
         if line is not None:
-            row["line"] = line
+            row.line = line
         if u.cost is not None:
-            row.update(cost_usd=u.cost, cost_basis="reported")
+            row.cost_usd, row.cost_basis = u.cost, "reported"
         return row
 
 

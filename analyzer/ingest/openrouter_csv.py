@@ -32,12 +32,6 @@ from analyzer.ingest.sessions import (
 )
 from analyzer.ingest.spec import FormatSpec
 
-NAME = "openrouter_csv"
-TITLE = "OpenRouter activity export (CSV)"
-CALL_PREFIX = "or:"
-KIND = "bill"
-SNIFF_ORDER = 10
-
 KNOWN_COLUMNS = (
     "generation_id",
     "created_at",
@@ -159,7 +153,7 @@ def _checked_header(src: SourceFile) -> tuple[list[str], str]:
         raise InputError(
             f"missing required columns {', '.join(REQUIRED_COLUMNS)}: the first line "
             + (f"({shown}) " if shown else "")
-            + f"has none of the columns of an {TITLE}",
+            + f"has none of the columns of an {SPEC.title}",
             path=src.display,
             line=1,
         )
@@ -173,7 +167,7 @@ def _checked_header(src: SourceFile) -> tuple[list[str], str]:
     if missing:
         raise InputError(
             f"missing required column {', '.join(missing)} "
-            f"(an {TITLE} needs {', '.join(REQUIRED_COLUMNS)})",
+            f"(an {SPEC.title} needs {', '.join(REQUIRED_COLUMNS)})",
             path=src.display,
             line=1,
         )
@@ -227,7 +221,7 @@ def _new_rows(engine: Engine, lines: _Lines) -> bool:
     this format in the file's time range: a new store compares nothing). And
     ``lf_or_inter``, the streams whose new rows do not all come after the stored calls: are
     there any?"""
-    fmt = {"fmt": NAME}
+    fmt = {"fmt": SPEC.name}
     engine.run(f"{UNITS}/repeats.sql")
     engine.run(f"{UNITS}/new.sql", {"base": lines.base}, **lines.slots)
     if engine.scalar("SELECT count(*) FROM lf_or_dups"):
@@ -255,7 +249,7 @@ def _number(engine: Engine, ctx: LoadContext) -> None:
     engine.run(f"{UNITS}/streams.sql")
     engine.run(
         f"{UNITS}/numbered.sql",
-        {"fmt": NAME, "gap": ctx.options.session_gap_s},
+        {"fmt": SPEC.name, "gap": ctx.options.session_gap_s},
         numbered=numbered_sql("lf_or_rows", "lf_or_sk"),
     )
     misaligned = int(engine.scalar(f"{UNITS}/misaligned.sql"))
@@ -289,24 +283,24 @@ def load(ctx: LoadContext) -> LoadResult:
         ctx.stage("storing")
         inserted = engine.scalar(
             f"{UNITS}/store.sql",
-            {"prefix": CALL_PREFIX, "sid": ctx.source_id, "fmt": NAME},
+            {"prefix": SPEC.call_prefix, "sid": ctx.source_id, "fmt": SPEC.name},
             session_id=session_id_sql("stream_key", "session_start"),
         )
         result.rows_loaded = int(inserted or 0)
         good = result.rows_read - result.rows_rejected - result.rows_skipped
         result.rows_duplicate = good - result.rows_loaded
         if interleaved:
-            renumber_streams(ctx.con, NAME, "lf_or_inter", ctx.options.session_gap_s)
+            renumber_streams(ctx.con, SPEC.name, "lf_or_inter", ctx.options.session_gap_s)
     return result
 
 
 # What this module is to the registry (analyzer.ingest).
 SPEC = FormatSpec(
-    name=NAME,
-    title=TITLE,
-    kind=KIND,
-    sniff_order=SNIFF_ORDER,
-    call_prefix=CALL_PREFIX,
+    name="openrouter_csv",
+    title="OpenRouter activity export (CSV)",
+    kind="bill",
+    sniff_order=10,
+    call_prefix="or:",
     sniff=sniff,
     load=load,
 )

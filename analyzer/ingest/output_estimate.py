@@ -28,6 +28,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from analyzer.ingest.rows import CallRow
+
 TEXT_CHARS_PER_TOKEN = 3.2
 ARGS_CHARS_PER_TOKEN = 3.0
 TOKENS_PER_TOOL_CALL = 48
@@ -79,16 +81,16 @@ def estimate_tokens(t: OutputTally) -> int:
     )
 
 
-def settle(call: dict[str, Any], t: OutputTally) -> None:
+def settle(call: CallRow, t: OutputTally) -> None:
     """Mark ``call`` final or not from what its lines showed; a placeholder keeps its logged
     count in ``output_tokens`` and gets ``output_estimate_tokens`` (and, where thinking is
     redacted, ``output_estimate_floor``)."""
     if t.stopped or t.final_version:
-        call["output_final"] = True
+        call.output_final = True
         return
-    call["output_final"] = False
-    logged = call.get("output_tokens")
+    call.output_final = False
+    logged = call.output_tokens
     if logged is None:  # no usage at all: nothing to correct
         return
-    call["output_estimate_tokens"] = max(int(logged), estimate_tokens(t))
-    call["output_estimate_floor"] = t.redacted
+    call.output_estimate_tokens = max(int(logged), estimate_tokens(t))
+    call.output_estimate_floor = t.redacted

@@ -1,12 +1,13 @@
 """The rows a format module emits, declared once: their columns and their types.
 
-A format module builds a ``MessageRow`` (or, still, a dict of the same names) and hands it to
-its ``Lowering``; the Arrow tables the sink writes take their columns and types from these
+A format module builds each row as a ``CallRow`` or a ``MessageRow`` and hands it to its
+``Lowering``; the Arrow tables the sink writes take their columns and types from these
 declarations (``MESSAGE_COLUMNS``, ``CALL_COLUMNS``), so a column is added in one place.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
@@ -111,6 +112,24 @@ class CallRow:
     # (priced: cost_basis 'estimated_output'), and whether that is a lower bound.
     output_estimate_tokens: int | None = None
     output_estimate_floor: bool | None = None
+
+    def values(self) -> dict[str, Any]:
+        """The row by column name (its own mapping, not a copy: what changes in the row after
+        it is handed over is what is stored)."""
+        return self.__dict__
+
+    def update(self, values: Mapping[str, Any]) -> None:
+        """Set the columns ``values`` names (a usage object's token counts, say)."""
+        for name, value in values.items():
+            if name not in CALL_COLUMNS:
+                raise KeyError(f"calls has no column {name!r}")
+            setattr(self, name, value)
+
+    def add(self, **amounts: int) -> None:
+        """Add to counters (``call.add(content_chars=n)``); a counter a row starts gets its
+        0 where the row is made, so a count nothing added to is 0 and one never started NULL."""
+        for name, amount in amounts.items():
+            setattr(self, name, (getattr(self, name) or 0) + amount)
 
 
 CALL_COLUMNS = columns(CallRow)

@@ -90,15 +90,11 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.reading import read_json_document
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.runs import outcome
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_list, as_str, as_text, stated_cost
 
-NAME = "swe_agent"
-TITLE = "SWE-agent trajectory (.traj, JSON)"
-CALL_PREFIX = "swea"
-KIND = "log"
-SNIFF_ORDER = 80  # before mini-swe-agent (85) and saved conversations (90), which take JSON
 AGENT = "swe-agent"
 _STAND_IN = re.compile(r"^\s*Exit(ing)? due to ")  # SWE-agent's own text for a lost reply
 _START = re.compile(rb"^\s*\{")
@@ -192,7 +188,7 @@ class _Pending:
 
 class _Reader:
     def __init__(self, ctx: LoadContext, doc: dict[str, Any]) -> None:
-        self.low = Lowering(ctx, NAME, CALL_PREFIX)
+        self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         self.doc = doc
         self.config = _config(doc.get("replay_config"))
         self.model_cfg = _model_config(self.config)
@@ -438,23 +434,23 @@ class _Reader:
         text = _text(m.get("content"))
         chars, visible = text_measure(text)
         self.low.add_call(
-            {
-                "native_id": native,
-                "line": line,
-                "ts": None,
-                "session_id": self.session,
-                "stream_key": self.session,
-                "turn_id": self.turn,
-                "seq": self.seq,
-                "model": self.model,
-                "app": AGENT,
-                "content_chars": chars,
-                "visible_chars": visible,
-                "reasoning_chars": _reasoning_chars(m),
-                "tool_call_count": len(tools),
-                "reply_saved": True,
-                "n_records": n,
-            }
+            CallRow(
+                native_id=native,
+                line=line,
+                ts=None,
+                session_id=self.session,
+                stream_key=self.session,
+                turn_id=self.turn,
+                seq=self.seq,
+                model=self.model,
+                app=AGENT,
+                content_chars=chars,
+                visible_chars=visible,
+                reasoning_chars=_reasoning_chars(m),
+                tool_call_count=len(tools),
+                reply_saved=True,
+                n_records=n,
+            )
         )
         common = {"role": "assistant", "call_id": call_id}
         if refused:  # SWE-agent refused the reply and asked the model again
@@ -533,11 +529,11 @@ def load(ctx: LoadContext) -> LoadResult:
 
 # What this module is to the registry (analyzer.ingest).
 SPEC = FormatSpec(
-    name=NAME,
-    title=TITLE,
-    kind=KIND,
-    sniff_order=SNIFF_ORDER,
-    call_prefix=CALL_PREFIX,
+    name="swe_agent",
+    title="SWE-agent trajectory (.traj, JSON)",
+    kind="log",
+    sniff_order=80,  # before mini-swe-agent (85) and saved conversations (90), which take JSON
+    call_prefix="swea",
     sniff=sniff,
     load=load,
 )
