@@ -52,10 +52,9 @@ from typing import Any
 
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.content import tool_call_said
 from analyzer.ingest.lowering import (
     Lowering,
-    args_excerpt,
-    args_hash,
     brief,
     excerpt,
     result_hash,
@@ -281,11 +280,7 @@ class _Reader:
                 {
                     **common,
                     "idx": self.next_idx(),
-                    "kind": "tool_call",
-                    "tool_name": as_str(b.get("name")),
-                    "tool_args_hash": args_hash(args),
-                    "tool_use_id": as_str(b.get("id")),
-                    "excerpt": args_excerpt(args),
+                    **tool_call_said(as_str(b.get("name")), args, as_str(b.get("id"))),
                 }
             )
 

@@ -68,10 +68,9 @@ import orjson
 
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.content import tool_call_said
 from analyzer.ingest.lowering import (
     Lowering,
-    args_excerpt,
-    args_hash,
     brief,
     excerpt,
     result_hash,
@@ -335,11 +334,7 @@ class _Reader:
         self.low.add_message(
             {
                 **row,
-                "kind": "tool_call",
-                "tool_name": name,
-                "tool_args_hash": args_hash(args),
-                "tool_use_id": tid,
-                "excerpt": args_excerpt(args),
+                **tool_call_said(name, args, tid),
             }
         )
         return tid

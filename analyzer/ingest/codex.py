@@ -37,11 +37,10 @@ import orjson
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.codex_forks import Replay
+from analyzer.ingest.content import tool_call_said
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import (
     Lowering,
-    args_excerpt,
-    args_hash,
     brief,
     excerpt,
     result_hash,
@@ -223,13 +222,13 @@ class _Reader:
                     session_id=self.session,
                     idx=self.next_idx(),
                     role="assistant",
-                    kind="tool_call",
                     ts=ts,
                     turn_id=self.turn,
-                    tool_name=as_str(p.get("name")) or _TOOL_NAMES.get(ptype, ptype),
-                    tool_args_hash=args_hash(args),
-                    excerpt=args_excerpt(args),
-                    tool_use_id=as_str(p.get("call_id")),
+                    **tool_call_said(
+                        as_str(p.get("name")) or _TOOL_NAMES.get(ptype, ptype),
+                        args,
+                        as_str(p.get("call_id")),
+                    ),
                     n_records=1,
                 ),
             )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import Any
 
 import orjson
 
@@ -105,3 +106,15 @@ def excerpt(text: object) -> str | None:
     if not isinstance(text, str):
         return None
     return text[:EXCERPT_CHARS]
+
+
+def tool_call_said(name: str | None, args: object, use_id: str | None) -> dict[str, Any]:
+    """The columns of a tool call's message that come from the call itself: its kind, name and
+    id, its arguments hashed (to tell the same call again) and cut for a person."""
+    return {
+        "kind": "tool_call",
+        "tool_name": name,
+        "tool_args_hash": args_hash(args),
+        "tool_use_id": use_id,
+        "excerpt": args_excerpt(args),
+    }

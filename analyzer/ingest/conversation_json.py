@@ -73,10 +73,9 @@ import orjson
 
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.content import tool_call_said
 from analyzer.ingest.lowering import (
     Lowering,
-    args_excerpt,
-    args_hash,
     brief,
     excerpt,
     result_hash,
@@ -393,13 +392,9 @@ class _Reader:
         for name, args, use_id in tools:
             self.message_row(
                 role="assistant",
-                kind="tool_call",
                 ts=ts,
-                tool_name=name,
-                tool_args_hash=args_hash(args),
-                tool_use_id=use_id,
                 call_id=call_id,
-                excerpt=args_excerpt(args),
+                **tool_call_said(name, args, use_id),
             )
         _account(call, m, response, extra)
         return call

@@ -68,11 +68,10 @@ import orjson
 
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.content import tool_call_said
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import (
     Lowering,
-    args_excerpt,
-    args_hash,
     brief,
     excerpt,
     result_hash,
@@ -352,13 +351,9 @@ class _Reader:
                     session_id=self.session,
                     idx=self.next_idx(),
                     role="assistant",
-                    kind="tool_call",
                     ts=ts,
                     turn_id=self.turn,
-                    tool_name=as_str(tc.get("name")),
-                    tool_args_hash=args_hash(args),
-                    excerpt=args_excerpt(args),
-                    tool_use_id=as_str(tc.get("id")),
+                    **tool_call_said(as_str(tc.get("name")), args, as_str(tc.get("id"))),
                     call_id=call_id,
                 )
             )

@@ -73,11 +73,10 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.content import tool_call_said
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import (
     Lowering,
-    args_excerpt,
-    args_hash,
     brief,
     excerpt,
     result_hash,
@@ -269,12 +268,10 @@ class _Stream:
                 self.current(line),
                 {
                     "role": "assistant",
-                    "kind": "tool_call",
                     "ts": ts,
-                    "tool_name": as_str(obj.get("tool_name")),
-                    "tool_args_hash": args_hash(args),
-                    "tool_use_id": as_str(obj.get("tool_id")),
-                    "excerpt": args_excerpt(args),
+                    **tool_call_said(
+                        as_str(obj.get("tool_name")), args, as_str(obj.get("tool_id"))
+                    ),
                     "call_id": r.call_id,
                     "n_records": 0,
                 },

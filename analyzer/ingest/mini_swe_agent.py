@@ -52,10 +52,9 @@ import orjson
 
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.content import tool_call_said
 from analyzer.ingest.lowering import (
     Lowering,
-    args_excerpt,
-    args_hash,
     brief,
     excerpt,
     result_hash,
@@ -295,13 +294,9 @@ class _Reader:
         pending.call.tool_call_count = 1
         self.message(
             role="assistant",
-            kind="tool_call",
             ts=pending.ts,
-            tool_name=name,
-            tool_args_hash=args_hash(args),
-            tool_use_id=tool_id,
             call_id=pending.call_id,
-            excerpt=args_excerpt(args),
+            **tool_call_said(name, args, tool_id),
             n_records=0,
         )
         return tool_id

@@ -28,11 +28,10 @@ from typing import Any
 import orjson
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.content import tool_call_said
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import (
     Lowering,
-    args_excerpt,
-    args_hash,
     brief,
     excerpt,
     result_hash,
@@ -185,11 +184,11 @@ class _Reader:
                 {
                     **base,
                     "idx": self.next_idx(),
-                    "kind": "tool_call",
-                    "tool_name": as_str(fn.get("name")),
-                    "tool_args_hash": args_hash(fn.get("arguments")),
-                    "excerpt": args_excerpt(fn.get("arguments")),
-                    "tool_use_id": as_str(tc.get("id")) if isinstance(tc, dict) else None,
+                    **tool_call_said(
+                        as_str(fn.get("name")),
+                        fn.get("arguments"),
+                        as_str(tc.get("id")) if isinstance(tc, dict) else None,
+                    ),
                     "call_id": self.prev_call_id,
                     "n_records": 0,
                 }

@@ -70,10 +70,9 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.content import tool_call_said
 from analyzer.ingest.lowering import (
     Lowering,
-    args_excerpt,
-    args_hash,
     brief,
     excerpt,
     result_hash,
@@ -298,11 +297,8 @@ class _Reader:
                 **common,
                 "idx": idx,
                 "role": "assistant",
-                "kind": "tool_call",
                 "ts": ts,
-                "tool_name": as_str(doc.get("tool")),
-                "tool_args_hash": args_hash(args),
-                "excerpt": args_excerpt(args),
+                **tool_call_said(as_str(doc.get("tool")), args, use_id),
                 "call_id": self.low.call_id(message),
                 "n_records": 1,
             }

@@ -17,10 +17,9 @@ from typing import Any
 
 import orjson
 
+from analyzer.ingest.content import tool_call_said
 from analyzer.ingest.lowering import (
     Lowering,
-    args_excerpt,
-    args_hash,
     excerpt,
     result_hash,
     text_measure,
@@ -195,13 +194,9 @@ class Session:
         self.message(
             records,
             role="assistant",
-            kind="tool_call",
             ts=ts,
-            tool_name=name,
-            tool_args_hash=args_hash(args),
-            tool_use_id=tid,
             call_id=call_id,
-            excerpt=args_excerpt(args),
+            **tool_call_said(name, args, tid),
         )
         if name == "finish" and isinstance(args, dict):
             self.final = as_str(args.get("message")) or as_str(args.get("final_thought"))

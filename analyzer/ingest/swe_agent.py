@@ -80,10 +80,9 @@ import orjson
 
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.content import tool_call_said
 from analyzer.ingest.lowering import (
     Lowering,
-    args_excerpt,
-    args_hash,
     brief,
     excerpt,
     result_hash,
@@ -471,11 +470,7 @@ class _Reader:
             )
         for name, args, use_id in tools:
             self.message(
-                kind="tool_call",
-                tool_name=name,
-                tool_args_hash=args_hash(args),
-                tool_use_id=use_id,
-                excerpt=args_excerpt(args),
+                **tool_call_said(name, args, use_id),
                 **common,
             )
         self.pending = _Pending(tools[0][2] if tools else None, observation)
