@@ -38,7 +38,8 @@ MESSAGE_BATCH = 50_000
 def fill_call(row: dict[str, Any]) -> None:
     """A call's row filled in to be stored: its stream (its session's, unless it names one)
     and the records that shaped it (at least those it accounts for)."""
-    row.setdefault("stream_key", row.get("session_id"))
+    if row.get("stream_key") is None:
+        row["stream_key"] = row.get("session_id")
     row["parts"] = max(row.get("parts") or 0, row.get("n_records") or 0)
 
 
