@@ -61,7 +61,7 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.reading import read_json_document
-from analyzer.ingest.rows import CallRow
+from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.runs import outcome
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import (
@@ -172,24 +172,24 @@ class _Reader:
         text = "".join(as_text(b.get("text")) for b in blocks if kind_of(b) == "text")
         results = [b for b in blocks if kind_of(b) == "tool_result"]
         records = 1
-        common = {"session_id": self.session, "ts": ts}
         if text or (not results and any(kind_of(b) in ("file", "image") for b in blocks)):
             agent = text.lstrip().startswith("[SYSTEM]")
             if not agent:
                 self.turn = f"{self.session}:{mid}"
             chars, visible = text_measure(text)
             self.low.add_message(
-                {
-                    **common,
-                    "idx": self.next_idx(),
-                    "role": "user",
-                    "kind": "system" if agent else "prompt",
-                    "turn_id": self.turn,
-                    "text_chars": chars,
-                    "visible_chars": visible,
-                    "excerpt": excerpt(text),
-                    "n_records": records,
-                }
+                MessageRow(
+                    session_id=self.session,
+                    idx=self.next_idx(),
+                    role="user",
+                    kind="system" if agent else "prompt",
+                    ts=ts,
+                    turn_id=self.turn,
+                    text_chars=chars,
+                    visible_chars=visible,
+                    excerpt=excerpt(text),
+                    n_records=records,
+                )
             )
             records = 0
         for b in results:
@@ -199,21 +199,22 @@ class _Reader:
             rtext = _result_text(content)
             chars, visible = text_measure(rtext)
             self.low.add_message(
-                {
-                    **common,
-                    "idx": self.next_idx(),
-                    "role": "tool",
-                    "kind": "tool_result",
-                    "turn_id": self.turn,
-                    "text_chars": chars,
-                    "visible_chars": visible,
-                    "tool_name": as_str(b.get("name")),
-                    "tool_use_id": as_str(b.get("tool_use_id")),
-                    "tool_result_hash": result_hash(content, is_error),
-                    "is_error": is_error,
-                    "excerpt": excerpt(rtext),
-                    "n_records": records,
-                }
+                MessageRow(
+                    session_id=self.session,
+                    idx=self.next_idx(),
+                    role="tool",
+                    kind="tool_result",
+                    ts=ts,
+                    turn_id=self.turn,
+                    text_chars=chars,
+                    visible_chars=visible,
+                    tool_name=as_str(b.get("name")),
+                    tool_use_id=as_str(b.get("tool_use_id")),
+                    tool_result_hash=result_hash(content, is_error),
+                    is_error=is_error,
+                    excerpt=excerpt(rtext),
+                    n_records=records,
+                )
             )
             records = 0
         if records:  # nothing the store keeps (no text, no result)
@@ -255,33 +256,35 @@ class _Reader:
         if cost is not None:
             call.cost_usd, call.cost_basis = cost, "reported"
         self.low.add_call(call)
-        common = {
-            "session_id": self.session,
-            "turn_id": self.turn,
-            "ts": ts,
-            "role": "assistant",
-            "call_id": call_id,
-            "n_records": 0,
-        }
         if chars:
             self.low.add_message(
-                {
-                    **common,
-                    "idx": self.next_idx(),
-                    "kind": "text",
-                    "text_chars": chars,
-                    "visible_chars": visible,
-                    "excerpt": excerpt(text),
-                }
+                MessageRow(
+                    session_id=self.session,
+                    idx=self.next_idx(),
+                    role="assistant",
+                    kind="text",
+                    ts=ts,
+                    turn_id=self.turn,
+                    text_chars=chars,
+                    visible_chars=visible,
+                    excerpt=excerpt(text),
+                    call_id=call_id,
+                    n_records=0,
+                )
             )
         for b in tools:
             args = b.get("input")
             self.low.add_message(
-                {
-                    **common,
-                    "idx": self.next_idx(),
+                MessageRow(
+                    session_id=self.session,
+                    idx=self.next_idx(),
+                    role="assistant",
+                    ts=ts,
+                    turn_id=self.turn,
+                    call_id=call_id,
                     **tool_call_said(as_str(b.get("name")), args, as_str(b.get("id"))),
-                }
+                    n_records=0,
+                )
             )
 
 

@@ -77,7 +77,7 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.reading import read_json_document
-from analyzer.ingest.rows import CallRow
+from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_str, as_text, parse_time, stated_cost
 
@@ -285,74 +285,79 @@ class _Reader:
             self.call.cost_usd, self.call.cost_basis = cost, "reported"
         self.see_model(m)
 
-    def common(self, ts: Any, role: str) -> dict[str, Any]:
-        call_id = self.low.call_id(str(self.call.native_id)) if self.call else None
-        return {
-            "session_id": self.session,
-            "idx": self.next_idx(),
-            "ts": ts,
-            "role": role,
-            "turn_id": self.turn,
-            "call_id": call_id,
-            "n_records": 1,
-        }
+    def call_ref(self) -> str | None:
+        """The id of the call being built (None before the turn's first call)."""
+        return self.low.call_id(str(self.call.native_id)) if self.call else None
+
+    def said(self, ts: Any, role: str, kind: str, text: object, measure: tuple[int, int]) -> None:
+        """A message of text (``measure``: its characters and visible characters), tied to the
+        call being built."""
+        chars, visible = measure
+        self.low.add_message(
+            MessageRow(
+                session_id=self.session,
+                idx=self.next_idx(),
+                role=role,
+                kind=kind,
+                ts=ts,
+                turn_id=self.turn,
+                text_chars=chars,
+                visible_chars=visible,
+                call_id=self.call_ref(),
+                excerpt=excerpt(text),
+                n_records=1,
+            )
+        )
 
     def prompt(self, m: dict[str, Any], ts: Any, text: object) -> None:
         self.flush()
         raw_ts = m.get("ts")
         self.turn = f"{self.session}:{raw_ts if isinstance(raw_ts, int) else self.idx + 1}"
-        chars, visible = text_measure(text)
-        self.low.add_message(
-            {
-                **self.common(ts, "user"),
-                "kind": "prompt",
-                "text_chars": chars,
-                "visible_chars": visible,
-                "excerpt": excerpt(text),
-            }
-        )
+        self.said(ts, "user", "prompt", text, text_measure(text))
 
     def content(self, kind: str, ts: Any, text: object) -> None:
         chars, visible = text_measure(text)
         if self.call is not None:
             self.call.add(content_chars=chars, visible_chars=visible)
-        self.low.add_message(
-            {
-                **self.common(ts, "assistant"),
-                "kind": kind,
-                "text_chars": chars,
-                "visible_chars": visible,
-                "excerpt": excerpt(text),
-            }
-        )
+        self.said(ts, "assistant", kind, text, (chars, visible))
 
     def tool(self, ts: Any, name: str | None, args: object, tid: str | None = None) -> str:
-        row = self.common(ts, "assistant")
-        tid = tid or f"{self.session}#{row['idx']}"
+        idx = self.next_idx()
+        tid = tid or f"{self.session}#{idx}"
         if self.call is not None:
             self.call.add(tool_call_count=1)
         self.low.add_message(
-            {
-                **row,
+            MessageRow(
+                session_id=self.session,
+                idx=idx,
+                role="assistant",
+                ts=ts,
+                turn_id=self.turn,
+                call_id=self.call_ref(),
                 **tool_call_said(name, args, tid),
-            }
+                n_records=1,
+            )
         )
         return tid
 
     def result(self, ts: Any, name: str | None, tid: str | None, text: object) -> None:
         chars, visible = text_measure(text)
         self.low.add_message(
-            {
-                **self.common(ts, "tool"),
-                "kind": "tool_result",
-                "call_id": None,
-                "text_chars": chars,
-                "visible_chars": visible,
-                "tool_name": name,
-                "tool_use_id": tid,
-                "tool_result_hash": result_hash(as_text(text)),
-                "excerpt": excerpt(text),
-            }
+            MessageRow(
+                session_id=self.session,
+                idx=self.next_idx(),
+                role="tool",
+                kind="tool_result",
+                ts=ts,
+                turn_id=self.turn,
+                text_chars=chars,
+                visible_chars=visible,
+                tool_name=name,
+                tool_use_id=tid,
+                tool_result_hash=result_hash(as_text(text)),
+                excerpt=excerpt(text),
+                n_records=1,
+            )
         )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
+from typing import TypedDict
 
 import orjson
 
@@ -108,13 +108,24 @@ def excerpt(text: object) -> str | None:
     return text[:EXCERPT_CHARS]
 
 
-def tool_call_said(name: str | None, args: object, use_id: str | None) -> dict[str, Any]:
+class ToolCallSaid(TypedDict):
+    """A tool call's message columns that come from the call itself (``tool_call_said``)."""
+
+    kind: str
+    tool_name: str | None
+    tool_args_hash: str
+    tool_use_id: str | None
+    excerpt: str | None
+
+
+def tool_call_said(name: str | None, args: object, use_id: str | None) -> ToolCallSaid:
     """The columns of a tool call's message that come from the call itself: its kind, name and
-    id, its arguments hashed (to tell the same call again) and cut for a person."""
-    return {
-        "kind": "tool_call",
-        "tool_name": name,
-        "tool_args_hash": args_hash(args),
-        "tool_use_id": use_id,
-        "excerpt": args_excerpt(args),
-    }
+    id, its arguments hashed (to tell the same call again) and cut for a person; a site spreads
+    them into its ``MessageRow`` (``MessageRow(session_id=..., **tool_call_said(...))``)."""
+    return ToolCallSaid(
+        kind="tool_call",
+        tool_name=name,
+        tool_args_hash=args_hash(args),
+        tool_use_id=use_id,
+        excerpt=args_excerpt(args),
+    )

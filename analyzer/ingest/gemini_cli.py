@@ -271,18 +271,18 @@ class _Reader:
         if not agent:
             self.turn = f"{self.session}:{mid}"
         self.low.add_message(
-            {
-                "session_id": self.session,
-                "idx": self.next_idx(),
-                "role": "user",
-                "kind": "system" if agent else "prompt",
-                "ts": parse_time(obj.get("timestamp"), self.ctx.options.tz),
-                "turn_id": self.turn,
-                "text_chars": chars,
-                "visible_chars": visible,
-                "excerpt": excerpt(text),
-                "n_records": copies,
-            }
+            MessageRow(
+                session_id=self.session,
+                idx=self.next_idx(),
+                role="user",
+                kind="system" if agent else "prompt",
+                ts=parse_time(obj.get("timestamp"), self.ctx.options.tz),
+                turn_id=self.turn,
+                text_chars=chars,
+                visible_chars=visible,
+                excerpt=excerpt(text),
+                n_records=copies,
+            )
         )
 
     def gemini(self, mid: str, obj: dict[str, Any], line: int, copies: int) -> None:

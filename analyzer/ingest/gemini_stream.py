@@ -82,7 +82,7 @@ from analyzer.ingest.lowering import (
     result_hash,
     text_measure,
 )
-from analyzer.ingest.rows import CallRow
+from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.runs import estimate_of_totals, outcome
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_str, as_text, kind_of, parse_time
@@ -139,7 +139,7 @@ class _Response:
 
     call: CallRow
     call_id: str  # (its id in the store, for its messages)
-    messages: list[dict[str, Any]]
+    messages: list[MessageRow]
     text: list[str]
 
 
@@ -176,9 +176,10 @@ class _Stream:
         run.open, run.last_error = True, None
         self.run = run
 
-    def message(self, run: _Run, row: dict[str, Any]) -> dict[str, Any]:
+    def next_idx(self, run: _Run) -> int:
+        """The place of the run's next message in its session."""
         idx = self.idx[run.session] = self.idx.get(run.session, 0) + 1
-        return {"session_id": run.session, "idx": idx, "turn_id": run.turn} | row
+        return idx
 
     # -- the lines -------------------------------------------------------------------------
 
@@ -202,17 +203,17 @@ class _Stream:
         text = as_text(obj.get("content"))
         chars, visible = text_measure(text)
         self.low.add_message(
-            self.message(
-                run,
-                {
-                    "role": "user",
-                    "kind": "prompt",
-                    "ts": ts,
-                    "text_chars": chars,
-                    "visible_chars": visible,
-                    "excerpt": excerpt(text),
-                    "n_records": 1,
-                },
+            MessageRow(
+                session_id=run.session,
+                idx=self.next_idx(run),
+                role="user",
+                kind="prompt",
+                ts=ts,
+                turn_id=run.turn,
+                text_chars=chars,
+                visible_chars=visible,
+                excerpt=excerpt(text),
+                n_records=1,
             )
         )
 
@@ -244,17 +245,17 @@ class _Stream:
     def assistant(self, line: int, obj: dict[str, Any], ts: datetime | None) -> None:
         r = self.respond(line, ts)
         if not r.text:  # the text's message takes its place before the calls that follow
-            call_id = r.call_id
+            run = self.current(line)
             r.messages.append(
-                self.message(
-                    self.current(line),
-                    {
-                        "role": "assistant",
-                        "kind": "text",
-                        "ts": ts,
-                        "call_id": call_id,
-                        "n_records": 0,
-                    },
+                MessageRow(
+                    session_id=run.session,
+                    idx=self.next_idx(run),
+                    role="assistant",
+                    kind="text",
+                    ts=ts,
+                    turn_id=run.turn,
+                    call_id=r.call_id,
+                    n_records=0,
                 )
             )
         r.text.append(as_text(obj.get("content")))
@@ -263,18 +264,17 @@ class _Stream:
         r = self.respond(line, ts)
         r.call.add(tool_call_count=1)
         args = obj.get("parameters")
+        run = self.current(line)
         r.messages.append(
-            self.message(
-                self.current(line),
-                {
-                    "role": "assistant",
-                    "ts": ts,
-                    **tool_call_said(
-                        as_str(obj.get("tool_name")), args, as_str(obj.get("tool_id"))
-                    ),
-                    "call_id": r.call_id,
-                    "n_records": 0,
-                },
+            MessageRow(
+                session_id=run.session,
+                idx=self.next_idx(run),
+                role="assistant",
+                ts=ts,
+                turn_id=run.turn,
+                **tool_call_said(as_str(obj.get("tool_name")), args, as_str(obj.get("tool_id"))),
+                call_id=r.call_id,
+                n_records=0,
             )
         )
 
@@ -297,20 +297,20 @@ class _Stream:
         chars, visible = text_measure(text)
         payload = output if error is None else {"output": output, "error": error}
         self.low.add_message(
-            self.message(
-                run,
-                {
-                    "role": "tool",
-                    "kind": "tool_result",
-                    "ts": ts,
-                    "text_chars": chars,
-                    "visible_chars": visible,
-                    "tool_use_id": tool_id,
-                    "is_error": is_error,
-                    "tool_result_hash": result_hash(payload, is_error),
-                    "excerpt": excerpt(shown),
-                    "n_records": 1,
-                },
+            MessageRow(
+                session_id=run.session,
+                idx=self.next_idx(run),
+                role="tool",
+                kind="tool_result",
+                ts=ts,
+                turn_id=run.turn,
+                text_chars=chars,
+                visible_chars=visible,
+                tool_use_id=tool_id,
+                is_error=is_error,
+                tool_result_hash=result_hash(payload, is_error),
+                excerpt=excerpt(shown),
+                n_records=1,
             )
         )
 
@@ -321,17 +321,17 @@ class _Stream:
         severity = as_str(obj.get("severity")) or "error"
         chars, visible = text_measure(text)
         self.low.add_message(
-            self.message(
-                run,
-                {
-                    "role": "system",
-                    "kind": "system",
-                    "ts": ts,
-                    "text_chars": chars,
-                    "visible_chars": visible,
-                    "excerpt": excerpt(f"{severity}: {text}"),
-                    "n_records": 1,
-                },
+            MessageRow(
+                session_id=run.session,
+                idx=self.next_idx(run),
+                role="system",
+                kind="system",
+                ts=ts,
+                turn_id=run.turn,
+                text_chars=chars,
+                visible_chars=visible,
+                excerpt=excerpt(f"{severity}: {text}"),
+                n_records=1,
             )
         )
         run.last_error = text or None
@@ -386,8 +386,8 @@ class _Stream:
         chars, visible = text_measure(text)
         r.call.content_chars, r.call.visible_chars = chars, visible
         for m in r.messages:
-            if m["kind"] == "text":
-                m.update(text_chars=chars, visible_chars=visible, excerpt=excerpt(text))
+            if m.kind == "text":
+                m.text_chars, m.visible_chars, m.excerpt = chars, visible, excerpt(text)
         self.low.add_call(r.call)
         for m in r.messages:
             self.low.add_message(m)

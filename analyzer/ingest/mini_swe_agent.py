@@ -61,7 +61,7 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.reading import read_json_document
-from analyzer.ingest.rows import CallRow
+from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.runs import outcome
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
@@ -167,11 +167,9 @@ class _Reader:
         self.stated = False  # a call states its own cost
         self.tools: frozenset[str] = frozenset()
 
-    def message(self, **row: Any) -> None:
+    def next_idx(self) -> int:
         self.idx += 1
-        row.update(session_id=self.session, idx=self.idx, turn_id=self.turn)
-        row.setdefault("n_records", 1)
-        self.low.add_message(row)
+        return self.idx
 
     def run(self) -> LoadResult:
         messages = self.doc.get("messages")
@@ -206,13 +204,19 @@ class _Reader:
     def said(self, m: dict[str, Any], role: str, kind: str) -> None:
         text = text_of(m.get("content"))
         chars, visible = text_measure(text)
-        self.message(
-            role=role,
-            kind=kind,
-            ts=self.time(m),
-            text_chars=chars,
-            visible_chars=visible,
-            excerpt=excerpt(text),
+        self.low.add_message(
+            MessageRow(
+                session_id=self.session,
+                idx=self.next_idx(),
+                role=role,
+                kind=kind,
+                ts=self.time(m),
+                turn_id=self.turn,
+                text_chars=chars,
+                visible_chars=visible,
+                excerpt=excerpt(text),
+                n_records=1,
+            )
         )
 
     def time(self, m: dict[str, Any]) -> datetime | None:
@@ -264,15 +268,20 @@ class _Reader:
             call.cost_basis = "billed" if billed is not None else "reported"
             self.stated = True
         call_id = self.low.call_id(native)
-        self.message(
-            role="assistant",
-            kind="text",
-            ts=call.ts,
-            text_chars=chars,
-            visible_chars=visible,
-            call_id=call_id,
-            excerpt=excerpt(text),
-            n_records=0,
+        self.low.add_message(
+            MessageRow(
+                session_id=self.session,
+                idx=self.next_idx(),
+                role="assistant",
+                kind="text",
+                ts=call.ts,
+                turn_id=self.turn,
+                text_chars=chars,
+                visible_chars=visible,
+                call_id=call_id,
+                excerpt=excerpt(text),
+                n_records=0,
+            )
         )
         found = self.action.findall(text)
         action: tuple[str, str] | None = None
@@ -292,12 +301,17 @@ class _Reader:
         name, args = pending.action
         tool_id = f"{pending.call.native_id}:action"
         pending.call.tool_call_count = 1
-        self.message(
-            role="assistant",
-            ts=pending.ts,
-            call_id=pending.call_id,
-            **tool_call_said(name, args, tool_id),
-            n_records=0,
+        self.low.add_message(
+            MessageRow(
+                session_id=self.session,
+                idx=self.next_idx(),
+                role="assistant",
+                ts=pending.ts,
+                turn_id=self.turn,
+                call_id=pending.call_id,
+                **tool_call_said(name, args, tool_id),
+                n_records=0,
+            )
         )
         return tool_id
 
@@ -309,42 +323,60 @@ class _Reader:
         ts = self.time(m)
         pending, self.pending = self.pending, None
         if pending is None:  # a second message after one reply: the run's ending
-            self.message(
-                role="user",
-                kind="system",
-                ts=ts,
-                text_chars=chars,
-                visible_chars=visible,
-                excerpt=excerpt(text),
+            self.low.add_message(
+                MessageRow(
+                    session_id=self.session,
+                    idx=self.next_idx(),
+                    role="user",
+                    kind="system",
+                    ts=ts,
+                    turn_id=self.turn,
+                    text_chars=chars,
+                    visible_chars=visible,
+                    excerpt=excerpt(text),
+                    n_records=1,
+                )
             )
             return
         if text.lstrip().startswith(self.format_error):
-            self.message(
-                role="user",
-                kind="format_error",
-                ts=ts,
-                text_chars=chars,
-                visible_chars=visible,
-                call_id=pending.call_id,
-                is_error=True,
-                tool_result_hash=result_hash(text, True),
-                excerpt=excerpt(text),
+            self.low.add_message(
+                MessageRow(
+                    session_id=self.session,
+                    idx=self.next_idx(),
+                    role="user",
+                    kind="format_error",
+                    ts=ts,
+                    turn_id=self.turn,
+                    text_chars=chars,
+                    visible_chars=visible,
+                    call_id=pending.call_id,
+                    is_error=True,
+                    tool_result_hash=result_hash(text, True),
+                    excerpt=excerpt(text),
+                    n_records=1,
+                )
             )
             return
         tool_id = self.act(pending)
         code = _RETURNCODE.search(text[:200])
         timed_out = text.lstrip().startswith(self.timeout)
         is_error = timed_out or (code is not None and int(code.group(1)) != 0)
-        self.message(
-            role="user",
-            kind="tool_result",
-            ts=ts,
-            text_chars=chars,
-            visible_chars=visible,
-            tool_use_id=tool_id,
-            is_error=is_error,
-            tool_result_hash=result_hash(text, is_error),
-            excerpt=excerpt(text),
+        self.low.add_message(
+            MessageRow(
+                session_id=self.session,
+                idx=self.next_idx(),
+                role="user",
+                kind="tool_result",
+                ts=ts,
+                turn_id=self.turn,
+                text_chars=chars,
+                visible_chars=visible,
+                tool_use_id=tool_id,
+                is_error=is_error,
+                tool_result_hash=result_hash(text, is_error),
+                excerpt=excerpt(text),
+                n_records=1,
+            )
         )
 
 

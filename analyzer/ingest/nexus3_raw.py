@@ -37,7 +37,7 @@ from analyzer.ingest.lowering import (
     result_hash,
     text_measure,
 )
-from analyzer.ingest.rows import CallRow
+from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import (
@@ -147,7 +147,7 @@ class _Reader:
             n_records=1,
         )
 
-    def message(self, m: object, ts: object) -> None:
+    def message(self, m: object, ts: datetime | None) -> None:
         if not isinstance(m, dict):
             return
         role = as_str(m.get("role")) or ""
@@ -157,41 +157,42 @@ class _Reader:
         if role == "user" and isinstance(m.get("content"), str | list) and visible:
             self.turn = f"{self.session}:{self.idx + 1}"
         kind = {"user": "prompt", "assistant": "text", "tool": "tool_result"}.get(role, role)
-        base = {"session_id": self.session, "role": role, "ts": ts, "turn_id": self.turn}
         if role != "assistant" or not tool_calls or chars:
-            result = {}
-            if kind == "tool_result":
-                result = {
-                    "tool_use_id": as_str(m.get("tool_call_id")),
-                    "tool_result_hash": result_hash(m.get("content")),
-                }
+            is_result = kind == "tool_result"
             self.low.add_message(
-                {
-                    **base,
-                    **result,
-                    "idx": self.next_idx(),
-                    "kind": kind,
-                    "text_chars": chars,
-                    "visible_chars": visible,
-                    "excerpt": excerpt(text),
-                    "call_id": self.prev_call_id if role == "assistant" else None,
-                    "n_records": 0,
-                }
+                MessageRow(
+                    session_id=self.session,
+                    idx=self.next_idx(),
+                    role=role,
+                    kind=kind,
+                    ts=ts,
+                    turn_id=self.turn,
+                    text_chars=chars,
+                    visible_chars=visible,
+                    tool_use_id=as_str(m.get("tool_call_id")) if is_result else None,
+                    tool_result_hash=result_hash(m.get("content")) if is_result else None,
+                    call_id=self.prev_call_id if role == "assistant" else None,
+                    excerpt=excerpt(text),
+                    n_records=0,
+                )
             )
         for tc in tool_calls:
             fn = as_dict(tc.get("function") if isinstance(tc, dict) else None)
             self.low.add_message(
-                {
-                    **base,
-                    "idx": self.next_idx(),
+                MessageRow(
+                    session_id=self.session,
+                    idx=self.next_idx(),
+                    role=role,
+                    ts=ts,
+                    turn_id=self.turn,
                     **tool_call_said(
                         as_str(fn.get("name")),
                         fn.get("arguments"),
                         as_str(tc.get("id")) if isinstance(tc, dict) else None,
                     ),
-                    "call_id": self.prev_call_id,
-                    "n_records": 0,
-                }
+                    call_id=self.prev_call_id,
+                    n_records=0,
+                )
             )
 
     def chunk(self, chunk: object) -> None:

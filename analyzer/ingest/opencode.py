@@ -291,17 +291,17 @@ class _Reader:
         ts = parse_time(times.get("start"), tz)
         use_id = as_str(doc.get("callID"))
         args = state.get("input")
-        common = {"session_id": session, "turn_id": None, "tool_use_id": use_id}
         self.low.add_message(
-            {
-                **common,
-                "idx": idx,
-                "role": "assistant",
-                "ts": ts,
+            MessageRow(
+                session_id=session,
+                idx=idx,
+                role="assistant",
+                ts=ts,
+                turn_id=None,
                 **tool_call_said(as_str(doc.get("tool")), args, use_id),
-                "call_id": self.low.call_id(message),
-                "n_records": 1,
-            }
+                call_id=self.low.call_id(message),
+                n_records=1,
+            )
         )
         status = state.get("status")
         if status not in ("completed", "error"):  # pending or running: no result yet
@@ -311,19 +311,21 @@ class _Reader:
         text = result if isinstance(result, str) else brief(result, limit=10**9)
         chars, visible = text_measure(text)
         self.low.add_message(
-            {
-                **common,
-                "idx": None if idx is None else idx + 1,
-                "role": "tool",
-                "kind": "tool_result",
-                "ts": parse_time(times.get("end"), tz) or ts,
-                "text_chars": chars,
-                "visible_chars": visible,
-                "is_error": is_error,
-                "tool_result_hash": result_hash(result, is_error),
-                "excerpt": excerpt(text),
-                "n_records": 0,
-            }
+            MessageRow(
+                session_id=session,
+                idx=None if idx is None else idx + 1,
+                role="tool",
+                kind="tool_result",
+                ts=parse_time(times.get("end"), tz) or ts,
+                turn_id=None,
+                text_chars=chars,
+                visible_chars=visible,
+                tool_use_id=use_id,
+                is_error=is_error,
+                tool_result_hash=result_hash(result, is_error),
+                excerpt=excerpt(text),
+                n_records=0,
+            )
         )
 
 

@@ -24,7 +24,7 @@ from analyzer.ingest.lowering import (
     result_hash,
     text_measure,
 )
-from analyzer.ingest.rows import CallRow
+from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.runs import outcome
 from analyzer.ingest.values import (
     as_dict,
@@ -162,24 +162,44 @@ class Session:
 
     # -- rows ------------------------------------------------------------------------------
 
-    def message(self, records: int, **row: Any) -> None:
+    def next_idx(self) -> int:
         self.idx += 1
-        row.update(session_id=self.session, idx=self.idx, turn_id=self.turn, n_records=records)
-        self.low.add_message(row)
+        return self.idx
 
     def said(
-        self, records: int, role: str, kind: str, ts: datetime | None, text: str, **extra: Any
+        self,
+        records: int,
+        role: str,
+        kind: str,
+        ts: datetime | None,
+        text: str,
+        *,
+        call_id: str | None = None,
+        tool_name: str | None = None,
+        tool_use_id: str | None = None,
+        is_error: bool | None = None,
+        tool_result_hash: str | None = None,
     ) -> None:
+        """A message of text (``records``: the input records it accounts for)."""
         chars, visible = text_measure(text)
-        self.message(
-            records,
-            role=role,
-            kind=kind,
-            ts=ts,
-            text_chars=chars,
-            visible_chars=visible,
-            excerpt=excerpt(text),
-            **extra,
+        self.low.add_message(
+            MessageRow(
+                session_id=self.session,
+                idx=self.next_idx(),
+                role=role,
+                kind=kind,
+                ts=ts,
+                turn_id=self.turn,
+                text_chars=chars,
+                visible_chars=visible,
+                tool_name=tool_name,
+                tool_use_id=tool_use_id,
+                tool_result_hash=tool_result_hash,
+                is_error=is_error,
+                call_id=call_id,
+                excerpt=excerpt(text),
+                n_records=records,
+            )
         )
 
     def tool_call(
@@ -191,12 +211,17 @@ class Session:
         tid: str | None,
         call_id: str | None,
     ) -> None:
-        self.message(
-            records,
-            role="assistant",
-            ts=ts,
-            call_id=call_id,
-            **tool_call_said(name, args, tid),
+        self.low.add_message(
+            MessageRow(
+                session_id=self.session,
+                idx=self.next_idx(),
+                role="assistant",
+                ts=ts,
+                turn_id=self.turn,
+                call_id=call_id,
+                **tool_call_said(name, args, tid),
+                n_records=records,
+            )
         )
         if name == "finish" and isinstance(args, dict):
             self.final = as_str(args.get("message")) or as_str(args.get("final_thought"))

@@ -89,7 +89,7 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.reading import read_json_document
-from analyzer.ingest.rows import CallRow
+from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.runs import outcome
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_list, as_str, as_text, stated_cost
@@ -209,12 +209,9 @@ class _Reader:
         self.pending: _Pending | None = None
         self.stand_in: str | None = None  # SWE-agent's last stand-in text (why it stopped)
 
-    def message(self, **row: Any) -> None:
+    def next_idx(self) -> int:
         self.idx += 1
-        row.setdefault("n_records", 0)
-        self.low.add_message(
-            {"session_id": self.session, "idx": self.idx, "turn_id": self.turn, **row}
-        )
+        return self.idx
 
     def run(self) -> LoadResult:
         attempts = self.doc.get("attempts")
@@ -314,13 +311,18 @@ class _Reader:
     def text_row(self, m: dict[str, Any], kind: str, n_records: int) -> None:
         text = _text(m.get("content"))
         chars, visible = text_measure(text)
-        self.message(
-            role=as_str(m.get("role")),
-            kind=kind,
-            text_chars=chars,
-            visible_chars=visible,
-            excerpt=excerpt(text),
-            n_records=n_records,
+        self.low.add_message(
+            MessageRow(
+                session_id=self.session,
+                idx=self.next_idx(),
+                role=as_str(m.get("role")),
+                kind=kind,
+                turn_id=self.turn,
+                text_chars=chars,
+                visible_chars=visible,
+                excerpt=excerpt(text),
+                n_records=n_records,
+            )
         )
 
     def user(self, m: dict[str, Any]) -> None:
@@ -338,15 +340,20 @@ class _Reader:
 
     def result_row(self, role: str | None, use_id: str | None, raw: str, n: int) -> None:
         chars, visible = text_measure(raw)
-        self.message(
-            role=role,
-            kind="tool_result",
-            text_chars=chars,
-            visible_chars=visible,
-            tool_use_id=use_id,
-            tool_result_hash=result_hash(raw, None),
-            excerpt=excerpt(raw),
-            n_records=n,
+        self.low.add_message(
+            MessageRow(
+                session_id=self.session,
+                idx=self.next_idx(),
+                role=role,
+                kind="tool_result",
+                turn_id=self.turn,
+                text_chars=chars,
+                visible_chars=visible,
+                tool_use_id=use_id,
+                tool_result_hash=result_hash(raw, None),
+                excerpt=excerpt(raw),
+                n_records=n,
+            )
         )
 
     def close_pending(self) -> None:
@@ -408,13 +415,18 @@ class _Reader:
     def synthetic(self, text: str, n: int, observation: str | None) -> None:
         self.stand_in = text or self.stand_in
         chars, visible = text_measure(text)
-        self.message(
-            role="assistant",
-            kind="synthetic",
-            text_chars=chars,
-            visible_chars=visible,
-            excerpt=excerpt(text),
-            n_records=n,
+        self.low.add_message(
+            MessageRow(
+                session_id=self.session,
+                idx=self.next_idx(),
+                role="assistant",
+                kind="synthetic",
+                turn_id=self.turn,
+                text_chars=chars,
+                visible_chars=visible,
+                excerpt=excerpt(text),
+                n_records=n,
+            )
         )
         self.pending = _Pending(None, observation)  # what followed is tied to no call
 
@@ -451,27 +463,33 @@ class _Reader:
                 n_records=n,
             )
         )
-        common = {"role": "assistant", "call_id": call_id}
-        if refused:  # SWE-agent refused the reply and asked the model again
-            self.message(
-                kind="format_error",
-                text_chars=chars,
-                visible_chars=visible,
-                excerpt=excerpt(text),
-                **common,
-            )
-        elif chars or not tools:
-            self.message(
-                kind="text",
-                text_chars=chars,
-                visible_chars=visible,
-                excerpt=excerpt(text),
-                **common,
+        if refused or chars or not tools:
+            self.low.add_message(
+                MessageRow(
+                    session_id=self.session,
+                    idx=self.next_idx(),
+                    role="assistant",
+                    # (refused: SWE-agent refused the reply and asked the model again)
+                    kind="format_error" if refused else "text",
+                    turn_id=self.turn,
+                    text_chars=chars,
+                    visible_chars=visible,
+                    call_id=call_id,
+                    excerpt=excerpt(text),
+                    n_records=0,
+                )
             )
         for name, args, use_id in tools:
-            self.message(
-                **tool_call_said(name, args, use_id),
-                **common,
+            self.low.add_message(
+                MessageRow(
+                    session_id=self.session,
+                    idx=self.next_idx(),
+                    role="assistant",
+                    turn_id=self.turn,
+                    **tool_call_said(name, args, use_id),
+                    call_id=call_id,
+                    n_records=0,
+                )
             )
         self.pending = _Pending(tools[0][2] if tools else None, observation)
 
