@@ -97,8 +97,8 @@ class Lowering:
     def add_call(self, row: CallRow) -> None:
         self.calls.append(row.values())
 
-    def add_message(self, row: MessageRow | dict[str, Any]) -> None:
-        self.messages.append(row.values() if isinstance(row, MessageRow) else row)
+    def add_message(self, row: MessageRow) -> None:
+        self.messages.append(row.values())
         if len(self.messages) >= MESSAGE_BATCH:
             if self.ctx.batched:
                 raise Unbatchable
