@@ -8,10 +8,11 @@ from pathlib import Path
 import click
 
 from analyzer.cli.options import (
+    emit,
     json_option,
+    output_choice,
     policies_named,
     policies_option,
-    print_json,
     queries_option,
 )
 from analyzer.detect.detectors import discover
@@ -27,26 +28,9 @@ def detectors_command(queries: tuple[str, ...], as_json: bool) -> None:
     Example:
       llm-forensics detectors
     """
-    found = discover(list(queries))
-    if as_json:
-        print_json(
-            [
-                {
-                    "name": d.name,
-                    "severity": d.severity,
-                    "title": d.title,
-                    "params": d.params,
-                    "description": d.reasoning,
-                    "path": str(d.path),
-                }
-                for d in found
-            ]
-        )
-        return
-    for d in found:
-        click.echo(f"{d.name}  [{d.severity}]  {d.title}")
-        if d.params:
-            click.echo("    " + ", ".join(f"{k}={v}" for k, v in d.params.items()))
+    from analyzer.views.catalog import DetectorsView
+
+    emit(DetectorsView(discover(list(queries))), output_choice(as_json))
 
 
 @click.command()
@@ -92,14 +76,9 @@ def policies_command(policy_files: tuple[str, ...], as_json: bool) -> None:
     Example:
       llm-forensics policies
     """
-    found = policies_named(policy_files)
-    if as_json:
-        print_json([p.to_json() for p in found])
-        return
-    for p in found:
-        click.echo(f"{p.name}  [{p.type}, per {p.scope}]  {p.description}")
-        params = ", ".join(f"{k}={v}" for k, v in p.params().items() if k not in ("type", "scope"))
-        click.echo(f"    {params}")
+    from analyzer.views.catalog import PoliciesView
+
+    emit(PoliciesView(policies_named(policy_files)), output_choice(as_json))
 
 
 COMMANDS = [detectors_command, sample, policies_command]

@@ -27,17 +27,18 @@ from analyzer.cli.options import (
     chatter_options,
     db_option,
     detector_options,
+    emit,
     failing,
     ingest_options,
     json_option,
+    output_choice,
     output_format,
     policies_named,
     policies_option,
-    print_json,
     report_options,
     view_options,
 )
-from analyzer.console import Console, current, note, out, safe_line, use, verbose, width
+from analyzer.console import Console, current, note, safe_line, use, verbose
 from analyzer.detect.detectors import Selection
 from analyzer.engine.arrow_setup import skip_pandas
 from analyzer.engine.files import os_error
@@ -46,7 +47,7 @@ from analyzer.errors import NOT_ALL_READ_EXIT, ForensicsError, Interrupted
 from analyzer.ingest.base import IngestOptions
 from analyzer.model.incident import Incident
 from analyzer.pipeline import Inputs, default_inputs
-from analyzer.views.summary import file_lines, files_summary, render_backtest, render_text
+from analyzer.views.summary import AuditView, IngestView, file_lines, files_summary
 
 
 class ForensicsGroup(click.Group):
@@ -203,13 +204,7 @@ def ingest(paths: tuple[str, ...], db: str, options: IngestOptions, as_json: boo
     """
     with _library(db) as lf:
         reports = lf.ingest(_inputs(paths), options)
-    if as_json:
-        print_json([r.to_dict() for r in reports])
-    elif verbose():
-        for line in file_lines(reports):
-            click.echo(safe_line(line))
-    else:
-        click.echo(safe_line(files_summary(reports)))
+    emit(IngestView(reports, verbose()), output_choice(as_json))
     _exit_if_not_all_read(reports)
 
 
@@ -275,23 +270,9 @@ def audit(
         )
     if output and output != "-":
         note(f"wrote {output} ({fmt})")
-    if as_json:
-        data = done.summary.to_json()
-        data["window"] = view.window.describe(view.tz)
-        data["backtest"] = [r.to_json() for r in done.guards.results]
-        for inc in data["incidents"]:  # the guards that would have stopped it, as `show` has
-            stops = done.guards.stops(inc["incident_id"]).stopped_by
-            inc["stopped_by"] = [s.to_json() for s in stops]
-        data["ingested"] = [r.to_dict() for r in done.reports]
-        print_json(data)
-    elif output != "-":
-        w = width()
-        if view.window:
-            out(f"Window   {view.window.describe(view.tz)}")
-        out(render_text(done.summary, view.tz, w), nl=False)
-        out("")
-        out("Guards (replayed at their own thresholds)")
-        out(render_backtest(done.guards.results, w), nl=False)
+    if as_json or output != "-":  # -o - has written the report on stdout
+        shown = AuditView(done.summary, done.guards, done.reports, view.window, view.tz)
+        emit(shown, output_choice(as_json), view.tz)
     if failing(done.incidents, fail_on, fail_on_waste):
         sys.exit(1)
     _exit_if_not_all_read(done.reports)
@@ -352,7 +333,7 @@ def detect_command(
       llm-forensics export --db year.duckdb --parquet lake/
       llm-forensics detect --engine spark --parquet lake/ --db year.duckdb
     """
-    from analyzer.views.terminal import render_incident_list
+    from analyzer.views.terminal import IncidentsView
 
     if engine == "spark":
         incidents = _detect_on_spark(db, view, selection, folder, master)
@@ -361,10 +342,7 @@ def detect_command(
             raise click.UsageError("--parquet and --master go with --engine spark")
         with _library(db, create=False) as lf:
             incidents = lf.detect(selection, view.window)
-    if as_json:
-        print_json([i.to_json() for i in incidents])
-    else:
-        out(render_incident_list(incidents, view.tz, width()), nl=False)
+    emit(IncidentsView(incidents, limit=25), output_choice(as_json), view.tz)
     if failing(incidents, fail_on, fail_on_waste):
         sys.exit(1)
 

@@ -16,17 +16,16 @@ import duckdb
 from analyzer.console import Console, csv_out, current, out, width
 from analyzer.detect.detectors import ParamError, Selection, select
 from analyzer.engine.engine import Engine
-from analyzer.engine.files import atomic_file
 from analyzer.engine.store import DB_ENV, DEFAULT_DB, OFFLINE
 from analyzer.errors import ForensicsError
 from analyzer.guards.policy import Policy, all_policies
 from analyzer.ingest import format_names
 from analyzer.ingest.base import IngestOptions
-from analyzer.model.formatting import SEVERITIES, json_text, money, severity_rank
+from analyzer.model.formatting import SEVERITIES, money, severity_rank
 from analyzer.model.incident import Incident
 from analyzer.model.timewindow import Window, parse_when
 from analyzer.report.pages import REPORT_FORMATS, STDOUT, format_for
-from analyzer.report.render import render
+from analyzer.report.render import render, write_file
 from analyzer.views.view import How
 from analyzer.views.view import View as Shown
 
@@ -400,11 +399,6 @@ def failing(incidents: list[Incident], fail_on: str | None, fail_on_waste: float
     return False
 
 
-def print_json(data: object) -> None:
-    """``data`` as JSON on stdout; money (a ``Decimal``) as a number with all its digits."""
-    click.echo(json_text(data))
-
-
 def output_format(output: str, fmt: str | None) -> str:
     """The format ``-o FILE`` is written in (``--format``, else its extension); an extension
     no format has is a usage error naming those that do."""
@@ -437,11 +431,7 @@ def emit(view: Shown, fmt: str = "text", tz: str = "UTC", output: str | None = N
     (dropped off a terminal), CSV made safe for a terminal, JSON as it is."""
     written = render(view, fmt, How(width(), tz))
     if output is not None and output != STDOUT:
-        with atomic_file(Path(output)) as tmp:
-            if isinstance(written, bytes):
-                tmp.write_bytes(written)
-            else:
-                tmp.write_text(written, encoding="utf-8", newline="\n")
+        write_file(written, Path(output))
         return
     if isinstance(written, bytes):
         raise click.UsageError(f"{fmt} cannot be written to standard output: give -o FILE")

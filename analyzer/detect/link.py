@@ -19,13 +19,14 @@ by hand in spreadsheets.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from analyzer.engine import cache
 from analyzer.engine.engine import Engine
 from analyzer.engine.store import Store
 from analyzer.ingest import billing_formats
+from analyzer.model.records import json_record
 
 WINDOW_S = 2
 NEAR_LOGS_S = 300  # billing rows this close to a logged session count as "should have matched"
@@ -40,7 +41,7 @@ class Reconciliation:
     billing_rows_unmatched: int  # billing rows of a logged model near its sessions, not matched
 
     def to_dict(self) -> dict[str, int]:
-        return asdict(self)
+        return json_record(self)
 
 
 def is_bill(column: str = "format") -> str:

@@ -22,23 +22,53 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 from analyzer.engine.store import Store
+from analyzer.model.formatting import iso
+from analyzer.model.records import JsonForm, fixed, json_record
 
 CENT = Decimal("0.01")
+# The dollar fields of the bills' records: written in JSON as exact fixed-point text.
+_USD = (
+    "billed_usd",
+    "estimate_usd",
+    "logged_usd",
+    "unexplained_usd",
+    "placeholder_usd",
+    "explained_usd",
+    "no_log_usd",
+    "over_usd",
+)
 # Formats whose calls a gateway bills to the user itself: not on a provider's bill.
 GATEWAY_BILLS = ("openrouter_csv",)
-
-
-def _d(usd: Decimal) -> str:
-    """Dollars as exact fixed-point text, for JSON and CSV."""
-    return format(usd, "f")
 
 
 @dataclass
 class Unit:
     """One provider's bucket for one model: the bill, and the logged calls that explain it."""
+
+    JSON_FORM: ClassVar[JsonForm] = JsonForm(
+        rename={
+            "bill_input": "bill_input_tokens",
+            "bill_output": "bill_output_tokens",
+            "requests": "bill_requests",
+            "calls": "logged_calls",
+            "log_input": "log_input_tokens",
+            "log_output": "log_output_tokens",
+            "unpriced_calls": "unpriced_logged_calls",
+        },
+        omit=("cost_rows",),
+        convert={
+            **dict.fromkeys(("start", "end"), iso),
+            **dict.fromkeys((*_USD, "unexplained_at_logged_output_usd"), fixed),
+        },
+        derived=(
+            ("unexplained_usd", "unpriced_calls"),
+            ("status", "unexplained_usd"),
+            ("unexplained_at_logged_output_usd", ""),
+        ),
+    )
 
     provider: str
     start: datetime
@@ -81,29 +111,13 @@ class Unit:
             return "explained"
         return "partly" if self.unexplained_usd > 0 else "more in logs"
 
+    @property
+    def unexplained_at_logged_output_usd(self) -> Decimal:
+        """What the logs leave unexplained at their logged (placeholder) output counts."""
+        return self.unexplained_usd + self.placeholder_usd
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "provider": self.provider,
-            "start": self.start.isoformat() + "Z",
-            "end": self.end.isoformat() + "Z",
-            "model": self.model,
-            "billed_usd": _d(self.billed_usd),
-            "basis": self.basis,
-            "estimate_usd": None if self.estimate_usd is None else _d(self.estimate_usd),
-            "bill_input_tokens": self.bill_input,
-            "bill_output_tokens": self.bill_output,
-            "bill_requests": self.requests,
-            "logged_calls": self.calls,
-            "logged_usd": _d(self.logged_usd),
-            "log_input_tokens": self.log_input,
-            "log_output_tokens": self.log_output,
-            "unpriced_logged_calls": self.unpriced_calls,
-            "unexplained_usd": _d(self.unexplained_usd),
-            "status": self.status,
-            "placeholder_calls": self.placeholder_calls,
-            "placeholder_usd": _d(self.placeholder_usd),
-            "unexplained_at_logged_output_usd": _d(self.unexplained_usd + self.placeholder_usd),
-        }
+        return json_record(self)
 
 
 def units(store: Store) -> list[Unit]:
@@ -165,6 +179,12 @@ def units(store: Store) -> list[Unit]:
 class Totals:
     """What the bucketed bills add up to, and how much of it the logs explain."""
 
+    JSON_FORM: ClassVar[JsonForm] = JsonForm(
+        rename={"over_usd": "logs_beyond_bill_usd"},
+        omit=("calls",),
+        convert=dict.fromkeys(_USD, fixed),
+    )
+
     billed_usd: Decimal
     explained_usd: Decimal  # per unit, the logs' dollars up to the bill's
     no_log_usd: Decimal  # per unit, the bill's dollars beyond the logs'
@@ -184,14 +204,7 @@ class Totals:
         return self.no_log_usd - self.over_usd
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "billed_usd": _d(self.billed_usd),
-            "explained_usd": _d(self.explained_usd),
-            "no_log_usd": _d(self.no_log_usd),
-            "logs_beyond_bill_usd": _d(self.over_usd),
-            "units": self.units,
-            "providers": self.providers,
-        }
+        return json_record(self)
 
 
 def totals(found: list[Unit]) -> Totals:
@@ -215,6 +228,10 @@ def has_buckets(store: Store) -> bool:
 class BillRow:
     """A bucketed bill's figures for one bucket, provider and model (``usage bills``)."""
 
+    JSON_FORM: ClassVar[JsonForm] = JsonForm(
+        convert={**dict.fromkeys(("start", "end"), iso), **dict.fromkeys(_USD, fixed)}
+    )
+
     provider: str
     start: datetime
     end: datetime
@@ -229,20 +246,7 @@ class BillRow:
     formats: list[str]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "provider": self.provider,
-            "start": self.start.isoformat() + "Z",
-            "end": self.end.isoformat() + "Z",
-            "model": self.model,
-            "requests": self.requests,
-            "input": self.input,
-            "cache_write": self.cache_write,
-            "cache_read": self.cache_read,
-            "output": self.output,
-            "billed_usd": None if self.billed_usd is None else _d(self.billed_usd),
-            "estimate_usd": None if self.estimate_usd is None else _d(self.estimate_usd),
-            "formats": self.formats,
-        }
+        return json_record(self)
 
 
 def bills(store: Store) -> list[BillRow]:

@@ -23,7 +23,7 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
@@ -33,6 +33,7 @@ from analyzer.errors import ForensicsError
 from analyzer.guards.policy import Policy
 from analyzer.guards.replay import Replay
 from analyzer.guards.scoring import Result, Trip
+from analyzer.model.records import JsonForm, json_record
 
 
 def parse_sweep(text: str) -> tuple[str, str, list[float]]:
@@ -101,7 +102,7 @@ class Stop:
     waste_prevented_usd: float
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return json_record(self)
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,8 @@ class GuardRun:
     thresholds, and swept over its stop threshold (the sweep's results carry the totals; only
     the policy's own threshold lists its trips)."""
 
+    JSON_FORM: ClassVar[JsonForm] = JsonForm(omit=("key",))
+
     results: list[Result]
     sweeps: dict[str, list[Result]]
     key: str | None = None  # what it was computed from (analyzer.engine.cache), when known
@@ -178,10 +181,8 @@ class GuardRun:
         return sum(len(r.trips) + len(r.nudges) for r in every)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "results": [r.to_json() for r in self.results],
-            "sweeps": {k: [r.to_json() for r in v] for k, v in self.sweeps.items()},
-        }
+        """Its results and sweeps (what it was computed from is not part of it)."""
+        return json_record(self)
 
     def variants(self) -> list[tuple[str, float, Result]]:
         """Every (policy, stop threshold) replayed, with its result: each policy's sweep and its

@@ -26,7 +26,7 @@ README):
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from analyzer.detect.blindness import blind_sql
@@ -34,6 +34,7 @@ from analyzer.engine.store import Store
 from analyzer.guards.policy import Policy
 from analyzer.guards.primitives import UNIT
 from analyzer.model.formatting import iso
+from analyzer.model.records import json_record
 
 
 @dataclass
@@ -82,14 +83,8 @@ class Result:
     stopped: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        # Flat records: copying them is enough (``asdict`` recurses into every value, and a
-        # guard that trips on half the calls of a large store has hundreds of thousands).
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["params"] = dict(self.params)
-        out["trips"] = [dict(vars(t)) for t in self.trips]
-        out["nudges"] = [dict(vars(t)) for t in self.nudges]
-        out["stopped"] = [dict(s) for s in self.stopped]
-        return out
+        """Every field, in order: its trips and nudges as records, its stops copied."""
+        return json_record(self)
 
 
 def _f(x: Any) -> float:

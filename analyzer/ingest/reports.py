@@ -3,9 +3,10 @@ call and why."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from analyzer.ingest.base import Head, LoadResult
+from analyzer.model.records import json_record
 
 
 @dataclass
@@ -31,7 +32,7 @@ class FileReport:
     expected: bool = False  # holds no call, as its format's files of this kind never do
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return json_record(self)
 
     @property
     def not_read(self) -> bool:

@@ -6,9 +6,10 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 from analyzer.model.formatting import cut, iso, printable
+from analyzer.model.records import JsonForm, json_record
 
 # A name in an incident's one-line place (an app, API key or model from a log) is cut beyond this.
 PLACE_PART = 60
@@ -36,6 +37,10 @@ COLUMNS = ("incident_id", "detector", "severity", *OUTPUT_COLUMNS, *ATTRIBUTION)
 
 @dataclass(frozen=True)
 class Incident:
+    JSON_FORM: ClassVar[JsonForm] = JsonForm(
+        first=("number",), convert={"start_ts": iso, "end_ts": iso}
+    )
+
     incident_id: str
     detector: str
     severity: str
@@ -92,24 +97,7 @@ class Incident:
         return " · ".join(shown) or "(no app, key or model)"
 
     def to_json(self) -> dict[str, Any]:
-        """As ``audit --json`` and ``detect --json`` print it: ISO times, dollars exact (a
-        ``Decimal``, which ``formatting.json_text`` writes as a number with all its digits)."""
-        return {
-            "number": self.number,
-            "incident_id": self.incident_id,
-            "detector": self.detector,
-            "severity": self.severity,
-            "stream_key": self.stream_key,
-            "session_id": self.session_id,
-            "start_ts": iso(self.start_ts),
-            "end_ts": iso(self.end_ts),
-            "n_calls": self.n_calls,
-            "first_call_id": self.first_call_id,
-            "last_call_id": self.last_call_id,
-            "wasted_usd": self.wasted_usd,
-            "wasted_tokens": self.wasted_tokens,
-            "cost_basis": self.cost_basis,
-            "summary": self.summary,
-            "evidence": self.evidence,
-            **{k: getattr(self, k) for k in ATTRIBUTION},
-        }
+        """As ``audit --json`` and ``detect --json`` print it: its number first, ISO times,
+        dollars exact (a ``Decimal``, which ``formatting.json_text`` writes as a number with
+        all its digits)."""
+        return json_record(self)

@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING
 import click
 
 from analyzer.engine import cache
-from analyzer.engine.files import atomic_file
 from analyzer.engine.store import Store
 from analyzer.errors import ForensicsError
-from analyzer.report.render import render, render_text
+from analyzer.report.render import render, render_text, write_file
 from analyzer.report.templates import html_env as html_env
 from analyzer.report.templates import md_env as md_env
 from analyzer.report.templates import md_escape as md_escape
@@ -28,7 +27,6 @@ from analyzer.views.summary import Summary
 
 if TYPE_CHECKING:  # imported where used: a command that writes no page does without them
     from analyzer.guards.backtest import GuardRun
-    from analyzer.report.build import Report
 
 REPORT_FORMATS = ("html", "md", "json", "csv", "parquet")
 _EXTENSIONS = {
@@ -68,11 +66,6 @@ def format_for(output: str | Path, fmt: str | None = None) -> str:
     return _EXTENSIONS[suffix.lstrip(".")]
 
 
-def page(report: Report, fmt: str) -> str:
-    """The report page in ``fmt`` (html, md or json), by that format's renderer."""
-    return render_text(report, fmt)
-
-
 def write_report(
     store: Store,
     out: Path,
@@ -84,47 +77,63 @@ def write_report(
     reuse: bool = False,
 ) -> Path:
     """Write the report to ``out`` (atomically; ``-`` is standard output): the page, or for
-    ``csv`` and ``parquet`` the incident table. With ``reuse``, a page kept from an earlier
-    run over the same data, incidents, guards and options is written again as it was (the same
-    inputs give the same bytes), and a newly built one is kept."""
+    ``csv`` and ``parquet`` the incident table, each by its format's renderer. With ``reuse``,
+    a page kept from an earlier run over the same data, incidents, guards and options is
+    written again as it was (the same inputs give the same bytes), and a newly built one is
+    kept."""
     from analyzer.detect.detectors import load_incidents
-    from analyzer.report.build import DEFAULT_TOP_INCIDENTS, build_report
-    from analyzer.views.terminal import IncidentsView
+    from analyzer.report.build import DEFAULT_TOP_INCIDENTS
 
     if top_incidents is None:
         top_incidents = DEFAULT_TOP_INCIDENTS
-    if fmt == "parquet":  # the incident table
-        if str(out) == STDOUT:
-            raise ForensicsError("a Parquet file cannot be written to standard output")
-        data = render(IncidentsView(load_incidents(store)), fmt)
-        with atomic_file(out) as tmp:  # written whole, then moved into place
-            tmp.write_bytes(data if isinstance(data, bytes) else data.encode())
-        return out
-    text = render_text(IncidentsView(load_incidents(store)), fmt) if fmt == "csv" else None
+    if fmt == "parquet" and str(out) == STDOUT:
+        raise ForensicsError("a Parquet file cannot be written to standard output")
+    if fmt in ("csv", "parquet"):  # the incident table
+        from analyzer.views.terminal import IncidentsView
+
+        written = render(IncidentsView(load_incidents(store)), fmt)
+    else:
+        written = _page(store, fmt, top_incidents, summary, guards, top, reuse)
+    if str(out) != STDOUT:
+        return write_file(written, out)
+    assert isinstance(written, str)  # every format but Parquet is text
+    click.echo(written, nl=False)
+    return out
+
+
+def _page(
+    store: Store,
+    fmt: str,
+    top_incidents: int,
+    summary: Summary | None,
+    guards: GuardRun | None,
+    top: int,
+    reuse: bool,
+) -> str:
+    """The report page in ``fmt`` (html, md or json) by that format's renderer; with
+    ``reuse``, the one kept for the same inputs (and a new one kept)."""
+    from analyzer.report.build import build_report
+
     k = ""
-    if reuse and text is None:
+    if reuse:
         if guards is None or guards.key is not None:
             digest = guards.key if guards else None
         else:
             shown = json.dumps(guards.to_json(), sort_keys=True, default=str)
             digest = hashlib.sha256(shown.encode()).hexdigest()
         k = cache.key(store, "report", fmt, top_incidents, top, digest)
-        text = cache.get(store, "report", k)
-    if text is None:
-        report = build_report(
-            store,
-            top_incidents=top_incidents,
-            top=top,
-            summary=summary,
-            charts_on=fmt == "html",
-            guards=guards,
-        )
-        text = page(report, fmt)
-        if reuse:
-            cache.put(store, "report", k, text)
-    if str(out) == STDOUT:
-        click.echo(text, nl=False)
-        return out
-    with atomic_file(out) as tmp:  # never a half-written report
-        tmp.write_text(text, encoding="utf-8", newline="\n")
-    return out
+        kept = cache.get(store, "report", k)
+        if kept is not None:
+            return kept
+    report = build_report(
+        store,
+        top_incidents=top_incidents,
+        top=top,
+        summary=summary,
+        charts_on=fmt == "html",
+        guards=guards,
+    )
+    text = render_text(report, fmt)
+    if reuse:
+        cache.put(store, "report", k, text)
+    return text

@@ -17,7 +17,9 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
+from analyzer.engine.files import atomic_file
 from analyzer.errors import ForensicsError
 from analyzer.model.formatting import json_text
 from analyzer.views.table import arrow_table, csv_text
@@ -98,6 +100,17 @@ def render(view: View, fmt: str, how: How | None = None) -> str | bytes:
     if fmt not in RENDERERS:
         raise ForensicsError(f"no output format {fmt!r} (known: {', '.join(RENDERERS)})")
     return RENDERERS[fmt].write(view, how or How())
+
+
+def write_file(written: str | bytes, output: Path) -> Path:
+    """What a renderer wrote, into the file ``output``: written whole, then moved into place
+    (never a half-written file)."""
+    with atomic_file(output) as tmp:
+        if isinstance(written, bytes):
+            tmp.write_bytes(written)
+        else:
+            tmp.write_text(written, encoding="utf-8", newline="\n")
+    return output
 
 
 def render_text(view: View, fmt: str, how: How | None = None) -> str:

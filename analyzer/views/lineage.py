@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analyzer.engine.store import Store
-from analyzer.views.view import record
+from analyzer.model.records import json_record
 
 _WORDS = {"forked_from": "forked from", "subagent_of": "sub-agent of"}
 
@@ -26,7 +26,7 @@ class Parent:
         return f"{_WORDS[self.relation]} {self.session_id}"
 
     def to_json(self) -> dict[str, Any]:
-        return record(self)
+        return json_record(self)
 
 
 def parents(store: Store, sessions: list[str] | None = None) -> dict[str, Parent]:

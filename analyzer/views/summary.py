@@ -9,11 +9,12 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from analyzer.console import strong, warn
+from analyzer.console import safe_line, strong, warn
 from analyzer.detect.detectors import load_incidents
 from analyzer.detect.link import reconciliation
 from analyzer.detect.reconcile import Totals, Unit, has_buckets, totals, units
 from analyzer.engine.store import Store
+from analyzer.guards.backtest import GuardRun
 from analyzer.guards.recommend import Budget, Recommendation
 from analyzer.guards.scoring import Result
 from analyzer.ingest import billing_formats
@@ -21,7 +22,8 @@ from analyzer.ingest.flow import FileReport
 from analyzer.model.formatting import cut, iso, money, printable, wrap
 from analyzer.model.incident import Incident
 from analyzer.model.pricing import unpriced_warning
-from analyzer.model.timewindow import local
+from analyzer.model.records import json_record
+from analyzer.model.timewindow import Window, local
 from analyzer.views.bill_views import PROVIDERS
 from analyzer.views.terminal import render_incident_list
 from analyzer.views.usage import UsageRow, placeholder_text
@@ -86,9 +88,7 @@ class Summary(View):
         all their digits by ``formatting.json_text``)."""
 
         def rows(items: list[SpendRow]) -> list[dict[str, Any]]:
-            return [
-                {"name": r.name, "calls": r.calls, "usd": r.usd, "share": r.share} for r in items
-            ]
+            return [json_record(r) for r in items]
 
         return {
             "period": {
@@ -565,3 +565,58 @@ def file_lines(reports: list[FileReport]) -> list[str]:
         if r.status == "loaded" and r.calls == 0 and r.reason:
             lines[-1] += f"  0 calls: {r.reason}"
     return lines
+
+
+class IngestView(View):
+    """What ``ingest`` did: one summary line, or with ``verbose`` a line for every file; as
+    JSON, every file's report."""
+
+    name = "ingest"
+
+    def __init__(self, reports: list[FileReport], verbose: bool = False) -> None:
+        self.reports, self.verbose = reports, verbose
+
+    def text(self, how: How) -> str:
+        lines = file_lines(self.reports) if self.verbose else [files_summary(self.reports)]
+        return "".join(safe_line(line) + "\n" for line in lines)
+
+    def json(self) -> list[dict[str, object]]:
+        return [r.to_dict() for r in self.reports]
+
+
+class AuditView(View):
+    """What ``audit`` found: the summary (after the window, when one is set) and the guards
+    replayed at their own thresholds; as JSON, the summary with the window, the replay, the
+    guards that would have stopped each incident and what was ingested."""
+
+    name = "audit"
+
+    def __init__(
+        self,
+        summary: Summary,
+        guards: GuardRun,
+        reports: list[FileReport],
+        window: Window,
+        tz: str = "UTC",
+    ) -> None:
+        self.summary, self.guards, self.reports = summary, guards, reports
+        self.window, self.tz = window, tz
+
+    def text(self, how: How) -> str:
+        window = f"Window   {self.window.describe(how.tz)}\n" if self.window else ""
+        return (
+            window
+            + render_text(self.summary, how.tz, how.width)
+            + "\nGuards (replayed at their own thresholds)\n"
+            + render_backtest(self.guards.results, how.width)
+        )
+
+    def json(self) -> dict[str, Any]:
+        data = self.summary.to_json()
+        data["window"] = self.window.describe(self.tz)
+        data["backtest"] = [r.to_json() for r in self.guards.results]
+        for inc in data["incidents"]:  # the guards that would have stopped it, as `show` has
+            stops = self.guards.stops(inc["incident_id"]).stopped_by
+            inc["stopped_by"] = [s.to_json() for s in stops]
+        data["ingested"] = [r.to_dict() for r in self.reports]
+        return data

@@ -9,7 +9,7 @@ from typing import Any
 
 from analyzer.engine.store import Store
 from analyzer.model.formatting import money
-from analyzer.views.view import record
+from analyzer.model.records import json_record
 
 # How an outcome reads in a sentence.
 _WORDS = {
@@ -70,7 +70,7 @@ class Verdict:
         return text + ("; " + "; ".join(facts) if facts else "")
 
     def to_json(self) -> dict[str, Any]:
-        return record(self)  # every field, in order; dollars exact
+        return json_record(self)  # every field, in order; dollars exact
 
 
 def _one_line(text: str, limit: int = 80) -> str:

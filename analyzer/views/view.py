@@ -10,18 +10,17 @@ in the module that computes it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass
 from typing import Any
 
+from analyzer.model.records import json_record
 from analyzer.views.table import Table
 
 
 def record(obj: Any) -> dict[str, Any]:
-    """A dataclass as JSON data: its fields in the order it declares them, values as they
-    are (money stays a ``Decimal``, which ``json_text`` writes with all its digits)."""
-    if not is_dataclass(obj) or isinstance(obj, type):
-        raise TypeError(f"not a dataclass instance: {obj!r}")
-    return {f.name: getattr(obj, f.name) for f in fields(obj)}
+    """A dataclass as JSON data, by the one serialiser (``model.records.json_record``): its
+    fields in the order it declares them, as its class's ``JSON_FORM`` changes them."""
+    return json_record(obj)
 
 
 @dataclass(frozen=True)
