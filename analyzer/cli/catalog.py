@@ -28,9 +28,9 @@ def detectors_command(queries: tuple[str, ...], as_json: bool) -> None:
     Example:
       llm-forensics detectors
     """
-    from analyzer.views.catalog import DetectorsView
+    from analyzer.views.catalog import detectors_view
 
-    emit(DetectorsView(discover(list(queries))), output_choice(as_json))
+    emit(detectors_view(discover(list(queries))), output_choice(as_json))
 
 
 @click.command()
@@ -76,9 +76,9 @@ def policies_command(policy_files: tuple[str, ...], as_json: bool) -> None:
     Example:
       llm-forensics policies
     """
-    from analyzer.views.catalog import PoliciesView
+    from analyzer.views.catalog import policies_view
 
-    emit(PoliciesView(policies_named(policy_files)), output_choice(as_json))
+    emit(policies_view(policies_named(policy_files)), output_choice(as_json))
 
 
 COMMANDS = [detectors_command, sample, policies_command]

@@ -4,7 +4,7 @@ bundle hands the command what it means (``IngestOptions``, a checked detector ``
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
@@ -70,6 +70,41 @@ def db_option(default: str | None = DEFAULT_DB) -> Callable[[Callable[..., Any]]
     )
 
 
+Option = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def bundle(
+    f: Callable[..., Any],
+    options: Sequence[Option],
+    meaning: Callable[[dict[str, Any]], None] | None = None,
+) -> Callable[..., Any]:
+    """``f`` with ``options`` (in the order given, as ``--help`` lists them) and, with
+    ``meaning``, given what their values mean: ``meaning`` takes them out of the command's
+    keyword arguments and puts in what the command is handed instead."""
+    for option in reversed(options):
+        f = option(f)
+    if meaning is None:
+        return f
+    command = f
+
+    @wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        meaning(kwargs)
+        return command(*args, **kwargs)
+
+    return wrapper
+
+
+def _ingest_meaning(kwargs: dict[str, Any]) -> None:
+    kwargs["options"] = IngestOptions(
+        tz=kwargs.pop("input_tz"),
+        session_gap_s=parse_duration(kwargs.pop("session_gap")),
+        strict=kwargs.pop("strict"),
+        format=kwargs.pop("fmt"),
+        full_paths=kwargs.pop("full_paths"),
+    )
+
+
 def ingest_options(f: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option(
@@ -105,21 +140,7 @@ def ingest_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "given, and by their own name when given as an absolute path).",
         ),
     ]
-    for option in reversed(options):
-        f = option(f)
-
-    @wraps(f)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        kwargs["options"] = IngestOptions(
-            tz=kwargs.pop("input_tz"),
-            session_gap_s=parse_duration(kwargs.pop("session_gap")),
-            strict=kwargs.pop("strict"),
-            format=kwargs.pop("fmt"),
-            full_paths=kwargs.pop("full_paths"),
-        )
-        return f(*args, **kwargs)
-
-    return wrapper
+    return bundle(f, options, _ingest_meaning)
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout.")
@@ -192,17 +213,13 @@ def detector_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="Exit 1 if the incidents waste at least this many dollars.",
         ),
     ]
-    for option in reversed(options):
-        f = option(f)
+    return bundle(f, options, _selection_meaning)
 
-    @wraps(f)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        kwargs["selection"] = _selection(
-            kwargs.pop("only"), kwargs.pop("params"), kwargs.pop("queries")
-        )
-        return f(*args, **kwargs)
 
-    return wrapper
+def _selection_meaning(kwargs: dict[str, Any]) -> None:
+    kwargs["selection"] = _selection(
+        kwargs.pop("only"), kwargs.pop("params"), kwargs.pop("queries")
+    )
 
 
 def report_options(output_required: bool) -> Callable[[Callable[..., Any]], Any]:
@@ -233,9 +250,7 @@ def report_options(output_required: bool) -> Callable[[Callable[..., Any]], Any]
                 help="Incidents that get a full section; the rest are table rows.",
             ),
         ]
-        for option in reversed(options):
-            f = option(f)
-        return f
+        return bundle(f, options)
 
     return decorate
 
@@ -275,27 +290,23 @@ def view_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "read in), e.g. Europe/Berlin.",
         ),
     ]
-    for option in reversed(options):
-        f = option(f)
+    return bundle(f, options, _view_meaning)
 
-    @wraps(f)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        since, until, tz = kwargs.pop("since"), kwargs.pop("until"), kwargs.pop("tz")
-        try:
-            window = Window(
-                parse_when(since, tz) if since else None,
-                parse_when(until, tz, end=True) if until else None,
-            )
-        except ForensicsError as exc:
-            raise click.BadParameter(exc.message, param_hint="--since/--until") from None
-        if window.since and window.until and window.since >= window.until:
-            raise click.BadParameter(
-                f"--since ({since}) is not before --until ({until})", param_hint="--since"
-            )
-        kwargs["view"] = View(window, tz)
-        return f(*args, **kwargs)
 
-    return wrapper
+def _view_meaning(kwargs: dict[str, Any]) -> None:
+    since, until, tz = kwargs.pop("since"), kwargs.pop("until"), kwargs.pop("tz")
+    try:
+        window = Window(
+            parse_when(since, tz) if since else None,
+            parse_when(until, tz, end=True) if until else None,
+        )
+    except ForensicsError as exc:
+        raise click.BadParameter(exc.message, param_hint="--since/--until") from None
+    if window.since and window.until and window.since >= window.until:
+        raise click.BadParameter(
+            f"--since ({since}) is not before --until ({until})", param_hint="--since"
+        )
+    kwargs["view"] = View(window, tz)
 
 
 def _set_keep_cache(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:

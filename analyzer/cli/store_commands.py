@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import click
 
 from analyzer.cli.options import (
+    Option,
     View,
     chatter_options,
     db_option,
@@ -88,6 +90,13 @@ def report_command(
         note(f"wrote {output} ({fmt})")
 
 
+def _budget_option(name: str, kind: click.ParamType[Any], metavar: str, allows: str) -> Option:
+    """A harm budget of ``backtest --recommend``: what it ``allows``."""
+    return click.option(
+        name, type=kind, default=None, metavar=metavar, help=f"With --recommend: allow {allows}."
+    )
+
+
 @click.command("backtest")
 @db_option()
 @view_options
@@ -115,19 +124,14 @@ def report_command(
     help="Find the policy and stop threshold that prevent the most waste within a false-trip "
     "budget, and print it as a TOML table for your own policy file.",
 )
-@click.option(
-    "--max-false-trips",
-    type=click.IntRange(min=0),
-    default=None,
-    metavar="N",
-    help="With --recommend: allow at most N false trips (default 0).",
+@_budget_option(
+    "--max-false-trips", click.IntRange(min=0), "N", "at most N false trips (default 0)"
 )
-@click.option(
+@_budget_option(
     "--max-false-usd",
-    type=click.FloatRange(min=0),
-    default=None,
-    metavar="USD",
-    help="With --recommend: allow false trips that kill at most this much work instead.",
+    click.FloatRange(min=0),
+    "USD",
+    "false trips that kill at most this much work instead",
 )
 @chatter_options
 @json_option

@@ -17,7 +17,7 @@ from typing import Any
 
 from analyzer import __version__
 from analyzer.detect.detectors import detectors_run, discover
-from analyzer.detect.reconcile import bill_totals, bills
+from analyzer.detect.reconcile import BillRow, Unit, bill_totals, bills
 from analyzer.engine.store import Store
 from analyzer.guards.backtest import GuardRun
 from analyzer.guards.recommend import Budget, best
@@ -207,6 +207,15 @@ def _runs(store: Store, by_outcome: dict[str, int]) -> Runs | None:
     return Runs(sum(by_outcome.values()), by_outcome, rows[:MAX_RUNS_SHOWN], len(rows))
 
 
+def _bucket_names(x: BillRow | Unit) -> tuple[str, str, str]:
+    """A bucketed bill's bucket, provider and model as the page names them."""
+    return (
+        bucket_label(x.start, x.end),
+        _clean(provider_name(x.provider)),
+        _clean(model_label(x.model)),
+    )
+
+
 def _bucket_bills(store: Store, summary: Summary) -> BucketBills | None:
     """The providers' bills per bucket (``usage bills``'s rows) and their reconciliation with
     the logs (the units and totals of the audit summary, which ``usage reconcile`` shows)."""
@@ -217,26 +226,10 @@ def _bucket_bills(store: Store, summary: Summary) -> BucketBills | None:
     found = summary.bucket_units
     said = remainder_lines(found)
     return BucketBills(
-        bills=[
-            BucketBill(
-                bucket_label(r.start, r.end),
-                _clean(provider_name(r.provider)),
-                _clean(model_label(r.model)),
-                r,
-            )
-            for r in rows[:MAX_BUCKETS_SHOWN]
-        ],
+        bills=[BucketBill(*_bucket_names(r), r) for r in rows[:MAX_BUCKETS_SHOWN]],
         bills_total=len(rows),
         bill_totals=bill_totals(rows),
-        units=[
-            BucketUnit(
-                bucket_label(u.start, u.end),
-                _clean(provider_name(u.provider)),
-                _clean(model_label(u.model)),
-                u,
-            )
-            for u in found[:MAX_BUCKETS_SHOWN]
-        ],
+        units=[BucketUnit(*_bucket_names(u), u) for u in found[:MAX_BUCKETS_SHOWN]],
         units_total=len(found),
         totals=t,
         explained=explained_line(t),

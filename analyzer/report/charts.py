@@ -270,23 +270,19 @@ def guard_tradeoff(
         left.legend(frameon=False, fontsize=9, loc="upper left", bbox_to_anchor=(0, -0.28))
         if chosen is not None and chosen_sweep:
             stops = [p[0] for p in chosen_sweep]
-            (a,) = right.plot(
-                stops,
-                [p[1] for p in chosen_sweep],
-                color=WASTE,
-                marker="o",
-                markersize=3,
-                label="waste prevented",
-            )
-            (b,) = right.plot(
-                stops,
-                [p[2] for p in chosen_sweep],
-                color=INK,
-                marker="s",
-                markersize=3,
-                label="harm",
-            )
-            _marks(a, b)
+            series = ((1, WASTE, "o", "waste prevented"), (2, INK, "s", "harm"))
+            drawn = [
+                right.plot(
+                    stops,
+                    [p[i] for p in chosen_sweep],
+                    color=color,
+                    marker=marker,
+                    markersize=3,
+                    label=label,
+                )[0]
+                for i, color, marker, label in series
+            ]
+            _marks(*drawn)
             right.axvline(chosen[1], color=MUTED, linestyle="--", linewidth=1)
             right.set_title("The recommended guard as its threshold moves", loc="left")
             right.set_xlabel(f"{chosen[0]}: stop threshold")
