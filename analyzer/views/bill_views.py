@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from analyzer.console import strong
 from analyzer.detect.reconcile import BillRow, Totals, Unit, bill_totals
-from analyzer.model.formatting import cut, money, printable, wrap
+from analyzer.model.formatting import money, printable, wrap
 from analyzer.views.table import Column, Table, csv_text
+from analyzer.views.text_table import TextColumn, TextTable, lay_out
 from analyzer.views.view import How, View
 
 PROVIDERS = {"anthropic": "Anthropic", "openai": "OpenAI"}
@@ -34,18 +34,14 @@ def provider_name(provider: str) -> str:
     return PROVIDERS.get(provider, provider)
 
 
-def _table(head: list[tuple[str, int]], rows: list[list[str]], key_w: int) -> list[str]:
-    """Rows of cells under ``head`` (heading, width); the first column left-aligned."""
+def bucket_key(x: BillRow | Unit) -> str:
+    """A bill's bucket, provider and model in one key: ``2026-03-05 Anthropic claude-...``."""
+    return f"{bucket_label(x.start, x.end)} {provider_name(x.provider)} {model_label(x.model)}"
 
-    def line(cells: list[str]) -> str:
-        first = cut(cells[0], key_w).ljust(key_w)
-        return first + "".join(f" {c:>{w}}" for c, (_, w) in zip(cells[1:], head[1:], strict=True))
 
-    out = [line([h for h, _ in head])]
-    out += [line(r) for r in rows[:-1]]
-    out.append("-" * len(out[0]))
-    out.append(strong(line(rows[-1])))
-    return out
+def _bucket_table(columns: list[TextColumn], rows: list[tuple[str, Any]], total: Any) -> TextTable:
+    """A table of buckets (``usage bills``, ``usage reconcile``) and its totals."""
+    return TextTable("bucket / model", columns, rows, ("Total", total), key_min=12, margin=1)
 
 
 def render_bills(rows: list[BillRow], width: int = 100) -> str:
@@ -55,44 +51,17 @@ def render_bills(rows: list[BillRow], width: int = 100) -> str:
             "No provider bill per bucket in this store (Anthropic's usage or cost report, "
             "OpenAI's usage or costs).\n"
         )
-    head = [
-        ("bucket / model", 0),
-        ("requests", 9),
-        ("input", 11),
-        ("cache write", 11),
-        ("cache read", 13),
-        ("output", 11),
-        ("$ billed", 10),
-        ("$ list price", 12),
+    columns = [
+        TextColumn("requests", 9, lambda r: "–" if r.requests is None else f"{r.requests:,}"),
+        TextColumn("input", 11, lambda r: f"{r.input:,}"),
+        TextColumn("cache write", 11, lambda r: f"{r.cache_write:,}"),
+        TextColumn("cache read", 13, lambda r: f"{r.cache_read:,}"),
+        TextColumn("output", 11, lambda r: f"{r.output:,}"),
+        TextColumn("$ billed", 10, lambda r: money(r.billed_usd)),
+        TextColumn("$ list price", 12, lambda r: money(r.estimate_usd)),
     ]
-    cells: list[list[str]] = [
-        [
-            f"{bucket_label(r.start, r.end)} {provider_name(r.provider)} {model_label(r.model)}",
-            "–" if r.requests is None else f"{r.requests:,}",
-            f"{r.input:,}",
-            f"{r.cache_write:,}",
-            f"{r.cache_read:,}",
-            f"{r.output:,}",
-            money(r.billed_usd),
-            money(r.estimate_usd),
-        ]
-        for r in rows
-    ]
-    t = bill_totals(rows)
-    cells.append(
-        [
-            "Total",
-            "–" if t.requests is None else f"{t.requests:,}",
-            f"{t.input:,}",
-            f"{t.cache_write:,}",
-            f"{t.cache_read:,}",
-            f"{t.output:,}",
-            money(t.billed_usd),
-            money(t.estimate_usd),
-        ]
-    )
-    key_w = max(12, min(max(len(c[0]) for c in cells), width - sum(w + 1 for _, w in head)))
-    lines = _table(head, cells, key_w)
+    keyed = [(bucket_key(r), r) for r in rows]
+    lines = lay_out(_bucket_table(columns, keyed, bill_totals(rows)), width).lines
     notes = [
         "buckets in UTC, as the providers bill them; $ billed: the cost report's dollars; "
         "$ list price: the usage report's tokens at list prices",
@@ -154,40 +123,16 @@ def render_reconcile(units: list[Unit], t: Totals, width: int = 100) -> str:
             "No provider bill per bucket in this store to reconcile: load Anthropic's usage "
             "or cost report, or OpenAI's usage or costs, with the logs.\n"
         )
-    head = [
-        ("bucket / model", 0),
-        ("bill", 11),
-        ("basis", 9),
-        ("logs", 11),
-        ("calls", 7),
-        ("unexplained", 12),
-        ("status", 12),
+    columns = [
+        TextColumn("bill", 11, lambda u: money(u.billed_usd)),
+        TextColumn("basis", 9, lambda u: u.basis if isinstance(u, Unit) else ""),
+        TextColumn("logs", 11, lambda u: money(u.logged_usd)),
+        TextColumn("calls", 7, lambda u: f"{u.calls:,}"),
+        TextColumn("unexplained", 12, lambda u: money(u.unexplained_usd)),
+        TextColumn("status", 12, lambda u: u.status if isinstance(u, Unit) else ""),
     ]
-    cells = [
-        [
-            f"{bucket_label(u.start, u.end)} {provider_name(u.provider)} {model_label(u.model)}",
-            money(u.billed_usd),
-            u.basis,
-            money(u.logged_usd),
-            f"{u.calls:,}",
-            money(u.unexplained_usd),
-            u.status,
-        ]
-        for u in units
-    ]
-    cells.append(
-        [
-            "Total",
-            money(t.billed_usd),
-            "",
-            money(t.logged_usd),
-            f"{t.calls:,}",
-            money(t.unexplained_usd),
-            "",
-        ]
-    )
-    key_w = max(12, min(max(len(c[0]) for c in cells), width - sum(w + 1 for _, w in head)))
-    lines = _table(head, cells, key_w)
+    keyed = [(bucket_key(u), u) for u in units]
+    lines = lay_out(_bucket_table(columns, keyed, t), width).lines
     lines += wrap(explained_line(t), width)
     for said in remainder_lines(units):
         lines += wrap(said, width, indent="  ")

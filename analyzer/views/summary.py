@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -19,13 +18,14 @@ from analyzer.guards.recommend import Budget, Recommendation
 from analyzer.guards.scoring import Result
 from analyzer.ingest import billing_formats
 from analyzer.ingest.flow import FileReport
-from analyzer.model.formatting import cut, iso, money, printable, wrap
+from analyzer.model.formatting import iso, money, printable, wrap
 from analyzer.model.incident import Incident
 from analyzer.model.pricing import unpriced_warning
 from analyzer.model.records import json_record
 from analyzer.model.timewindow import Window, local
 from analyzer.views.bill_views import PROVIDERS
 from analyzer.views.terminal import render_incident_list
+from analyzer.views.text_table import TextColumn, TextTable, lay_out
 from analyzer.views.usage import UsageRow, placeholder_text
 from analyzer.views.usage import totals as usage_totals
 from analyzer.views.verdicts import outcomes
@@ -295,6 +295,13 @@ def _unpriced(s: Summary) -> list[str]:
     return out
 
 
+_SPEND_COLUMNS = [
+    TextColumn("calls", 9, lambda r: f"{r.calls:,}"),
+    TextColumn("spend", 12, lambda r: money(r.usd)),
+    TextColumn("share", 6, lambda r: f"{r.share:.1%}"),
+]
+
+
 def _spend_tables(s: Summary, width: int) -> list[str]:
     """Spend by model, app and API key: the top rows of each, as tables."""
     out: list[str] = []
@@ -306,12 +313,9 @@ def _spend_tables(s: Summary, width: int) -> list[str]:
     for title, rows in spend:
         out.append("")
         out.append(f"Spend by {title} (top {len(rows)})")
-        name_w = max([len(printable(r.name)) for r in rows] + [len(title)])
-        name_w = max(8, min(name_w, width - 37))
-        out.append(f"  {title:<{name_w}}  {'calls':>9}  {'spend':>12}  {'share':>6}")
-        for r in rows:
-            name = cut(printable(r.name), name_w)
-            out.append(f"  {name:<{name_w}}  {r.calls:>9,}  {money(r.usd):>12}  {r.share:>6.1%}")
+        keyed = [(printable(r.name), r) for r in rows]
+        table = TextTable(title, _SPEND_COLUMNS, keyed, indent="  ", gap="  ", margin=2)
+        out += lay_out(table, width).lines
     return out
 
 
@@ -334,9 +338,6 @@ def _g(x: float | None) -> str:
     if float(x).is_integer():
         return f"{int(x):,}"
     return f"{x:,.2f}" if abs(x) < 1000 else f"{x:,.0f}"
-
-
-_Column = tuple[str, int, Callable[[Result], str]]
 
 
 class BacktestView(View):
@@ -402,18 +403,14 @@ def render_backtest(results: list[Result], width: int = 100) -> str:
             suffix = f"stop={r.params['stop']:g}"
             name = suffix if single else f"{r.policy} {suffix}"
         names.append(name)
-    natural = max(max(len(n) for n in names), len("policy"))
-    columns, left_out = _backtest_columns(natural, width)
-    name_w = max(12, min(natural, width - sum(w + 1 for _, w, _ in columns)))
+    rows = list(zip(names, results, strict=True))
+    table = TextTable("policy", _backtest_columns(), rows, key_min=12)
+    laid = lay_out(table, width)
     out = [f"{results[0].policy}, its stop threshold swept"] if sweep and single else []
-    out.append(f"{'policy':<{name_w}}" + "".join(f" {h:>{w}}" for h, w, _ in columns))
-    for name, r in zip(names, results, strict=True):
-        out.append(
-            f"{cut(name, name_w):<{name_w}}" + "".join(f" {get(r):>{w}}" for _, w, get in columns)
-        )
-    if left_out:
+    out += laid.lines
+    if laid.left_out:
         out += wrap(
-            f"left out to fit {width} columns: {', '.join(left_out)} (a wider "
+            f"left out to fit {width} columns: {', '.join(laid.left_out)} (a wider "
             "terminal, or --json, shows them)",
             width,
         )
@@ -421,27 +418,20 @@ def render_backtest(results: list[Result], width: int = 100) -> str:
     return "\n".join(out) + "\n"
 
 
-def _backtest_columns(natural: int, width: int) -> tuple[list[_Column], list[str]]:
-    """The columns after the policy's name that fit ``width`` (a name ``natural`` wide), and
-    those left out (in the order they give way on a narrow terminal)."""
-    columns: list[_Column] = [
-        ("stopped", 7, lambda r: f"{r.incidents_stopped}/{r.incidents_total}"),
-        ("prevented", 10, lambda r: money(r.waste_prevented_usd)),
-        ("missed", 9, lambda r: money(r.waste_missed_usd)),
-        ("false", 6, lambda r: f"{r.false_trips:,}"),
-        ("false $", 9, lambda r: money(r.usd_false_trips)),
-        ("harm", 9, lambda r: money(r.harm_usd)),
-        ("net", 9, lambda r: money(r.net_usd)),
-        ("headroom", 8, lambda r: _g(r.headroom)),
-        ("latency", 7, lambda r: _g(r.median_latency_events)),
+def _backtest_columns() -> list[TextColumn]:
+    """The columns after the policy's name; on a narrow terminal latency gives way first,
+    then headroom, then missed."""
+    return [
+        TextColumn("stopped", 7, lambda r: f"{r.incidents_stopped}/{r.incidents_total}"),
+        TextColumn("prevented", 10, lambda r: money(r.waste_prevented_usd)),
+        TextColumn("missed", 9, lambda r: money(r.waste_missed_usd), 3),
+        TextColumn("false", 6, lambda r: f"{r.false_trips:,}"),
+        TextColumn("false $", 9, lambda r: money(r.usd_false_trips)),
+        TextColumn("harm", 9, lambda r: money(r.harm_usd)),
+        TextColumn("net", 9, lambda r: money(r.net_usd)),
+        TextColumn("headroom", 8, lambda r: _g(r.headroom), 2),
+        TextColumn("latency", 7, lambda r: _g(r.median_latency_events), 1),
     ]
-    left_out: list[str] = []
-    for give_way in ("latency", "headroom", "missed"):
-        if natural + sum(w + 1 for _, w, _ in columns) <= width:
-            break
-        columns = [c for c in columns if c[0] != give_way]
-        left_out.append(give_way)
-    return columns, left_out
 
 
 def _backtest_notes(results: list[Result], width: int, sweep: bool) -> list[str]:

@@ -16,6 +16,7 @@ from analyzer.model.formatting import cut, money, printable, wrap
 from analyzer.model.incident import Incident
 from analyzer.model.timewindow import local
 from analyzer.views.table import Column, Table, csv_text
+from analyzer.views.text_table import TextColumn, TextTable, lay_out
 from analyzer.views.usage import BASES, TOKENS, Usage, UsageRow, placeholder_text
 from analyzer.views.view import How, View
 
@@ -31,9 +32,6 @@ _HEADS = {
     "project": "project",
     "model": "model",
 }
-
-
-_Column = tuple[str, int, Callable[[UsageRow], str], int]
 
 
 class UsageView(View):
@@ -67,55 +65,36 @@ def render_usage(u: Usage, width: int = 100) -> str:
     """A usage view as a table with a totals row; with a breakdown, each row's models below
     it. On a narrow terminal the least needed columns give way (never calls or dollars), then
     the key column is cut."""
-    cols = _usage_columns(u)
     rows, said = _usage_rows(u)
-    natural = max([len(k) for k, _ in rows] + [len(_HEADS[u.view]), 5])
-    dropped: list[str] = []
-    while min(natural, 30) + sum(c[1] + 1 for c in cols) > width:
-        weakest = min((c for c in cols if c[3] < 9), key=lambda c: c[3], default=None)
-        if weakest is None:
-            break
-        cols.remove(weakest)
-        dropped.append(weakest[0])
-    key_w = max(8, min(natural, width - sum(c[1] + 1 for c in cols)))
-
-    def line(key: str, r: UsageRow) -> str:
-        return cut(key, key_w).ljust(key_w) + "".join(f" {get(r):>{w}}" for _, w, get, _ in cols)
-
-    lines = [_HEADS[u.view].ljust(key_w) + "".join(f" {h:>{w}}" for h, w, _, _ in cols)]
-    for i, (key, r) in enumerate(rows):
-        lines.append(line(key, r))
-        if i in said:
-            lines.append(cut(said[i], len(lines[0])))
-    lines.append("-" * len(lines[0]))
-    lines.append(strong(line("Total", u.total)))
+    table = TextTable(_HEADS[u.view], _usage_columns(u), rows, ("Total", u.total), said, squeeze=30)
+    laid = lay_out(table, width)
+    lines, dropped = laid.lines, laid.left_out
     for n in filter(None, _usage_notes(u, width, dropped, bool(said))):
         lines += wrap(n, width)
     return "\n".join(lines) + "\n"
 
 
-def _usage_columns(u: Usage) -> list[_Column]:
-    """The columns a usage view shows: (heading, width, value, priority: the lowest gives way
-    first)."""
+def _usage_columns(u: Usage) -> list[TextColumn]:
+    """The columns a usage view shows (the lowest ``keep`` gives way first)."""
     bases = u.bases()
-    cols: list[_Column] = [
-        ("calls", 7, lambda r: f"{r.calls:,}", 9),
-        ("input", 11, lambda r: f"{r.input:,}", 6),
-        ("cache write", 11, lambda r: f"{r.cache_write:,}", 4),
-        ("cache read", 13, lambda r: f"{r.cache_read:,}", 5),
-        ("output", 11, lambda r: f"{r.output:,}", 7),
-        ("reasoning", 11, lambda r: f"{r.reasoning:,}", 2),
-        ("total", 13, lambda r: f"{r.total_tokens:,}", 3),
-        ("$", 10, lambda r: money(r.total_usd), 9),
+    cols = [
+        TextColumn("calls", 7, lambda r: f"{r.calls:,}"),
+        TextColumn("input", 11, lambda r: f"{r.input:,}", 6),
+        TextColumn("cache write", 11, lambda r: f"{r.cache_write:,}", 4),
+        TextColumn("cache read", 13, lambda r: f"{r.cache_read:,}", 5),
+        TextColumn("output", 11, lambda r: f"{r.output:,}", 7),
+        TextColumn("reasoning", 11, lambda r: f"{r.reasoning:,}", 2),
+        TextColumn("total", 13, lambda r: f"{r.total_tokens:,}", 3),
+        TextColumn("$", 10, lambda r: money(r.total_usd)),
     ]
     if not u.total.reasoning:  # no output was reasoning (or none was logged as such)
-        cols = [c for c in cols if c[0] != "reasoning"]
+        cols = [c for c in cols if c.heading != "reasoning"]
     if len(bases) > 1:
-        cols += [(f"$ {b}", max(11, len(b) + 2), _basis(b), 1) for b in bases]
+        cols += [TextColumn(f"$ {b}", max(11, len(b) + 2), _basis(b), 1) for b in bases]
     if u.total.unpriced_calls:
-        cols.append(("unpriced", 8, lambda r: f"{r.unpriced_calls:,}", 8))
+        cols.append(TextColumn("unpriced", 8, lambda r: f"{r.unpriced_calls:,}", 8))
     if any(r.run is not None for r in u.rows):
-        cols.append(("ended", 13, lambda r: _ended(r), 8))
+        cols.append(TextColumn("ended", 13, lambda r: _ended(r), 8))
     return cols
 
 
