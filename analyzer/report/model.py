@@ -5,11 +5,12 @@ places)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 from analyzer.detect.reconcile import BillRow, BillTotals, Totals, Unit
+from analyzer.model.records import JsonForm, json_record
 from analyzer.views.view import View
 
 # -- the context ---------------------------------------------------------------------------
@@ -94,6 +95,9 @@ class CallRow:
 
 @dataclass
 class IncidentSection:
+    # In JSON: the evidence as a mapping of label to value; the chart is the page's alone.
+    JSON_FORM: ClassVar[JsonForm] = JsonForm(omit=("chart_svg",), convert={"evidence": dict})
+
     incident: IncidentRow
     calls: list[CallRow]
     calls_omitted: int
@@ -251,6 +255,9 @@ class Report(View):
 
     name = "report"
     template = "report"  # reports/report.html.j2, report.md.j2, report.css
+    JSON_FORM: ClassVar[JsonForm] = JsonForm(
+        omit=("charts",), unless_none=("guards", "runs", "bucket_bills")
+    )
 
     title: str
     version: str
@@ -276,16 +283,6 @@ class Report(View):
         return self.to_json()
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(replace(self, bucket_bills=None))  # that one as ``usage`` writes it
-        data.pop("charts")
-        for s in data["sections"]:
-            s.pop("chart_svg")
-            s["evidence"] = dict(s["evidence"])
-        if data["guards"] is None:
-            data.pop("guards")
-        if data["runs"] is None:
-            data.pop("runs")
-        data.pop("bucket_bills")
-        if self.bucket_bills is not None:
-            data["bucket_bills"] = self.bucket_bills.to_json()
-        return data
+        """The page's data (``-o report.json``): its views, with neither charts nor the
+        sections it has none of; the bills per bucket as ``usage`` writes them."""
+        return json_record(self)
