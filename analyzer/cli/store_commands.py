@@ -423,16 +423,11 @@ def export_command(db: str, view: View, folder: str) -> None:
     Example:
       llm-forensics export --db my.duckdb --parquet tables/
     """
-    from analyzer.views.export import export_parquet, read_manifest
+    from analyzer.views.export import ExportView, export_parquet, read_manifest
 
     with _reading(db, view) as store:
         written = export_parquet(store, Path(folder))
-    for table, entry in read_manifest(Path(folder))["tables"].items():
-        line = f"{table:<17} {entry['rows']:>12,} rows  {Path(folder) / entry['path']}"
-        if entry.get("partitioned_by") == "day":
-            days, new = len(entry["days"]), len(entry["written"])
-            line += f"  ({days:,} days, {new:,} written now)"
-        click.echo(line)
+    emit(ExportView(Path(folder), read_manifest(Path(folder))))
     note(f"wrote {len(written):,} files and {Path(folder) / 'manifest.json'}")
 
 

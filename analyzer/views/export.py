@@ -14,6 +14,7 @@ import duckdb
 from analyzer.engine.files import copy_error, os_error
 from analyzer.engine.store import Store
 from analyzer.errors import ForensicsError
+from analyzer.views.view import How, View
 
 # The canonical tables (sql/schema.sql), in the order a reader joins them.
 TABLES = (
@@ -193,3 +194,26 @@ def _export_by_day(
         "written": changed,
     }
     return entry, written
+
+
+class ExportView(View):
+    """What ``export`` wrote: a line per table (its rows and where it is; a table by day, its
+    days and how many were written now); as JSON, the manifest."""
+
+    name = "export"
+
+    def __init__(self, folder: Path, manifest: dict[str, Any]) -> None:
+        self.folder, self.manifest = folder, manifest
+
+    def text(self, how: How) -> str:
+        lines = []
+        for table, entry in self.manifest["tables"].items():
+            line = f"{table:<17} {entry['rows']:>12,} rows  {self.folder / entry['path']}"
+            if entry.get("partitioned_by") == "day":
+                days, new = len(entry["days"]), len(entry["written"])
+                line += f"  ({days:,} days, {new:,} written now)"
+            lines.append(line + "\n")
+        return "".join(lines)
+
+    def json(self) -> dict[str, Any]:
+        return self.manifest

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 from analyzer.console import safe_line, strong, warn
 from analyzer.detect.detectors import load_incidents
@@ -21,7 +21,7 @@ from analyzer.ingest.flow import FileReport
 from analyzer.model.formatting import iso, money, printable, wrap
 from analyzer.model.incident import Incident
 from analyzer.model.pricing import unpriced_warning
-from analyzer.model.records import json_record
+from analyzer.model.records import JsonForm, json_record
 from analyzer.model.timewindow import Window, local
 from analyzer.views.bill_views import PROVIDERS
 from analyzer.views.terminal import render_incident_list
@@ -45,37 +45,62 @@ class Summary(View):
     """Where the money went (``audit``): the terminal summary, or ``audit --json``."""
 
     name = "summary"
+    # ``audit --json``: its fields in this order, the period as one object, the placeholder
+    # figures as the usage views write them, the bills per bucket only when loaded.
+    JSON_FORM: ClassVar[JsonForm] = JsonForm(
+        first=("period",),
+        omit=("period_start", "period_end", "bucket_units"),
+        derived=(("period", ""),),
+        rename={
+            "calls_by_basis": "calls_by_cost_basis",
+            "usd_by_basis": "usd_by_cost_basis",
+            "untokened": "unpriced_without_tokens",
+            "unbilled": "unpriced_bill_rows",
+            "figures": "placeholder_output",
+            "by_model": "spend_by_model",
+            "by_app": "spend_by_app",
+            "by_key": "spend_by_api_key",
+        },
+        convert={"figures": lambda f: f.placeholder_json() if f else None},
+        unless_none=("bucket_bills",),
+    )
 
-    calls: int
-    total_usd: Decimal
     period_start: datetime | None
     period_end: datetime | None
+    calls: int
+    # Calls whose log kept no time (most saved conversations).
+    calls_without_time: int
+    total_usd: Decimal
+    wasted_usd: Decimal
     calls_by_basis: dict[str, int]  # billed / reported / estimated / unpriced
     usd_by_basis: dict[str, Decimal]
+    # Models whose calls carry tokens but no cost: model (" (fast mode)" when so) -> calls.
+    unpriced_models: dict[str, int]
+    # Calls with neither tokens nor a cost in their log, by format (priced by nothing).
+    untokened: dict[str, int]
+    # A bill's rows that state no charge (a bill is never estimated).
+    unbilled: int
+    # Runs whose log says how they ended, by outcome ("none": a run with no verdict written).
+    runs_by_outcome: dict[str, int]
+    # The store's figures as every view counts them (``analyzer.views.usage.totals``): here for
+    # what placeholder output counts do to them.
+    figures: UsageRow | None
+    calls_by_format: dict[str, int]
+    reconciliation: dict[str, int] | None
     by_model: list[SpendRow]
     by_app: list[SpendRow]
     by_key: list[SpendRow]
     sources: list[dict[str, Any]]
     rejects: int
     incidents: list[Incident] = field(default_factory=list)
-    wasted_usd: Decimal = Decimal(0)
-    calls_by_format: dict[str, int] = field(default_factory=dict)
-    reconciliation: dict[str, int] | None = None
-    calls_without_time: int = 0  # calls whose log kept no time (most saved conversations)
-    # Models whose calls carry tokens but no cost: model (" (fast mode)" when so) -> calls.
-    unpriced_models: dict[str, int] = field(default_factory=dict)
     # Bills per time bucket (Anthropic's, OpenAI's reports) against the logs, when loaded.
     bucket_bills: Totals | None = None
     bucket_units: list[Unit] = field(default_factory=list)  # what those totals add up
-    # Calls with neither tokens nor a cost in their log, by format (priced by nothing).
-    untokened: dict[str, int] = field(default_factory=dict)
-    # A bill's rows that state no charge (a bill is never estimated).
-    unbilled: int = 0
-    # Runs whose log says how they ended, by outcome ("none": a run with no verdict written).
-    runs_by_outcome: dict[str, int] = field(default_factory=dict)
-    # The store's figures as every view counts them (``analyzer.views.usage.totals``): here for
-    # what placeholder output counts do to them.
-    figures: UsageRow | None = None
+
+    @property
+    def period(self) -> dict[str, str | None]:
+        """The period its calls span, ISO times."""
+        return {"start": iso(self.period_start), "end": iso(self.period_end)}
 
     def text(self, how: How) -> str:
         return render_text(self, how.tz, how.width)
@@ -86,35 +111,7 @@ class Summary(View):
     def to_json(self) -> dict[str, Any]:
         """As ``audit --json`` prints it: dollars exact (``Decimal``, written as numbers with
         all their digits by ``formatting.json_text``)."""
-
-        def rows(items: list[SpendRow]) -> list[dict[str, Any]]:
-            return [json_record(r) for r in items]
-
-        return {
-            "period": {
-                "start": iso(self.period_start),
-                "end": iso(self.period_end),
-            },
-            "calls": self.calls,
-            "calls_without_time": self.calls_without_time,
-            "total_usd": self.total_usd,
-            "wasted_usd": self.wasted_usd,
-            "calls_by_cost_basis": self.calls_by_basis,
-            "usd_by_cost_basis": dict(self.usd_by_basis),
-            "unpriced_models": self.unpriced_models,
-            "unpriced_without_tokens": self.untokened,
-            "unpriced_bill_rows": self.unbilled,
-            "runs_by_outcome": self.runs_by_outcome,
-            "placeholder_output": self.figures.placeholder_json() if self.figures else None,
-            "calls_by_format": self.calls_by_format,
-            "reconciliation": self.reconciliation,
-            "spend_by_model": rows(self.by_model),
-            "spend_by_app": rows(self.by_app),
-            "spend_by_api_key": rows(self.by_key),
-            "sources": self.sources,
-            "rejects": self.rejects,
-            "incidents": [i.to_json() for i in self.incidents],
-        } | ({"bucket_bills": self.bucket_bills.to_json()} if self.bucket_bills else {})
+        return json_record(self)
 
 
 def _spend(store: Store, column: str, total: Decimal, top: int) -> list[SpendRow]:
