@@ -101,3 +101,12 @@ def fixed(usd: Decimal | None) -> str | None:
     ('1.50', None)
     """
     return None if usd is None else format(usd, "f")
+
+
+def str_or_none(value: Any) -> str | None:
+    """A value as its text (a ``Decimal`` as it is printed: ``str``), or None.
+
+    >>> str_or_none(Decimal("0.0100")), str_or_none(None)
+    ('0.0100', None)
+    """
+    return None if value is None else str(value)

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 from analyzer.console import severity, strong
 from analyzer.detect.detectors import Detector, load_incidents
@@ -17,6 +17,7 @@ from analyzer.errors import ForensicsError
 from analyzer.guards.backtest import GuardRun, Stop, Stopping
 from analyzer.model.formatting import cut, money, printable, tokens, wrap
 from analyzer.model.incident import Incident
+from analyzer.model.records import JsonForm, json_record, str_or_none
 from analyzer.model.timewindow import local
 from analyzer.report.build import incidents_calls
 from analyzer.views.lineage import Parent, parents
@@ -28,6 +29,9 @@ MAX_CALLS = 40  # an incident of more calls shows its first and last 20
 
 @dataclass
 class ShownCall:
+    # In JSON its dollars are exact text.
+    JSON_FORM: ClassVar[JsonForm] = JsonForm(convert={"cost_usd": str_or_none})
+
     ts: datetime | None
     model: str | None
     input_tokens: int | None
@@ -64,13 +68,9 @@ class Shown(View):
         return render(self, how.tz, how.width)
 
     def json(self) -> dict[str, Any]:
-        calls = [
-            {k: (str(v) if k == "cost_usd" and v is not None else v) for k, v in vars(c).items()}
-            for c in self.calls
-        ]
         return {
             **self.incident.to_json(),
-            "calls": calls,
+            "calls": [json_record(c) for c in self.calls],
             "stopped_by": [s.to_json() for s in self.stopped_by],
             "parent": self.parent.to_json() if self.parent else None,
         }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from analyzer.console import severity, strong
 from analyzer.engine.store import Store
 from analyzer.model.formatting import cut, money, printable, wrap
 from analyzer.model.incident import Incident
+from analyzer.model.records import json_record
 from analyzer.model.timewindow import local
 from analyzer.views.table import Column, Table, csv_text
 from analyzer.views.text_table import TextColumn, TextTable, lay_out
@@ -310,40 +312,50 @@ def incident_table(incidents: list[Incident]) -> Table:
 # -- rejects --------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Reject:
+    """An input record that could not be loaded: its file, line, why, and an excerpt."""
+
+    file: str
+    line: int | None
+    reason: str
+    excerpt: str | None
+
+
 class RejectsView(View):
     """The rejected records (``rejects``): file:line: reason and excerpt, or JSON."""
 
     name = "rejects"
 
-    def __init__(self, rows: list[tuple[str, int | None, str, str | None]]) -> None:
+    def __init__(self, rows: list[Reject]) -> None:
         self.rows = rows
 
     def text(self, how: How) -> str:
         return render_rejects(self.rows, how.width)
 
     def json(self) -> list[dict[str, Any]]:
-        return [{"file": p, "line": n, "reason": r, "excerpt": e} for p, n, r, e in self.rows]
+        return [json_record(r) for r in self.rows]
 
 
-def render_rejects(rows: list[tuple[str, int | None, str, str | None]], width: int = 100) -> str:
+def render_rejects(rows: list[Reject], width: int = 100) -> str:
     """``file:line: reason`` and the excerpt indented below, a reject each."""
     if not rows:
         return "No rejected records.\n"
     out = []
-    for path, line, reason, excerpt in rows:
-        where_ = f"{printable(path)}:{line}" if line is not None else printable(path)
-        out += wrap(f"{where_}: {printable(reason)}", width)
-        if excerpt:
-            out.append("    " + cut(printable(excerpt).replace("\n", " "), width - 4))
+    for r in rows:
+        where_ = f"{printable(r.file)}:{r.line}" if r.line is not None else printable(r.file)
+        out += wrap(f"{where_}: {printable(r.reason)}", width)
+        if r.excerpt:
+            out.append("    " + cut(printable(r.excerpt).replace("\n", " "), width - 4))
     return "\n".join(out) + "\n"
 
 
-def rejects(store: Store, file: str | None = None) -> list[tuple[str, int | None, str, str | None]]:
+def rejects(store: Store, file: str | None = None) -> list[Reject]:
     """The rejected records (of the files whose path contains ``file``), in file and line
     order."""
     only = "WHERE s.path LIKE '%' || $f || '%'" if file else ""
     return [
-        (str(p), None if line is None else int(line), str(reason), excerpt)
+        Reject(str(p), None if line is None else int(line), str(reason), excerpt)
         for p, line, reason, excerpt in store.engine.rows(
             "views/rejects.sql", {"f": file}, only=only
         )
