@@ -10,7 +10,7 @@ from analyzer.detect.reconcile import BillRow, Totals, Unit, bill_totals
 from analyzer.model.formatting import money, printable, wrap
 from analyzer.views.table import Column, Table, csv_text
 from analyzer.views.text_table import TextColumn, TextTable, lay_out
-from analyzer.views.view import How, View
+from analyzer.views.view import How, Rows, View
 
 PROVIDERS = {"anthropic": "Anthropic", "openai": "OpenAI"}
 
@@ -161,19 +161,17 @@ def bills_csv(rows: list[BillRow]) -> str:
     return csv_text(_json_table([r.to_json() for r in rows], lists=True))
 
 
-class BillsView(View):
+class BillsView(Rows):
     """``usage bills``: the providers' bills per bucket and model."""
 
     name = "bills"
+    rows: list[BillRow]
 
-    def __init__(self, rows: list[BillRow]) -> None:
-        self.rows = rows
-
-    def text(self, how: How) -> str:
-        return render_bills(self.rows, how.width)
+    def layout(self, width: int) -> str:
+        return render_bills(self.rows, width)
 
     def json(self) -> dict[str, Any]:
-        return {"view": "bills", "rows": [r.to_json() for r in self.rows]}
+        return {"view": "bills", "rows": super().json()}
 
     def table(self) -> Table:
         return _json_table([r.to_json() for r in self.rows], lists=True)

@@ -29,7 +29,7 @@ from analyzer.views.text_table import TextColumn, TextTable, lay_out
 from analyzer.views.usage import UsageRow, placeholder_text
 from analyzer.views.usage import totals as usage_totals
 from analyzer.views.verdicts import outcomes
-from analyzer.views.view import How, View
+from analyzer.views.view import How, Rows, View
 
 
 @dataclass
@@ -337,19 +337,14 @@ def _g(x: float | None) -> str:
     return f"{x:,.2f}" if abs(x) < 1000 else f"{x:,.0f}"
 
 
-class BacktestView(View):
+class BacktestView(Rows):
     """The guard replay (``backtest``): a table of its figures, or every result as JSON."""
 
     name = "backtest"
+    rows: list[Result]
 
-    def __init__(self, results: list[Result]) -> None:
-        self.results = results
-
-    def text(self, how: How) -> str:
-        return render_backtest(self.results, how.width)
-
-    def json(self) -> list[dict[str, Any]]:
-        return [r.to_json() for r in self.results]
+    def layout(self, width: int) -> str:
+        return render_backtest(self.rows, width)
 
 
 class RecommendView(View):

@@ -15,12 +15,11 @@ from analyzer.console import severity, strong
 from analyzer.engine.store import Store
 from analyzer.model.formatting import cut, money, printable, wrap
 from analyzer.model.incident import Incident
-from analyzer.model.records import json_record
 from analyzer.model.timewindow import local
 from analyzer.views.table import Column, Table, csv_text
 from analyzer.views.text_table import TextColumn, TextTable, lay_out
 from analyzer.views.usage import BASES, TOKENS, Usage, UsageRow, placeholder_text
-from analyzer.views.view import How, View
+from analyzer.views.view import How, Rows, View
 
 _UUID = re.compile(r"\b([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 
@@ -322,19 +321,14 @@ class Reject:
     excerpt: str | None
 
 
-class RejectsView(View):
+class RejectsView(Rows):
     """The rejected records (``rejects``): file:line: reason and excerpt, or JSON."""
 
     name = "rejects"
+    rows: list[Reject]
 
-    def __init__(self, rows: list[Reject]) -> None:
-        self.rows = rows
-
-    def text(self, how: How) -> str:
-        return render_rejects(self.rows, how.width)
-
-    def json(self) -> list[dict[str, Any]]:
-        return [json_record(r) for r in self.rows]
+    def layout(self, width: int) -> str:
+        return render_rejects(self.rows, width)
 
 
 def render_rejects(rows: list[Reject], width: int = 100) -> str:

@@ -10,10 +10,11 @@ in the module that computes it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer.model.records import json_record
+from analyzer.model.records import json_record, json_value
 from analyzer.views.table import Table
 
 
@@ -45,3 +46,20 @@ class View:
 
     def table(self) -> Table:
         raise NotImplementedError(f"the {self.name} view is not a table")
+
+
+class Rows(View):
+    """A view of a list of records: laid out on a terminal by ``layout``, each record written
+    in JSON by the one serialiser (``model.records``)."""
+
+    def __init__(self, rows: Sequence[Any]) -> None:
+        self.rows = list(rows)
+
+    def layout(self, width: int) -> str:
+        raise NotImplementedError(f"the {self.name} view has no text layout")
+
+    def text(self, how: How) -> str:
+        return self.layout(how.width)
+
+    def json(self) -> Any:
+        return [json_value(r) for r in self.rows]
