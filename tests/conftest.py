@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -27,6 +28,14 @@ def _run_slow(config: pytest.Config) -> bool:
     return bool(os.environ.get("CI") or config.getoption("--slow") or config.option.markexpr)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The tests read what a command prints off a terminal (120 columns; a test asks for a
+    terminal's width through ``CliRunner(..., env={"COLUMNS": ...})``). An xdist worker starts
+    with ``COLUMNS=80 LINES=24`` in its environment, which would narrow every table."""
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _run_slow(config):
         return
@@ -35,6 +44,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if item.get_closest_marker("slow") is None]
         config.stash[_LEFT_OUT] = len(slow)
+        workeroutput = getattr(config, "workeroutput", None)
+        if workeroutput is not None:  # an xdist worker: the controller says it (below)
+            workeroutput[_LEFT_OUT_KEY] = len(slow)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """Under xdist the workers collect and deselect; each collects every test, so any one's
+    count is the run's."""
+    left_out = getattr(node, "workeroutput", {}).get(_LEFT_OUT_KEY)
+    if left_out:
+        node.config.stash[_LEFT_OUT] = left_out
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -46,6 +67,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 _LEFT_OUT = pytest.StashKey[int]()
+_LEFT_OUT_KEY = "slow_tests_left_out"
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """The fast inner loop (issue 34, step 7): a plain ``pytest`` leaves the tests marked slow out
-and says so; CI (``CI`` set) and ``--slow`` run everything."""
+and says so, also when its tests are spread over workers; CI (``CI`` set) and ``--slow`` run
+everything."""
 
 from __future__ import annotations
 
@@ -14,10 +15,15 @@ from typing import Any
 from tests.helpers import REPO
 
 
-def collected(*args: str, ci: bool) -> tuple[int, int, str]:
+def environment(ci: bool) -> dict[str, str]:
+    """This process's environment, with ``CI`` set or not."""
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     if ci:
         env["CI"] = "1"
+    return env
+
+
+def collected(*args: str, ci: bool) -> tuple[int, int, str]:
     result = subprocess.run(
         [
             sys.executable,
@@ -32,7 +38,7 @@ def collected(*args: str, ci: bool) -> tuple[int, int, str]:
             *args,
         ],
         cwd=REPO,
-        env=env,
+        env=environment(ci),
         capture_output=True,
         text=True,
         timeout=300,
@@ -56,15 +62,40 @@ def test_ci_and_the_slow_flag_run_them() -> None:
         assert total > 0 and deselected == 0, text
 
 
+def test_a_run_on_workers_says_how_many_it_left_out() -> None:
+    """The default run is spread over workers (pytest-xdist, ``-n auto`` in pyproject.toml),
+    which collect and deselect; the controller still says how many slow tests were left out."""
+    total, _, _ = collected(ci=False)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/test_spark.py",
+            "tests/test_readme.py",
+            "-n",
+            "2",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=REPO,
+        env=environment(ci=False),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 workers" in result.stdout and "2 passed" in result.stdout, result.stdout
+    assert f"{total} tests marked slow were not run" in result.stdout, result.stdout
+
+
 def selections(tmp_path: Path) -> dict[bool, dict[str, Any]]:
     """What ``tests/selection_probe.py`` saw of a collection of the whole suite with ``CI`` set
     (True) and without (False): every test and whether it is marked slow, and the tests
     selected. The two collections run side by side."""
     running = {}
     for ci in (True, False):
-        env = {k: v for k, v in os.environ.items() if k != "CI"}
-        if ci:
-            env["CI"] = "1"
+        env = environment(ci)
         env["SELECTION_PROBE"] = str(tmp_path / f"selection-ci-{ci}.json")
         plugins = ["-p", "no:cacheprovider", "-p", "tests.selection_probe"]
         with open(tmp_path / f"collect-ci-{ci}.txt", "wb") as out:
