@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -30,13 +32,37 @@ def _versions(db: Path) -> tuple[str, str]:
         return cache.version(store, cache.DATA), cache.version(store, cache.INCIDENTS)
 
 
-def test_audit_again_reuses_everything_and_gives_the_same_answer(
-    runner: CliRunner, tmp_path: Path
-) -> None:
-    csv = tmp_path / CSV_NAME
+@dataclass(frozen=True)
+class Audited:
+    """The sample export copied and audited once (``audit --db -o a.html --json``), for the
+    tests that start from that audit: the export (left as it is), the store (no test opens it:
+    ``store_at`` gives a test its own copy), the page and what ``--json`` said."""
+
+    csv: Path
+    db: Path
+    page: Path
+    said: dict
+
+    def store_at(self, to: Path) -> Path:
+        shutil.copyfile(self.db, to)
+        return to
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory: pytest.TempPathFactory) -> Audited:
+    root = tmp_path_factory.mktemp("audited")
+    csv = root / CSV_NAME
     shutil.copy(SAMPLE_DATA / CSV_NAME, csv)
-    db = tmp_path / "s.duckdb"
-    first = _audit(runner, db, tmp_path / "a.html", csv)
+    db, page = root / "s.duckdb", root / "a.html"
+    return Audited(csv, db, page, _audit(CliRunner(), db, page, csv))
+
+
+def test_audit_again_reuses_everything_and_gives_the_same_answer(
+    runner: CliRunner, tmp_path: Path, audited: Audited
+) -> None:
+    csv, db = audited.csv, audited.store_at(tmp_path / "s.duckdb")
+    first = copy.deepcopy(audited.said)
+    shutil.copyfile(audited.page, tmp_path / "a.html")
     before = _versions(db)
     second = _audit(runner, db, tmp_path / "b.html", csv)
     # Nothing was loaded or detected again (the counters move on every write)...
@@ -80,12 +106,10 @@ def test_a_new_file_invalidates_what_was_kept(runner: CliRunner, tmp_path: Path)
 
 
 def test_other_detector_options_are_not_served_from_the_cache(
-    runner: CliRunner, tmp_path: Path
+    runner: CliRunner, tmp_path: Path, audited: Audited
 ) -> None:
-    csv = tmp_path / CSV_NAME
-    shutil.copy(SAMPLE_DATA / CSV_NAME, csv)
-    db = tmp_path / "s.duckdb"
-    base = _audit(runner, db, tmp_path / "a.html", csv)
+    csv, db = audited.csv, audited.store_at(tmp_path / "s.duckdb")
+    base = audited.said
     n = sum(i["detector"] == "constant_input_low_output" for i in base["incidents"])
     assert n >= 2
     result = runner.invoke(
