@@ -371,6 +371,9 @@ def test_sigkill_mid_ingest_leaves_the_store_as_it_was(
     assert (report["status"], report["source_id"]) == ("unchanged", source_id), report
 
 
+# a 300,000-row export loading in a child while three others try the store: CI runs it; the
+# default run has test_cli::test_database_in_use_by_another_process (the same one line, exit 3)
+@pytest.mark.slow
 def test_a_second_process_is_told_the_store_is_in_use(tmp_path: Path, big_export: Path) -> None:
     """While one llm-forensics process is writing (inside its load of a large file), another
     that opens the same store, to write or to read, gets one line and exit 3 - and the first

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.helpers import REPO
 
 
@@ -115,6 +117,9 @@ def selections(tmp_path: Path) -> dict[bool, dict[str, Any]]:
     return found
 
 
+# two collections of the whole suite: CI runs it (it guards what CI runs); the default run has
+# the slow filter's tests above, on test_spark's collection
+@pytest.mark.slow
 def test_ci_runs_every_test_a_plain_run_does_and_the_slow_ones(tmp_path: Path) -> None:
     """Over the whole suite: both runs collect the same tests; CI selects all of them; a plain
     run selects exactly those not marked slow. So CI never loses a test to the inner loop."""
