@@ -84,9 +84,15 @@ def runner() -> CliRunner:
 @pytest.fixture(scope="session")
 def sample_stores(tmp_path_factory: pytest.TempPathFactory) -> SampleStores:
     """``sample_data/`` ingested (``ingest --db``) and audited (``audit --db -q``), each at most
-    once a session, into stores no test opens: tests take copies (``sample_db``,
-    ``ingested_sample_db``, or ``SampleStores.audited(path)`` in a module's fixture)."""
-    return SampleStores(tmp_path_factory.mktemp("sample-stores"))
+    once a run, into stores no test opens: tests take copies (``sample_db``,
+    ``ingested_sample_db``, or ``SampleStores.audited(path)`` in a module's fixture). Under
+    pytest-xdist each worker's base folder is in the run's, where the workers share them."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    root = base / "sample-stores"
+    root.mkdir(exist_ok=True)
+    return SampleStores(root)
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import ctypes
+import fcntl
 import gzip
 import io
 import json
@@ -59,9 +60,11 @@ def truth_at_collection(corpus: str) -> dict[str, Any]:
 
 @dataclass
 class SampleStores:
-    """The stores of ``sample_data/`` a session shares (``conftest.sample_stores``), each built
-    the first time a test asks for it, under ``root``; a test gets its own copy (a file copy:
-    milliseconds, not an ingest or an audit), so that no test sees another's writes."""
+    """The stores of ``sample_data/`` a run shares (``conftest.sample_stores``), each built the
+    first time a test asks for it, under ``root``; a test gets its own copy (a file copy:
+    milliseconds, not an ingest or an audit), so that no test sees another's writes. The
+    processes of one run (pytest-xdist's workers) may share ``root``: a store is built by one of
+    them, under a lock, and moved into place whole; the others wait for it and copy it."""
 
     root: Path
     built: dict[str, Path] = field(default_factory=dict)
@@ -78,14 +81,24 @@ class SampleStores:
     def _copy(self, command: list[str], to: Path) -> Path:
         name = command[0]
         if name not in self.built:
-            db = self.root / f"{name}.duckdb"
-            result = CliRunner().invoke(cli, [*command, "--db", str(db), str(SAMPLE_DATA)])
-            assert result.exit_code == 0, result.output
-            self.built[name] = db
-        store = self.built[name]
-        assert not store.with_name(store.name + ".wal").exists(), "the store was not closed"
-        shutil.copyfile(store, to)
+            self.built[name] = self._build(command)
+        shutil.copyfile(self.built[name], to)
         return to
+
+    def _build(self, command: list[str]) -> Path:
+        """The store ``command`` leaves, built unless another process of the run built it."""
+        db = self.root / f"{command[0]}.duckdb"
+        with open(self.root / f"{command[0]}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            if db.exists():
+                return db
+            building = self.root / f"{command[0]}.{os.getpid()}.duckdb"
+            result = CliRunner().invoke(cli, [*command, "--db", str(building), str(SAMPLE_DATA)])
+            assert result.exit_code == 0, result.output
+            wal = building.with_name(building.name + ".wal")
+            assert not wal.exists(), "the store was not closed"
+            os.replace(building, db)
+        return db
 
 
 # The variables that move an agent's default place: cleared for a test with a fake home, so the
