@@ -336,21 +336,10 @@ def _read(ctx: LoadContext, rows: _Rows) -> None:
         rows.add(n, dict(zip(header, record, strict=True)), excerpt)
 
 
-def _first_of_each(good: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The first row of each request in the file (a later one is a duplicate)."""
-    seen: set[str] = set()
-    fresh = []
-    for r in good:
-        if r["native_id"] not in seen:
-            seen.add(r["native_id"])
-            fresh.append(r)
-    return fresh
-
-
 def _store(ctx: LoadContext, engine: Engine, good: list[dict[str, Any]]) -> int:
     """The requests not stored yet into ``calls``, numbered in their streams: how many."""
     params = {"fmt": SPEC.name}
-    table = pa.Table.from_pylist(_first_of_each(good), schema=_SCHEMA)
+    table = pa.Table.from_pylist(good, schema=_SCHEMA)
     engine.register("lf_ll_rows", table)
     try:
         engine.run(f"{UNITS}/new.sql", params)
