@@ -9,6 +9,7 @@ it."""
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,12 @@ from click.testing import CliRunner
 
 from analyzer.engine.store import Store, open_store
 from tests.helpers import SampleStores
+
+# A shell starts a background job with Ctrl-C ignored (SIG_IGN), and every process it starts
+# inherits that: the tests that send SIGINT to a child (test_interrupts, test_own_data) need it
+# as a terminal gives it. A handler is not inherited across exec; an ignored signal is.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
