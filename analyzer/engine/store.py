@@ -13,11 +13,10 @@ from typing import Any
 import duckdb
 
 from analyzer.console import Console, current
+from analyzer.engine.default_store import this_machine
 from analyzer.engine.engine import Engine, Params
 from analyzer.errors import ForensicsError
 
-DEFAULT_DB = "forensics.duckdb"
-DB_ENV = "LLM_FORENSICS_DB"
 MEMORY_ENV = "LLM_FORENSICS_MEMORY_LIMIT"
 # DuckDB's own default is 80% of the machine; a forensics run shares the machine with the user's
 # other work, so it holds itself to this and spills the rest to disk. The process as a whole
@@ -25,7 +24,7 @@ MEMORY_ENV = "LLM_FORENSICS_MEMORY_LIMIT"
 # allocations DuckDB does not count) comes on top of it (10 million rows: peak RSS 1.68 GB at a
 # limit of 1.5GB, 2.18 GB at 2GB).
 DEFAULT_MEMORY_LIMIT = "1.7GB"
-SCHEMA_VERSION = "9"
+SCHEMA_VERSION = "10"
 
 
 @dataclass(frozen=True)
@@ -41,11 +40,13 @@ class Migration:
 
 # The store formats this version upgrades in place when it opens them for writing, one step
 # after another from the store's own format: 6 had no ``bill_buckets``, 7 no ``runs``, 8 no
-# output estimates on calls and no attribution on incidents. A new format is one more step.
+# output estimates on calls and no attribution on incidents, 9 no machine. A new format is one
+# more step.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "schema.sql"),
     Migration(8, "schema.sql"),
     Migration(9, "store/upgrade-to-9.sql", attribute=True),
+    Migration(10, "store/upgrade-to-10.sql", attribute=True),
 )
 
 
@@ -53,8 +54,8 @@ def migrations_from(found: str) -> list[Migration]:
     """The steps that bring a store of format ``found`` to :data:`SCHEMA_VERSION`, in order
     (none for a format this version does not upgrade).
 
-    >>> [m.to for m in migrations_from("7")], migrations_from("5"), migrations_from("9")
-    ([8, 9], [], [])
+    >>> [m.to for m in migrations_from("7")], migrations_from("5"), migrations_from("10")
+    ([8, 9, 10], [], [])
     """
     if not found.isdigit() or int(found) not in {m.to - 1 for m in MIGRATIONS}:
         return []
@@ -113,6 +114,17 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @contextmanager
+    def machine(self, name: str) -> Iterator[None]:
+        """The files and calls stored inside are marked as read on machine ``name`` (the
+        machine columns' default, schema.sql), this machine's again afterwards."""
+        self.engine.run("SET VARIABLE lf_machine = ?", [name])
+        try:
+            yield
+        finally:
+            with suppress(duckdb.Error):  # (a connection Ctrl-C left aborted sets it on open)
+                self.engine.run("SET VARIABLE lf_machine = ?", [this_machine()])
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -226,6 +238,9 @@ def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | No
     # Track query progress (read by our own progress display) without DuckDB printing its bar.
     engine.run("SET enable_progress_bar = true")
     engine.run("SET enable_progress_bar_print = false")
+    # What the rows inserted on this connection are marked with (schema.sql: the machine
+    # columns' default); ``Store.machine`` names another for an ingest.
+    engine.run("SET VARIABLE lf_machine = ?", [this_machine()])
     found = _our_format(engine)
     steps = [] if found is None else migrations_from(str(found))
     if steps and not read_only:
@@ -237,9 +252,16 @@ def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | No
             f"{SCHEMA_VERSION}"
         )
     elif found is not None and found != SCHEMA_VERSION:
+        newer = str(found).isdigit() and int(found) > int(SCHEMA_VERSION)
         raise ForensicsError(
-            f"this store was written by another version of llm-forensics (store format "
-            f"{found}, this version reads {SCHEMA_VERSION}); ingest into a new file"
+            f"this store was written by {'a newer' if newer else 'another'} version of "
+            f"llm-forensics (store format {found}, this version reads {SCHEMA_VERSION}) and was "
+            "left untouched: "
+            + (
+                "upgrade llm-forensics to read it, or give --db another file"
+                if newer
+                else "give --db another file"
+            )
         )
     if not read_only:
         engine.run("schema.sql")
@@ -312,15 +334,26 @@ def open_store(
     except duckdb.IOException as exc:
         text = str(exc)
         if "lock" in text.lower():
+            holder = _holder(text)
+            raise StoreInUse(
+                f"the database is in use by {holder}: run again when it has finished",
+                holder,
+                path=path,
+            ) from exc
+        if "not a valid duckdb database" in text.lower():
             raise ForensicsError(
-                "the database is in use by another llm-forensics process", path=path
+                "not a usable llm-forensics database (not a DuckDB file, or a damaged one); "
+                "it was left untouched: move it away, or give --db another file",
+                path=path,
             ) from exc
         raise ForensicsError(
             f"cannot open the database: {text.splitlines()[0]}", path=path
         ) from exc
     except duckdb.Error as exc:
         raise ForensicsError(
-            f"not a usable llm-forensics database: {str(exc).splitlines()[0]}", path=path
+            f"not a usable llm-forensics database ({str(exc).splitlines()[0]}); it was left "
+            "untouched: move it away, or give --db another file",
+            path=path,
         ) from exc
     try:
         _prepare(con, read_only, temp_dir)
@@ -332,6 +365,28 @@ def open_store(
         con.close()
         raise
     return Store(con, path, read_only=read_only, console=console)
+
+
+class StoreInUse(ForensicsError):
+    """Another process holds the store (DuckDB lets one process write a store, or several
+    read it): ``holder`` names it, with its process id when DuckDB says it."""
+
+    def __init__(self, message: str, holder: str, path: str | None = None) -> None:
+        super().__init__(message, path=path)
+        self.holder = holder
+
+
+def _holder(text: str) -> str:
+    """Who holds the lock, from DuckDB's message ("Conflicting lock is held in
+    /usr/bin/python3 (PID 4242)").
+
+    >>> _holder('Conflicting lock is held in /usr/bin/python3.11 (PID 4242). See also')
+    'another process (PID 4242)'
+    >>> _holder("Could not set lock on file")
+    'another process'
+    """
+    m = re.search(r"\(PID (\d+)\)", text)
+    return f"another process (PID {m.group(1)})" if m else "another process"
 
 
 def _keep(path: str, entries: list[tuple[str, str, str]]) -> None:

@@ -24,6 +24,7 @@ class IngestOptions:
     format: str | None = None  # skip sniffing, use this format
     progress: bool = True  # show progress for big files (only on a terminal)
     full_paths: bool = False  # name files by absolute path (else relative to the path given)
+    machine: str | None = None  # the machine whose files these are (None: this one)
 
 
 @dataclass(frozen=True)

@@ -64,11 +64,17 @@ class SourceIndex:
     def __init__(self, store: Store) -> None:
         self.by_stat: dict[str, int | Pending] = {}
         self.by_sha: dict[str, list[Any]] = {}  # sha -> [source, whether its file_stat is NULL]
+        self.formats: dict[int, str] = {}  # a stored file's format, by source id
         rows = store.engine.rows(
-            "SELECT source_id, sha256, file_stat FROM sources ORDER BY source_id"
+            "SELECT source_id, sha256, file_stat, format FROM sources ORDER BY source_id"
         )
-        for source_id, sha, file_stat in rows:
+        for source_id, sha, file_stat, fmt in rows:
             self.add(source_id, sha, file_stat)
+            self.formats[source_id] = fmt
+
+    def format_of(self, source: int | Pending) -> str | None:
+        """The format a stored (or pending) file was read as."""
+        return source.fmt if isinstance(source, Pending) else self.formats.get(source)
 
     def add(self, source: int | Pending, sha: str, file_stat: str | None) -> None:
         """A file stored (or pending) after all those already here: the first one wins."""

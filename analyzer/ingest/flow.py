@@ -13,6 +13,7 @@ from typing import Any
 import analyzer.ingest as registry  # read at call time: the registry imports this module
 from analyzer.console import Counter, progress, warn
 from analyzer.engine import cache
+from analyzer.engine.default_store import this_machine
 from analyzer.engine.store import Store, interrupted
 from analyzer.errors import (
     DamagedGzipError,
@@ -174,19 +175,19 @@ def ingest_file(
         if explicit:
             raise InputError(f"empty file (expected: {registry.expected_formats()})", path=display)
         return FileReport(display, None, "unrecognised")
+    index = index or SourceIndex(store)
+    # The same file, untouched since it was loaded (path, size and modification time, as
+    # make and rsync judge it), is not read again, not even its first bytes; anything else is
+    # compared by content.
+    file_stat = f"{path.resolve()}|{size}|{st.st_mtime_ns}"
+    prior = index.by_stat.get(file_stat)
+    if prior is not None:
+        return _unchanged(display, index.format_of(prior), prior, size)
     head = read_head(path, display)
     src = SourceFile(path=path, display=display, size=size, head=head, explicit=explicit)
     fmt = sniff(src, options)
     if fmt is None:
         return _unrecognised(path, display, explicit, head, size)
-
-    index = index or SourceIndex(store)
-    # The same file, untouched since it was loaded (path, size and modification time, as
-    # make and rsync judge it), is not read again; anything else is compared by content.
-    file_stat = f"{path.resolve()}|{size}|{st.st_mtime_ns}"
-    prior = index.by_stat.get(file_stat)
-    if prior is not None:
-        return _unchanged(display, fmt.name, prior, size)
     pre = _worker_read(ahead, number, st, fmt.name, head)
     if pre is not None:
         digest, damage, head, mixed = pre.digest, pre.damage, pre.checked_head, pre.mixed
@@ -281,7 +282,7 @@ def _report(display: str, fmt: str, size: int, source_id: int, result: LoadResul
     )
 
 
-def _unchanged(display: str, fmt: str, prior: int | Pending, size: int) -> FileReport:
+def _unchanged(display: str, fmt: str | None, prior: int | Pending, size: int) -> FileReport:
     report = FileReport(display, fmt, "unchanged", bytes=size)
     if isinstance(prior, int):
         report.source_id = prior
@@ -359,10 +360,11 @@ def load_files(
     time, see ``analyzer.ingest.batch``). Ctrl-C stops between two records of a file: nothing
     of that file is stored (its transaction is rolled back), the files read before it are (a
     second Ctrl-C leaves them out too), and ``Interrupted`` says how many files this ``run``
-    stored, as counted in the store (``analyzer.ingest.interrupts``)."""
+    stored, as counted in the store (``analyzer.ingest.interrupts``). What is stored is marked
+    as read on ``options.machine`` (default: this machine)."""
     run = run or Run(store)
     run.found = len(files)
-    with run.said_on_ctrl_c():
+    with run.said_on_ctrl_c(), store.machine(options.machine or this_machine()):
         return _load_files(store, files, options)
 
 

@@ -15,7 +15,7 @@ from analyzer.model.records import JsonForm, json_record
 PLACE_PART = 60
 # What an incident is attributed to: the most common value among its wasted calls, decided
 # once when it is recorded (``sql/attribute.sql``) and read by every view.
-ATTRIBUTION = ("app", "api_key", "model", "project")
+ATTRIBUTION = ("app", "api_key", "model", "project", "machine")
 # The columns a detector's query returns, in order (queries/README.md).
 OUTPUT_COLUMNS = (
     "stream_key",
@@ -62,6 +62,7 @@ class Incident:
     api_key: str | None = None
     model: str | None = None
     project: str | None = None
+    machine: str | None = None  # the machine whose logs hold them (``ingest --machine``)
     number: int | None = None  # its short id (``show N``), kept while it is found again
 
     @classmethod

@@ -26,7 +26,11 @@ CREATE TABLE IF NOT EXISTS sources (
     skipped_kinds  JSON,                 -- {"<kind>": n} for rows_skipped
     encoding       VARCHAR,
     options        JSON,                 -- ingest options that shaped the rows (tz, session gap)
-    file_stat      VARCHAR               -- resolved path|size|mtime: unchanged without hashing
+    file_stat      VARCHAR,              -- resolved path|size|mtime: unchanged without hashing
+    -- Store format 10: the machine the file was read on (`ingest --machine NAME`, else this
+    -- machine's host name), taken from the connection's variable lf_machine as the row is
+    -- inserted (analyzer.engine.store.Store.machine).
+    machine        VARCHAR DEFAULT getvariable('lf_machine')
 );
 ALTER TABLE sources ADD COLUMN IF NOT EXISTS file_stat VARCHAR;
 
@@ -104,10 +108,13 @@ CREATE TABLE IF NOT EXISTS calls (
                                             -- logged count; NULL elsewhere
     output_estimate_floor  BOOLEAN,         -- that estimate is a lower bound: the call's
                                             -- thinking is redacted in the log
-    cost_logged_usd        DECIMAL(18, 10)  -- on a call priced at its estimated output
+    cost_logged_usd        DECIMAL(18, 10), -- on a call priced at its estimated output
                                             -- (cost_basis 'estimated_output'): the list price
                                             -- at the logged placeholder count (what ccusage
                                             -- and the log's own figures say)
+    -- Store format 10: the machine whose logs the call was read from (as sources.machine; a
+    -- call two machines' files both hold is stored once, under the first).
+    machine                VARCHAR DEFAULT getvariable('lf_machine')
 );
 
 -- Every call once: billing rows matched to a logged call are represented by that call.
@@ -238,7 +245,9 @@ CREATE TABLE IF NOT EXISTS incidents (
     app           VARCHAR,
     api_key       VARCHAR,
     model         VARCHAR,
-    project       VARCHAR
+    project       VARCHAR,
+    -- Store format 10: the machine its wasted calls were read from (attributed as the above).
+    machine       VARCHAR
 );
 
 -- A short number for each incident, given when it is first found and kept while it is found

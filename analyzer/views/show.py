@@ -163,6 +163,7 @@ def render(s: Shown, tz: str = "UTC", width: int = 100) -> str:
         ("project", inc.project),
         ("API key", inc.api_key),
         ("model", inc.model),
+        ("machine", inc.machine),
     ):
         if value:
             out.append(f"  {name:<8} {cut(printable(value), width - 11)}")
