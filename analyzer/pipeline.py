@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from analyzer.console import Progress, note, progress, use
-from analyzer.detect.detectors import Selection, detect, load_incidents
+from analyzer.detect.detectors import Selection, detect, load_incidents, select
 from analyzer.detect.link import link_if_needed
 from analyzer.engine.store import Store
 from analyzer.errors import NothingFound
@@ -122,6 +122,54 @@ def ingest_paths(store: Store, inputs: Inputs | list[str], options: IngestOption
             note(f"skipped hidden folders: {_some(walk.hidden_skipped)} (name one to read it)")
         link_if_needed(store, loaded=any(r.status == "loaded" for r in reports))
     return reports
+
+
+@on_its_console
+def refresh(store: Store, inputs: Inputs, options: IngestOptions, incidents: bool) -> Loaded:
+    """Bring the default store up to date with the agents' default places before a command
+    given no input: new and grown files are read, unchanged ones are not (their path, size
+    and modification time are known), files gone from disk stay in the store. Says in one
+    line what it read; with ``incidents``, the detectors then run over what changed (their
+    results are reused when nothing did)."""
+    if not inputs.paths:
+        places = ", ".join(inputs.absent) or "none known"
+        note(f"refresh: no agent logs in their default places ({places}: not there)")
+        return Loaded([], [])
+    before = {str(p) for (p,) in store.engine.rows("SELECT DISTINCT path FROM sources")}
+    run = Run(store)
+    with run.said_on_ctrl_c():
+        walk = find_files(inputs.paths, options, inputs.labels)
+        reports = Loaded(load_files(store, walk.files, options, run), walk.hidden_skipped)
+        run.step = LINKING
+        link_if_needed(store, loaded=any(r.status == "loaded" for r in reports))
+    note(refreshed(reports, before, [inputs.labels[p] for p in inputs.paths]))
+    _say_unknown_data(reports)
+    if incidents:
+        with stages(store, "refresh", options.progress) as shown:
+            shown.stage("detecting")
+            detect(store, select(), reuse=True)
+    return reports
+
+
+def refreshed(reports: list[FileReport], before: set[str], places: list[str]) -> str:
+    """What a refresh read, in one line: ``refresh: read 2 new files and 1 grown (81
+    unchanged) from ~/.claude/projects``."""
+    loaded = [r for r in reports if r.status == "loaded"]
+    grown = sum(1 for r in loaded if r.path in before)
+    new = len(loaded) - grown
+    unchanged = sum(1 for r in reports if r.status == "unchanged")
+    failed = sum(1 for r in reports if r.status == "failed")
+    where = ", ".join(places)
+    if not loaded:
+        said = f"nothing new in {unchanged:,} {'file' if unchanged == 1 else 'files'}"
+    else:
+        parts = [f"{new:,} new {'file' if new == 1 else 'files'}"] if new else []
+        parts += [f"{grown:,} grown"] if grown else []
+        said = f"read {' and '.join(parts)} ({unchanged:,} unchanged)"
+    records = sum(r.rows_loaded for r in loaded)
+    more = f", {records:,} records loaded" if records else ""
+    failing = f"; {failed:,} could not be read (said above)" if failed else ""
+    return f"refresh: {said} from {where}{more}{failing}"
 
 
 NO_CALLS_SHOWN = 5  # files with no calls named one a line; the rest counted

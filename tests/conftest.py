@@ -27,6 +27,15 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.fixture(autouse=True)
+def _own_default_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: Any) -> None:
+    """No test reads or writes the user's default store (a command without --db uses the
+    one in $XDG_DATA_HOME): each test has a data folder of its own. (A test with a fake home
+    clears XDG_DATA_HOME, and its store is in that home.)"""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data-home")))
+    monkeypatch.delenv("LLM_FORENSICS_DB", raising=False)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--slow", action="store_true", help="Run the tests marked slow as well.")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 import sys
 import time
@@ -208,9 +209,11 @@ def test_database_in_use_by_another_process(runner: CliRunner, tmp_path: Path) -
         result = runner.invoke(cli, ["ingest", "--db", str(db), str(f)])
         assert time.monotonic() - started < 30
         assert result.exit_code == 3
-        assert result.stderr.strip() == (
-            f"Error: {db}: the database is in use by another llm-forensics process"
-        )
+        assert re.fullmatch(
+            rf"Error: {re.escape(str(db))}: the database is in use by another process "
+            r"\(PID \d+\): run again when it has finished",
+            result.stderr.strip(),
+        ), result.stderr
     finally:
         holder.kill()
         holder.wait()

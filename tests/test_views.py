@@ -171,8 +171,10 @@ def test_usage_table_fits_the_terminal_with_a_totals_row(cc_db: Path) -> None:
         said = " ".join(result.stdout.split())
         assert f"estimated_output: {placeholders} calls log only a streaming placeholder" in said
     csv_text = CliRunner().invoke(cli, ["usage", "daily", "--db", str(cc_db), "--csv"]).stdout
-    assert csv_text.splitlines()[0].startswith("daily,model,calls,input,cache_write,cache_read")
-    assert csv_text.splitlines()[-1].startswith("Total,,62,1130,121085,2024714,1896,")
+    assert csv_text.splitlines()[0].startswith(
+        "daily,model,machine,calls,input,cache_write,cache_read"
+    )
+    assert csv_text.splitlines()[-1].startswith("Total,,,62,1130,121085,2024714,1896,")
 
 
 def test_since_and_until_filter_every_reader(sample_db: Path) -> None:

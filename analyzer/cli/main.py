@@ -11,6 +11,7 @@ import os
 import sys
 import tempfile
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -18,7 +19,7 @@ import click
 import duckdb
 
 from analyzer import __version__
-from analyzer.api import Forensics, detect_on_spark
+from analyzer.api import Forensics, detect_on_spark, home
 from analyzer.cli import catalog as cli_catalog
 from analyzer.cli import store_commands as cli_store
 from analyzer.cli.options import (
@@ -35,6 +36,8 @@ from analyzer.cli.options import (
     output_format,
     policies_named,
     policies_option,
+    refresh_option,
+    refreshing,
     report_options,
     view_options,
 )
@@ -144,11 +147,16 @@ def cli() -> None:
 
 
 def _library(
-    db: str, create: bool = True, temp_dir: str | None = None
+    db: str, create: bool = True, temp_dir: str | None = None, writer: bool = False
 ) -> AbstractContextManager[Forensics]:
     """The library, through its public API, on the store at ``db``, speaking on this
-    command's console."""
-    return Forensics.open(db, create=create, temp_dir=temp_dir, console=current())
+    command's console. ``writer``: the default store, which another command may hold for a
+    while (a refresh): waited for, up to ``home.WRITER_WAIT`` seconds."""
+
+    def opened() -> AbstractContextManager[Forensics]:
+        return Forensics.open(db, create=create, temp_dir=temp_dir, console=current())
+
+    return home.patiently(opened, home.WRITER_WAIT, "the default store") if writer else opened()
 
 
 def _inputs(paths: tuple[str, ...]) -> Inputs | list[str]:
@@ -187,30 +195,54 @@ def _said_files(reports: list[Any]) -> None:
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(readable=False))
 @db_option()
+@click.option(
+    "--machine",
+    default=None,
+    metavar="NAME",
+    help="The machine these files come from (a copy of another machine's agent folders): "
+    "its calls are kept and shown under NAME. Default: this machine's host name.",
+)
 @ingest_options
 @chatter_options
 @json_option
-def ingest(paths: tuple[str, ...], db: str, options: IngestOptions, as_json: bool) -> None:
+def ingest(
+    paths: tuple[str, ...],
+    db: str | None,
+    machine: str | None,
+    options: IngestOptions,
+    as_json: bool,
+) -> None:
     """Load files or folders into the store (format sniffed from content; .gz too). With no
     path, the places agents keep their logs (~/.claude/projects, ~/.codex/sessions, ...).
 
     Each file is loaded in one transaction; a file already ingested (same content) adds
     nothing, and generations already in the store count as duplicates. Finding nothing to
-    load is an error (exit 3), and a new store is then not left behind.
+    load is an error (exit 3), and a new store is then not left behind. Without --db, into
+    the default store (see --db).
 
     \b
-    Example:
+    Examples:
       llm-forensics ingest --db december.duckdb exports/openrouter-2025-12.csv
+      llm-forensics ingest --machine laptop2 /mnt/laptop2-home/.claude/projects
     """
-    with _library(db) as lf:
+    if machine is not None and not machine.strip():
+        raise click.BadParameter("give the machine a name", param_hint="--machine")
+    options = replace(options, machine=machine.strip() if machine else None)
+    choice = home.choose(db)
+    home.made_ready(choice)
+    with _library(choice.path, writer=choice.default) as lf:
         reports = lf.ingest(_inputs(paths), options)
+    home.keep_copy(choice)
     emit(IngestView(reports, verbose()), output_choice(as_json))
     _exit_if_not_all_read(reports)
 
 
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(readable=False))
-@db_option(default=None)
+@db_option(
+    "The DuckDB store to keep. Default: with no path, the default store (see `ingest --help`); "
+    "with paths, a temporary store deleted afterwards."
+)
 @ingest_options
 @view_options
 @detector_options
@@ -238,9 +270,10 @@ def audit(
     money went (the main job).
 
     With no path it reads the places agents keep their logs (~/.claude/projects,
-    ~/.codex/sessions, ...: those that exist). Without --db (or $LLM_FORENSICS_DB) the store is
-    temporary and deleted afterwards. With -o FILE it also writes the report: .html, .md or
-    .json, or the incident table as .csv or .parquet; -o - writes it to stdout.
+    ~/.codex/sessions, ...: those that exist) into the default store (new and grown files
+    only, after the first run). Given paths without --db, the store is temporary and deleted
+    afterwards. With -o FILE it also writes the report: .html, .md or .json, or the incident
+    table as .csv or .parquet; -o - writes it to stdout.
 
     \b
     Examples:
@@ -250,11 +283,18 @@ def audit(
     """
     policies = policies_named(policy_files)
     fmt = output_format(output, report_format) if output else "html"
-    # A throwaway store lives in memory (nothing to write twice), spilling to a temporary
-    # folder past the memory limit.
+    # Given paths, a throwaway store lives in memory (nothing to write twice), spilling to a
+    # temporary folder past the memory limit; with none, the default store is kept.
+    choice = home.choose(db) if db or not paths else None
+    if choice is not None:
+        home.made_ready(choice)
     with (
         tempfile.TemporaryDirectory(prefix="llm-forensics-") as tmp,
-        _library(db or ":memory:", temp_dir=None if db else tmp) as lf,
+        _library(
+            choice.path if choice else ":memory:",
+            temp_dir=None if choice else tmp,
+            writer=bool(choice and choice.default),
+        ) as lf,
     ):
         done = lf.audit(
             _inputs(paths),
@@ -268,6 +308,8 @@ def audit(
             on_files=_said_files,
             window=view.window,
         )
+    if choice is not None:
+        home.keep_copy(choice)
     if output and output != "-":
         note(f"wrote {output} ({fmt})")
     if as_json or output != "-":  # -o - has written the report on stdout
@@ -280,6 +322,7 @@ def audit(
 
 @cli.command("detect")
 @db_option()
+@refresh_option
 @view_options
 @detector_options
 @click.option(
@@ -308,7 +351,7 @@ def audit(
 @chatter_options
 @json_option
 def detect_command(
-    db: str,
+    db: str | None,
     view: View,
     selection: Selection,
     engine: str,
@@ -335,20 +378,27 @@ def detect_command(
     """
     from analyzer.views.terminal import IncidentsView
 
+    choice = home.choose(db)
     if engine == "spark":
-        incidents = _detect_on_spark(db, view, selection, folder, master)
+        incidents = _detect_on_spark(choice, view, selection, folder, master)
     else:
         if folder or master:
             raise click.UsageError("--parquet and --master go with --engine spark")
-        with _library(db, create=False) as lf:
+        home.refresh(choice, IngestOptions(), incidents=False, enabled=refreshing())
+        with _library(choice.path, create=False, writer=choice.default) as lf:
             incidents = lf.detect(selection, view.window)
+        home.keep_copy(choice)
     emit(IncidentsView(incidents, limit=25), output_choice(as_json), view.tz)
     if failing(incidents, fail_on, fail_on_waste):
         sys.exit(1)
 
 
 def _detect_on_spark(
-    db: str, view: View, selection: Selection, folder: str | None, master: str | None
+    choice: home.StoreChoice,
+    view: View,
+    selection: Selection,
+    folder: str | None,
+    master: str | None,
 ) -> list[Incident]:
     """detect --engine spark: into the store when it exists (or was named), else only beside
     the export."""
@@ -361,13 +411,11 @@ def _detect_on_spark(
             "--engine spark reads a Parquet export: give --parquet DIR "
             "(write one with `llm-forensics export --parquet DIR`)"
         )
-    ctx = click.get_current_context()
-    named = ctx.get_parameter_source("db") != click.core.ParameterSource.DEFAULT
-    if not named and not Path(db).exists():
+    if choice.default and not Path(choice.path).exists():
         incidents = detect_on_spark(folder, selection, master, view.window, console=current())
-        note(f"no store at {db}: the incidents are in {Path(folder) / 'detected'} only")
+        note(f"no store at {choice.path}: the incidents are in {Path(folder) / 'detected'} only")
         return incidents
-    with _library(db, create=False) as lf:
+    with _library(choice.path, create=False, writer=choice.default) as lf:
         return lf.detect_on_spark(folder, selection, master, view.window)
 
 

@@ -15,8 +15,9 @@ import duckdb
 
 from analyzer.console import Console, csv_out, current, out, width
 from analyzer.detect.detectors import ParamError, Selection, select
+from analyzer.engine.default_store import DB_ENV
 from analyzer.engine.engine import Engine
-from analyzer.engine.store import DB_ENV, DEFAULT_DB, OFFLINE
+from analyzer.engine.store import OFFLINE
 from analyzer.errors import ForensicsError
 from analyzer.guards.policy import Policy, all_policies
 from analyzer.ingest import format_names
@@ -57,17 +58,40 @@ def _check_tz(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     return value
 
 
-def db_option(default: str | None = DEFAULT_DB) -> Callable[[Callable[..., Any]], Any]:
+DB_HELP = (
+    f"The DuckDB store. Default: the default store, ${DB_ENV} if set, else "
+    "llm-forensics/forensics.duckdb in your data folder (~/.local/share, or $XDG_DATA_HOME), "
+    "refreshed from the agents' default places first when no input is given."
+)
+
+
+def db_option(help_text: str = DB_HELP) -> Callable[[Callable[..., Any]], Any]:
+    """--db FILE (None: the default store, ``analyzer.api.home``)."""
+    return click.option("--db", "db", default=None, metavar="FILE", help=help_text)
+
+
+def _set_refresh(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    ctx.meta["lf.refresh"] = value
+    return value
+
+
+def refresh_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--refresh/--no-refresh, for the commands that read the default store (read back by
+    ``refreshing`` from the context)."""
     return click.option(
-        "--db",
-        "db",
-        default=default,
-        envvar=DB_ENV,
-        show_default=default is not None,
-        show_envvar=True,
-        metavar="FILE",
-        help="The DuckDB store.",
-    )
+        "--refresh/--no-refresh",
+        default=True,
+        show_default=True,
+        expose_value=False,
+        callback=_set_refresh,
+        help="Without --db: first read the agents' new and grown log files into the default "
+        "store. --no-refresh shows what it holds as it is.",
+    )(f)
+
+
+def refreshing() -> bool:
+    """Whether this command refreshes the default store (``--no-refresh`` not given)."""
+    return bool(click.get_current_context().meta.get("lf.refresh", True))
 
 
 Option = Callable[[Callable[..., Any]], Callable[..., Any]]

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from analyzer.api import home
 from analyzer.cli.options import (
     Option,
     View,
@@ -23,21 +24,26 @@ from analyzer.cli.options import (
     output_format,
     policies_named,
     policies_option,
+    refresh_option,
+    refreshing,
     report_options,
     view_options,
 )
 from analyzer.console import note
 from analyzer.detect.detectors import load_incidents
-from analyzer.engine.store import Store, open_store
+from analyzer.engine.store import Store
 from analyzer.errors import ForensicsError
 from analyzer.guards.policy import Policy
+from analyzer.ingest.base import IngestOptions
 from analyzer.model.formatting import SEVERITIES, money, severity_rank
 from analyzer.pipeline import apply_window, stages
 
 
-def _reading(db: str, view: View, incidents: bool = True) -> Store:
-    """The store opened read-only, seeing only ``view``'s window."""
-    store = open_store(db, read_only=True)
+def _reading(db: str | None, view: View, incidents: bool = True, detect: bool = False) -> Store:
+    """The store opened read-only, seeing only ``view``'s window (with ``incidents``, only
+    the incidents that start in it). Without ``--db``, the default store, refreshed first
+    (and with ``detect``, its incidents found again where its calls changed)."""
+    store = _opened(db, detect)
     store.keep_cache = click.get_current_context().meta.get("lf.keep_cache", True)
     try:
         apply_window(store, view.window, incidents=incidents)
@@ -47,6 +53,13 @@ def _reading(db: str, view: View, incidents: bool = True) -> Store:
     return store
 
 
+def _opened(db: str | None, detect: bool) -> Store:
+    """The store at ``db`` (or the default store, refreshed first), opened read-only."""
+    choice = home.choose(db)
+    home.refresh(choice, IngestOptions(), incidents=detect, enabled=refreshing())
+    return home.open_reading(choice)
+
+
 def _no_incidents_note(store: Store) -> None:
     if not store.scalar("SELECT count(*) FROM incidents"):
         note("note: no incidents in the store (run `llm-forensics detect`)")
@@ -54,13 +67,14 @@ def _no_incidents_note(store: Store) -> None:
 
 @click.command("report")
 @db_option()
+@refresh_option
 @view_options
 @keep_cache_option
 @report_options(output_required=True)
 @policies_option
 @chatter_options
 def report_command(
-    db: str,
+    db: str | None,
     view: View,
     output: str,
     report_format: str | None,
@@ -76,6 +90,7 @@ def report_command(
 
     \b
     Examples:
+      llm-forensics report -o report.html
       llm-forensics report --db december.duckdb -o december.html
       llm-forensics report --db december.duckdb -o incidents.csv --since 2025-12-10
     """
@@ -83,7 +98,7 @@ def report_command(
 
     policies = policies_named(policy_files)
     fmt = output_format(output, report_format)
-    with _reading(db, view) as store:
+    with _reading(db, view, detect=True) as store:
         _no_incidents_note(store)
         pipeline.report(store, Path(output), fmt, top_incidents, policies)
     if output != "-":
@@ -99,6 +114,7 @@ def _budget_option(name: str, kind: click.ParamType[Any], metavar: str, allows: 
 
 @click.command("backtest")
 @db_option()
+@refresh_option
 @view_options
 @keep_cache_option
 @policies_option
@@ -136,7 +152,7 @@ def _budget_option(name: str, kind: click.ParamType[Any], metavar: str, allows: 
 @chatter_options
 @json_option
 def backtest_command(
-    db: str,
+    db: str | None,
     view: View,
     policy_files: tuple[str, ...],
     only: tuple[str, ...],
@@ -156,6 +172,7 @@ def backtest_command(
 
     \b
     Examples:
+      llm-forensics backtest --recommend
       llm-forensics backtest --db december.duckdb --sweep netclaw_cumulative_per_turn.stop=2..20
       llm-forensics backtest --db december.duckdb --recommend --max-false-trips 1
     """
@@ -184,7 +201,7 @@ def backtest_command(
         parsed[name] = (param, values)
     if parsed and not only:  # a sweep shows the swept policies, not every preset
         policies = [p for p in policies if p.name in parsed]
-    with _reading(db, view) as store:
+    with _reading(db, view, detect=True) as store:
         _no_incidents_note(store)
         with stages(store, "backtest") as shown:
             shown.stage("replaying guards")
@@ -223,6 +240,7 @@ def _recommend(
     ),
 )
 @db_option()
+@refresh_option
 @view_options
 @keep_cache_option
 @click.option("--breakdown", is_flag=True, help="Each row's models below it.")
@@ -230,7 +248,7 @@ def _recommend(
 @chatter_options
 @json_option
 def usage_command(
-    view_name: str, db: str, view: View, breakdown: bool, as_csv: bool, as_json: bool
+    view_name: str, db: str | None, view: View, breakdown: bool, as_csv: bool, as_json: bool
 ) -> None:
     """Tokens, calls and dollars by day, week, month, session, project or model; and the
     providers' bills per time bucket (bills), against the logs (reconcile).
@@ -249,9 +267,9 @@ def usage_command(
 
     \b
     Examples:
-      llm-forensics usage daily --db my.duckdb --breakdown
-      llm-forensics usage session --db my.duckdb --since 7d --json
-      llm-forensics usage reconcile --db my.duckdb
+      llm-forensics usage daily --breakdown
+      llm-forensics usage session --since 7d --json
+      llm-forensics usage reconcile
     """
     from analyzer.views.terminal import UsageView
     from analyzer.views.usage import usage
@@ -281,7 +299,7 @@ def _bucketed_note(store: Store) -> str:
     )
 
 
-def _bill_view(name: str, db: str, view: View, fmt: str) -> None:
+def _bill_view(name: str, db: str | None, view: View, fmt: str) -> None:
     from analyzer.detect.reconcile import bills, totals, units
     from analyzer.views.bill_views import BillsView, ReconcileView
 
@@ -296,6 +314,7 @@ def _bill_view(name: str, db: str, view: View, fmt: str) -> None:
 
 @click.command("incidents")
 @db_option()
+@refresh_option
 @view_options
 @keep_cache_option
 @click.option("--detector", multiple=True, metavar="NAME", help="Only this detector's.")
@@ -314,7 +333,7 @@ def _bill_view(name: str, db: str, view: View, fmt: str) -> None:
 @chatter_options
 @json_option
 def incidents_command(
-    db: str,
+    db: str | None,
     view: View,
     detector: tuple[str, ...],
     severity: str | None,
@@ -325,12 +344,12 @@ def incidents_command(
 
     \b
     Examples:
-      llm-forensics incidents --db my.duckdb --severity high --since 7d
-      llm-forensics incidents --db my.duckdb --detector constant_input_low_output --json
+      llm-forensics incidents --severity high --since 7d
+      llm-forensics incidents --detector constant_input_low_output --json
     """
     from analyzer.views.terminal import IncidentsView
 
-    with _reading(db, view) as store:
+    with _reading(db, view, detect=True) as store:
         found = load_incidents(store, list(detector) if detector else None)
         if severity:
             found = [i for i in found if severity_rank(i.severity) >= severity_rank(severity)]
@@ -342,27 +361,28 @@ def incidents_command(
 @click.command("show")
 @click.argument("ident", metavar="ID")
 @db_option()
+@refresh_option
 @view_options
 @keep_cache_option
 @policies_option
 @chatter_options
 @json_option
 def show_command(
-    ident: str, db: str, view: View, policy_files: tuple[str, ...], as_json: bool
+    ident: str, db: str | None, view: View, policy_files: tuple[str, ...], as_json: bool
 ) -> None:
     """Show one incident: what happened, its calls, the evidence, and the guards that would
     have stopped it. ID is its number (from `incidents`) or its id.
 
     \b
     Example:
-      llm-forensics show 1 --db my.duckdb
+      llm-forensics show 1
     """
     from analyzer.detect.detectors import discover
     from analyzer.guards.backtest import guard_run
     from analyzer.views.show import find, gather
 
     policies = policies_named(policy_files)
-    with _reading(db, view, incidents=False) as store:
+    with _reading(db, view, incidents=False, detect=True) as store:
         inc = find(store, ident)
         with stages(store, "show") as shown:
             shown.stage("replaying guards")
@@ -373,6 +393,7 @@ def show_command(
 
 @click.command("rejects")
 @db_option()
+@refresh_option
 @click.option(
     "--file",
     "file",
@@ -382,22 +403,23 @@ def show_command(
 )
 @chatter_options
 @json_option
-def rejects_command(db: str, file: str | None, as_json: bool) -> None:
+def rejects_command(db: str | None, file: str | None, as_json: bool) -> None:
     """List the input records that could not be loaded: file:line: reason, and the excerpt.
 
     \b
     Example:
-      llm-forensics rejects --db my.duckdb --file activity.csv
+      llm-forensics rejects --file activity.csv
     """
     from analyzer.views.terminal import RejectsView, rejects
 
-    with open_store(db, read_only=True) as store:
+    with _opened(db, detect=False) as store:
         rows = rejects(store, file)
     emit(RejectsView(rows), output_choice(as_json))
 
 
 @click.command("export")
 @db_option()
+@refresh_option
 @view_options
 @keep_cache_option
 @click.option(
@@ -409,7 +431,7 @@ def rejects_command(db: str, file: str | None, as_json: bool) -> None:
     help="The folder to write (or to bring up to date).",
 )
 @chatter_options
-def export_command(db: str, view: View, folder: str) -> None:
+def export_command(db: str | None, view: View, folder: str) -> None:
     """Write the store's canonical tables (sources, calls, messages, rejects, incidents...) as
     Parquet files, with a manifest.json, for other tools (DuckDB, pandas, Polars, Spark, a
     warehouse) and for `detect --engine spark`.
@@ -421,11 +443,11 @@ def export_command(db: str, view: View, folder: str) -> None:
 
     \b
     Example:
-      llm-forensics export --db my.duckdb --parquet tables/
+      llm-forensics export --parquet tables/
     """
     from analyzer.views.export import ExportView, export_parquet, read_manifest
 
-    with _reading(db, view) as store:
+    with _reading(db, view, detect=True) as store:
         written = export_parquet(store, Path(folder))
     emit(ExportView(Path(folder), read_manifest(Path(folder))))
     note(f"wrote {len(written):,} files and {Path(folder) / 'manifest.json'}")

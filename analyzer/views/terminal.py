@@ -125,6 +125,14 @@ def _usage_notes(u: Usage, width: int, dropped: list[str], parents: bool) -> lis
             f" and {len(u.untimed_files) - 3:,} more" if len(u.untimed_files) > 3 else ""
         )
         notes.append(f"(no time): calls whose log has no times, never given one ({named})")
+    gone = [r for r in u.rows if r.gone_calls]
+    if gone:
+        shown = ", ".join(f"{printable(r.key)} ({r.gone_calls:,})" for r in gone[:5])
+        more = f" and {len(gone) - 5:,} more" if len(gone) > 5 else ""
+        notes.append(
+            f"from files no longer on disk: {u.total.gone_calls:,} calls, in {shown}{more} "
+            "(deleted since they were read, by the agent or by hand; the store kept them)"
+        )
     if dropped:
         notes.append(
             f"left out to fit {width} columns: {', '.join(dropped)} (--json or --csv "
@@ -167,12 +175,14 @@ def _basis(b: str) -> Callable[[UsageRow], str]:
 
 
 def usage_table(u: Usage) -> Table:
-    """A usage view as a table: one row per key (and per key and model with a breakdown),
+    """A usage view as a table: one row per key (and per key and model, or machine, with a
+    breakdown),
     then the totals row; every cost basis in its own column (what ``--csv`` writes)."""
     ended = u.view == "session"  # how each run ended (its outcome), where its log says
     columns = [
         Column(u.view),
         Column("model"),
+        Column("machine"),
         Column("calls", "int", "calls"),
         *(Column(t, "int", "tokens") for t in TOKENS),
         Column("usd", "usd", "USD"),
@@ -185,12 +195,15 @@ def usage_table(u: Usage) -> Table:
         columns += [Column(n) for n in ("ended", "exit_status")]
         columns += [Column(n) for n in ("parent_session_id", "parent_relation")]
 
-    def row(key: str, model: str, r: UsageRow) -> list[Any]:
+    def row(key: str, part: UsageRow | None, r: UsageRow) -> list[Any]:
         run = [r.run.outcome, r.run.exit_status] if r.run else ["", ""]
         run += [r.parent.session_id, r.parent.relation] if r.parent else ["", ""]
+        model = part.models[0] if part and u.by_model and part.models else ""
+        machine = part.machines[0] if part and u.by_machine and part.machines else ""
         return [
             key,
             model,
+            machine,
             r.calls,
             *(getattr(r, t) for t in TOKENS),
             r.total_usd,
@@ -202,9 +215,9 @@ def usage_table(u: Usage) -> Table:
 
     table = Table(columns)
     for r in u.rows:
-        table.rows.append(row(r.key, "", r))
-        table.rows += [row(r.key, part.key, part) for part in u.breakdown.get(r.key, [])]
-    table.rows.append(row("Total", "", u.total))
+        table.rows.append(row(r.key, None, r))
+        table.rows += [row(r.key, part, part) for part in u.breakdown.get(r.key, [])]
+    table.rows.append(row("Total", None, u.total))
     return table
 
 
@@ -292,6 +305,7 @@ INCIDENT_COLUMNS = [
     Column("api_key"),
     Column("model"),
     Column("project"),
+    Column("machine"),
     Column("session_id"),
     Column("stream_key"),
     Column("cost_basis"),

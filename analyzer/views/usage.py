@@ -16,6 +16,7 @@ same wherever it is shown.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -41,6 +42,14 @@ _KEYS = {
     "ELSE '' END",
 }
 _UNKNOWN_TIME = "(no time)"
+_MACHINE = "coalesce(machine, '(unknown)')"
+# What a breakdown splits each row by: its models (--breakdown), its machines (a store holding
+# several), or both.
+_PARTS = {
+    (True, False): _KEYS["model"],
+    (False, True): _MACHINE,
+    (True, True): f"{_MACHINE} || ' · ' || {_KEYS['model']}",
+}
 
 
 @dataclass
@@ -69,6 +78,8 @@ class UsageRow:
     first_ts: datetime | None = None
     last_ts: datetime | None = None
     models: list[str] = field(default_factory=list)
+    machines: list[str] = field(default_factory=list)  # whose logs hold its calls
+    gone_calls: int = 0  # its calls read from files no longer on disk (the store kept them)
     project: str | None = None  # the session view's project
     run: Verdict | None = None  # the session view's: how the run ended, where its log says
     parent: Parent | None = None  # the session view's: forked from, or a sub-agent of
@@ -103,6 +114,8 @@ class UsageRow:
         out["first"] = self.first_ts.isoformat() if self.first_ts else None
         out["last"] = self.last_ts.isoformat() if self.last_ts else None
         out["models"] = self.models
+        out["machines"] = self.machines
+        out["calls_from_deleted_files"] = self.gone_calls
         if self.project is not None:
             out["project"] = self.project
         if self.run is not None:
@@ -123,6 +136,8 @@ class Usage:
     breakdown: dict[str, list[UsageRow]] = field(default_factory=dict)
     # A period view's calls without a time: the files they come from (their logs keep none).
     untimed_files: list[str] = field(default_factory=list)
+    by_model: bool = False  # the breakdown splits rows by model
+    by_machine: bool = False  # ... by machine (the store holds several)
 
     def bases(self) -> list[str]:
         """The cost bases present (in a fixed order)."""
@@ -143,12 +158,10 @@ class Usage:
         }
 
 
-def _select(store: Store, key: str, params: dict[str, str], by_model: bool = False) -> list[Any]:
-    """The rows of ``sql/views/usage.sql`` grouped by ``key`` (and by model, for a
-    breakdown)."""
-    model = _KEYS["model"]
-    part = model if by_model else "NULL"
-    return store.engine.rows("views/usage.sql", params, key=key, part=part, model=model)
+def _select(store: Store, key: str, params: dict[str, str], part: str = "NULL") -> list[Any]:
+    """The rows of ``sql/views/usage.sql`` grouped by ``key`` (and by ``part``, an
+    expression of :data:`_PARTS`, for a breakdown)."""
+    return store.engine.rows("views/usage.sql", params, key=key, part=part, model=_KEYS["model"])
 
 
 def _row(r: tuple[Any, ...], key: str) -> UsageRow:
@@ -174,6 +187,7 @@ def _row(r: tuple[Any, ...], key: str) -> UsageRow:
         last,
         models,
         project,
+        machines,
     ) = r
     usd = {b: Decimal(v) for b, v in zip(BASES, usd_by_basis, strict=True) if v is not None}
     return UsageRow(
@@ -196,6 +210,7 @@ def _row(r: tuple[Any, ...], key: str) -> UsageRow:
         first_ts=first,
         last_ts=last,
         models=[str(m) for m in models or []],
+        machines=[str(m) for m in machines or []],
         project=None if project is None else str(project),
     )
 
@@ -215,6 +230,7 @@ def _add(into: UsageRow, r: UsageRow) -> None:
         "placeholder_logged_usd",
         "placeholder_usd",
         "placeholder_floors",
+        "gone_calls",
     ):
         setattr(into, name, getattr(into, name) + getattr(r, name))
     for b, v in r.usd.items():
@@ -226,6 +242,7 @@ def _add(into: UsageRow, r: UsageRow) -> None:
     if r.last_ts is not None and (into.last_ts is None or r.last_ts > into.last_ts):
         into.last_ts = r.last_ts
     into.models = sorted(set(into.models) | set(r.models))
+    into.machines = sorted(set(into.machines) | set(r.machines))
 
 
 def totals(store: Store) -> UsageRow:
@@ -238,7 +255,9 @@ def totals(store: Store) -> UsageRow:
 
 def usage(store: Store, view: str, tz: str = "UTC", breakdown: bool = False) -> Usage:
     """The ``view`` (one of :data:`VIEWS`), times bucketed in ``tz``; with ``breakdown``,
-    each row's models too. Rows are in time order for a period, else most dollars first."""
+    each row's models too, and when the store holds several machines' calls, each row's
+    machines. Rows are in time order for a period, else most dollars first. Each row says how
+    many of its calls come from files no longer on disk."""
     if view not in VIEWS:
         raise ValueError(f"unknown usage view {view!r}")
     key = _KEYS[view]
@@ -250,22 +269,10 @@ def usage(store: Store, view: str, tz: str = "UTC", breakdown: bool = False) -> 
         if rows and rows[-1].key == _UNKNOWN_TIME:
             untimed = [str(p) for (p,) in store.engine.rows("views/untimed_files.sql")]
     elif view == "session":
-        runs = verdicts(store, [r.key for r in rows])
-        links = parents(store, [r.key for r in rows])
-        for r in rows:
-            r.run = runs.get(r.key)
-            r.parent = links.get(r.key)
-        # In time order; sessions without times (a log with none) in their runs' order.
-        rows.sort(
-            key=lambda r: (
-                r.last_ts is None,
-                r.last_ts or datetime.min,
-                (r.run.stream_key, r.run.seq or 0) if r.run else ("", 0),
-                r.key,
-            )
-        )
+        _with_runs(store, rows)
     else:
         rows.sort(key=lambda r: (-r.total_usd, -r.total_tokens, r.key))
+    _count_gone(store, key, params, rows)
     if view != "session":
         for r in rows:
             r.project = None
@@ -273,15 +280,58 @@ def usage(store: Store, view: str, tz: str = "UTC", breakdown: bool = False) -> 
     for r in rows:
         _add(total, r)
     total.project = None
+    shown = Usage(view, tz, rows, total, {}, untimed, breakdown, len(total.machines) > 1)
+    if shown.by_model or shown.by_machine:
+        shown.breakdown = _parts(store, key, params, _PARTS[shown.by_model, shown.by_machine])
+    return shown
+
+
+def _with_runs(store: Store, rows: list[UsageRow]) -> None:
+    """The session view's rows with how each run ended and what it was forked from, in time
+    order (sessions without times, a log with none, in their runs' order)."""
+    runs = verdicts(store, [r.key for r in rows])
+    links = parents(store, [r.key for r in rows])
+    for r in rows:
+        r.run = runs.get(r.key)
+        r.parent = links.get(r.key)
+    rows.sort(
+        key=lambda r: (
+            r.last_ts is None,
+            r.last_ts or datetime.min,
+            (r.run.stream_key, r.run.seq or 0) if r.run else ("", 0),
+            r.key,
+        )
+    )
+
+
+def _parts(store: Store, key: str, params: dict[str, str], part: str) -> dict[str, list[UsageRow]]:
+    """Each row's breakdown by ``part``, most dollars first."""
     parts: dict[str, list[UsageRow]] = {}
-    if breakdown:
-        for found in _select(store, key, params, by_model=True):
-            part = _row(found, str(found[1]))
-            part.project = None
-            parts.setdefault(str(found[0]), []).append(part)
-        for items in parts.values():
-            items.sort(key=lambda r: (-r.total_usd, -r.total_tokens, r.key))
-    return Usage(view, tz, rows, total, parts, untimed)
+    for found in _select(store, key, params, part):
+        row = _row(found, str(found[1]))
+        row.project = None
+        parts.setdefault(str(found[0]), []).append(row)
+    for items in parts.values():
+        items.sort(key=lambda r: (-r.total_usd, -r.total_tokens, r.key))
+    return parts
+
+
+def _count_gone(store: Store, key: str, params: dict[str, str], rows: list[UsageRow]) -> None:
+    """How many of each row's calls were read from files no longer on disk (an agent
+    deletes its old logs; the store keeps their calls)."""
+    gone = gone_sources(store)
+    if not gone:
+        return
+    counted = dict(store.engine.rows("views/gone_calls.sql", {**params, "gone": gone}, key=key))
+    for r in rows:
+        r.gone_calls = int(counted.get(r.key, 0))
+
+
+def gone_sources(store: Store) -> list[int]:
+    """The files read into the store that are no longer where they were read (by the path
+    their stat was taken at), by source id."""
+    found = store.engine.rows("views/stat_paths.sql")
+    return sorted(int(sid) for sid, path in found if path and not os.path.exists(path))
 
 
 def placeholder_text(r: UsageRow) -> str:

@@ -1,9 +1,10 @@
 -- A usage view's figures per group (every live call once): tokens by ccusage's columns,
 -- dollars and calls by cost basis, what placeholder output counts do, times, models and the
--- group's most frequent project. Columns are read by position (views/usage.py, _row).
--- Slots: key, the group's key (an expression over live_calls; '(no time)' where NULL),
--- part, the second key (the model, for a breakdown, or NULL), model, a call's model
--- as a usage view names it. Parameter: tz (when the key counts days in a zone).
+-- group's most frequent project, and its machines. Columns are read by position
+-- (views/usage.py, _row). Slots: key, the group's key (an expression over live_calls; '(no
+-- time)' where NULL), part, the second key (the model or the machine, for a breakdown, or
+-- NULL), model, a call's model as a usage view names it. Parameter: tz (when the key counts
+-- days in a zone).
 SELECT coalesce({{key}}, '(no time)') AS k,
        {{part}} AS m,
        count(*) AS calls,
@@ -39,6 +40,8 @@ SELECT coalesce({{key}}, '(no time)') AS k,
            AS ph_floors,
        min(ts) AS first_ts, max(ts) AS last_ts,
        list(DISTINCT {{model}} ORDER BY {{model}}) AS models,
-       mode(coalesce(project, app)) AS project
+       mode(coalesce(project, app)) AS project,
+       list(DISTINCT coalesce(machine, '(unknown)') ORDER BY coalesce(machine, '(unknown)'))
+           AS machines
 FROM live_calls
 GROUP BY ALL;

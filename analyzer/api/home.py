@@ -1,0 +1,197 @@
+"""The default store: the one store a command uses without ``--db``, kept up to date with the
+agents' default places before a command that was given no input.
+
+* **Where**: ``analyzer.engine.default_store`` (``$LLM_FORENSICS_DB``, else the data folder).
+* **Refresh**: a command given no input first reads the new and grown files of the agents'
+  default places into it (``pipeline.refresh``); ``--no-refresh`` skips that. A store named
+  with ``--db`` is never refreshed: it holds what its user put in it.
+* **Another command at work**: DuckDB lets one process write a store, or several read it. A
+  refresh that finds the store in use waits a little, then goes on without refreshing (a
+  command that only reads still answers, from what the store held, saying so); a command that
+  must write waits longer, then says why it cannot. After each refresh that changed the store,
+  a copy of it is kept beside it (``forensics.duckdb.last``, while the store is under
+  :data:`COPY_LIMIT`): a reader that finds the store being written reads that copy, saying so.
+* **History kept**: files the agents delete stay in the store (nothing removes them), and the
+  usage views say which figures come from files no longer on disk.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, ExitStack, contextmanager, suppress
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar
+
+from analyzer.console import note
+from analyzer.engine.default_store import default_store
+from analyzer.engine.store import Store, StoreInUse, open_new_or_existing, open_store
+from analyzer.errors import NothingFound
+from analyzer.ingest.base import IngestOptions
+
+T = TypeVar("T")
+
+# How long a refresh waits for a store another process holds before going on without it, and
+# how long a command that must write waits before it says why it cannot (seconds).
+READER_WAIT = 2.0
+WRITER_WAIT = 60.0
+POLL = 0.25
+# The copy of the last refresh is kept for stores up to this size (copying a bigger one after
+# every refresh would cost more than it saves).
+COPY_LIMIT = 1 << 30
+COPY_SUFFIX = ".last"
+
+
+@dataclass(frozen=True)
+class StoreChoice:
+    """The store a command uses: the one named with ``--db``, or the default store."""
+
+    path: str
+    default: bool  # the default store: refreshed before a command given no input
+
+    @property
+    def copy(self) -> Path:
+        """Where the copy of its last refresh is kept."""
+        return Path(self.path + COPY_SUFFIX)
+
+
+def choose(
+    db: str | None, env: Mapping[str, str] | None = None, home: Path | None = None
+) -> StoreChoice:
+    """The store at ``db``, or (None) the default store."""
+    if db:
+        return StoreChoice(db, default=False)
+    path = default_store(os.environ if env is None else env, home or Path.home())
+    return StoreChoice(str(path), default=True)
+
+
+def made_ready(choice: StoreChoice) -> None:
+    """The default store's folder, made if missing (a named store's folder is the user's)."""
+    if choice.default:
+        Path(choice.path).parent.mkdir(parents=True, exist_ok=True)
+
+
+def waiting(open_it: Callable[[], T], patience: float, what: str) -> T:
+    """``open_it()``, tried again while another process holds the store, for up to
+    ``patience`` seconds (saying once that it waits for ``what``, when named)."""
+    deadline = time.monotonic() + patience
+    said = False
+    while True:
+        try:
+            return open_it()
+        except StoreInUse as exc:
+            if time.monotonic() >= deadline:
+                raise
+            if not said and what:
+                note(f"waiting for {exc.holder} to finish with {what}")
+                said = True
+            time.sleep(POLL)
+
+
+@contextmanager
+def patiently(
+    open_it: Callable[[], AbstractContextManager[T]], patience: float, what: str
+) -> Iterator[T]:
+    """The context ``open_it()`` makes, entered as :func:`waiting` opens (tried again while
+    another process holds the store)."""
+    with ExitStack() as stack:
+        yield waiting(lambda: stack.enter_context(open_it()), patience, what)
+
+
+def refresh(
+    choice: StoreChoice, options: IngestOptions, incidents: bool, enabled: bool = True
+) -> None:
+    """Before a command given no input: the default store brought up to date with the
+    agents' default places (nothing for a store named with ``--db``, or when not ``enabled``).
+    If another process holds the store, the command goes on with what the store holds."""
+    from analyzer import pipeline
+
+    if not choice.default or not enabled:
+        return
+    inputs = pipeline.default_inputs(os.environ, Path.home())
+    if not inputs.paths and not Path(choice.path).exists():
+        places = ", ".join(inputs.absent) or "none known"
+        raise NothingFound(
+            f"no store yet, and no agent logs in their default places ({places}: not there); "
+            "load a file or folder first: `llm-forensics ingest PATH`",
+            path=choice.path,
+        )
+    made_ready(choice)
+    before = _stamp(choice.path)
+
+    def refreshed() -> None:
+        with open_new_or_existing(choice.path) as store:
+            pipeline.refresh(store, inputs, options, incidents)
+
+    try:
+        waiting(refreshed, READER_WAIT, "")
+    except StoreInUse as exc:
+        note(
+            f"refresh skipped: {_tilde(choice.path)} is in use by {exc.holder}; what follows "
+            f"is what it held {_when(choice.path)}"
+        )
+        return
+    if _stamp(choice.path) != before:
+        keep_copy(choice)
+
+
+def open_reading(choice: StoreChoice) -> Store:
+    """The store opened read-only. When another process is writing it, the copy of the last
+    refresh is read instead (saying so), if there is one."""
+    try:
+        return waiting(lambda: open_store(choice.path, read_only=True), READER_WAIT, "")
+    except StoreInUse as exc:
+        if not choice.copy.exists():
+            raise StoreInUse(
+                f"{exc.holder} is writing this store, and there is no copy of an earlier "
+                "refresh to read meanwhile: run the command again when it has finished",
+                exc.holder,
+                path=choice.path,
+            ) from None
+        note(
+            f"{_tilde(choice.path)} is being written by {exc.holder}: showing its copy of the "
+            f"last refresh ({_when(str(choice.copy))})"
+        )
+        return open_store(choice.copy, read_only=True)
+
+
+def keep_copy(choice: StoreChoice) -> None:
+    """Copy the default store (closed, so complete) beside it, for readers while another
+    process writes it: through a temporary file, so a reader never sees half a copy. Best
+    effort: a disk that cannot take it keeps the older copy, or none."""
+    src = Path(choice.path)
+    if not choice.default or not src.exists() or src.stat().st_size > COPY_LIMIT:
+        return
+    tmp = choice.copy.with_name(choice.copy.name + ".tmp")
+    try:
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, choice.copy)
+    except OSError:
+        with suppress(OSError):
+            tmp.unlink()
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _when(path: str) -> str:
+    """When the file was last written, for a person."""
+    try:
+        t = datetime.fromtimestamp(Path(path).stat().st_mtime, UTC)
+    except OSError:
+        return "at its last refresh"
+    return f"at its last refresh, {t:%Y-%m-%d %H:%M} UTC"
+
+
+def _tilde(path: str) -> str:
+    home = str(Path.home())
+    return "~" + path[len(home) :] if path.startswith(home + os.sep) else path
