@@ -47,6 +47,8 @@ def parse_duration(text: str) -> int:
 
 
 def _check_tz(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    if value == "UTC":  # the default: no database opened to check it (a warm command's time)
+        return value
     try:
         Engine(duckdb.connect(config=OFFLINE)).run(
             "SELECT timezone(?, TIMESTAMP '2000-01-01')", [value]
