@@ -5,11 +5,15 @@ files, and the fixed cost of a file.
   layout, so ``CLAUDE_CONFIG_DIR=ROOT`` points ccusage at it): one big session file and the rest
   in files of ``small_mb``. The issue's history is 300 MiB: one file of 100 MiB and 80 of 2.5.
 * ``ccusage`` installs ccusage from npm (pinned: ``CCUSAGE``) into the bench's work folder and
-  gives the command ``ccusage session --offline --json``; when it cannot be installed, it says
-  why, and the benchmark compares with the figure recorded in
-  ``shared/reference/ccusage-comparison.md`` instead.
+  gives its executable (the bench runs ``session --offline --json`` and ``daily --offline
+  --json``); when it cannot be installed, it says why, and the benchmark compares with the
+  figure recorded in ``shared/reference/ccusage-comparison.md`` instead.
 * ``write_files`` writes the same lines twice, as ``n`` small files and as one file: loading
   both, (many - one) / (n - 1) is what a file costs beyond its lines.
+* ``write_new_session`` adds one fresh session file to a history (the warm stage's new file).
+* ``digest`` sums up what a store holds of a history (counts, token sums, hashes of the sorted
+  rows of ``calls`` and ``messages``); ``EXPECTED_DIGESTS`` is what today's build gives, and
+  ``daily_differences`` compares ``usage daily --json`` with ``ccusage daily --json`` per day.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 # ccusage 20 is the native (Rust) binary behind the npm launcher; 20.0.24 is the last release
 # with a linux-x64 binary in the registry (the comparison in shared/reference measured it).
@@ -141,7 +146,7 @@ def write_files(root: Path, n: int, kib: int) -> tuple[Path, Path]:
 
 
 def ccusage(work: Path) -> tuple[list[str] | None, str]:
-    """(the command, ``CCUSAGE``) or (None, why it cannot run here)."""
+    """(the command that runs ccusage, its version) or (None, why it cannot run here)."""
     prefix = work / "ccusage"
     exe = prefix / "node_modules" / ".bin" / "ccusage"
     if not exe.exists():
@@ -169,9 +174,128 @@ def ccusage(work: Path) -> tuple[list[str] | None, str]:
         return None, f"{CCUSAGE} does not run here ({exc})"
     if not version:
         return None, f"{CCUSAGE} does not run here (no linux binary for this machine?)"
-    return [str(exe), "session", "--offline", "--json"], version
+    return [str(exe)], version
 
 
 def ccusage_env(history: Path) -> dict[str, str]:
     """ccusage reads ``$CLAUDE_CONFIG_DIR/projects``; nothing of the user's own history."""
     return {**os.environ, "CLAUDE_CONFIG_DIR": str(history), "HOME": str(history)}
+
+
+def write_new_session(root: Path, k: int, mib: float) -> Path:
+    """A new session file of ``mib`` MiB in ``root/projects/bench-new`` (session number
+    100,000 + ``k``: no call of it is in the history already)."""
+    path = root / "projects" / NEW_FILES_PROJECT / f"session-new-{k:03d}.jsonl"
+    _session(path, int(mib * 2**20), 100_000 + k)
+    return path
+
+
+# The warm stage's new files go here, and are removed after it: the history stays as generated.
+NEW_FILES_PROJECT = "bench-new"
+
+# What a store holds of a history, path-free (a store's file paths and source ids depend on
+# where and in which order it was loaded). Each query is one row of figures; the hashes are md5
+# of the rows (as DuckDB writes a row: NULL apart from 'NULL') sorted by their key.
+CALL_COLUMNS = (
+    "call_id, ts, line, record_count, stream_key, session_id, seq, model, project, "
+    "input_tokens, cached_input_tokens, cache_write_tokens, cache_write_1h_tokens, "
+    "output_tokens, reasoning_tokens, output_estimate_tokens, cost_usd, cost_basis, "
+    "cost_logged_usd, cost_estimate_usd, response_kind, finish_reason, tool_call_count"
+)
+MESSAGE_COLUMNS = (
+    "session_id, idx, role, kind, ts, turn_id, text_chars, visible_chars, tool_name, "
+    "tool_args_hash, tool_use_id, tool_result_hash, is_error, call_id, excerpt"
+)
+DIGEST_QUERIES = {
+    "calls": "SELECT count(*), sum(input_tokens), sum(cached_input_tokens), "
+    "sum(cache_write_tokens), sum(output_tokens), CAST(sum(cost_usd) AS VARCHAR), "
+    f"md5(string_agg(CAST(({CALL_COLUMNS}) AS VARCHAR), chr(10) ORDER BY call_id)) FROM calls",
+    "messages": "SELECT count(*), sum(text_chars), md5(string_agg(CAST(("
+    f"{MESSAGE_COLUMNS}) AS VARCHAR), chr(10) ORDER BY session_id, idx, kind, call_id)) "
+    "FROM messages",
+    "sources": "SELECT count(*), sum(rows_read), sum(rows_loaded), sum(rows_rejected), "
+    "sum(rows_duplicate), sum(rows_skipped) FROM sources",
+    "rejects": "SELECT count(*) FROM rejects",
+    "runs": "SELECT count(*) FROM runs",
+}
+
+
+def digest(store: Path) -> dict[str, list[Any]]:
+    """The figures of ``DIGEST_QUERIES`` for the store ``store`` (opened read-only)."""
+    import duckdb
+
+    with duckdb.connect(str(store), read_only=True) as con:
+        return {
+            name: [_plain(v) for v in (con.execute(sql).fetchone() or ())]
+            for name, sql in DIGEST_QUERIES.items()
+        }
+
+
+def _plain(value: Any) -> Any:
+    return value if value is None or isinstance(value, (int, str)) else str(value)
+
+
+def digest_differences(found: dict[str, list[Any]], expected: dict[str, list[Any]]) -> list[str]:
+    """What differs between two digests, one line per table."""
+    return [
+        f"{name}: {found.get(name)} (expected {want})"
+        for name, want in expected.items()
+        if found.get(name) != want
+    ]
+
+
+# The four token columns per day, ours (``usage daily --json``) and ccusage's (``daily --json``).
+OUR_DAY = ("input", "output", "cache_write", "cache_read")
+CCUSAGE_DAY = ("inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens")
+
+
+def daily_differences(ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
+    """Days whose tokens differ between our ``usage daily --json`` and ccusage's
+    ``daily --json`` (input, output, cache creation, cache read), and days only one has."""
+    a = {r["key"]: tuple(r[k] for k in OUR_DAY) for r in ours["rows"]}
+    b = {d.get("period", d.get("date")): tuple(d[k] for k in CCUSAGE_DAY) for d in theirs["daily"]}
+    names = "(input, output, cache creation, cache read)"
+    return [
+        f"{day}: ours {a.get(day, 'no such day')}, ccusage {b.get(day, 'no such day')} {names}"
+        for day in sorted(set(a) | set(b))
+        if a.get(day) != b.get(day)
+    ]
+
+
+# ``digest`` of the store today's build makes of each generated history, by (cc_mb, big_mb,
+# small_mb): the full run's sizes and --quick's. Made on 2026-11-26 with main at e3fe353 (before
+# issue 35), DuckDB 2.0.1: `python -m analyzer ingest --db S HISTORY` on the history
+# `write_history` wrote (it is deterministic), then `digest(S)`. A change of the generator, of
+# DuckDB's text of a row or of what a loader stores changes them: say why in the commit.
+EXPECTED_DIGESTS: dict[tuple[float, float, float], dict[str, list[Any]]] = {
+    (300, 100, 2.5): {
+        "calls": [
+            87047,
+            18420466781,
+            18385386840,
+            34818800,
+            348188,
+            "10738.4471130000",
+            "90eb67a1d365d35796669e4c2bad33cd",
+        ],
+        "messages": [261141, 210914881, "85495e04995a0c85b71b7cfc852ed25b"],
+        "sources": [81, 348188, 261141, 0, 0, 87047],
+        "rejects": [0],
+        "runs": [0],
+    },
+    (24, 12, 1): {
+        "calls": [
+            6975,
+            328525525,
+            325714600,
+            2790000,
+            27900,
+            "115.1449050000",
+            "6a67c25339df9ef777a78e212d0d26aa",
+        ],
+        "messages": [20925, 16900425, "eb10f55f55235ed3c892e04edb7ffa5d"],
+        "sources": [13, 27900, 20925, 0, 0, 6975],
+        "rejects": [0],
+        "runs": [0],
+    },
+}

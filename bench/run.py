@@ -32,6 +32,7 @@ import importlib.util
 import json
 import os
 import platform
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -59,6 +60,8 @@ EXPECTED = {
 }
 # The stages over the CSV store (their ratios are to DuckDB's scan of the CSV).
 CSV_STAGES = ("ingest (CSV)", "detect", "backtest", "report", "audit")
+# The stages that read the whole history (their ratios are to the line count of the JSONL).
+COLD_JSONL = ("ingest (Claude", "peer: ccusage", "usage daily, first")
 SWEEP_POLICIES = [
     "penguin_consecutive_trivial",
     "penguin_token_trivial",
@@ -160,6 +163,168 @@ PANDAS_BASELINE = textwrap.dedent(
     print(len(runs), round(runs["usd"].sum(), 2))
     """
 )
+
+
+# What a user's environment may say of agents' places or of a store: none of it reaches the
+# stages that run as a user would (their home is the bench's).
+USER_PLACES = (
+    "LLM_FORENSICS_DB",
+    "XDG_DATA_HOME",
+    "XDG_CONFIG_HOME",
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "GEMINI_CLI_HOME",
+    "OPENHANDS_CONVERSATIONS_DIR",
+    "OPENHANDS_PERSISTENCE_DIR",
+)
+# The new file of the warm stage (the issue's: one new 2 MiB file added to the history).
+NEW_FILE_MIB = 2.0
+
+
+def home_env(home: Path, history: Path) -> dict[str, str]:
+    """A fresh machine whose only agent history is ``history`` (Claude Code's), home ``home``."""
+    env = {k: v for k, v in os.environ.items() if k not in USER_PLACES}
+    return {
+        **env,
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "CLAUDE_CONFIG_DIR": str(history),
+        "CODEX_HOME": str(home / ".codex"),  # absent
+    }
+
+
+def default_store(home: Path) -> Path:
+    """Where the default store of ``home_env(home, ...)`` lives."""
+    return home / ".local" / "share" / "llm-forensics" / "forensics.duckdb"
+
+
+def usage_daily(history: Path, store: Path) -> list[str]:
+    """`usage daily --json` as a user types it: no input, the default store ``store`` refreshed
+    from the agents' default places first (here ``history``). Until the default store exists,
+    the same in two commands with an explicit --db: ``ingest`` of the history, then the view."""
+    ingest = [*CLI, "ingest", "--db", str(store), str(history)]
+    view = [*CLI, "usage", "daily", "--db", str(store), "--json"]
+    return ["sh", "-c", f"{shlex.join(ingest)} >&2 && exec {shlex.join(view)}"]
+
+
+def usage_stages(
+    work: Path, history: Path, ccusage_cmd: list[str] | None, repeat: int
+) -> list[dict[str, Any]]:
+    """``usage daily`` cold (the first command on a fresh default store), warm (nothing
+    changed) and warm with a new file, and ``ccusage daily`` beside them. The cold stage's
+    store and output are kept for the checks (its ``store`` and ``digest``)."""
+    home = work / "home"
+    store = default_store(home)
+    env = home_env(home, history)
+    new_files = history / "projects" / agent_logs.NEW_FILES_PROJECT
+    shutil.rmtree(new_files, ignore_errors=True)  # left by a run that was interrupted
+
+    def wipe() -> None:
+        shutil.rmtree(home, ignore_errors=True)
+        store.parent.mkdir(parents=True)
+
+    cold = measure(
+        COLD_USAGE,
+        usage_daily(history, store),
+        repeat,
+        before=wipe,
+        env=env,
+    )
+    cold["digest"] = agent_logs.digest(store)
+    stages = [cold]
+    if ccusage_cmd:
+        stages.append(
+            measure(
+                CCUSAGE_DAILY,
+                [*ccusage_cmd, "daily", "--offline", "--json", "--timezone", "UTC"],
+                repeat,
+                env=agent_logs.ccusage_env(history),
+            )
+        )
+    stages.append(measure(WARM_USAGE, usage_daily(history, store), repeat, env=env))
+    added = iter(range(1, 1000))
+
+    def new_file() -> None:
+        agent_logs.write_new_session(history, next(added), NEW_FILE_MIB)
+
+    try:
+        stages.append(
+            measure(
+                NEW_FILE_USAGE,
+                usage_daily(history, store),
+                repeat,
+                before=new_file,
+                env=env,
+            )
+        )
+    finally:
+        shutil.rmtree(new_files, ignore_errors=True)
+    return stages
+
+
+COLD_USAGE = "usage daily, first command (new store)"
+WARM_USAGE = "usage daily, warm (nothing changed)"
+NEW_FILE_USAGE = f"usage daily, warm + a new {NEW_FILE_MIB:g} MiB file"
+CCUSAGE_DAILY = "peer: ccusage daily --offline --json"
+
+
+def agent_log_targets(
+    by: dict[str, dict[str, Any]], ccusage_s: float, ccusage_daily_s: float, per_file_ms: float
+) -> list[tuple[str, float, float]]:
+    """Issue 17's and 35's targets for agent logs, each (what, measured, target)."""
+    ingest = by["ingest (Claude Code JSONL)"]
+    cold, warm, new = (by[k]["seconds"] for k in (COLD_USAGE, WARM_USAGE, NEW_FILE_USAGE))
+    rss = max(ingest["peak_rss_mb"], by[COLD_USAGE]["peak_rss_mb"])
+    return [
+        ("agent logs, cold: ingest / ccusage session", ingest["seconds"] / ccusage_s, 1.0),
+        ("agent logs, cold: usage daily / ccusage daily", cold / ccusage_daily_s, 1.0),
+        ("agent logs, warm: usage daily, s", warm, 0.5),
+        ("agent logs, warm: usage daily / ccusage daily", warm / ccusage_daily_s, 0.5),
+        (f"agent logs, warm + a new {NEW_FILE_MIB:g} MiB file: usage daily, s", new, 0.8),
+        ("agent logs: peak RSS (ingest, usage daily), MB", rss, 1024),
+        ("agent logs: fixed cost of a file, ms", per_file_ms, 5.0),
+    ]
+
+
+def correctness(
+    by: dict[str, dict[str, Any]], cc_db: Path, sizes: tuple[float, float, float]
+) -> list[tuple[str, str | None, list[str]]]:
+    """The checks on the history's tables, each (what, why it was skipped or None, what
+    differed): our daily tokens against ccusage's, and what the stores hold against what
+    today's build stored (``agent_logs.EXPECTED_DIGESTS``)."""
+    ours = json.loads(by[COLD_USAGE]["output"])
+    if CCUSAGE_DAILY in by:
+        theirs = json.loads(by[CCUSAGE_DAILY]["output"])
+        daily = (None, agent_logs.daily_differences(ours, theirs))
+    else:
+        daily = ("ccusage did not run here", [])
+    checks = [("usage daily --json against ccusage daily --json, tokens per day", *daily)]
+    expected = agent_logs.EXPECTED_DIGESTS.get(sizes)
+    stores = [
+        ("ingest of the history", agent_logs.digest(cc_db)),
+        ("the default store after usage daily", by[COLD_USAGE]["digest"]),
+    ]
+    for name, found in stores:
+        what = f"{name}: its tables against today's build's"
+        if expected is None:
+            why = f"no recorded digest for --cc-mb/--big-mb/--small-mb {'/'.join(map(str, sizes))}"
+            checks.append((what, why, []))
+        else:
+            checks.append((what, None, agent_logs.digest_differences(found, expected)))
+    return checks
+
+
+def print_checks(checks: list[tuple[str, str | None, list[str]]]) -> bool:
+    """Print each check's result; whether all that ran passed."""
+    print("\nchecks (a difference fails the run)")
+    for what, skipped, diffs in checks:
+        state = f"skipped ({skipped})" if skipped else ("FAILED" if diffs else "ok")
+        print(f"  {what}: {state}")
+        for line in diffs[:20]:
+            print(f"    {line}")
+        if len(diffs) > 20:
+            print(f"    ... and {len(diffs) - 20} more")
+    return not any(diffs for _, _, diffs in checks)
 
 
 def _lines(path: Path) -> int:
@@ -338,7 +503,7 @@ def main() -> None:
             [
                 measure(
                     "peer: ccusage session --offline --json",
-                    ccusage_cmd,
+                    [*ccusage_cmd, "session", "--offline", "--json"],
                     repeat,
                     env=agent_logs.ccusage_env(cc),
                 )
@@ -346,6 +511,7 @@ def main() -> None:
             if ccusage_cmd
             else []
         ),
+        *usage_stages(work, cc, ccusage_cmd, repeat),
         measure(
             f"ingest: {n_small} files of 25 KiB",
             [*CLI, "ingest", "--db", str(files_db), str(per_file / "many")],
@@ -405,7 +571,7 @@ def main() -> None:
             "rows)" not in name  # the Spark comparison reads exports of other sizes
         ):
             ratio = s["seconds"] / floor_csv
-        if name.startswith(("ingest (Claude", "peer: ccusage")):
+        if name.startswith(COLD_JSONL):
             ratio = s["seconds"] / floor_jsonl
         row = {
             "stage": name,
@@ -414,18 +580,18 @@ def main() -> None:
             "peak_rss_mb": s["peak_rss_mb"],
             "x_floor": None if ratio is None else round(ratio, 2),
         }
-        if name.startswith(("ingest (Claude", "peer: ccusage")):
+        if name.startswith(COLD_JSONL):
             row["mb_per_s"] = round(cc_bytes / 2**20 / s["seconds"], 1)
         table.append(row)
     many = by[f"ingest: {n_small} files of 25 KiB"]["seconds"]
     one = by["ingest: the same lines in one file"]["seconds"]
     per_file_ms = 1000 * (many - one) / (n_small - 1)
-    cc_s = by["ingest (Claude Code JSONL)"]["seconds"]
     if ccusage_cmd:
         ccusage_s = by["peer: ccusage session --offline --json"]["seconds"]
+        ccusage_daily_s = by[CCUSAGE_DAILY]["seconds"]
         ccusage_basis = f"{ccusage_says}, this run"
     else:
-        ccusage_s = cc_bytes / 2**20 / agent_logs.RECORDED_CCUSAGE_MIB_S
+        ccusage_s = ccusage_daily_s = cc_bytes / 2**20 / agent_logs.RECORDED_CCUSAGE_MIB_S
         ccusage_basis = (
             f"not run here ({ccusage_says}); its recorded "
             f"{agent_logs.RECORDED_CCUSAGE_MIB_S:g} MiB/s"
@@ -435,11 +601,9 @@ def main() -> None:
         return float(by[stage]["seconds"]) / floor_csv
 
     csv_rss = max(by[k]["peak_rss_mb"] for k in by if k.startswith(CSV_STAGES) and "rows)" not in k)
-    # Issue 17's targets: (what, measured, target, met).
+    # Issue 17's and 35's targets: (what, measured, target).
     targets = [
-        ("agent logs: ingest / ccusage", cc_s / ccusage_s, 1.0),
-        ("agent logs: ingest peak RSS, MB", by["ingest (Claude Code JSONL)"]["peak_rss_mb"], 1024),
-        ("agent logs: fixed cost of a file, ms", per_file_ms, 5.0),
+        *agent_log_targets(by, ccusage_s, ccusage_daily_s, per_file_ms),
         ("CSV: audit -o report.html, x scan", x("audit -o report.html (CSV, new store)"), 10.0),
         ("CSV: ingest, x scan", x("ingest (CSV)"), 6.0),
         ("CSV: detect, x scan", x("detect"), 3.0),
@@ -448,6 +612,7 @@ def main() -> None:
         ("CSV: audit again, s", by["audit again (store already loaded)"]["seconds"], 1.0),
         ("CSV: peak RSS of any stage, MB", csv_rss, 2048),
     ]
+    checks = correctness(by, cc_db, (cc_mb, big_mb, small_mb))
     results = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
@@ -466,6 +631,7 @@ def main() -> None:
         ],
         "stages": table,
         "audit_incidents_ok": not missing and not extra,
+        "checks": [{"what": c[0], "skipped": c[1], "differences": c[2]} for c in checks],
         "missing": missing,
         "unexpected": extra,
         "pointers": pointers,
@@ -487,9 +653,9 @@ def main() -> None:
         "same lines in one file)"
     )
     print(f"ccusage: {ccusage_basis}")
-    print("\ntargets (issue 17; at 10 million rows and the 300 MiB history)")
+    print("\ntargets (issues 17 and 35; at 10 million rows and the 300 MiB history)")
     for what, measured, target, met in ((*t, t[1] <= t[2]) for t in targets):
-        print(f"  {what:<42} {measured:>9.2f}  target <= {target:g}  {'met' if met else 'MISSED'}")
+        print(f"  {what:<52} {measured:>9.2f}  target <= {target:g}  {'met' if met else 'MISSED'}")
     if spark is not None:
         print("\n".join(spark_compare.describe(spark)))
         print(
@@ -498,6 +664,7 @@ def main() -> None:
         )
     for p in pointers:
         print(f"pointer (low, no waste claimed; not a failure): {p[0]}, {p[1]} calls: {p[2]}")
+    tables_ok = print_checks(checks)
     out = args.json or (HERE / f"results-{'quick' if args.quick else rows}.json")
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"results: {out}")
@@ -506,6 +673,9 @@ def main() -> None:
             f"bench: the audit's incidents are wrong: missing {missing}, unexpected {extra}",
             file=sys.stderr,
         )
+        sys.exit(1)
+    if not tables_ok:
+        print("bench: the history's tables differ from today's (see checks)", file=sys.stderr)
         sys.exit(1)
 
 

@@ -63,6 +63,70 @@ def test_a_pointer_from_healthy_traffic_is_listed_not_failed(incidents: list[dic
         assert missing == [] and extra == [("session_cost_outlier", 80, wrong["wasted_usd"])]
 
 
+def _ingest(runner: CliRunner, store: Path, history: Path) -> None:
+    result = runner.invoke(cli, ["ingest", "--db", str(store), str(history)])
+    assert result.exit_code == 0, result.output
+
+
+def test_the_digest_of_a_history_does_not_depend_on_its_folder(tmp_path: Path) -> None:
+    """The store's digest does not depend on the history's folder: the recorded digests hold
+    wherever the bench's work folder is; a difference names its table and both values."""
+    runner = CliRunner()
+    a, b = tmp_path / "a" / "claude", tmp_path / "elsewhere" / "claude"
+    bench.agent_logs.write_history(a, 0.3, 0.1, 0.05)
+    bench.agent_logs.write_history(b, 0.3, 0.1, 0.05)
+    _ingest(runner, tmp_path / "a.duckdb", a)
+    _ingest(runner, tmp_path / "b.duckdb", b)
+    found = bench.agent_logs.digest(tmp_path / "a.duckdb")
+    assert found == bench.agent_logs.digest(tmp_path / "b.duckdb")
+    assert found["calls"][0] > 0 and found["messages"][0] > 0 and found["rejects"] == [0]
+    assert bench.agent_logs.digest_differences(found, found) == []
+    changed = dict(found, calls=[found["calls"][0] + 1, *found["calls"][1:]])
+    assert bench.agent_logs.digest_differences(found, changed) == [
+        f"calls: {found['calls']} (expected {changed['calls']})"
+    ]
+
+
+def _day(key: str, tokens: tuple[int, int, int, int]) -> tuple[dict, dict]:
+    ours = dict(zip(("input", "output", "cache_write", "cache_read"), tokens, strict=True))
+    theirs = dict(
+        zip(
+            ("inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens"),
+            tokens,
+            strict=True,
+        )
+    )
+    return {"key": key, **ours, "calls": 1}, {"period": key, **theirs, "totalCost": 1.0}
+
+
+def test_the_daily_tables_are_compared_token_by_token() -> None:
+    one, two = _day("2026-01-01", (3, 4, 400, 9000)), _day("2026-01-02", (1, 2, 3, 4))
+    ours = {"rows": [one[0], two[0]]}
+    assert bench.agent_logs.daily_differences(ours, {"daily": [one[1], two[1]]}) == []
+    off = _day("2026-01-02", (1, 2, 3, 5))[1]
+    assert bench.agent_logs.daily_differences(ours, {"daily": [one[1], off]}) == [
+        "2026-01-02: ours (1, 2, 3, 4), ccusage (1, 2, 3, 5) "
+        "(input, output, cache creation, cache read)"
+    ]
+    assert bench.agent_logs.daily_differences(ours, {"daily": [one[1]]}) == [
+        "2026-01-02: ours (1, 2, 3, 4), ccusage no such day "
+        "(input, output, cache creation, cache read)"
+    ]
+
+
+def test_a_difference_in_the_tables_fails_the_run(capsys: pytest.CaptureFixture[str]) -> None:
+    checks = [
+        ("daily", None, []),
+        ("store", None, ["calls: [1] (expected [2])"]),
+        ("other", "no recorded digest", []),
+    ]
+    assert bench.print_checks(checks) is False
+    out = capsys.readouterr().out
+    assert "store: FAILED" in out and "calls: [1] (expected [2])" in out
+    assert "other: skipped (no recorded digest)" in out and "daily: ok" in out
+    assert bench.print_checks([checks[0], checks[2]]) is True
+
+
 # the bench's recall script in its own process: CI runs it; the default run finds the same
 # labelled loops, and no waste on the healthy runs, in test_real_loops
 @pytest.mark.slow
