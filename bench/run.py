@@ -20,8 +20,21 @@ Each CSV stage is also given as a ratio to the CSV floor. The peer baseline is w
 write in a notebook: pandas reading the export and finding constant-input, near-empty-output
 runs with ``groupby``/``shift``.
 
-The run fails (exit 1) if the audit does not find exactly the incidents planted in the export:
-a benchmark that measures wrong answers is useless.
+The history is read cold and warm, as issue 35 asks, beside ccusage on the same files in the
+same run: ``ingest`` into a new store (against ``ccusage session --offline --json``),
+``usage daily`` as the first command on a fresh default store (against ``ccusage daily
+--offline --json``), ``usage daily`` again with nothing changed, and again after a new 2 MiB
+session file was added (a fresh one before each run, outside the timing; removed after). Those
+stages run under a home of their own (``home_env``: ``HOME``, ``XDG_DATA_HOME`` and
+``CLAUDE_CONFIG_DIR`` pointing into the work folder), never the user's. A missed speed target
+is printed, not failed on: the machines are shared and noisy.
+
+The run fails (exit 1) if the audit does not find exactly the incidents planted in the export,
+if our ``usage daily --json`` and ccusage's ``daily --json`` differ in any day's input, output,
+cache creation or cache read tokens, or if what the stores hold of the history differs from
+what today's build stored (``agent_logs.EXPECTED_DIGESTS``, recorded for the full run's and
+--quick's sizes; other sizes skip that check and say so): a benchmark that measures wrong
+answers is useless.
 """
 
 from __future__ import annotations
