@@ -299,19 +299,25 @@ def agent_log_targets(
     ]
 
 
+# A check of the history's tables: (what, why it was skipped or None, what differed).
+Check = tuple[str, str | None, list[str]]
+
+
 def correctness(
     by: dict[str, dict[str, Any]], cc_db: Path, sizes: tuple[float, float, float]
-) -> list[tuple[str, str | None, list[str]]]:
+) -> list[Check]:
     """The checks on the history's tables, each (what, why it was skipped or None, what
     differed): our daily tokens against ccusage's, and what the stores hold against what
     today's build stored (``agent_logs.EXPECTED_DIGESTS``)."""
     ours = json.loads(by[COLD_USAGE]["output"])
+    daily: tuple[str | None, list[str]]
     if CCUSAGE_DAILY in by:
         theirs = json.loads(by[CCUSAGE_DAILY]["output"])
         daily = (None, agent_logs.daily_differences(ours, theirs))
     else:
         daily = ("ccusage did not run here", [])
-    checks = [("usage daily --json against ccusage daily --json, tokens per day", *daily)]
+    what = "usage daily --json against ccusage daily --json, tokens per day"
+    checks: list[Check] = [(what, *daily)]
     expected = agent_logs.EXPECTED_DIGESTS.get(sizes)
     stores = [
         ("ingest of the history", agent_logs.digest(cc_db)),
@@ -327,7 +333,7 @@ def correctness(
     return checks
 
 
-def print_checks(checks: list[tuple[str, str | None, list[str]]]) -> bool:
+def print_checks(checks: list[Check]) -> bool:
     """Print each check's result; whether all that ran passed."""
     print("\nchecks (a difference fails the run)")
     for what, skipped, diffs in checks:
@@ -611,7 +617,7 @@ def main() -> None:
         )
 
     def x(stage: str) -> float:
-        return float(by[stage]["seconds"]) / floor_csv
+        return float(by[stage]["seconds"] / floor_csv)
 
     csv_rss = max(by[k]["peak_rss_mb"] for k in by if k.startswith(CSV_STAGES) and "rows)" not in k)
     # Issue 17's and 35's targets: (what, measured, target).
