@@ -45,7 +45,6 @@ import importlib.util
 import json
 import os
 import platform
-import shlex
 import shutil
 import statistics
 import subprocess
@@ -211,34 +210,31 @@ def default_store(home: Path) -> Path:
     return home / ".local" / "share" / "llm-forensics" / "forensics.duckdb"
 
 
-def usage_daily(history: Path, store: Path) -> list[str]:
-    """`usage daily --json` as a user types it: no input, the default store ``store`` refreshed
-    from the agents' default places first (here ``history``). Until the default store exists,
-    the same in two commands with an explicit --db: ``ingest`` of the history, then the view."""
-    ingest = [*CLI, "ingest", "--db", str(store), str(history)]
-    view = [*CLI, "usage", "daily", "--db", str(store), "--json"]
-    return ["sh", "-c", f"{shlex.join(ingest)} >&2 && exec {shlex.join(view)}"]
+def usage_daily() -> list[str]:
+    """`usage daily --json` as a user types it: no input and no --db, so the default store is
+    refreshed from the agents' default places first (``home_env`` says where they are)."""
+    return [*CLI, "usage", "daily", "--json"]
 
 
 def usage_stages(
     work: Path, history: Path, ccusage_cmd: list[str] | None, repeat: int
 ) -> list[dict[str, Any]]:
     """``usage daily`` cold (the first command on a fresh default store), warm (nothing
-    changed) and warm with a new file, and ``ccusage daily`` beside them. The cold stage's
-    store and output are kept for the checks (its ``store`` and ``digest``)."""
+    changed) and warm with a new file, and ``ccusage daily`` beside them. The cold stage
+    keeps the digest of the store it made (``digest``) for the checks."""
     home = work / "home"
     store = default_store(home)
     env = home_env(home, history)
     new_files = history / "projects" / agent_logs.NEW_FILES_PROJECT
     shutil.rmtree(new_files, ignore_errors=True)  # left by a run that was interrupted
 
-    def wipe() -> None:
+    def wipe() -> None:  # a fresh machine: a home with no data folder and no store
         shutil.rmtree(home, ignore_errors=True)
-        store.parent.mkdir(parents=True)
+        home.mkdir(parents=True)
 
     cold = measure(
         COLD_USAGE,
-        usage_daily(history, store),
+        usage_daily(),
         repeat,
         before=wipe,
         env=env,
@@ -254,7 +250,7 @@ def usage_stages(
                 env=agent_logs.ccusage_env(history),
             )
         )
-    stages.append(measure(WARM_USAGE, usage_daily(history, store), repeat, env=env))
+    stages.append(measure(WARM_USAGE, usage_daily(), repeat, env=env))
     added = iter(range(1, 1000))
 
     def new_file() -> None:
@@ -264,7 +260,7 @@ def usage_stages(
         stages.append(
             measure(
                 NEW_FILE_USAGE,
-                usage_daily(history, store),
+                usage_daily(),
                 repeat,
                 before=new_file,
                 env=env,
