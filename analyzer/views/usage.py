@@ -260,7 +260,9 @@ def usage(store: Store, view: str, tz: str = "UTC", breakdown: bool = False) -> 
     many of its calls come from files no longer on disk."""
     if view not in VIEWS:
         raise ValueError(f"unknown usage view {view!r}")
-    key = _KEYS[view]
+    # (Stored times are UTC: shown in UTC, they need no conversion, which costs a third of
+    # the view's time on a big store.)
+    key = _KEYS[view].replace(_LOCAL, "ts") if tz == "UTC" else _KEYS[view]
     params = {"tz": tz}
     rows = [_row(r, str(r[0])) for r in _select(store, key, params)]
     untimed: list[str] = []

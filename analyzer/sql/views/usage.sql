@@ -39,9 +39,8 @@ SELECT coalesce({{key}}, '(no time)') AS k,
        count(*) FILTER (WHERE cost_basis = 'estimated_output' AND output_estimate_floor)
            AS ph_floors,
        min(ts) AS first_ts, max(ts) AS last_ts,
-       list(DISTINCT {{model}} ORDER BY {{model}}) AS models,
+       list_sort(list(DISTINCT {{model}})) AS models,
        mode(coalesce(project, app)) AS project,
-       list(DISTINCT coalesce(machine, '(unknown)') ORDER BY coalesce(machine, '(unknown)'))
-           AS machines
+       list_sort(list(DISTINCT coalesce(machine, '(unknown)'))) AS machines
 FROM live_calls
 GROUP BY ALL;
