@@ -134,9 +134,10 @@ def run(
 
 
 def measure(
-    label: str, cmd: list[str], repeat: int, before: Any = None, **kw: Any
+    label: str, cmd: list[str], repeat: int, before: Any = None, first: int = 1, **kw: Any
 ) -> dict[str, Any]:
-    """Run ``cmd`` (after ``before()``, each time); median of ``repeat`` runs under a minute."""
+    """Run ``cmd`` (after ``before()``, each time); median of ``repeat`` runs under a minute
+    (numbered from ``first`` in what it says)."""
     times, rss, out = [], [], ""
     for i in range(repeat):
         if before is not None:
@@ -144,7 +145,7 @@ def measure(
         seconds, peak, out = run(cmd, **kw)
         times.append(seconds)
         rss.append(peak)
-        print(f"  {label}: run {i + 1}: {seconds:.2f} s, {peak} MB", file=sys.stderr)
+        print(f"  {label}: run {first + i}: {seconds:.2f} s, {peak} MB", file=sys.stderr)
         if seconds > 60:
             break
     return {
@@ -154,6 +155,27 @@ def measure(
         "peak_rss_mb": max(rss),
         "output": out,
     }
+
+
+def in_turns(repeat: int, *specs: tuple[str, list[str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """``measure`` of several stages (label, command, its keywords) in turns: a run of each,
+    then again, ``repeat`` times (fewer after a run over a minute). On a shared machine the
+    ratio of two stages then compares runs made at about the same time."""
+    rounds: list[list[dict[str, Any]]] = []
+    for n in range(repeat):
+        rounds.append([measure(label, cmd, 1, first=n + 1, **kw) for label, cmd, kw in specs])
+        if any(r["seconds"] > 60 for r in rounds[-1]):
+            break
+    return [
+        {
+            "stage": label,
+            "seconds": statistics.median(r[i]["seconds"] for r in rounds),
+            "runs": len(rounds),
+            "peak_rss_mb": max(r[i]["peak_rss_mb"] for r in rounds),
+            "output": rounds[-1][i]["output"],
+        }
+        for i, (label, _cmd, _kw) in enumerate(specs)
+    ]
 
 
 PANDAS_BASELINE = textwrap.dedent(
@@ -233,24 +255,17 @@ def usage_stages(
         shutil.rmtree(home, ignore_errors=True)
         home.mkdir(parents=True)
 
-    cold = measure(
-        COLD_USAGE,
-        usage_daily(),
-        repeat,
-        before=wipe,
-        env=env,
+    peer = (
+        CCUSAGE_DAILY,
+        [*(ccusage_cmd or []), "daily", "--offline", "--json", "--timezone", "UTC"],
+        {"env": agent_logs.ccusage_env(history)},
     )
-    cold["digest"] = agent_logs.digest_in_child(store)
-    stages = [cold]
-    if ccusage_cmd:
-        stages.append(
-            measure(
-                CCUSAGE_DAILY,
-                [*ccusage_cmd, "daily", "--offline", "--json", "--timezone", "UTC"],
-                repeat,
-                env=agent_logs.ccusage_env(history),
-            )
-        )
+    stages = in_turns(
+        repeat,
+        (COLD_USAGE, usage_daily(), {"before": wipe, "env": env}),
+        *([peer] if ccusage_cmd else []),
+    )
+    stages[0]["digest"] = agent_logs.digest_in_child(store)
     stages.append(measure(WARM_USAGE, usage_daily(), repeat, env=env))
     added = iter(range(1, 1000))
 
@@ -508,24 +523,24 @@ def main() -> None:
             repeat,
             env=env,
         ),
-        measure(
-            "ingest (Claude Code JSONL)",
-            [*CLI, "ingest", "--db", str(cc_db), str(cc)],
+        *in_turns(
             repeat,
-            before=fresh(cc_db),
-            env=env,
-        ),
-        *(
-            [
-                measure(
-                    "peer: ccusage session --offline --json",
-                    [*ccusage_cmd, "session", "--offline", "--json"],
-                    repeat,
-                    env=agent_logs.ccusage_env(cc),
-                )
-            ]
-            if ccusage_cmd
-            else []
+            (
+                "ingest (Claude Code JSONL)",
+                [*CLI, "ingest", "--db", str(cc_db), str(cc)],
+                {"before": fresh(cc_db), "env": env},
+            ),
+            *(
+                [
+                    (
+                        "peer: ccusage session --offline --json",
+                        [*ccusage_cmd, "session", "--offline", "--json"],
+                        {"env": agent_logs.ccusage_env(cc)},
+                    )
+                ]
+                if ccusage_cmd
+                else []
+            ),
         ),
         *usage_stages(work, cc, ccusage_cmd, repeat),
         measure(

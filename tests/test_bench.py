@@ -115,6 +115,20 @@ def test_the_daily_tables_are_compared_token_by_token() -> None:
     ]
 
 
+def test_stages_in_turns_each_get_their_median_and_their_own_output() -> None:
+    order: list[str] = []
+    stages = bench.in_turns(
+        3,
+        ("a", ["sh", "-c", "echo a"], {"before": lambda: order.append("a")}),
+        ("b", ["sh", "-c", "echo b"], {"before": lambda: order.append("b")}),
+    )
+    assert order == ["a", "b"] * 3  # one run of each, in turns
+    assert [(s["stage"], s["runs"], s["output"]) for s in stages] == [
+        ("a", 3, "a\n"),
+        ("b", 3, "b\n"),
+    ]
+
+
 def test_a_difference_in_the_tables_fails_the_run(capsys: pytest.CaptureFixture[str]) -> None:
     checks = [
         ("daily", None, []),
