@@ -234,9 +234,10 @@ def digest(store: Path) -> dict[str, list[Any]]:
 
 def digest_in_child(store: Path) -> dict[str, list[Any]]:
     """``digest(store)``, computed by a process of its own: the bench's process must stay small,
-    since the peak RSS that ``wait4`` gives for a stage it starts includes what the bench held
-    when it started the stage (Linux keeps the parent's high-water mark across the fork and
-    exec), and a digest of the 300 MiB history takes it to about 600 MB."""
+    since the peak RSS that ``wait4`` gives for a stage it starts can include what the bench
+    held when it started the stage (Linux can carry the parent's high-water mark across the
+    fork and exec): computed in the bench, a digest of the 300 MiB history took it to 593 MB,
+    and every later stage reported 593 MB."""
     done = subprocess.run(
         [sys.executable, __file__, "digest", str(store)], capture_output=True, text=True
     )

@@ -686,7 +686,7 @@ def main() -> None:
     print(f"ccusage: {ccusage_basis}")
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     print(
-        f"the bench's own peak RSS: {own} MB (a stage's peak RSS is never below what the bench "
+        f"the bench's own peak RSS: {own} MB (a stage's peak RSS can include what the bench "
         "held when it started the stage)"
     )
     print("\ntargets (issues 17 and 35; at 10 million rows and the 300 MiB history)")
