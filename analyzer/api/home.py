@@ -140,11 +140,13 @@ def refresh(
 
 
 def open_reading(choice: StoreChoice) -> Store:
-    """The store opened read-only. When another process is writing it, the copy of the last
-    refresh is read instead (saying so), if there is one."""
+    """The store opened read-only. When another process is writing the default store, the
+    copy of its last refresh is read instead (saying so), if there is one."""
     try:
         return waiting(lambda: open_store(choice.path, read_only=True), READER_WAIT, "")
     except StoreInUse as exc:
+        if not choice.default:
+            raise
         if not choice.copy.exists():
             raise StoreInUse(
                 f"{exc.holder} is writing this store, and there is no copy of an earlier "
