@@ -143,7 +143,9 @@ def open_reading(choice: StoreChoice) -> Store:
     """The store opened read-only. When another process is writing the default store, the
     copy of its last refresh is read instead (saying so), if there is one."""
     try:
-        return waiting(lambda: open_store(choice.path, read_only=True), READER_WAIT, "")
+        # (A store named with --db is the user's: another process holding it is said at once.)
+        patience = READER_WAIT if choice.default else 0.0
+        return waiting(lambda: open_store(choice.path, read_only=True), patience, "")
     except StoreInUse as exc:
         if not choice.default:
             raise
