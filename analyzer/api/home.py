@@ -121,7 +121,6 @@ def refresh(
             path=choice.path,
         )
     made_ready(choice)
-    before = _stamp(choice.path)
 
     def refreshed() -> None:
         with open_new_or_existing(choice.path) as store:
@@ -135,8 +134,7 @@ def refresh(
             f"is what it held {_when(choice.path)}"
         )
         return
-    if _stamp(choice.path) != before:
-        keep_copy(choice)
+    keep_copy(choice)
 
 
 def open_reading(choice: StoreChoice) -> Store:
@@ -166,13 +164,17 @@ def open_reading(choice: StoreChoice) -> Store:
 def keep_copy(choice: StoreChoice) -> None:
     """Copy the default store (closed, so complete) beside it, for readers while another
     process writes it: through a temporary file, so a reader never sees half a copy. Best
-    effort: a disk that cannot take it keeps the older copy, or none."""
-    src = Path(choice.path)
-    if not choice.default or not src.exists() or src.stat().st_size > COPY_LIMIT:
+    effort: a disk that cannot take it keeps the older copy, or none. A copy made since the
+    store was last written is kept as it is (a command that changed nothing copies nothing)."""
+    src = _stamp(choice.path)
+    if not choice.default or src is None or src[0] > COPY_LIMIT:
+        return
+    copied = _stamp(str(choice.copy))
+    if copied is not None and copied[1] >= src[1]:
         return
     tmp = choice.copy.with_name(choice.copy.name + ".tmp")
     try:
-        shutil.copyfile(src, tmp)
+        shutil.copyfile(choice.path, tmp)
         os.replace(tmp, choice.copy)
     except OSError:
         with suppress(OSError):
@@ -180,6 +182,7 @@ def keep_copy(choice: StoreChoice) -> None:
 
 
 def _stamp(path: str) -> tuple[int, int] | None:
+    """(size, modification time in ns) of the file, None when there is none."""
     try:
         st = Path(path).stat()
     except OSError:
