@@ -259,7 +259,8 @@ class Window(Primitive):
         return unit_sql("guards/trace_window_seconds.sql", **names, seconds=str(seconds))
 
     def unit_steps(self, p: Settings) -> bool:
-        return True
+        # A window of seconds can jump where the calls' clock runs backwards.
+        return p.setting("size") is not None
 
 
 PRIMITIVES: dict[str, Primitive] = {

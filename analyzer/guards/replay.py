@@ -314,6 +314,24 @@ class Replay:
                 r.per_session_calls, r.per_session = self.turnless, note
         return results
 
+    def trips(self, p: Policy) -> list[tuple[str, str]]:
+        """Where ``p`` trips over the history, before any scoring: each stop and nudge as
+        (call, action), in the replay's order (what a live guard fed the same calls says,
+        ``analyzer.guards.guard``). The scoring then leaves out the trips where the guard is
+        blind and those in sub-agent runs an earlier stop would never have let start."""
+        if not columns_of([p]) <= self.columns:
+            self._prepare(self.columns | columns_of([p]))
+        with self.store.engine.step():
+            self._trace(p, 0)
+            self._trips([p], 0)
+            found = self.store.engine.rows("guards/trip_calls.sql")
+        return [(str(call), str(action)) for call, action in found]
+
+    def events(self) -> list[dict[str, Any]]:
+        """The replayed calls, in the replay's order, as rows of ``EVENT_COLUMNS`` (those it
+        carries)."""
+        return self.store.engine.records("guards/event_rows.sql")
+
     def _trace(self, p: Policy, variant: int | None) -> None:
         """The guard's value after every call it sees (``lf_trace``, trace.sql; of one variant,
         or of all when ``variant`` is None), with the units its stop reaches and the group a

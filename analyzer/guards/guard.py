@@ -1,0 +1,440 @@
+"""The guard you tested, live: a policy fed the calls of a running agent one at a time.
+
+``Guard.load("penguin_stale_context")`` (a preset, or a policy of a TOML file as the backtest
+reads them) gives a guard; ``guard.feed(call)`` gives its ``Decision`` for each call as it
+happens: continue, nudge or stop, with the reason in words and the guard's value. Its
+decisions are the replay's (``analyzer.guards.replay``): for any history, the calls fed one by
+one trip where the backtest says (``tests/test_guard_live.py`` holds it to that over generated
+histories, every preset on the sample data and the real corpora).
+
+What it keeps is what the replay derives from the order of the calls, per stream: positions,
+the session and turn units (``sql/guards/events.sql``), the prompt's growth, the tool calls
+before a call in its turn, and each primitive's value (``analyzer.guards.online``). A
+policy's expressions are SQL over one call, evaluated by DuckDB as the replay evaluates them
+(an in-memory connection: no store). One column looks ahead: ``truncated``, which a bill
+knows of a call cut at its length only from the next call's prompt. A guard whose policy
+reads it holds such a call until the next call of its stream (or ``finish``), as the replay
+judges it, and its decision comes then, naming the call it is about.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from analyzer.detect.blindness import named_columns
+from analyzer.engine.engine import Engine
+from analyzer.engine.store import OFFLINE
+from analyzer.errors import ForensicsError
+from analyzer.guards.online import (
+    CounterTracker,
+    PeriodTracker,
+    RunLengthTracker,
+    Seen,
+    Step,
+    Tracker,
+    WindowSecondsTracker,
+    WindowSizeTracker,
+    micros,
+)
+from analyzer.guards.policy import Policy, all_policies, load_policies
+from analyzer.guards.primitives import EVENT_COLUMNS
+from analyzer.guards.replay import KEPT_RATIO, TRUNCATION_GAP_S, columns_of
+
+_TEN = Decimal("1e-10")
+_ARROW = {
+    "VARCHAR": pa.string(),
+    "BIGINT": pa.int64(),
+    "INTEGER": pa.int32(),
+    "TIMESTAMP": pa.timestamp("us"),
+    "DECIMAL(18,10)": pa.decimal128(18, 10),
+    "BOOLEAN": pa.bool_(),
+}
+SCHEMA = pa.schema([(name, _ARROW[kind]) for name, kind in EVENT_COLUMNS.items()])
+
+
+@dataclass(frozen=True)
+class Call:
+    """One model call as a guard sees it: the replay's event fields an agent knows of the call
+    once its reply is in (the README's list of columns). Only ``call_id`` is required; what is
+    not known stays None, as in the replay. ``response_kind`` is one of ``text``,
+    ``tool_call``, ``truncated_tool_call``, ``thinking_only``, ``empty`` (None: not known);
+    ``tool_key`` names the tools it called and their arguments (equal calls, equal keys);
+    ``refused``, ``error_key`` and ``result_key`` what the agent answered its tool calls.
+    A call without a ``stream_key`` is of its session's stream."""
+
+    call_id: str
+    session_id: str | None = None
+    turn_id: str | None = None
+    stream_key: str | None = None
+    ts: datetime | None = None
+    model: str | None = None
+    app: str | None = None
+    api_key: str | None = None
+    response_kind: str | None = None
+    finish_reason: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cost_usd: float | Decimal | None = None
+    visible_chars: int | None = None
+    content_chars: int | None = None
+    reply_saved: bool | None = None
+    http_status: int | None = None
+    output_final: bool | None = None
+    tool_key: str | None = None
+    tool_call_count: int | None = None
+    is_bill: bool = False
+    refused: bool | None = None
+    error_key: str | None = None
+    result_key: str | None = None
+    parent_session_id: str | None = None
+
+    @classmethod
+    def from_event(cls, row: dict[str, Any]) -> Call:
+        """A call from one row of the replay's events (what the order derives is left out:
+        the guard derives it again)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in row.items() if k in names and v is not None})
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the guard says of one call: ``continue``, ``nudge`` or ``stop``, why in words, and
+    its value after the call (None where the policy's value did not move on it)."""
+
+    action: str
+    call_id: str
+    policy: str
+    reason: str = ""
+    value: float | None = None
+    threshold: float | None = None
+
+    @property
+    def stops(self) -> bool:
+        return self.action == "stop"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Stream:
+    """What the guard keeps of one stream: where it is in its order and its units (events.sql),
+    the call held for the next one's prompt, the primitive's value, the reach unit's stop."""
+
+    tracker: Tracker
+    pos: int = 0
+    last: Call | None = None
+    session: int = 0
+    turn: int = 0
+    tools_in_turn: int = 0
+    held: dict[str, Any] | None = None
+    reach_unit: int | None = None
+    stopped: bool = False
+
+
+@dataclass
+class _Row:
+    """One call ready to be judged: the replay's row of it and its units."""
+
+    stream: _Stream
+    event: dict[str, Any]
+    session: int
+    turn: int
+
+
+def _same(now: str | None, before: str | None, now_is_key: bool, before_is_key: bool) -> bool:
+    """events.sql's continuity of a session (a turn): the same id, or no id beside the one
+    that names the stream."""
+    return now == before or (now is None and before_is_key) or (before is None and now_is_key)
+
+
+def _truncated(e: dict[str, Any], next_in: int | None, next_gap: float | None) -> bool | None:
+    """lf_truncated (truncated.sql, over lf_output_discarded of classify.sql)."""
+    if e["response_kind"] == "truncated_tool_call":
+        return True
+    blind = e["finish_reason"] == "length" and e["content_chars"] is None
+    blind = blind and e["tool_call_count"] is None
+    if blind and (next_in is None or (next_gap is not None and next_gap > TRUNCATION_GAP_S)):
+        return None
+    if not blind or next_in is None or next_gap is None or next_gap > TRUNCATION_GAP_S:
+        return False
+    if e["input_tokens"] is None or e["output_tokens"] is None:
+        return False
+    return bool(next_in - e["input_tokens"] < e["output_tokens"] * KEPT_RATIO)
+
+
+def _waits(e: dict[str, Any]) -> bool:
+    """Whether a call's ``truncated`` is known only from the next call (a bill's cut-off)."""
+    return (
+        e["response_kind"] != "truncated_tool_call"
+        and e["finish_reason"] == "length"
+        and e["content_chars"] is None
+        and e["tool_call_count"] is None
+    )
+
+
+def _cost(x: float | Decimal | None) -> Decimal | None:
+    if x is None:
+        return None
+    return (x if isinstance(x, Decimal) else Decimal(repr(float(x)))).quantize(_TEN)
+
+
+def _naive_utc(ts: datetime | None) -> datetime | None:
+    if ts is None or ts.tzinfo is None:
+        return ts
+    return ts.astimezone(UTC).replace(tzinfo=None)
+
+
+def _tracker(p: Policy) -> Tracker:
+    if p.type in ("counter", "budget"):
+        return CounterTracker(by_one=p.primitive.unit_steps(p))
+    if p.type == "run_length":
+        return RunLengthTracker()
+    if p.type == "period":
+        return PeriodTracker(period=int(p.setting("period")))
+    if p.setting("size") is not None:
+        return WindowSizeTracker(size=int(p.setting("size")))
+    return WindowSecondsTracker(seconds=float(p.setting("seconds") or 0))
+
+
+class Guard:
+    """A policy live: ``feed`` it each call as it happens, act on the ``Decision``."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.trips: list[Decision] = []  # every nudge and stop so far, in order
+        self.calls = 0
+        self._streams: dict[str, _Stream] = {}
+        self._looks_ahead = "truncated" in columns_of([policy])
+        self._engine = Engine(duckdb.connect(config=OFFLINE))
+        p = policy
+        self._select = ", ".join(
+            (
+                f"coalesce(({p.watch}), false)" if p.watch else "true",
+                f"coalesce(({p.setting('count')}), false)" if p.setting("count") else "true",
+                f"coalesce(({p.setting('reset')}), false)" if p.setting("reset") else "false",
+                f"coalesce(CAST(({p.setting('weight')}) AS DOUBLE), 0)"
+                if p.setting("weight")
+                else "1",
+                f"({p.setting('key')})" if p.setting("key") else "NULL",
+            )
+        )
+
+        self._named = sorted(named_columns(self._select))
+        cols = ", ".join(
+            f"CAST(${i + 1} AS {EVENT_COLUMNS[c]}) AS {c}" for i, c in enumerate(self._named)
+        )
+        self._one_row = f"SELECT {self._select} FROM (SELECT {cols or '1 AS lf_row'}) lf_events"
+
+    @classmethod
+    def load(cls, name: str, policies: str | Path | None = None) -> Guard:
+        """The guard of the preset ``name``, or of the policy ``name`` in the TOML file
+        ``policies`` (the backtest's ``--policies`` format)."""
+        found = load_policies(Path(policies)) if policies is not None else all_policies()
+        for p in found:
+            if p.name == name:
+                return cls(p)
+        where = f"in {policies}" if policies is not None else "among the presets"
+        known = ", ".join(p.name for p in found)
+        raise ForensicsError(f"no policy {name!r} {where} (there: {known})")
+
+    # -- feeding ------------------------------------------------------------------------
+    def feed(self, call: Call) -> Decision:
+        """The guard's decision after ``call``: a stop or a nudge if it tripped (at this call,
+        or at the call held for this one's prompt), else continue."""
+        said = self._judge(self._ready(call))
+        return self._worst(said, call.call_id)
+
+    def feed_all(self, calls: Iterable[Call]) -> list[Decision]:
+        """Feed many calls at once (a history read back): the same decisions as feeding them
+        one by one, their expressions evaluated in one query. Returns the trips."""
+        ready: list[_Row] = []
+        for call in calls:
+            ready.extend(self._ready(call))
+        return [d for d in self._judge(ready) if d.action != "continue"]
+
+    def finish(self) -> list[Decision]:
+        """The end of the history: the calls still held for a next call are judged without
+        one (as the replay judges a stream's last call). Returns the trips."""
+        ready = []
+        for stream in self._streams.values():
+            if stream.held is not None:
+                held, stream.held = stream.held, None
+                held["truncated"] = _truncated(held, None, None)
+                ready.append(_Row(stream, held, held.pop("_session"), held.pop("_turn")))
+        return [d for d in self._judge(ready) if d.action != "continue"]
+
+    # -- the order ----------------------------------------------------------------------
+    def _ready(self, call: Call) -> list[_Row]:
+        """The rows this call makes ready: the one held for it (if any), then its own (unless
+        it must wait for the next call)."""
+        self.calls += 1
+        key = call.stream_key if call.stream_key is not None else (call.session_id or "")
+        stream = self._streams.get(key)
+        if stream is None:
+            stream = self._streams[key] = _Stream(self._new_tracker())
+        e = self._event(call, key, stream)
+        out = []
+        if stream.held is not None:
+            held, stream.held = stream.held, None
+            gap = None
+            if e["ts"] is not None and held["ts"] is not None:
+                gap = (micros(e["ts"]) - micros(held["ts"])) / 1_000_000
+            held["truncated"] = _truncated(held, e["input_tokens"], gap)
+            out.append(_Row(stream, held, held.pop("_session"), held.pop("_turn")))
+        if self._looks_ahead and _waits(e):
+            stream.held = {**e, "_session": stream.session, "_turn": stream.turn}
+        else:
+            e["truncated"] = _truncated(e, None, None) if self._looks_ahead else None
+            out.append(_Row(stream, e, stream.session, stream.turn))
+        return out
+
+    def _new_tracker(self) -> Tracker:
+        return _tracker(self.policy)
+
+    def _event(self, call: Call, key: str, s: _Stream) -> dict[str, Any]:
+        """The replay's row of ``call`` (events.sql): its own fields, and what the order
+        derives (position, units, prompt growth, tool calls before it in its turn)."""
+        e: dict[str, Any] = {name: None for name in EVENT_COLUMNS}
+        e.update({f.name: getattr(call, f.name) for f in fields(Call) if f.name in e})
+        e["stream_key"], e["ts"], e["cost_usd"] = key, _naive_utc(call.ts), _cost(call.cost_usd)
+        e["tool_call_count"] = call.tool_call_count  # (read by ``truncated``; no column)
+        turn = call.turn_id if call.turn_id is not None else call.session_id
+        prev = s.last
+        if prev is None:
+            s.session = s.turn = 1
+        else:
+            prev_turn = prev.turn_id if prev.turn_id is not None else prev.session_id
+            session_is_key = (call.session_id == key, prev.session_id == key)
+            if not _same(call.session_id, prev.session_id, *session_is_key):
+                s.session += 1
+            if not _same(turn, prev_turn, turn == key, prev_turn == key):
+                s.turn += 1
+                s.tools_in_turn = 0
+        s.pos += 1
+        e["pos"] = s.pos
+        if prev is not None and prev.input_tokens is not None and call.input_tokens is not None:
+            e["prompt_delta"] = call.input_tokens - prev.input_tokens
+        kind = call.response_kind
+        e["stalled"] = kind in ("thinking_only", "empty")
+        e["tool_call"] = kind in ("tool_call", "truncated_tool_call") or call.tool_key is not None
+        e["tools_before"] = s.tools_in_turn
+        s.tools_in_turn += int(e["tool_call"])
+        s.last = call
+        return e
+
+    # -- judging ------------------------------------------------------------------------
+    def _evaluate(self, rows: list[_Row]) -> list[tuple[Any, ...]]:
+        """The policy's expressions over each row (watch, count, reset, weight, key), in one
+        query, as the replay evaluates them."""
+        if not rows:
+            return []
+        if len(rows) == 1:  # one call: its named columns as parameters (no table to build)
+            values = [rows[0].event[c] for c in self._named]
+            found = self._engine.one(self._one_row, values)
+            return [tuple(found or ())]
+        table = pa.Table.from_pylist([r.event for r in rows], schema=SCHEMA)
+        table = table.append_column("lf_row", pa.array(range(len(rows)), pa.int64()))
+        self._engine.register("lf_events", table)  # (replacing the last: one per guard)
+        try:
+            return self._engine.rows(f"SELECT {self._select} FROM lf_events ORDER BY lf_row")
+        finally:
+            self._engine.unregister("lf_events")
+
+    def _judge(self, rows: list[_Row]) -> list[Decision]:
+        return [self._one(r, v) for r, v in zip(rows, self._evaluate(rows), strict=True)]
+
+    def _one(self, row: _Row, said: tuple[Any, ...]) -> Decision:
+        """Where this call leaves the guard (trips_first.sql, trips_stop.sql, trips_nudge.sql:
+        the first crossing of the stop in each reach unit; a nudge where the value comes up
+        to the nudge level from below, before the stop)."""
+        p, s, e = self.policy, row.stream, row.event
+        units = {"stream": 0, "session": row.session, "turn": row.turn}
+        reach = units[p.reaches]
+        if reach != s.reach_unit:
+            s.reach_unit, s.stopped = reach, False
+        watch, count, reset, weight, key = said
+        if not watch:
+            return Decision("continue", e["call_id"], p.name)
+        step = s.tracker.see(
+            Seen(units[p.scope], e["pos"], e["ts"], count, reset, float(weight), key)
+        )
+        if step is None or s.stopped:
+            value = None if step is None else step.value
+            return Decision("continue", e["call_id"], p.name, value=value)
+        action, level = self._trip(step)
+        if action == "stop":
+            s.stopped = True
+        if action == "continue":
+            return Decision("continue", e["call_id"], p.name, value=step.value)
+        why = _why(p, action, step.value, level)
+        d = Decision(action, e["call_id"], p.name, why, step.value, level)
+        self.trips.append(d)
+        return d
+
+    def _trip(self, step: Step) -> tuple[str, float | None]:
+        p = self.policy
+        if _crosses(p, step.value, float(p.stop)):
+            return "stop", float(p.stop)
+        level = p.nudge_level
+        if level is None or level >= p.stop or not _crosses(p, step.value, float(level)):
+            return "continue", None
+        below = step.before <= level if p.compare == ">" else step.before < level
+        return ("nudge", float(level)) if below else ("continue", None)
+
+    def _worst(self, said: list[Decision], call_id: str) -> Decision:
+        for action in ("stop", "nudge"):
+            for d in said:
+                if d.action == action:
+                    return d
+        value = said[-1].value if said else None
+        return Decision("continue", call_id, self.policy.name, value=value)
+
+
+def _crosses(p: Policy, value: float, level: float) -> bool:
+    return value > level if p.compare == ">" else value >= level
+
+
+def _why(p: Policy, action: str, value: float, level: float | None) -> str:
+    """The reason in words: what the value counts, where it stands, what a stop ends."""
+    what = {
+        "counter": f"{value:g} calls counted ({p.setting('count')})",
+        "budget": f"{value:g} spent ({p.setting('weight')})",
+        "run_length": f"{value:g} calls in a row with the same {p.setting('key')}",
+        "period": f"a cycle of {p.setting('period')} calls repeated {value:g} times",
+        "window": f"{value:g} calls matched {p.setting('count')} in its window",
+    }[p.type]
+    if p.type == "counter" and not p.primitive.unit_steps(p):
+        what = f"{value:g} counted by {p.setting('weight')} ({p.setting('count')})"
+    if p.type == "budget" and str(p.setting("weight")) == "cost_usd":
+        what = f"${value:,.2f} spent"
+    sign = ">" if p.compare == ">" else ">="
+    if action == "stop":
+        return f"{p.name}: {what}; stop at {sign} {level:g}: end the {p.reaches}"
+    return f"{p.name}: {what}; nudge at {sign} {level:g} (stop at {p.stop:g})"
+
+
+@dataclass
+class Watched:
+    """The calls a guard was fed and the trips it made: what ``run`` gives."""
+
+    trips: list[Decision] = field(default_factory=list)
+    calls: int = 0
+
+
+def run(policy: Policy, calls: Iterable[Call]) -> Watched:
+    """Feed a whole history to a fresh guard and finish it: its trips (what a backtest of
+    ``policy`` over those calls reports, before the scoring)."""
+    guard = Guard(policy)
+    guard.feed_all(calls)
+    guard.finish()
+    return Watched(list(guard.trips), guard.calls)
