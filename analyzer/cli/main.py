@@ -21,6 +21,7 @@ import duckdb
 from analyzer import __version__
 from analyzer.api import Forensics, detect_on_spark, home
 from analyzer.cli import catalog as cli_catalog
+from analyzer.cli import guard_command as cli_guard
 from analyzer.cli import store_commands as cli_store
 from analyzer.cli.options import (
     CONSOLE,
@@ -419,7 +420,7 @@ def _detect_on_spark(
         return lf.detect_on_spark(folder, selection, master, view.window)
 
 
-for _command in (*cli_catalog.COMMANDS, *cli_store.COMMANDS):
+for _command in (*cli_catalog.COMMANDS, *cli_store.COMMANDS, *cli_guard.COMMANDS):
     cli.add_command(_command)
 
 

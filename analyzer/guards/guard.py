@@ -49,6 +49,7 @@ from analyzer.guards.primitives import EVENT_COLUMNS
 from analyzer.guards.replay import KEPT_RATIO, TRUNCATION_GAP_S, columns_of
 
 _TEN = Decimal("1e-10")
+_REMEMBERED = 4096  # distinct evaluations a guard keeps
 _ARROW = {
     "VARCHAR": pa.string(),
     "BIGINT": pa.int64(),
@@ -138,7 +139,7 @@ class _Stream:
     tools_in_turn: int = 0
     held: dict[str, Any] | None = None
     reach_unit: int | None = None
-    stopped: bool = False
+    stop: Decision | None = None  # the stop of the current reach unit
 
 
 @dataclass
@@ -230,6 +231,9 @@ class Guard:
         )
 
         self._named = sorted(named_columns(self._select))
+        # What the expressions said of the values they read (SQL over one call is a function
+        # of the columns it names): a call like one seen before is not evaluated again.
+        self._said: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         cols = ", ".join(
             f"CAST(${i + 1} AS {EVENT_COLUMNS[c]}) AS {c}" for i, c in enumerate(self._named)
         )
@@ -272,6 +276,12 @@ class Guard:
                 held["truncated"] = _truncated(held, None, None)
                 ready.append(_Row(stream, held, held.pop("_session"), held.pop("_turn")))
         return [d for d in self._judge(ready) if d.action != "continue"]
+
+    def standing(self, stream_key: str) -> Decision | None:
+        """The stop in force over the stream's latest call: the stop of the reach unit (turn,
+        session or stream) that call is in, if the guard tripped there."""
+        stream = self._streams.get(stream_key)
+        return None if stream is None else stream.stop
 
     # -- the order ----------------------------------------------------------------------
     def _ready(self, call: Call) -> list[_Row]:
@@ -339,9 +349,14 @@ class Guard:
         if not rows:
             return []
         if len(rows) == 1:  # one call: its named columns as parameters (no table to build)
-            values = [rows[0].event[c] for c in self._named]
-            found = self._engine.one(self._one_row, values)
-            return [tuple(found or ())]
+            values = tuple(rows[0].event[c] for c in self._named)
+            found = self._said.get(values)
+            if found is None:
+                found = tuple(self._engine.one(self._one_row, list(values)) or ())
+                if len(self._said) >= _REMEMBERED:
+                    self._said.clear()
+                self._said[values] = found
+            return [found]
         table = pa.Table.from_pylist([r.event for r in rows], schema=SCHEMA)
         table = table.append_column("lf_row", pa.array(range(len(rows)), pa.int64()))
         self._engine.register("lf_events", table)  # (replacing the last: one per guard)
@@ -361,23 +376,23 @@ class Guard:
         units = {"stream": 0, "session": row.session, "turn": row.turn}
         reach = units[p.reaches]
         if reach != s.reach_unit:
-            s.reach_unit, s.stopped = reach, False
+            s.reach_unit, s.stop = reach, None
         watch, count, reset, weight, key = said
         if not watch:
             return Decision("continue", e["call_id"], p.name)
         step = s.tracker.see(
             Seen(units[p.scope], e["pos"], e["ts"], count, reset, float(weight), key)
         )
-        if step is None or s.stopped:
+        if step is None or s.stop is not None:
             value = None if step is None else step.value
             return Decision("continue", e["call_id"], p.name, value=value)
         action, level = self._trip(step)
-        if action == "stop":
-            s.stopped = True
         if action == "continue":
             return Decision("continue", e["call_id"], p.name, value=step.value)
         why = _why(p, action, step.value, level)
         d = Decision(action, e["call_id"], p.name, why, step.value, level)
+        if action == "stop":
+            s.stop = d
         self.trips.append(d)
         return d
 
