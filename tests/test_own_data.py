@@ -8,12 +8,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import time
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow.parquet as pq
@@ -335,7 +337,7 @@ def test_the_recommendation_is_a_policy_file_that_reads_back(
     assert rec["result"]["false_trips"] == 0  # the default budget: no false trip
     assert rec["result"]["waste_prevented_usd"] > 0 and rec["result"]["net_usd"] > 0
     text = runner.invoke(cli, ["backtest", "--db", str(sample_db), "--recommend"]).stdout
-    table = text[text.index("[policy.") :]
+    table = text[text.index("[policy.") : text.index("\n\n# Run it in Claude Code")] + "\n"
     assert table == rec["toml"].split("\n", 1)[1]  # the same table, after its comment line
     policy_file = tmp_path / "mine.toml"
     policy_file.write_text(rec["toml"])
@@ -392,3 +394,44 @@ def test_a_sweep_shows_the_swept_policy_only(runner: CliRunner, sample_db: Path)
     rows = json.loads(result.stdout)
     assert {r["policy"] for r in rows} == {"netclaw_cumulative_per_turn"}
     assert [r["params"]["stop"] for r in rows] == [2, 3, 4, 5, 6]
+
+
+def test_the_recommendation_says_how_to_run_it(
+    runner: CliRunner, tmp_path: Path, sample_db: Path
+) -> None:
+    """``backtest --recommend`` ends with the Claude Code settings and the three lines of
+    Python that run the policy it recommends: saved as it says, both run that policy."""
+    rec = json.loads(
+        runner.invoke(cli, ["backtest", "--db", str(sample_db), "--recommend", "--json"]).stdout
+    )
+    name = next(iter(tomllib.loads(rec["toml"])["policy"]))
+    (tmp_path / "guards.toml").write_text(rec["toml"])
+    [entry] = rec["claude_code_settings"]["hooks"]["PostToolUse"]
+    command = entry["hooks"][0]["command"]
+    assert entry["matcher"] == "*" and command.startswith("llm-forensics guard claude-hook")
+    assert f"--policy {name} " in command
+    # As Claude Code runs it: a shell, in the project, the hook's JSON on stdin.
+    ours = f"{shlex.quote(sys.executable)} -m analyzer"
+    transcript = next((SAMPLE_DATA / "claude-code").rglob("*.jsonl"))
+    payload = {"transcript_path": str(transcript), "hook_event_name": "PostToolUse"}
+    done = subprocess.run(
+        ["bash", "-c", command.replace("llm-forensics", ours, 1)],
+        input=json.dumps(payload),
+        env={**os.environ, "CLAUDE_PROJECT_DIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    lines = rec["python"]
+    assert len(lines) == 3 and lines[0] == "from analyzer.api import Call, Guard"
+    here: dict[str, Any] = {}
+    cwd = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        exec("\n".join(lines[:2]), here)  # the import and the load, as printed
+    finally:
+        os.chdir(cwd)
+    assert here["guard"].policy.name == name and here["guard"].policy.stop == rec["stop"]
+    text = runner.invoke(cli, ["backtest", "--db", str(sample_db), "--recommend"]).stdout
+    assert json.dumps(rec["claude_code_settings"]) in text and lines[2] in text

@@ -14,6 +14,14 @@ of its run on its console (``lf.warnings``) and returns every result as an objec
         lf.report("report.html")
         print(lf.warnings)
 
+A policy runs live in an agent as the backtest replayed it (``analyzer.guards.guard``)::
+
+    from analyzer.api import Call, Guard
+
+    guard = Guard.load("penguin_stale_context")
+    if guard.feed(Call(call_id, session_id=sid, input_tokens=n_in, output_tokens=n_out)).stops:
+        break
+
 Give ``console=Console()`` to have it speak on stderr as the command line does.
 """
 
@@ -28,6 +36,7 @@ from analyzer import pipeline
 from analyzer.console import Console, use
 from analyzer.detect.detectors import Selection, select
 from analyzer.engine.store import Store, open_new_or_existing, open_store
+from analyzer.guards.guard import Call, Decision, Guard
 from analyzer.guards.policy import Policy, all_policies
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.flow import FileReport, Loaded
@@ -38,7 +47,17 @@ from analyzer.views.summary import Summary, build_summary
 if TYPE_CHECKING:  # the guards are imported where used (ingest does without)
     from analyzer.guards.backtest import GuardRun
 
-__all__ = ["Console", "Forensics", "IngestOptions", "Inputs", "Window", "detect_on_spark"]
+__all__ = [
+    "Call",
+    "Console",
+    "Decision",
+    "Forensics",
+    "Guard",
+    "IngestOptions",
+    "Inputs",
+    "Window",
+    "detect_on_spark",
+]
 
 Inputs = pipeline.Inputs
 Paths = Sequence[str | Path] | pipeline.Inputs

@@ -16,13 +16,17 @@ threshold as written). ``best`` is the one rule that ranks them, here and on the
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, TypeVar
 
+from analyzer.detect.blindness import named_columns
 from analyzer.engine.store import Store
 from analyzer.guards.backtest import default_sweep
-from analyzer.guards.policy import Policy, toml_table, toml_value
+from analyzer.guards.guard import Call
+from analyzer.guards.policy import Policy, all_policies, load_policies, toml_table, toml_value
 from analyzer.guards.replay import Replay
 from analyzer.guards.scoring import Result
 from analyzer.model.formatting import money, wrap
@@ -64,6 +68,8 @@ class Recommendation:
             "variants_within_budget": self.within,
             "result": self.result.to_json(),
             "toml": recommended_toml(self.policy, self.result),
+            "claude_code_settings": hook_settings(*running(self.policy)),
+            "python": python_lines(self.policy),
         }
 
     def render(self, width: int) -> str:
@@ -85,8 +91,20 @@ class Recommendation:
             width,
             "  ",
         )
-        lines += ["", "# Put this in a policy file and pass it with --policies FILE:"]
-        return "\n".join(lines) + "\n" + recommended_toml(self.policy, r)
+        name, file = running(self.policy)
+        if file is None:
+            lines += ["", f"# {name} is a preset: it runs as it is (the TOML, to tune it):"]
+        else:
+            lines += ["", f"# Put this in a policy file ({file}; --policies FILE reads it):"]
+        lines.append(recommended_toml(self.policy, r).rstrip("\n"))
+        lines += [
+            "",
+            "# Run it in Claude Code: in .claude/settings.json (or ~/.claude/settings.json)",
+        ]
+        lines.append(json.dumps(hook_settings(name, file)))
+        lines += ["", "# Run it in your own agent (Python), after each model call:"]
+        lines += python_lines(self.policy)
+        return "\n".join(lines) + "\n"
 
 
 V = TypeVar("V")  # what names a variant: a policy's name, or the policy and its swept setting
@@ -175,3 +193,65 @@ def recommended_toml(p: Policy, r: Result | None = None) -> str:
             f"{r.false_trips} false trip(s) (${r.usd_false_trips:,.2f}), net ${r.net_usd:,.2f}"
         )
     return toml_table(p, f"{p.name}_at_{stop.replace('.', '_')}", description, note)
+
+
+# Where a recommended policy that is not a preset as it stands is kept to be run: the file
+# named in the hook's command (Claude Code runs it in the project, $CLAUDE_PROJECT_DIR).
+GUARDS_FILE = "guards.toml"
+
+
+def running(p: Policy) -> tuple[str, str | None]:
+    """The name a guard loads ``p`` by, and the policy file it is in (None: a preset as it
+    stands, no file needed): a preset or a policy of one's own file at its own threshold
+    runs under its own name; any other threshold as ``recommended_toml`` names it, from
+    ``GUARDS_FILE``."""
+    if p.source == "built-in":
+        for preset in all_policies():
+            if preset.name == p.name and preset.table() == p.table():
+                return p.name, None
+    elif Path(p.source).is_file():
+        for own in load_policies(Path(p.source)):
+            if own.name == p.name and own.table() == p.table():
+                return p.name, p.source
+    stop = toml_value(float(p.stop))
+    return f"{p.name}_at_{stop.replace('.', '_')}", GUARDS_FILE
+
+
+def hook_settings(name: str, file: str | None) -> dict[str, Any]:
+    """The lines of Claude Code's settings.json that run the guard after every tool call
+    (``llm-forensics guard claude-hook``; its answer follows Claude Code's hooks reference)."""
+    command = f"llm-forensics guard claude-hook --policy {name}"
+    if file is not None:
+        where = file if Path(file).is_absolute() else f'"$CLAUDE_PROJECT_DIR"/{file}'
+        command += f" --policies {where}"
+    hook = {"type": "command", "command": command}
+    return {"hooks": {"PostToolUse": [{"matcher": "*", "hooks": [hook]}]}}
+
+
+# What a live call must say for a policy reading a derived column (the guard derives it).
+_MADE_OF = {
+    "stalled": ("response_kind",),
+    "tool_call": ("response_kind", "tool_key"),
+    "tools_before": ("response_kind", "tool_key"),
+    "prompt_delta": ("input_tokens",),
+    "truncated": ("response_kind", "finish_reason", "input_tokens", "output_tokens"),
+}
+
+
+def python_lines(p: Policy) -> list[str]:
+    """The three lines of Python that run ``p`` in an agent's loop, the call giving what the
+    policy reads."""
+    name, file = running(p)
+    load = f"Guard.load({name!r})" if file is None else f"Guard.load({name!r}, {file!r})"
+    reads: set[str] = set()
+    said_in = (p.watch, *(p.setting(x) for x in p.primitive.expressions))
+    for column in named_columns(" ".join(str(e) for e in said_in if e)):
+        reads.update(_MADE_OF.get(column, (column,)))
+    reads &= {f.name for f in fields(Call)} - {"call_id", "session_id", "turn_id", "ts"}
+    ids = "session_id=..., turn_id=..." if "turn" in (p.scope, p.reaches) else "session_id=..."
+    said = ", ".join([ids, *(f"{c}=..." for c in sorted(reads))])
+    return [
+        "from analyzer.api import Call, Guard",
+        f"guard = {load}",
+        f"if guard.feed(Call(call_id, {said})).stops: break",
+    ]
