@@ -647,6 +647,12 @@ def main() -> None:
         ("CSV: audit again, s", by["audit again (store already loaded)"]["seconds"], 1.0),
         ("CSV: peak RSS of any stage, MB", csv_rss, 2048),
     ]
+    # Issue 36: what a live guard's decision costs (bench/guard_cost.py, its own process).
+    _, _, said = run([sys.executable, str(HERE / "guard_cost.py")], env=env)
+    decision = json.loads(said)
+    targets.append(
+        ("guard: a decision, 99th percentile, ms (1,000 calls)", decision["p99_ms"], 5.0)
+    )
     checks = correctness(by, cc_db, (cc_mb, big_mb, small_mb))
     results = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
@@ -665,6 +671,7 @@ def main() -> None:
             for t in targets
         ],
         "stages": table,
+        "guard_decision": decision,
         "audit_incidents_ok": not missing and not extra,
         "checks": [{"what": c[0], "skipped": c[1], "differences": c[2]} for c in checks],
         "missing": missing,
@@ -688,12 +695,20 @@ def main() -> None:
         "same lines in one file)"
     )
     print(f"ccusage: {ccusage_basis}")
+    print(
+        f"guard decision (a session of {decision['calls']:,} calls fed one at a time to each "
+        f"of {decision['presets']} presets): median {decision['median_ms']:.3f} ms, 99th "
+        f"percentile {decision['p99_ms']:.2f} ms, largest {decision['max_ms']:.1f} ms; the "
+        f"last 100 calls {decision['median_last_100_ms']:.3f} ms; a guard's first "
+        f"{decision['first_decision_ms']:.1f} ms; slowest preset {decision['slowest_preset']} "
+        f"({decision['slowest_preset_median_ms']:.3f} ms)"
+    )
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     print(
         f"the bench's own peak RSS: {own} MB (a stage's peak RSS can include what the bench "
         "held when it started the stage)"
     )
-    print("\ntargets (issues 17 and 35; at 10 million rows and the 300 MiB history)")
+    print("\ntargets (issues 17, 35 and 36; at 10 million rows and the 300 MiB history)")
     for what, measured, target, met in ((*t, t[1] <= t[2]) for t in targets):
         print(f"  {what:<52} {measured:>9.2f}  target <= {target:g}  {'met' if met else 'MISSED'}")
     if spark is not None:
