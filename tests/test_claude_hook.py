@@ -201,3 +201,17 @@ def test_a_nudge_is_said_as_each_event_takes_it(event: str, expected: dict[str, 
 
 def test_nothing_to_say_is_no_answer() -> None:
     assert answer_json(Verdict(None, None, 12), "PostToolUse") is None
+
+
+def test_a_hook_without_its_policy_goes_on() -> None:
+    """Not click's usage error: its exit code 2 would block the tool in Claude Code."""
+    done = subprocess.run(
+        [sys.executable, "-m", "analyzer", "guard", "claude-hook"],
+        input="{}",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout == ""
+    assert done.stderr == "llm-forensics guard: give --policy NAME (going on)\n"

@@ -29,9 +29,10 @@ def guard_group() -> None:
 @click.option(
     "--policy",
     "policy",
-    required=True,
+    default=None,
     metavar="NAME",
-    help="The policy to run: a preset (`llm-forensics policies`) or one of --policies FILE.",
+    help="The policy to run (needed): a preset (`llm-forensics policies`) or one of "
+    "--policies FILE.",
 )
 @click.option(
     "--policies",
@@ -40,8 +41,8 @@ def guard_group() -> None:
     default=None,
     help="A TOML file of policies, as `backtest --policies` reads it.",
 )
-def claude_hook_command(policy: str, policies_file: str | None) -> None:
-    """A Claude Code hook: stop the session when POLICY trips.
+def claude_hook_command(policy: str | None, policies_file: str | None) -> None:
+    """A Claude Code hook: stop Claude when the policy trips.
 
     Reads the hook's JSON on stdin (it names the transcript), replays the session so far
     through the policy and, when it trips, answers {"continue": false, "stopReason": ...}
@@ -53,6 +54,9 @@ def claude_hook_command(policy: str, policies_file: str | None) -> None:
       {"hooks": {"PostToolUse": [{"matcher": "*", "hooks": [{"type": "command",
         "command": "llm-forensics guard claude-hook --policy NAME"}]}]}}
     """
+    if not policy:  # (not click's usage error: its exit 2 would block Claude Code's tool)
+        click.echo("llm-forensics guard: give --policy NAME (going on)", err=True)
+        return
     try:
         text = sys.stdin.read()
     except Exception as exc:  # (stdin unreadable: go on)

@@ -19,6 +19,9 @@ judges it, and its decision comes then, naming the call it is about.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
@@ -99,11 +102,64 @@ class Call:
     parent_session_id: str | None = None
 
     @classmethod
+    def from_openai(
+        cls,
+        reply: Any,
+        *,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        ts: datetime | None = None,
+    ) -> Call:
+        """A call from an OpenAI-style chat completion (its JSON as a dict, or an SDK object
+        with ``model_dump``): the first choice's message, finish reason and usage. A reply
+        with tool calls is a ``tool_call`` (its key: each tool's name and a hash of its
+        arguments, sorted); with text, ``text``; with reasoning only, ``thinking_only``;
+        else ``empty``."""
+        doc = reply.model_dump() if hasattr(reply, "model_dump") else dict(reply)
+        choice = (doc.get("choices") or [{}])[0]
+        message = choice.get("message") or {}
+        usage = doc.get("usage") or {}
+        text = message.get("content") or ""
+        tools = message.get("tool_calls") or []
+        reasoning = message.get("reasoning_content") or message.get("reasoning")
+        kind = "tool_call" if tools else "text" if text.strip() else "empty"
+        if kind == "empty" and reasoning:
+            kind = "thinking_only"
+        details = usage.get("completion_tokens_details") or {}
+        return cls(
+            call_id=str(doc.get("id") or f"call-{id(reply)}"),
+            session_id=session_id,
+            turn_id=turn_id,
+            ts=ts or (datetime.fromtimestamp(doc["created"], UTC) if doc.get("created") else None),
+            model=doc.get("model"),
+            response_kind=kind,
+            finish_reason=choice.get("finish_reason"),
+            input_tokens=usage.get("prompt_tokens"),
+            output_tokens=usage.get("completion_tokens"),
+            reasoning_tokens=details.get("reasoning_tokens"),
+            visible_chars=len("".join(text.split())),
+            content_chars=len(text),
+            tool_key=";".join(sorted(_tool_key(t) for t in tools)) or None,
+            tool_call_count=len(tools),
+        )
+
+    @classmethod
     def from_event(cls, row: dict[str, Any]) -> Call:
         """A call from one row of the replay's events (what the order derives is left out:
         the guard derives it again)."""
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in row.items() if k in names and v is not None})
+
+
+def _tool_key(call: dict[str, Any]) -> str:
+    """One tool call as ``name:hash`` of its arguments (their JSON with sorted keys, where
+    they parse): the same call, the same key."""
+    function = call.get("function") or {}
+    args = function.get("arguments") or ""
+    with contextlib.suppress(TypeError, ValueError):
+        args = json.dumps(json.loads(args), sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(str(args).encode()).hexdigest()[:16]
+    return f"{function.get('name')}:{digest}"
 
 
 @dataclass(frozen=True)
