@@ -19,9 +19,15 @@ from analyzer.api.claude_hook import claude_hook
 def guard_group() -> None:
     """Run a guard policy live, in the agent, as the backtest replayed it.
 
-    In Python: ``Guard.load(NAME)`` and ``guard.feed(call)`` (analyzer.guards.guard); for
-    Claude Code: the hook below. ``backtest --recommend`` prints both for the policy it
+    In Python: Guard.load(NAME) and guard.feed(call) (analyzer.api); for
+    Claude Code: the hook below. `backtest --recommend` prints both for the policy it
     recommends.
+
+    Example (what Claude Code runs after a tool call):
+
+    \b
+      echo '{"transcript_path": "session.jsonl", "hook_event_name": "PostToolUse"}' \\
+        | llm-forensics guard claude-hook --policy opencode_doom_loop
     """
 
 
@@ -48,7 +54,7 @@ def claude_hook_command(policy: str | None, policies_file: str | None) -> None:
     through the policy and, when it trips, answers {"continue": false, "stopReason": ...}
     (a stop) or, after a tool, {"decision": "block", "reason": ...} (a nudge). Otherwise it
     says nothing. Any problem is one line on stderr and exit 0: the hook never stops your
-    work by its own error. In .claude/settings.json:
+    work by its own error. Example, in .claude/settings.json:
 
     \b
       {"hooks": {"PostToolUse": [{"matcher": "*", "hooks": [{"type": "command",
