@@ -23,6 +23,7 @@ from analyzer.api import Forensics, detect_on_spark, home
 from analyzer.cli import catalog as cli_catalog
 from analyzer.cli import guard_command as cli_guard
 from analyzer.cli import store_commands as cli_store
+from analyzer.cli import watch_command as cli_watch
 from analyzer.cli.options import (
     CONSOLE,
     View,
@@ -422,6 +423,7 @@ def _detect_on_spark(
 
 for _command in (*cli_catalog.COMMANDS, *cli_store.COMMANDS, *cli_guard.COMMANDS):
     cli.add_command(_command)
+cli.add_command(cli_watch.watch_command)
 
 
 def main() -> None:

@@ -1,0 +1,371 @@
+"""A watch over growing logs: ``llm-forensics watch``.
+
+Every poll brings the store up to date with the watched places (new and grown files only, as a
+refresh does: an unchanged file costs a ``stat``), and when the store's data changed (this
+watch's load, or another command's refresh of the same default store) runs the detectors and
+feeds the policies' guards. What is new is said once:
+
+* an incident, keyed by its detector, stream and first call (``incident_id`` also hashes the
+  last call, so a loop that grows would get a new id at every poll): said when first found,
+  never again as new while it grows;
+* a policy's trip, keyed by (policy, call, action).
+
+What the first poll finds is the history already there: counted, never reported. The store is
+opened for each poll and closed after it, so between polls other commands read (and write) it.
+
+The guards live across polls (``analyzer.guards.guard.Guard``, one per policy): each poll feeds
+them only the calls new since the last one, as long as the new calls of every stream come after
+those already fed (calls appended to a growing log). A call that lands earlier in a stream (a
+file read late, a clock out of order) rebuilds them from the whole history, and the trips
+already said are not said again.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from analyzer import pipeline
+from analyzer.api import home
+from analyzer.console import Console, use
+from analyzer.detect.detectors import Selection, detect, load_incidents, select
+from analyzer.engine import cache
+from analyzer.engine.store import Store, StoreInUse, open_new_or_existing
+from analyzer.guards.guard import Call, Decision, Guard
+from analyzer.guards.policy import Policy
+from analyzer.guards.replay import Replay
+from analyzer.ingest.base import IngestOptions
+from analyzer.model.formatting import cut, json_text, money, printable
+from analyzer.model.incident import Incident
+from analyzer.model.timewindow import local
+
+# How long a command run with --exec may take before it is ended (seconds).
+EXEC_TIMEOUT = 30.0
+# The default store's copy for readers (``home.keep_copy``) is made at most this often while
+# the watch writes the store (seconds), and once more when the watch ends.
+COPY_EVERY = 60.0
+# A name from a log (a session, an app) is cut to this many characters in a line.
+NAME_WIDTH = 48
+
+IncidentKey = tuple[str, str | None, str | None]
+TripKey = tuple[str, str, str]
+
+
+def incident_key(i: Incident) -> IncidentKey:
+    """What stays the same while a loop grows: its detector, stream and first call (a finding
+    of no call: its session)."""
+    return (i.detector, i.stream_key, i.first_call_id or i.session_id)
+
+
+def _when(ts: datetime | None, tz: str) -> str:
+    return f"{local(ts, tz):%Y-%m-%d %H:%M:%S}" if ts is not None else "(no time)"
+
+
+def _name(text: object) -> str:
+    return cut(printable(text), NAME_WIDTH)
+
+
+@dataclass(frozen=True)
+class NewIncident:
+    """An incident the watch has not said before."""
+
+    incident: Incident
+
+    def line(self, tz: str) -> str:
+        i = self.incident
+        where = " · ".join(
+            x for x in (i.place(), f"session {_name(i.session_id)}" if i.session_id else "") if x
+        )
+        number = f" (show {i.number})" if i.number is not None else ""
+        return (
+            f"{_when(i.start_ts, tz)}  incident {i.severity} {i.detector}  {where}  "
+            f"{i.n_calls:,} calls, {money(i.wasted_usd)} wasted so far{number}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"event": "incident", **self.incident.to_json()}
+
+
+@dataclass(frozen=True)
+class Trip:
+    """A policy's trip the watch has not said before, with its session's dollars so far."""
+
+    decision: Decision
+    ts: datetime | None
+    session_id: str | None
+    session_usd: Decimal
+
+    def line(self, tz: str) -> str:
+        d = self.decision
+        session = f"session {_name(self.session_id)}" if self.session_id else "its stream"
+        return (
+            f"{_when(self.ts, tz)}  {d.action} {d.policy}  at call {_name(d.call_id)}: "
+            f"{printable(d.reason)}  ({session}: {money(self.session_usd)} so far)"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "event": "trip",
+            **self.decision.to_json(),
+            "ts": self.ts.isoformat() if self.ts else None,
+            "session_id": self.session_id,
+            "session_usd": self.session_usd,
+        }
+
+
+Alert = NewIncident | Trip
+
+
+@dataclass
+class Found:
+    """What a poll found in the store: its incidents, and the trips of the policies' guards
+    with, for each call, when it was and its session's dollars up to it."""
+
+    incidents: list[Incident] = field(default_factory=list)
+    trips: list[Trip] = field(default_factory=list)
+
+
+def _session_dollars(events: list[dict[str, Any]]) -> dict[str, tuple[Decimal, Any, Any]]:
+    """For each call: its session's dollars up to and including it, its time and session (the
+    events in the replay's order)."""
+    spent: dict[tuple[Any, Any], Decimal] = {}
+    out: dict[str, tuple[Decimal, Any, Any]] = {}
+    for e in events:
+        unit = (e.get("stream_key"), e.get("session_id"))
+        spent[unit] = spent.get(unit, Decimal(0)) + Decimal(e.get("cost_usd") or 0)
+        out[str(e["call_id"])] = (spent[unit], e.get("ts"), e.get("session_id"))
+    return out
+
+
+class LiveGuards:
+    """One live guard per policy, fed the calls as the polls find them.
+
+    A call is fed once it is complete: when a later call of its stream is there, or when it
+    has stayed the same over one poll (an agent writes a reply in parts: Claude Code's text,
+    then its tool call, a line each; judged on the first part alone, a reply with a tool call
+    would look like one without). A call already fed that changed (a fuller version of it read
+    since) or a call that landed before one already fed starts the guards again from the
+    whole history."""
+
+    def __init__(self, policies: list[Policy]) -> None:
+        self.policies = policies
+        self.rebuilt = 0  # times the history had to be fed again
+        self.pending = False  # calls not yet complete: the next poll looks at them again
+        self._last: dict[Any, dict[str, Any]] = {}  # stream -> its last call at the last poll
+        self._reset()
+
+    def _reset(self) -> None:
+        self.guards = [Guard(p) for p in self.policies]
+        self.fed: dict[Any, list[dict[str, Any]]] = {}  # stream -> the calls fed, in order
+
+    def feed(self, events: list[dict[str, Any]], complete: bool = False) -> list[Decision]:
+        """The trips made by the calls of ``events`` (the whole history, in the replay's order)
+        not fed before; with ``complete``, every call is taken as complete."""
+        streams: dict[Any, list[dict[str, Any]]] = {}
+        for e in events:
+            streams.setdefault(e.get("stream_key"), []).append(e)
+        settled = {
+            key: rows if complete or self._last.get(key) == rows[-1] else rows[:-1]
+            for key, rows in streams.items()
+        }
+        self._last = {key: rows[-1] for key, rows in streams.items()}
+        self.pending = any(len(settled[k]) < len(rows) for k, rows in streams.items())
+        if any(settled.get(key, [])[: len(fed)] != fed for key, fed in self.fed.items()):
+            self.rebuilt += 1
+            self._reset()
+        new = [
+            (key, e) for key, rows in settled.items() for e in rows[len(self.fed.get(key, [])) :]
+        ]
+        for key, e in new:
+            self.fed.setdefault(key, []).append(e)
+        calls = [Call.from_event(e) for _, e in new]
+        return [d for g in self.guards for d in g.feed_all(calls)]
+
+
+@dataclass
+class Watcher:
+    """The watch's state across polls: what it has said, its guards, the store's version."""
+
+    choice: home.StoreChoice
+    paths: list[str]  # none: the agents' default places, looked up again at every poll
+    policies: list[Policy] = field(default_factory=list)
+    options: IngestOptions = field(default_factory=IngestOptions)
+    console: Console = field(default_factory=lambda: Console(quiet=True))
+    selection: Selection = field(default_factory=select)
+    said_incidents: set[IncidentKey] = field(default_factory=set)
+    said_trips: set[TripKey] = field(default_factory=set)
+    polls: int = 0
+    busy: str | None = None  # who held the store at the last poll that could not open it
+    _version: str | None = None
+    _incidents: list[Incident] = field(default_factory=list)
+    _events: list[dict[str, Any]] = field(default_factory=list)  # the calls, replayed
+    _copied: float = 0.0
+    _changed: bool = False
+
+    def __post_init__(self) -> None:
+        self.guards = LiveGuards(self.policies)
+
+    def inputs(self) -> pipeline.Inputs:
+        """What to read at this poll: the paths given, or the default places that exist now."""
+        if self.paths:
+            return pipeline.Inputs(list(self.paths), {p: p for p in self.paths})
+        return pipeline.default_inputs(os.environ, Path.home())
+
+    def start(self) -> Found:
+        """The first poll: the history already there (nothing of it is reported; the caller
+        says how much there is). Waits for the store as a command that writes it does."""
+        found = self._poll(home.WRITER_WAIT)
+        found = found or Found()
+        self.said_incidents |= {incident_key(i) for i in found.incidents}
+        self.said_trips |= {_trip_key(t.decision) for t in found.trips}
+        return found
+
+    def poll(self) -> list[Alert]:
+        """One poll: what is new since the last one, each said once. A store another process
+        holds is left to it for this poll (``busy`` says who)."""
+        found = self._poll(home.READER_WAIT)
+        if found is None:
+            return []
+        alerts: list[Alert] = []
+        for i in sorted(found.incidents, key=lambda i: (i.start_ts is None, i.start_ts)):
+            if incident_key(i) not in self.said_incidents:
+                self.said_incidents.add(incident_key(i))
+                alerts.append(NewIncident(i))
+        for t in found.trips:
+            if _trip_key(t.decision) not in self.said_trips:
+                self.said_trips.add(_trip_key(t.decision))
+                alerts.append(t)
+        return alerts
+
+    def _poll(self, patience: float) -> Found | None:
+        """Read what is new, and when the store's data changed since the last poll, what the
+        detectors and guards find in it (None: nothing changed, or the store was busy)."""
+        self.polls += 1
+        try:
+            with self._opened(patience) as store:
+                found = self._read(store)
+        except StoreInUse as exc:
+            self.busy = exc.holder
+            return None
+        self.busy = None
+        if found is not None:
+            self._changed = True
+            self.keep_copy(COPY_EVERY)
+        return found
+
+    @contextmanager
+    def _opened(self, patience: float) -> Iterator[Store]:
+        home.made_ready(self.choice)
+
+        def opened() -> Any:
+            return open_new_or_existing(self.choice.path, console=self.console)
+
+        with use(self.console), home.patiently(opened, patience, "") as store:
+            yield store
+
+    def _read(self, store: Store) -> Found | None:
+        """Load what is new; when the data changed, detect and replay the calls again (else
+        only look again at the calls that were not complete)."""
+        inputs = self.inputs()
+        if inputs.paths:
+            pipeline.refresh(store, inputs, self.options, incidents=False)
+        version = cache.version(store, cache.DATA)
+        if version != self._version:
+            detect(store, self.selection, reuse=True)
+            self._incidents = load_incidents(store)
+            if self.policies:
+                with Replay(store, None, None) as replay:
+                    self._events = replay.events()
+        elif not self.guards.pending:
+            return None
+        first, self._version = self._version is None, version
+        return Found(self._incidents, self._trips(complete=first))
+
+    def _trips(self, complete: bool) -> list[Trip]:
+        if not self.policies:
+            return []
+        by_call = _session_dollars(self._events)
+        trips = []
+        for d in self.guards.feed(self._events, complete):
+            usd, ts, session = by_call.get(d.call_id, (Decimal(0), None, None))
+            trips.append(Trip(d, ts, None if session is None else str(session), usd))
+        return trips
+
+    def keep_copy(self, every: float = 0.0) -> None:
+        """The default store's copy for readers, when the store changed and the last copy is
+        ``every`` seconds old or more."""
+        now = time.monotonic()
+        if self._changed and self.choice.default and now - self._copied >= every:
+            home.keep_copy(self.choice)
+            self._copied, self._changed = now, False
+
+
+def _trip_key(d: Decision) -> TripKey:
+    return (d.policy, d.call_id, d.action)
+
+
+def alert_json(alert: Alert) -> str:
+    """What ``--exec`` reads on its standard input: the incident or trip as one JSON object."""
+    return json_text(alert.to_json(), indent=None) + "\n"
+
+
+def exec_argv(command: str) -> list[str]:
+    """``--exec``'s command split as a shell would split it (no shell runs it): nothing from a
+    log ever goes into it, only to its standard input."""
+    argv = shlex.split(command)
+    if not argv:
+        raise ValueError("an empty command")
+    return argv
+
+
+def run_exec(argv: list[str], payload: str, timeout: float = EXEC_TIMEOUT) -> str | None:
+    """Run ``argv`` with ``payload`` on its standard input (its output is the watch's). None
+    when it succeeded, else one line saying how it failed."""
+    name = Path(argv[0]).name
+    try:
+        done = subprocess.run(
+            argv, input=payload.encode(), stderr=subprocess.PIPE, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return f"--exec {name}: ended after {timeout:g} s without finishing"
+    except OSError as exc:
+        return f"--exec {name}: could not run it: {exc.strerror or exc}"
+    if done.returncode == 0:
+        return None
+    said = done.stderr.decode(errors="replace").strip().splitlines()
+    last = f": {printable(said[-1])}" if said else ""
+    return f"--exec {name}: exit {done.returncode}{last}"
+
+
+def watch(
+    watcher: Watcher,
+    interval: float,
+    say: Callable[[Alert], None],
+    stop: threading.Event | None = None,
+    polls: int | None = None,
+) -> None:
+    """Poll every ``interval`` seconds (from the start of one poll to the next), handing each
+    new alert to ``say``, until ``stop`` is set or after ``polls`` polls (for tests); Ctrl-C
+    comes through as ``KeyboardInterrupt`` (at once: the default store's copy is then left to
+    the next refresh). Otherwise the default store's copy is brought up to date at the end."""
+    stop = stop or threading.Event()
+    done = 0
+    while not stop.is_set():
+        began = time.monotonic()
+        for alert in watcher.poll():
+            say(alert)
+        done += 1
+        if polls is not None and done >= polls:
+            break
+        stop.wait(max(0.0, interval - (time.monotonic() - began)))
+    watcher.keep_copy()

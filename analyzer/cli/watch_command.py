@@ -1,0 +1,174 @@
+"""``llm-forensics watch``: follow the agents' logs as they are written, and say each new
+incident and each trip of a policy in one line (the loop itself: ``analyzer.api.watch``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import NoReturn
+
+import click
+
+from analyzer.api import home
+from analyzer.api.watch import (
+    Alert,
+    Found,
+    Watcher,
+    alert_json,
+    exec_argv,
+    run_exec,
+    watch,
+)
+from analyzer.cli.options import View as ViewOption
+from analyzer.cli.options import chatter_options, db_option, policies_option, view_options
+from analyzer.console import Console, current, note, safe_line
+from analyzer.engine.store import interrupted
+from analyzer.errors import Interrupted
+from analyzer.guards.policy import Policy, all_policies, load_policies
+
+
+def _policies(names: tuple[str, ...], files: tuple[str, ...]) -> list[Policy]:
+    """The policies named with --policy (presets, or of the --policies files); with none named,
+    every policy of the files given (none at all without files)."""
+    if not names:
+        return [p for f in files for p in load_policies(Path(f))]
+    found = {p.name: p for p in all_policies(list(files))}
+    unknown = [n for n in names if n not in found]
+    if unknown:
+        raise click.BadParameter(
+            f"no policy named {', '.join(unknown)} (see `llm-forensics policies`)",
+            param_hint="--policy",
+        )
+    return [found[n] for n in dict.fromkeys(names)]
+
+
+def _tilde(path: str) -> str:
+    home_dir = str(Path.home())
+    return "~" + path[len(home_dir) :] if path.startswith(home_dir + os.sep) else path
+
+
+def _started(watcher: Watcher, found: Found, interval: float, throwaway: bool) -> str:
+    """The first line: what is watched, into which store, and what is already there."""
+    inputs = watcher.inputs()
+    places = ", ".join(inputs.labels.get(p, p) for p in inputs.paths) or "nothing yet"
+    if not watcher.paths and inputs.absent:
+        places += f" (not there yet: {', '.join(inputs.absent)})"
+    store = "a throwaway store" if throwaway else _tilde(watcher.choice.path)
+    guards = ", ".join(p.name for p in watcher.policies) or "none (--policy NAME)"
+    trips = f", {len(found.trips):,} trips" if watcher.policies else ""
+    return (
+        f"watching {places} every {interval:g} s, into {store}: "
+        f"{len(found.incidents):,} incidents{trips} already there (not reported); "
+        f"policies: {guards}; Ctrl-C to stop"
+    )
+
+
+def _sayer(tz: str, argv: list[str] | None) -> Callable[[Alert], None]:
+    """Each alert: its line on stdout (at once), then the --exec command with its JSON."""
+
+    def say(alert: Alert) -> None:
+        click.echo(safe_line(alert.line(tz)))
+        sys.stdout.flush()
+        if argv:
+            failed = run_exec(argv, alert_json(alert))
+            if failed:
+                click.echo(safe_line(f"watch: {failed} (watching on)"), err=True)
+
+    return say
+
+
+@click.command("watch")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@db_option(
+    "The DuckDB store to write. Default: with no path, the default store (see `ingest --help`); "
+    "with paths, a temporary store deleted afterwards."
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.05),
+    default=2.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time from the start of one poll to the next.",
+)
+@click.option(
+    "--policy",
+    "policy_names",
+    multiple=True,
+    metavar="NAME",
+    help="Also run this guard policy over the calls as they come, and say when it trips "
+    "(repeatable; a preset, or a policy of --policies). Default: none.",
+)
+@policies_option
+@click.option(
+    "--exec",
+    "command",
+    metavar="CMD",
+    default=None,
+    help="Run CMD (split as a shell splits it, run without one) for each new incident or "
+    "trip, with it as JSON on standard input; a failure is said and the watch goes on.",
+)
+@view_options
+@chatter_options
+def watch_command(
+    paths: tuple[str, ...],
+    db: str | None,
+    interval: float,
+    policy_names: tuple[str, ...],
+    policy_files: tuple[str, ...],
+    command: str | None,
+    view: ViewOption,
+) -> None:
+    """Follow the agents' logs as they are written; say each new incident and each policy
+    trip in one line, with the dollars so far.
+
+    With no path, the places agents keep their logs (~/.claude/projects, ~/.codex/sessions,
+    ...), into the default store; with paths, those (into --db if given, else a throwaway
+    store). Every poll reads only new and grown files. What is there when the watch starts is
+    counted, not reported. The store is not held between polls: other commands read it
+    meanwhile. Ctrl-C stops the watch (exit 130).
+
+    \b
+    Examples:
+      llm-forensics watch
+      llm-forensics watch --policy penguin_stale_context --exec 'notify-send-json'
+      llm-forensics watch ~/agent/logs --interval 5 --exec './post-to-my-webhook.py'
+    """
+    if view.window.since or view.window.until:
+        raise click.UsageError("watch takes no --since/--until: it reports what is new")
+    try:
+        argv = exec_argv(command) if command is not None else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--exec") from None
+    policies = _policies(policy_names, policy_files)
+    cur = current()
+    console = Console(quiet=True, colour=cur.colour, width=cur.width, stderr=cur.stderr)
+    with ExitStack() as stack:
+        throwaway = bool(paths) and not db
+        if throwaway:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="llm-forensics-"))
+            choice = home.StoreChoice(str(Path(tmp) / "watch.duckdb"), default=False)
+        else:
+            choice = home.choose(db)
+        watcher = Watcher(choice, list(paths), policies, console=console)
+        try:
+            found = watcher.start()
+            note(_started(watcher, found, interval, throwaway))
+            watch(watcher, interval, _sayer(view.tz, argv))
+        except (KeyboardInterrupt, Interrupted):
+            _stopped()
+        except Exception as exc:
+            if interrupted(exc):  # Ctrl-C inside a DuckDB statement, or an error it caused
+                _stopped()
+            raise
+
+
+def _stopped() -> NoReturn:
+    """Ctrl-C: the poll under way stored nothing of the file it was reading (each file is one
+    transaction), and the store is closed."""
+    click.echo("stopped watching", err=True)
+    sys.exit(Interrupted.exit_code)
