@@ -28,6 +28,7 @@ from typing import IO
 
 import pytest
 
+from analyzer.api import home
 from analyzer.api.home import StoreChoice
 from analyzer.api.watch import (
     Alert,
@@ -42,7 +43,7 @@ from analyzer.api.watch import (
 from analyzer.engine.store import open_store
 from analyzer.guards.policy import all_policies
 from analyzer.guards.replay import Replay
-from tests.helpers import REPO, SAMPLE_DATA
+from tests.helpers import REPO, SAMPLE_DATA, env_of
 
 NEXUS3 = SAMPLE_DATA / "nexus3" / "logs" / "2025-12-11_091502_a7c3" / "raw.jsonl"
 COMPLETES = 16  # the nexus3 line that completes its empty_stream_cascade incident
@@ -275,3 +276,30 @@ def test_the_command_runs_exec_goes_on_after_its_failure_and_ctrl_c_ends_it(
     assert all(isinstance(x["wasted_usd"], int | float) for x in said)
     with open_store(db, read_only=True) as store:
         assert store.scalar("SELECT count(*) FROM incidents") == 2
+
+
+def test_with_no_path_it_watches_the_default_places_into_the_default_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_home = tmp_path / "home"
+    for name, value in env_of(fake_home, XDG_DATA_HOME=str(tmp_path / "data")).items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    main, lines = _claude_code(fake_home / ".claude")
+    choice = home.choose(None)
+    assert choice.default and choice.path.startswith(str(tmp_path / "data"))
+    watcher = Watcher(choice, [])
+    assert watcher.inputs().labels == {
+        str(fake_home / ".claude" / "projects"): "~/.claude/projects"
+    }
+    assert watcher.start().incidents  # the sub-agents' empty results: already there
+    for line in lines[1:]:
+        _append(main, line)
+    said: list[Alert] = []
+    watch(watcher, 0.05, said.append, polls=2)
+    assert [a.incident.detector for a in said if isinstance(a, NewIncident)] == [
+        "repeated_tool_call"
+    ]
+    assert choice.copy.exists()  # the copy for readers, made as the watch ended

@@ -255,6 +255,8 @@ class Watcher:
             with self._opened(patience) as store:
                 found = self._read(store)
         except StoreInUse as exc:
+            if self.busy != exc.holder:
+                self.console.warn(f"the store is in use by {exc.holder}: polls wait for it")
             self.busy = exc.holder
             return None
         self.busy = None

@@ -23,8 +23,7 @@ from analyzer.api.watch import (
     run_exec,
     watch,
 )
-from analyzer.cli.options import View as ViewOption
-from analyzer.cli.options import chatter_options, db_option, policies_option, view_options
+from analyzer.cli.options import _check_tz, chatter_options, db_option
 from analyzer.console import Console, current, note, safe_line
 from analyzer.engine.store import interrupted
 from analyzer.errors import Interrupted
@@ -51,18 +50,22 @@ def _tilde(path: str) -> str:
     return "~" + path[len(home_dir) :] if path.startswith(home_dir + os.sep) else path
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n:,} {what}" + ("" if n == 1 else "s")
+
+
 def _started(watcher: Watcher, found: Found, interval: float, throwaway: bool) -> str:
     """The first line: what is watched, into which store, and what is already there."""
     inputs = watcher.inputs()
-    places = ", ".join(inputs.labels.get(p, p) for p in inputs.paths) or "nothing yet"
-    if not watcher.paths and inputs.absent:
-        places += f" (not there yet: {', '.join(inputs.absent)})"
+    places = ", ".join(inputs.labels.get(p, p) for p in inputs.paths)
+    if not places:
+        places = "the agents' default places (none there yet)"
     store = "a throwaway store" if throwaway else _tilde(watcher.choice.path)
     guards = ", ".join(p.name for p in watcher.policies) or "none (--policy NAME)"
-    trips = f", {len(found.trips):,} trips" if watcher.policies else ""
+    trips = f", {_count(len(found.trips), 'trip')}" if watcher.policies else ""
     return (
         f"watching {places} every {interval:g} s, into {store}: "
-        f"{len(found.incidents):,} incidents{trips} already there (not reported); "
+        f"{_count(len(found.incidents), 'incident')}{trips} already there (not reported); "
         f"policies: {guards}; Ctrl-C to stop"
     )
 
@@ -103,7 +106,15 @@ def _sayer(tz: str, argv: list[str] | None) -> Callable[[Alert], None]:
     help="Also run this guard policy over the calls as they come, and say when it trips "
     "(repeatable; a preset, or a policy of --policies). Default: none.",
 )
-@policies_option
+@click.option(
+    "--policies",
+    "policy_files",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="A TOML file of guard policies, as `backtest --policies` takes (repeatable): its "
+    "policies run, all of them unless --policy names some.",
+)
 @click.option(
     "--exec",
     "command",
@@ -112,7 +123,15 @@ def _sayer(tz: str, argv: list[str] | None) -> Callable[[Alert], None]:
     help="Run CMD (split as a shell splits it, run without one) for each new incident or "
     "trip, with it as JSON on standard input; a failure is said and the watch goes on.",
 )
-@view_options
+@click.option(
+    "--tz",
+    "tz",
+    default="UTC",
+    show_default=True,
+    callback=_check_tz,
+    metavar="ZONE",
+    help="Time zone times are shown in, e.g. Europe/Berlin.",
+)
 @chatter_options
 def watch_command(
     paths: tuple[str, ...],
@@ -121,7 +140,7 @@ def watch_command(
     policy_names: tuple[str, ...],
     policy_files: tuple[str, ...],
     command: str | None,
-    view: ViewOption,
+    tz: str,
 ) -> None:
     """Follow the agents' logs as they are written; say each new incident and each policy
     trip in one line, with the dollars so far.
@@ -135,18 +154,17 @@ def watch_command(
     \b
     Examples:
       llm-forensics watch
-      llm-forensics watch --policy penguin_stale_context --exec 'notify-send-json'
-      llm-forensics watch ~/agent/logs --interval 5 --exec './post-to-my-webhook.py'
+      llm-forensics watch --policy penguin_stale_context --exec 'python3 notify.py'
+      llm-forensics watch ~/agent/logs --interval 5 --policies mine.toml
     """
-    if view.window.since or view.window.until:
-        raise click.UsageError("watch takes no --since/--until: it reports what is new")
     try:
         argv = exec_argv(command) if command is not None else None
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--exec") from None
     policies = _policies(policy_names, policy_files)
     cur = current()
-    console = Console(quiet=True, colour=cur.colour, width=cur.width, stderr=cur.stderr)
+    # Each poll's own notes (what it read) only with --verbose; its warnings always, once each.
+    console = Console(quiet=not cur.verbose, colour=cur.colour, width=cur.width, stderr=cur.stderr)
     with ExitStack() as stack:
         throwaway = bool(paths) and not db
         if throwaway:
@@ -158,7 +176,7 @@ def watch_command(
         try:
             found = watcher.start()
             note(_started(watcher, found, interval, throwaway))
-            watch(watcher, interval, _sayer(view.tz, argv))
+            watch(watcher, interval, _sayer(tz, argv))
         except (KeyboardInterrupt, Interrupted):
             _stopped()
         except Exception as exc:
