@@ -23,6 +23,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import IO
 
@@ -32,6 +34,7 @@ from analyzer.api import home
 from analyzer.api.home import StoreChoice
 from analyzer.api.watch import (
     Alert,
+    LiveGuards,
     NewIncident,
     Trip,
     Watcher,
@@ -303,3 +306,34 @@ def test_with_no_path_it_watches_the_default_places_into_the_default_store(
         "repeated_tool_call"
     ]
     assert choice.copy.exists()  # the copy for readers, made as the watch ended
+
+
+def _event(call_id: str, tool: str, second: int) -> dict[str, object]:
+    return {
+        "call_id": call_id,
+        "stream_key": "s",
+        "session_id": "s",
+        "turn_id": "t",
+        "ts": datetime(2026, 1, 1, 12, 0, second),
+        "response_kind": "tool_call",
+        "tool_key": tool,
+        "cost_usd": Decimal("0.01"),
+    }
+
+
+def test_live_guards_feed_new_calls_only_and_start_again_when_a_call_lands_earlier() -> None:
+    (policy,) = [p for p in all_policies() if p.name == "opencode_doom_loop"]
+    guards = LiveGuards([policy])
+    loop = [_event(f"c{i}", "Read a.py", 10 + i) for i in range(3)]
+    assert guards.feed(loop[:2]) == []  # c1 is the last call: not yet complete
+    assert guards.pending and [e["call_id"] for e in guards.fed["s"]] == ["c0"]
+    tripped = guards.feed(loop)  # c1 complete (a later call), c2 not yet
+    assert tripped == [] and guards.pending
+    (stop,) = guards.feed(loop)  # c2 unchanged over a poll: complete, the third in a row
+    assert (stop.call_id, stop.action) == ("c2", "stop") and not guards.pending
+    assert guards.rebuilt == 0
+    earlier = [_event("b0", "Edit b.py", 5), *loop]  # a call before those fed
+    assert [(d.call_id, d.action) for d in guards.feed(earlier)] == [("c2", "stop")]
+    assert guards.rebuilt == 1  # (the watch says that trip once: it is keyed)
+    changed = [*earlier[:-1], {**loop[-1], "tool_key": "Read b.py"}]  # a fuller c2, read again
+    assert guards.feed(changed) == [] and guards.rebuilt == 2
