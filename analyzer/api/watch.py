@@ -237,7 +237,7 @@ class Watcher:
         if found is None:
             return []
         alerts: list[Alert] = []
-        for i in sorted(found.incidents, key=lambda i: (i.start_ts is None, i.start_ts)):
+        for i in sorted(found.incidents, key=_started_at):
             if incident_key(i) not in self.said_incidents:
                 self.said_incidents.add(incident_key(i))
                 alerts.append(NewIncident(i))
@@ -310,6 +310,11 @@ class Watcher:
         if self._changed and self.choice.default and now - self._copied >= every:
             home.keep_copy(self.choice)
             self._copied, self._changed = now, False
+
+
+def _started_at(i: Incident) -> tuple[bool, datetime]:
+    """Incidents in order of their start (those of no time last)."""
+    return (i.start_ts is None, i.start_ts or datetime.min)
 
 
 def _trip_key(d: Decision) -> TripKey:
