@@ -23,7 +23,7 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -218,8 +218,7 @@ def _truncated(e: dict[str, Any], next_in: int | None, next_gap: float | None) -
     """lf_truncated (truncated.sql, over lf_output_discarded of classify.sql)."""
     if e["response_kind"] == "truncated_tool_call":
         return True
-    blind = e["finish_reason"] == "length" and e["content_chars"] is None
-    blind = blind and e["tool_call_count"] is None
+    blind = _cut_unseen(e)
     if blind and (next_in is None or (next_gap is not None and next_gap > TRUNCATION_GAP_S)):
         return None
     if not blind or next_in is None or next_gap is None or next_gap > TRUNCATION_GAP_S:
@@ -229,14 +228,19 @@ def _truncated(e: dict[str, Any], next_in: int | None, next_gap: float | None) -
     return bool(next_in - e["input_tokens"] < e["output_tokens"] * KEPT_RATIO)
 
 
-def _waits(e: dict[str, Any]) -> bool:
-    """Whether a call's ``truncated`` is known only from the next call (a bill's cut-off)."""
+def _cut_unseen(e: dict[str, Any]) -> bool:
+    """A call cut at its length whose reply the data does not hold (a bill's): whether it was
+    a cut-off tool call is known only from the next call's prompt (lf_output_discarded)."""
     return (
-        e["response_kind"] != "truncated_tool_call"
-        and e["finish_reason"] == "length"
+        e["finish_reason"] == "length"
         and e["content_chars"] is None
         and e["tool_call_count"] is None
     )
+
+
+def _waits(e: dict[str, Any]) -> bool:
+    """Whether a call's ``truncated`` is known only from the next call."""
+    return e["response_kind"] != "truncated_tool_call" and _cut_unseen(e)
 
 
 def _cost(x: float | Decimal | None) -> Decimal | None:
@@ -347,7 +351,7 @@ class Guard:
         key = call.stream_key if call.stream_key is not None else (call.session_id or "")
         stream = self._streams.get(key)
         if stream is None:
-            stream = self._streams[key] = _Stream(self._new_tracker())
+            stream = self._streams[key] = _Stream(_tracker(self.policy))
         e = self._event(call, key, stream)
         out = []
         if stream.held is not None:
@@ -363,9 +367,6 @@ class Guard:
             e["truncated"] = _truncated(e, None, None) if self._looks_ahead else None
             out.append(_Row(stream, e, stream.session, stream.turn))
         return out
-
-    def _new_tracker(self) -> Tracker:
-        return _tracker(self.policy)
 
     def _event(self, call: Call, key: str, s: _Stream) -> dict[str, Any]:
         """The replay's row of ``call`` (events.sql): its own fields, and what the order
@@ -492,20 +493,3 @@ def _why(p: Policy, action: str, value: float, level: float | None) -> str:
     if action == "stop":
         return f"{p.name}: {what}; stop at {sign} {level:g}: end the {p.reaches}"
     return f"{p.name}: {what}; nudge at {sign} {level:g} (stop at {p.stop:g})"
-
-
-@dataclass
-class Watched:
-    """The calls a guard was fed and the trips it made: what ``run`` gives."""
-
-    trips: list[Decision] = field(default_factory=list)
-    calls: int = 0
-
-
-def run(policy: Policy, calls: Iterable[Call]) -> Watched:
-    """Feed a whole history to a fresh guard and finish it: its trips (what a backtest of
-    ``policy`` over those calls reports, before the scoring)."""
-    guard = Guard(policy)
-    guard.feed_all(calls)
-    guard.finish()
-    return Watched(list(guard.trips), guard.calls)
