@@ -1,7 +1,8 @@
 -- The sample's billing export: the generated Parquet parts (parameter parts: their paths) written
--- as OpenRouter's 24-column CSV to {{csv}} (a path the code quoted), in time order. Money is
--- generated in nano-dollars and written as the export writes dollars: plain decimals, no
--- trailing zeros (lf_sample_usd).
+-- as OpenRouter's 24-column CSV to {{csv}} (a path the code quoted), in time order, the rows of
+-- lo <= ts_ms < hi (parameters lo and hi: NULL for no bound), with the header line when
+-- {{header}} is true (the first slice of the file). Money is generated in nano-dollars and
+-- written as the export writes dollars: plain decimals, no trailing zeros (lf_sample_usd).
 CREATE OR REPLACE TEMP MACRO lf_sample_usd(n) AS CASE WHEN n = 0 THEN '0' ELSE
     (CASE WHEN n < 0 THEN '-' ELSE '' END) ||
     rtrim(rtrim(printf('%d.%09d', abs(n) // 1000000000, abs(n) % 1000000000), '0'), '.')
@@ -27,5 +28,6 @@ COPY (
         api_key AS api_key_name,
         app AS app_name
     FROM read_parquet($parts)
+    WHERE ($lo IS NULL OR ts_ms >= $lo) AND ($hi IS NULL OR ts_ms < $hi)
     ORDER BY ts_ms, id_suffix
-) TO '{{csv}}' (HEADER, DELIMITER ',');
+) TO '{{csv}}' (HEADER {{header}}, DELIMITER ',');
