@@ -17,8 +17,10 @@ memory (their ``Lowering`` writes nothing), and a batch of them is settled and w
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -65,12 +67,29 @@ class SourceIndex:
         self.by_stat: dict[str, int | Pending] = {}
         self.by_sha: dict[str, list[Any]] = {}  # sha -> [source, whether its file_stat is NULL]
         self.formats: dict[int, str] = {}  # a stored file's format, by source id
+        self._folders: dict[str, str] = {}  # a folder's resolved path, once per run
         rows = store.engine.rows(
             "SELECT source_id, sha256, file_stat, format FROM sources ORDER BY source_id"
         )
         for source_id, sha, file_stat, fmt in rows:
             self.add(source_id, sha, file_stat)
             self.formats[source_id] = fmt
+
+    def stat_key(self, path: Path, size: int, mtime_ns: int) -> str:
+        """How ``sources.file_stat`` names a file as it is now: its resolved path, size and
+        modification time. The path is ``path.resolve()``'s, its folder resolved once per run
+        (not a system call per folder above each of 100,000 files)."""
+        return f"{self._resolved(path)}|{size}|{mtime_ns}"
+
+    def _resolved(self, path: Path) -> str:
+        text = os.fspath(path)
+        folder, name = os.path.split(text)
+        if name in ("", ".", "..") or os.path.islink(text):
+            return str(path.resolve())
+        real = self._folders.get(folder)
+        if real is None:
+            real = self._folders[folder] = str(Path(folder or ".").resolve())
+        return os.path.join(real, name)
 
     def format_of(self, source: int | Pending) -> str | None:
         """The format a stored (or pending) file was read as."""
@@ -81,6 +100,17 @@ class SourceIndex:
         if file_stat is not None:
             self.by_stat.setdefault(file_stat, source)
         self.by_sha.setdefault(sha, [source, file_stat is None])
+
+    def stored(self, f: Pending) -> None:
+        """A pending file was written: its source id stands for it from now on, so that the
+        index keeps no file's rows once they are in the store (memory follows what is kept)."""
+        sid = f.sid
+        if self.by_stat.get(f.facts.file_stat) is f:
+            self.by_stat[f.facts.file_stat] = sid
+        entry = self.by_sha.get(f.facts.sha256)
+        if entry is not None and entry[0] is f:
+            entry[0] = sid
+        self.formats[sid] = f.fmt
 
     def noted(self, sha: str, file_stat: str) -> None:
         """The stat of a file found by its content was written to its ``sources`` row."""

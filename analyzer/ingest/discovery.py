@@ -21,6 +21,11 @@ def _named(arg: str, full_paths: bool) -> Path:
     return p
 
 
+def _child(folder: str, name: str) -> str:
+    """``str(Path(folder) / name)`` for a ``folder`` pathlib wrote and a file's ``name``."""
+    return name if folder == "." else os.path.join(folder, name)
+
+
 @dataclass(frozen=True)
 class Found:
     path: Path  # where to read it
@@ -73,13 +78,17 @@ def discover(
                     if d.startswith(".") and d not in enter
                 ]
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d in enter)
+                # Names made as text, each folder's once (a Path per file and name costs
+                # seconds over 100,000 files): the same text pathlib gives.
                 within = Path(root).relative_to(p)
+                where, shown_in = str(Path(root)), str(Path(label) / within) if label else ""
+                named_in = str(named / within)
                 for fname in sorted(files):
                     if fname.startswith("."):
                         continue
-                    f = Path(root) / fname
-                    shown = str(Path(label) / within / fname) if label else str(f)
-                    found.append(Found(f, shown, str(named / within / fname), False, arg))
+                    f = _child(where, fname)
+                    shown = _child(shown_in, fname) if label else f
+                    found.append(Found(Path(f), shown, _child(named_in, fname), False, arg))
         elif p.exists():
             found.append(Found(p, label or arg, str(named), True, arg))
         elif p.is_symlink():

@@ -179,7 +179,7 @@ def ingest_file(
     # The same file, untouched since it was loaded (path, size and modification time, as
     # make and rsync judge it), is not read again, not even its first bytes; anything else is
     # compared by content.
-    file_stat = f"{path.resolve()}|{size}|{st.st_mtime_ns}"
+    file_stat = index.stat_key(path, size, st.st_mtime_ns)
     prior = index.by_stat.get(file_stat)
     if prior is not None:
         return _unchanged(display, index.format_of(prior), prior, size)
@@ -329,6 +329,7 @@ def _commit(batch: Batch, index: SourceIndex, later: bool = False) -> None:
         f.report.__dict__.update(loaded.__dict__)
         for alias in f.aliases:
             alias.source_id = f.source_id
+        index.stored(f)  # (its rows are let go)
 
 
 class Loaded(list[FileReport]):
@@ -434,13 +435,17 @@ class _Ahead:
     def __init__(self, files: list[Found], options: IngestOptions, index: SourceIndex) -> None:
         self.files, self.index, self.next = files, index, 0
         self.jobs: list[Job | None] = []
+        self.keys: list[str] = []  # each file's ``sources.file_stat`` as it was found
         for f in files:
             try:
                 st = f.path.stat()
             except OSError:
                 self.jobs.append(None)
+                self.keys.append("")
                 continue
             ok = stat.S_ISREG(st.st_mode) and st.st_size > 0
+            self.keys.append(index.stat_key(f.path, st.st_size, st.st_mtime_ns) if ok else "")
+            # Workers only for small files to read (not those known to be unchanged).
             self.jobs.append(
                 Job(
                     str(f.path),
@@ -450,11 +455,9 @@ class _Ahead:
                     st.st_mtime_ns,
                     st.st_size <= BATCH_FILE_BYTES,
                 )
-                if ok
+                if ok and self.keys[-1] not in index.by_stat
                 else None
             )
-        # Workers only for small files to read (not those known to be unchanged).
-        self.jobs = [j if j is None or not self._unchanged(j) else None for j in self.jobs]
         n = count(sum(j.size for j in self.jobs if j is not None and j.small))
         try:
             self.workers = Workers(n, options) if n else None
@@ -469,12 +472,9 @@ class _Ahead:
         self.next = max(self.next, upto)
         while self.next < len(self.jobs) and w.room():
             job = self.jobs[self.next]
-            if job is not None and not self._unchanged(job):
+            if job is not None and self.keys[self.next] not in self.index.by_stat:
                 w.ask(self.next, job)
             self.next += 1
-
-    def _unchanged(self, job: Job) -> bool:
-        return f"{Path(job.path).resolve()}|{job.size}|{job.mtime_ns}" in self.index.by_stat
 
     def done(self, number: int) -> None:
         if self.workers is not None:
