@@ -9,18 +9,24 @@ Memory is measured as the peak RSS of a child process (``os.wait4``: that child'
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 
 from analyzer.engine.store import open_new_or_existing
+from analyzer.ingest import claude_code, flow, lowering
+from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.batch import SourceIndex
 from analyzer.ingest.discovery import discover
+from analyzer.pipeline import ingest_paths
+from tests.helpers import REPO
 
 MB = 2**20
 
@@ -148,3 +154,174 @@ def test_the_files_found_are_named_as_pathlib_names_them(
             found = discover([arg], labels={arg: label} if label else None).files
             got = [(str(f.path), f.display, f.name) for f in found]
             assert got == _names_by_pathlib(arg, label), (arg, label)
+
+
+# -- a long transcript written in parts --------------------------------------------------------
+
+
+def _said(k: int, msg: str, req: str, text: str, sidechain: bool = False) -> dict[str, Any]:
+    """An assistant line of call (``msg``, ``req``), session S (a sub-agent's with
+    ``sidechain``): a text or a tool call, with its usage."""
+    block: dict[str, Any] = (
+        {"type": "tool_use", "id": f"t{k}", "name": "Read", "input": {"file_path": text}}
+        if text.startswith("/")
+        else {"type": "text", "text": text}
+    )
+    return {
+        "type": "assistant",
+        "sessionId": "S",
+        "uuid": f"a{k}",
+        "timestamp": f"2026-01-02T03:{k // 60 % 60:02d}:{k % 60:02d}.000Z",
+        "requestId": req,
+        **({"isSidechain": True, "agentId": "A"} if sidechain else {}),
+        "message": {
+            "model": "claude-sonnet-4-5-20250929",
+            "id": msg,
+            "role": "assistant",
+            "usage": {"input_tokens": 3 + k, "output_tokens": 4, "cache_read_input_tokens": 9},
+            "content": [block],
+        },
+    }
+
+
+def _result(k: int) -> dict[str, Any]:
+    return {
+        "type": "user",
+        "sessionId": "S",
+        "uuid": f"u{k}",
+        "timestamp": f"2026-01-02T03:{k // 60 % 60:02d}:{k % 60:02d}.500Z",
+        "message": {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": f"t{k}", "content": f"r{k}"}],
+        },
+    }
+
+
+def _long(n: int) -> list[dict[str, Any]]:
+    """``n`` calls of two lines and a tool result each; every 7th one replayed at once by a
+    sub-agent (a ``/btw`` side question: its message id again, a new request id)."""
+    out: list[dict[str, Any]] = []
+    for k in range(n):
+        out += [_said(k, f"m{k}", f"r{k}", "looking"), _said(k, f"m{k}", f"r{k}", f"/f{k}.py")]
+        out.append(_result(k))
+        if k % 7 == 3:
+            out.append(_said(k, f"m{k}", f"btw{k}", "again", sidechain=True))
+    return out
+
+
+def _stored(db: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """What a store holds of its one file, but for where and when it was read."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        return {
+            "calls": con.execute(
+                "SELECT * EXCLUDE (source_id) FROM calls ORDER BY call_id"
+            ).fetchall(),
+            "messages": con.execute(
+                "SELECT * EXCLUDE (source_id) FROM messages ORDER BY session_id, idx, kind"
+            ).fetchall(),
+            "sources": con.execute(
+                "SELECT rows_read, rows_loaded, rows_rejected, rows_duplicate, rows_skipped "
+                "FROM sources"
+            ).fetchall(),
+        }
+
+
+def _ingest_lines(
+    tmp_path: Path, name: str, lines: list[dict[str, Any]], open_calls: int, messages: int
+) -> dict[str, list[tuple[Any, ...]]]:
+    """The store of the transcript ``lines`` read with ``open_calls`` calls open at most (a
+    part of half of them written when there are as many) and its messages written
+    ``messages`` at a time, and how it was read (``reads``)."""
+    path = tmp_path / name / "projects" / "p" / "t.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    db = tmp_path / f"{name}.duckdb"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(claude_code, "OPEN_CALLS", open_calls)
+        mp.setattr(claude_code, "PART_CALLS", open_calls // 2)
+        mp.setattr(flow, "BATCH_FILE_BYTES", 0)  # (loaded on its own, as a long file is)
+        mp.setattr(lowering, "MESSAGE_BATCH", messages)
+        reads = _count_reads(mp)
+        with open_new_or_existing(db) as store:
+            ingest_paths(store, [str(path)], IngestOptions())
+    found = _stored(db)
+    found["reads"] = [(tuple(reads),)]
+    return found
+
+
+def _count_reads(mp: pytest.MonkeyPatch) -> list[bool]:
+    """Each read of a file loaded on its own in this context, as its ``whole``."""
+    reads: list[bool] = []
+    real = flow._load
+
+    def load(*args: Any, whole: bool = False) -> Any:
+        reads.append(whole)
+        return real(*args, whole=whole)
+
+    mp.setattr(flow, "_load", load)
+    return reads
+
+
+def test_a_long_transcript_written_in_parts_stores_what_reading_it_whole_stores(
+    tmp_path: Path,
+) -> None:
+    # A dense 1 GB transcript held every call until its end (5.5 GB); now its calls are
+    # written in parts as they close (0.9 GB, bench/scale.py). Here parts of 4 calls.
+    lines = _long(60)
+    whole = _ingest_lines(tmp_path, "whole", lines, open_calls=10**9, messages=10**9)
+    assert whole.pop("reads") == [((False,),)]
+    # Messages written before their calls (a replay's among them: taken out again), and after
+    # several parts (a replay's left out as they are written).
+    for messages in (10, 50):
+        parts = _ingest_lines(tmp_path, f"parts{messages}", lines, open_calls=8, messages=messages)
+        assert parts.pop("reads") == [((False,),)]  # (read once, in parts)
+        assert parts == whole
+    assert len(whole["calls"]) == 60 and whole["sources"] == [(60 * 3 + 9, 60 * 3, 0, 9, 0)]
+
+
+def test_parts_that_depend_on_one_another_read_the_file_again_whole(tmp_path: Path) -> None:
+    calls = _long(40)
+    late = _said(100, "m2", "r2", "/late.py")  # a line of call m2, after its part was written
+    replay_first = [_said(101, "m90", "btw", "asked", sidechain=True)]  # its original: later
+    original = _said(102, "m90", "r90", "answered")
+    for name, lines in (
+        ("late", [*calls, late]),
+        ("original", [*replay_first, *calls, original]),
+    ):
+        whole = _ingest_lines(tmp_path, f"{name}-whole", lines, open_calls=10**9, messages=10)
+        parts = _ingest_lines(tmp_path, f"{name}-parts", lines, open_calls=8, messages=10)
+        assert whole.pop("reads") == [((False,),)]
+        assert parts.pop("reads") == [((False, True),)], name  # in parts, then whole
+        assert parts == whole, name
+
+
+# 100 MB in a child process (about 10 s): CI runs it; the default run has the parts' tests above
+# and the many small transcripts' memory
+@pytest.mark.slow
+def test_a_dense_transcript_takes_the_memory_of_a_part(tmp_path: Path) -> None:
+    # Before: its 86,000 calls were held until its end, then settled at once through
+    # temporary tables its transaction kept, and every part it registered stayed referenced
+    # until the commit: 800 MB here, 5.5 GB for the issue's 1 GB transcript. Now 440 MB here
+    # (0.9 GB for 1 GB, bench/scale.py).
+    spec = importlib.util.spec_from_file_location("agent_logs", REPO / "bench" / "agent_logs.py")
+    assert spec is not None and spec.loader is not None
+    agent_logs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(agent_logs)
+    path = tmp_path / "projects" / "p" / "dense.jsonl"
+    _size, calls = agent_logs.write_dense(path, 100)
+    db = tmp_path / "store.duckdb"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_FORENSICS_")}
+    with open(tmp_path / "child.out", "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "analyzer", "ingest", "--db", str(db), str(path)],
+            stdout=out,
+            stderr=out,
+            env=env,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = code = os.waitstatus_to_exitcode(status)  # (reaped here)
+    assert code == 0, (tmp_path / "child.out").read_text()
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM calls").fetchone() == (calls,)
+    peak = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    assert peak < 600 * MB, f"peak RSS {peak / MB:.0f} MB"

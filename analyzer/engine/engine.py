@@ -114,6 +114,7 @@ class Engine:
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
         self._registered: list[set[str]] = []  # per open step, the Arrow tables it registered
+        self._lent: dict[str, _Lent] = {}  # the Arrow tables registered, by name
 
     # -- text ---------------------------------------------------------------------------
     def text(self, sql: str, names: Mapping[str, str] | None = None) -> tuple[str, ...]:
@@ -191,15 +192,25 @@ class Engine:
     # -- relations a step owns ----------------------------------------------------------
     def register(self, name: str, table: pa.Table) -> None:
         """Make an Arrow table readable as ``name`` until the step that registered it ends
-        (or ``unregister``)."""
-        self.con.register(name, table)
+        (or ``unregister``, or another table is registered as ``name``): then the table is let
+        go, even inside a transaction that keeps the name's view until it commits (``_Lent``)."""
+        lent = _Lent(table)
+        self.con.register(name, lent)
+        self._let_go(name)
+        self._lent[name] = lent
         if self._registered:
             self._registered[-1].add(name)
 
     def unregister(self, name: str) -> None:
         self.con.unregister(name)
+        self._let_go(name)
         for names in self._registered:
             names.discard(name)
+
+    def _let_go(self, name: str) -> None:
+        lent = self._lent.pop(name, None)
+        if lent is not None:
+            lent.table = None
 
     def temporaries(self) -> set[tuple[str, str]]:
         """The temporary tables and views that exist now: (kind, name)."""
@@ -220,6 +231,22 @@ class Engine:
             yield self
         finally:
             began.end()
+
+
+class _Lent:
+    """An Arrow table lent to DuckDB as a view (``Engine.register``), read through Arrow's C
+    stream interface. DuckDB keeps a view dropped inside a transaction until the transaction
+    commits (for a rollback), and with it what the view reads: a long log written in parts in
+    its one transaction kept every part's rows so (a copy of the whole file). It keeps this
+    holder instead, which lets go of the table when the step that lent it ends."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table: pa.Table | None = table
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        if self.table is None:
+            raise EngineError("an Arrow table read after the step that registered it ended")
+        return self.table.__arrow_c_stream__(requested_schema)
 
 
 class Step:
@@ -243,6 +270,7 @@ class Step:
         for name in self.registered:
             with suppress(duckdb.Error):
                 engine.con.unregister(name)
+            engine._let_go(name)
         made: set[tuple[str, str]] = set()
         # (not on a transaction an error aborted: its rollback drops what it made, and the
         # error that aborted it is the one to see)

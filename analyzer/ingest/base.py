@@ -114,7 +114,16 @@ class LoadContext:
     # writes nothing, and leaves its rows (a ``Lowering``) in ``staged`` for the batch.
     batched: bool = False
     staged: Any = None
+    # Loaded on its own, its calls kept until the end of the file rather than written in
+    # parts as it is read (a loader that writes parts raised ``Unchunkable``).
+    whole: bool = False
 
 
 class Unbatchable(Exception):
     """A file too big to keep in memory for a batch: it is loaded on its own."""
+
+
+class Unchunkable(Exception):
+    """A file whose calls were being written in parts as it was read turned out to have parts
+    that depend on one another (a line of a call written already): its transaction is rolled
+    back and it is read again whole (``LoadContext.whole``)."""

@@ -38,12 +38,13 @@ the store keeps and are counted as skipped, by kind.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from analyzer.ingest.base import Head, LoadContext, LoadResult
+from analyzer.ingest.base import Head, LoadContext, LoadResult, Unchunkable
 from analyzer.ingest.content import args_text
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import (
@@ -129,6 +130,47 @@ def _result_text(content: object) -> str:
 # (its output, estimated where the count is a placeholder: see ``settle_call``).
 OpenCalls = dict[tuple[str, str], tuple[CallRow, OutputTally]]
 
+# A long transcript (a file loaded on its own) is written in parts as it is read: once this many
+# calls are open, the oldest PART_CALLS of them are written (a call's lines are written together,
+# so the oldest calls have all their lines), and memory follows the calls kept, not the file.
+OPEN_CALLS = 20_000
+PART_CALLS = 10_000
+
+
+class _Parts:
+    """The calls of a long transcript written so far, in parts (``write``), and what makes the
+    parts independent of one another as the sink settles each: no call of a later part has the
+    id of one written (a line of a call written already: its call would be split) and no
+    original comes after a replay of its response written already (the file's replay would be
+    left out, as ``settle_in_file.sql`` judges a file). Otherwise ``Unchunkable``: the file is
+    read again whole, so what is stored is always what reading it whole stores."""
+
+    def __init__(self, low: Lowering) -> None:
+        self.low = low
+        self.ids: set[str] = set()  # the native ids written
+        self.replayed: set[str] = set()  # the response ids of replays written
+
+    def check(self, calls: list[CallRow]) -> None:
+        for call in calls:
+            if call.native_id in self.ids or (
+                not call.replay and call.response_id in self.replayed
+            ):
+                raise Unchunkable
+
+    def write(self, calls: OpenCalls, usages: dict[tuple[str, str], object]) -> None:
+        """The oldest ``PART_CALLS`` open calls settled and written, and let go."""
+        keys = list(itertools.islice(calls, PART_CALLS))
+        part = [settle_call(*calls.pop(key)) for key in keys]
+        for key in keys:
+            usages.pop(key, None)
+        self.check(part)
+        for call in part:
+            self.low.add_call(call)
+            self.ids.add(str(call.native_id))
+            if call.replay and call.response_id:
+                self.replayed.add(call.response_id)
+        self.low.write_calls()
+
 
 def load(ctx: LoadContext) -> LoadResult:
     low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
@@ -152,12 +194,15 @@ def load(ctx: LoadContext) -> LoadResult:
                 s = sessions[sid, agent] = _Session(sid, None, None)
         return s
 
+    parts = None if ctx.batched or ctx.whole else _Parts(low)
     for lineno, obj in json_lines(ctx.source, low):
         kind = obj.get("type")  # (only a string is one of these; see ``kind_of`` below)
         if kind == "assistant":
             call = _assistant(low, obj, lineno, session_of(obj), calls, usages, ctx.options.tz)
             if call is not None and not call.project:
                 call.project = folder or as_str(obj.get("cwd")) or parent_name
+            if parts is not None and len(calls) >= OPEN_CALLS:
+                parts.write(calls, usages)
         elif kind == "user":
             _user(low, obj, session_of(obj), ctx.options.tz)
         elif kind == "system" and obj.get("subtype") == "compact_boundary":
@@ -176,8 +221,11 @@ def load(ctx: LoadContext) -> LoadResult:
         else:
             low.skip(str(kind_of(obj) or "untyped"))
 
-    for call, tally in calls.values():
-        low.add_call(settle_call(call, tally))
+    rest = [settle_call(call, tally) for call, tally in calls.values()]
+    if parts is not None:
+        parts.check(rest)
+    for call in rest:
+        low.add_call(call)
     return low.finish()
 
 

@@ -21,7 +21,14 @@ from analyzer.errors import (
     InputError,
     NothingFound,
 )
-from analyzer.ingest.base import Head, IngestOptions, LoadContext, LoadResult, SourceFile
+from analyzer.ingest.base import (
+    Head,
+    IngestOptions,
+    LoadContext,
+    LoadResult,
+    SourceFile,
+    Unchunkable,
+)
 from analyzer.ingest.batch import (
     BATCH_FILE_BYTES,
     Batch,
@@ -55,15 +62,17 @@ def _load(
     digest: str,
     file_stat: str,
     tail: tuple[int, str] | None = None,
+    whole: bool = False,
 ) -> tuple[int, LoadResult]:
     """The file's one transaction: its records, its rejects and its ``sources`` row, or
-    nothing. ``tail`` is a reject for the unreadable end of a damaged file."""
+    nothing. ``tail`` is a reject for the unreadable end of a damaged file. ``whole``: its
+    calls are not written in parts as it is read (``Unchunkable``)."""
     display, size, con = src.display, src.size, store.con
     with store.transaction():
         source_id = int(store.scalar("SELECT nextval('source_id_seq')"))
         show = options.progress and size >= PROGRESS_MIN_BYTES
         with progress(display, con.query_progress, show) as shown:
-            ctx = LoadContext(con, src, source_id, options, stage=shown.stage)
+            ctx = LoadContext(con, src, source_id, options, stage=shown.stage, whole=whole)
             result = run_loader(fmt, ctx)
         if tail is not None:
             Sink(store.engine).rejects([(source_id, *tail, None)])
@@ -259,12 +268,30 @@ def _load_whole(
     try:
         if damage is not None:
             raise DamagedGzipError(damage, path=src.display)
-        return _load(store, fmt, src, options, name, digest, file_stat)
+        return _in_parts(store, fmt, src, options, name, digest, file_stat)
     except DamagedGzipError as exc:
         with salvage_gzip(src) as (salvaged, lines):
             warn(f"{src.display}: {exc.message}; loading the {lines:,} whole lines before it")
             tail = (lines + 1, f"{exc.message}: the file cannot be read past line {lines:,}")
-            return _load(store, fmt, salvaged, options, name, digest, file_stat, tail)
+            return _in_parts(store, fmt, salvaged, options, name, digest, file_stat, tail)
+
+
+def _in_parts(
+    store: Store,
+    fmt: registry.Format,
+    src: SourceFile,
+    options: IngestOptions,
+    name: str,
+    digest: str,
+    file_stat: str,
+    tail: tuple[int, str] | None = None,
+) -> tuple[int, LoadResult]:
+    """``_load``, a long log's calls written in parts as it is read; if its parts turn out to
+    depend on one another (``Unchunkable``: nothing of it was stored), read again whole."""
+    try:
+        return _load(store, fmt, src, options, name, digest, file_stat, tail)
+    except Unchunkable:
+        return _load(store, fmt, src, options, name, digest, file_stat, tail, whole=True)
 
 
 def _report(display: str, fmt: str, size: int, source_id: int, result: LoadResult) -> FileReport:

@@ -97,6 +97,12 @@ class Lowering:
     def add_call(self, row: CallRow) -> None:
         self.calls.append(row.values())
 
+    def write_calls(self) -> None:
+        """Write the calls added so far (a part of a long file: the loader knows none of them
+        takes another line). Only for a file loaded on its own."""
+        assert not self.ctx.batched and not self.ctx.whole
+        self._flush_calls()
+
     def add_message(self, row: MessageRow) -> None:
         self.messages.append(row.values())
         if len(self.messages) >= MESSAGE_BATCH:
@@ -152,10 +158,12 @@ class Lowering:
         table = in_order(call_table(self.calls), sid)
         settled = self.sink.calls(self.fmt, self.call_prefix, table)
         dup = settled.dup.get(sid, 0)
-        self.result.calls = settled.calls.get(sid, 0)
+        self.result.calls = (self.result.calls or 0) + settled.calls.get(sid, 0)
         self.result.rows_duplicate += dup
         self.result.rows_loaded += total - dup
-        self.gone = settled.gone
+        if self.messages_written and settled.gone:  # a replay's messages written already
+            self.sink.drop_messages(sid, [cid for _, cid in settled.gone])
+        self.gone += settled.gone
         self.calls = []
 
     def _flush_runs(self) -> None:
@@ -177,12 +185,9 @@ class Lowering:
             self.ctx.staged = self
         else:
             self.result.calls = self.result.calls or 0
-            written = self.messages_written
             self._flush_calls()
             self._flush_messages()
             self._flush_runs()
-            if written and self.gone:  # a replay's messages written in an earlier batch
-                self.sink.drop_messages(self.ctx.source_id, [cid for _, cid in self.gone])
         if not self.ctx.batched:
             self._flush_rejects()
         self.result.rows_read = self._read

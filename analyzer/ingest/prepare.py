@@ -20,6 +20,7 @@ from analyzer.ingest.base import (
     LoadResult,
     SourceFile,
     Unbatchable,
+    Unchunkable,
 )
 from analyzer.ingest.checks import sha256_of
 from analyzer.ingest.encodings import LineEnds, Utf8Tally
@@ -77,7 +78,7 @@ def run_loader(fmt: registry.Format, ctx: LoadContext) -> LoadResult:
     """The format's loader, its failures turned into what the user is told."""
     try:
         return fmt.load(ctx)
-    except (ForensicsError, Unbatchable):
+    except (ForensicsError, Unbatchable, Unchunkable):
         raise
     except Exception as exc:
         # Ctrl-C inside a query of DuckDB's, or a statement failing on the transaction it
