@@ -146,6 +146,36 @@ def write_files(root: Path, n: int, kib: int) -> tuple[Path, Path]:
     return root / "many", root / "one"
 
 
+def write_many(root: Path, n: int, exchanges: int = 4, filler: int = 300) -> int:
+    """Bytes of ``n`` small transcripts of ``exchanges`` exchanges each (about 1.6 KiB an
+    exchange with the default ``filler``), 1,000 a project folder under ``root/projects``:
+    a long-time user's history, as issue 45 attacked it (100,000 files)."""
+    text = "x" * filler
+    written = 0
+    for k in range(1, n + 1):
+        path = root / "projects" / f"project-{k // 1000:03d}" / f"session-{k:06d}.jsonl"
+        if k % 1000 in (0, 1):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        data = "".join(_lines(k, i, text) for i in range(exchanges))
+        path.write_text(data, encoding="utf-8")
+        written += len(data)
+    return written
+
+
+def write_dense(path: Path, mib: float) -> tuple[int, int]:
+    """(bytes, exchanges) of one transcript of ``mib`` MiB of short exchanges (about 1.2 KiB
+    each: a call and three messages), one session: the most calls a byte can hold."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    target, size, i = int(mib * 2**20), 0, 0
+    with open(path, "w", encoding="utf-8") as fh:
+        while size < target:
+            text = "".join(_lines(7, j, "ok") for j in range(i, i + 1000))
+            fh.write(text)
+            size += len(text)
+            i += 1000
+    return size, i
+
+
 def ccusage(work: Path) -> tuple[list[str] | None, str]:
     """(the command that runs ccusage, its version) or (None, why it cannot run here)."""
     prefix = work / "ccusage"
