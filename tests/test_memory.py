@@ -2,9 +2,9 @@
 small transcripts costs the memory of a batch of them, not of every file read; and the names a
 refresh compares files by are computed without a system call per folder of each file.
 
-Memory is measured as the peak RSS of a child process (``os.wait4``: that child's own), as in
-``tests/test_bombs.py``. ``bench/scale.py`` runs the issue's sizes (100,000 transcripts, a dense
-1 GB transcript) and prints time and peak RSS.
+Memory is measured as the peak RSS of a child process, its own high-water mark (``VmHWM``,
+which the child writes as it ends: see ``_PEAK``). ``bench/scale.py`` runs the issue's sizes
+(100,000 transcripts, a dense 1 GB transcript) and prints time and peak RSS.
 """
 
 from __future__ import annotations
@@ -61,41 +61,50 @@ def _transcripts(root: Path, n: int) -> Path:
     return root / "projects"
 
 
-# A child that writes a batch every BATCH_FILES files (2,000 by default): at test size, many
-# batches, as 100,000 files make 50.
-_CHILD = (
-    "import sys; import analyzer.ingest.batch as b; b.BATCH_FILES = int(sys.argv[1]); "
-    "from analyzer.cli.main import main; sys.argv[1:2] = []; main()"
+# The child writes its own peak RSS (VmHWM) to the file named first, when it ends: ``wait4``'s
+# ru_maxrss would count what this process held when it forked the child (Linux keeps the
+# high-water mark of the forked copy across the exec), and a pytest worker holds hundreds of MB.
+_PEAK = """\
+import atexit, sys
+peak_file = sys.argv.pop(1)
+def _peak():
+    with open("/proc/self/status") as f, open(peak_file, "w") as out:
+        out.write(next(line for line in f if line.startswith("VmHWM")).split()[1])
+atexit.register(_peak)
+"""
+# A batch written every BATCH_FILES files (2,000 by default): at test size, many batches, as
+# 100,000 files make 50.
+_BATCHES = "import analyzer.ingest.batch as b\nb.BATCH_FILES = int(sys.argv.pop(1))\n"
+_MAIN = "from analyzer.cli.main import main\nmain()\n"
+needs_proc = pytest.mark.skipif(
+    not Path("/proc/self/status").exists(), reason="reads the peak RSS from /proc"
 )
 
 
-def _peak_rss(tmp_path: Path, args: list[str]) -> tuple[int, str]:
-    """(peak RSS in bytes, what it said) of ``llm-forensics ARGS`` run in a child that batches every
-    250 files, read by that process alone (no workers: their number depends on idle cores)."""
+def _peak_rss(tmp_path: Path, code: str, args: list[str]) -> tuple[int, str]:
+    """(its own peak RSS in bytes, what it said) of a child running ``code`` with ``args``
+    (the command line of ``llm-forensics``), read by that process alone (no workers: their
+    number depends on idle cores)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_FORENSICS_")}
     env["LLM_FORENSICS_INGEST_WORKERS"] = "0"
-    said = tmp_path / "child.out"
+    said, peak = tmp_path / "child.out", tmp_path / "child.peak"
     with open(said, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, "250", *args],
-            stdout=out,
-            stderr=out,
-            env=env,
+        done = subprocess.run(
+            [sys.executable, "-c", _PEAK + code, str(peak), *args], stdout=out, stderr=out, env=env
         )
-        _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = code = os.waitstatus_to_exitcode(status)  # (reaped here)
-    assert code == 0, said.read_text()
-    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, else KiB
-    return usage.ru_maxrss * scale, said.read_text()
+    assert done.returncode == 0, said.read_text()
+    return int(peak.read_text()) * 1024, said.read_text()
 
 
+@needs_proc
 def test_thousands_of_small_transcripts_take_the_memory_of_a_batch(tmp_path: Path) -> None:
     # Before: every batch's Arrow tables stayed referenced from the index of files read (about
     # 90 KB a file), so memory grew with the files read: 455 MB here, 7.24 GB for the issue's
     # 100,000 first refresh. Now 210 MB here (and 0.9 GB for 100,000, bench/scale.py).
     history = _transcripts(tmp_path / "claude", 4000)
     db = tmp_path / "store.duckdb"
-    peak, said = _peak_rss(tmp_path, ["ingest", "--db", str(db), str(history)])
+    command = ["250", "ingest", "--db", str(db), str(history)]  # (a batch every 250 files)
+    peak, said = _peak_rss(tmp_path, _BATCHES + _MAIN, command)
     assert "4,000 loaded" in said, said
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM calls").fetchone() == (4000,)
@@ -298,6 +307,7 @@ def test_parts_that_depend_on_one_another_read_the_file_again_whole(tmp_path: Pa
 # 100 MB in a child process (about 10 s): CI runs it; the default run has the parts' tests above
 # and the many small transcripts' memory
 @pytest.mark.slow
+@needs_proc
 def test_a_dense_transcript_takes_the_memory_of_a_part(tmp_path: Path) -> None:
     # Before: its 86,000 calls were held until its end, then settled at once through
     # temporary tables its transaction kept, and every part it registered stayed referenced
@@ -310,18 +320,7 @@ def test_a_dense_transcript_takes_the_memory_of_a_part(tmp_path: Path) -> None:
     path = tmp_path / "projects" / "p" / "dense.jsonl"
     _size, calls = agent_logs.write_dense(path, 100)
     db = tmp_path / "store.duckdb"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_FORENSICS_")}
-    with open(tmp_path / "child.out", "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "analyzer", "ingest", "--db", str(db), str(path)],
-            stdout=out,
-            stderr=out,
-            env=env,
-        )
-        _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = code = os.waitstatus_to_exitcode(status)  # (reaped here)
-    assert code == 0, (tmp_path / "child.out").read_text()
+    peak, _said = _peak_rss(tmp_path, _MAIN, ["ingest", "--db", str(db), str(path)])
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM calls").fetchone() == (calls,)
-    peak = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
     assert peak < 600 * MB, f"peak RSS {peak / MB:.0f} MB"
