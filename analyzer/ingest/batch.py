@@ -27,6 +27,7 @@ from analyzer.engine import cache
 from analyzer.engine.store import Store, interrupted
 from analyzer.errors import ForensicsError, LoaderBug, StrictRejectError
 from analyzer.ingest.base import LoadResult
+from analyzer.ingest.resume import After, Prior
 from analyzer.ingest.sink import FileFacts, Sink, SourceRow, in_order
 from analyzer.ingest.staged import Staged
 
@@ -65,12 +66,15 @@ class SourceIndex:
         self.by_stat: dict[str, int | Pending] = {}
         self.by_sha: dict[str, list[Any]] = {}  # sha -> [source, whether its file_stat is NULL]
         self.formats: dict[int, str] = {}  # a stored file's format, by source id
+        self.by_path: dict[str, Prior] = {}  # a file's latest read, by its resolved path
         rows = store.engine.rows(
-            "SELECT source_id, sha256, file_stat, format FROM sources ORDER BY source_id"
+            "SELECT source_id, sha256, file_stat, format, bytes FROM sources ORDER BY source_id"
         )
-        for source_id, sha, file_stat, fmt in rows:
+        for source_id, sha, file_stat, fmt, size in rows:
             self.add(source_id, sha, file_stat)
             self.formats[source_id] = fmt
+            if file_stat is not None:
+                self.by_path[file_stat.rsplit("|", 2)[0]] = Prior(source_id, size, sha, fmt)
 
     def format_of(self, source: int | Pending) -> str | None:
         """The format a stored (or pending) file was read as."""
@@ -99,6 +103,7 @@ class Pending:
     display: str
     strict: bool
     source_id: int | None = None  # given when written
+    after: After | None = None  # what follows from the read once it is written
 
     @property
     def fmt(self) -> str:
@@ -192,6 +197,9 @@ def _write(store: Store, files: list[Pending]) -> None:
         _write_round(sink, group)
     sink.rejects([(f.sid, *r) for f in files for r in f.low.rejects])
     sink.sources([SourceRow.of(f.sid, f.low.result, f.facts) for f in files])
+    for f in files:
+        if f.after is not None:
+            f.after.settle(store.engine, f.sid)
     cache.bump(store, cache.DATA)
 
 
