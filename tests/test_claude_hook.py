@@ -413,7 +413,7 @@ def test_the_hook_says_what_the_replay_says_across_turns(
 
 @pytest.mark.slow
 @settings(
-    max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
 @given(parts=st.lists(part_st, min_size=1, max_size=7))
 def test_the_hook_says_what_the_replay_says_across_turns_deeper(
