@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from analyzer.console import Console, current
 from analyzer.engine.default_store import this_machine
 from analyzer.engine.engine import Engine, Params
 from analyzer.errors import ForensicsError
+from analyzer.model.formatting import money
 
 MEMORY_ENV = "LLM_FORENSICS_MEMORY_LIMIT"
 # DuckDB's own default is 80% of the machine; a forensics run shares the machine with the user's
@@ -36,6 +38,9 @@ class Migration:
     to: int
     unit: str
     attribute: bool = False  # then attribute the kept incidents (attribute.sql), as detect does
+    # A unit giving (calls, dollars) of what the step cannot bring up to date from what the
+    # store holds: said in one warning (``_kept_as_priced``), with what the user can do.
+    left_as_was: str | None = None
 
 
 # The store formats this version upgrades in place when it opens them for writing, one step
@@ -45,7 +50,9 @@ class Migration:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "schema.sql"),
     Migration(8, "schema.sql"),
-    Migration(9, "store/upgrade-to-9.sql", attribute=True),
+    Migration(
+        9, "store/upgrade-to-9.sql", attribute=True, left_as_was="store/placeholders-before-9.sql"
+    ),
     Migration(10, "store/upgrade-to-10.sql", attribute=True),
 )
 
@@ -219,7 +226,12 @@ def interrupted(exc: BaseException | None) -> bool:
     return False
 
 
-def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | None) -> None:
+def _prepare(
+    con: duckdb.DuckDBPyConnection,
+    read_only: bool,
+    temp_dir: str | None,
+    console: Console | None = None,
+) -> None:
     engine = Engine(con)
     # Bounded memory: what does not fit spills to a temporary folder (beside a store file,
     # DuckDB's own ``<store>.tmp``; for a throwaway store, the folder given).
@@ -244,7 +256,7 @@ def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | No
     found = _our_format(engine)
     steps = [] if found is None else migrations_from(str(found))
     if steps and not read_only:
-        _migrate(engine, steps)
+        _migrate(engine, steps, console or current())
     elif steps:
         raise ForensicsError(
             f"this store was written by an earlier version of llm-forensics (store format "
@@ -272,18 +284,37 @@ def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | No
     engine.run("classify.sql")
 
 
-def _migrate(engine: Engine, steps: list[Migration]) -> None:
+def _migrate(engine: Engine, steps: list[Migration], console: Console) -> None:
     """Upgrade a store of an earlier format in place: each step in order, then the schema's
     views over the widened tables, the kept incidents attributed as `detect` attributes the
-    ones it records (when a step asks), and the store's new format."""
+    ones it records (when a step asks), and the store's new format. What a step cannot bring
+    up to date is said in one warning."""
     for step in steps:
         engine.run(step.unit)
+        if step.left_as_was is not None:
+            left = engine.one(step.left_as_was)
+            if left is not None and left[0]:
+                console.warn(_kept_as_priced(steps[0].to - 1, int(left[0]), Decimal(left[1])))
     engine.run("schema.sql")
     if any(step.attribute for step in steps):
         kept = [r[0] for r in engine.rows("SELECT incident_id FROM incidents ORDER BY incident_id")]
         if kept:
             engine.run("attribute.sql", {"ids": kept})
     engine.run("UPDATE meta SET value = ? WHERE key = 'schema_version'", [SCHEMA_VERSION])
+
+
+def _kept_as_priced(found: int, calls: int, usd: Decimal) -> str:
+    """The warning for the Claude Code calls an upgrade from format 8 or earlier leaves priced
+    at their logged placeholder output (``store/placeholders-before-9.sql``)."""
+    return (
+        f"upgraded from store format {found}: {calls:,} Claude Code "
+        f"{'call keeps' if calls == 1 else 'calls keep'} the price of a logged placeholder "
+        f"output count ({money(usd)}, cost_basis estimated); a new read prices them at an "
+        "estimate of what they wrote (estimated_output), which this store does not hold: to "
+        "reprice them, read their files into a new store (`llm-forensics ingest --db "
+        "NEW.duckdb FOLDER`; for the default store, move it away and run any command), "
+        "keeping this one for the files deleted since"
+    )
 
 
 def _our_format(engine: Engine) -> Any:
@@ -356,7 +387,7 @@ def open_store(
             path=path,
         ) from exc
     try:
-        _prepare(con, read_only, temp_dir)
+        _prepare(con, read_only, temp_dir, console)
     except ForensicsError as exc:
         con.close()
         exc.path = exc.path or path
