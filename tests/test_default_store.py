@@ -322,3 +322,27 @@ def test_a_refresh_stopped_midway_keeps_what_it_stored(
     assert len(paths) == 2 and any("rollout" in p for p in paths), paths
     again = daily(runner, home)  # the next refresh reads what was left
     assert again["stderr"].startswith("refresh: read 1 new file (2 unchanged)")
+
+
+def test_a_symlinked_project_folder_is_read_once(
+    runner: CliRunner, home: Path, tmp_path: Path
+) -> None:
+    """A project folder kept elsewhere and linked into ~/.claude/projects is read as a
+    project of its own, by the link's name; a second link to it, and a link back up (a loop),
+    add nothing."""
+    first = daily(runner, home)
+    elsewhere = tmp_path / "disk2" / "-home-me-lib"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "s3.jsonl").write_bytes((shared_samples() / OTHER_CC).read_bytes())
+    projects = home / ".claude" / "projects"
+    (projects / "-home-me-lib").symlink_to(elsewhere, target_is_directory=True)
+    (projects / "-home-me-lib-again").symlink_to(elsewhere, target_is_directory=True)
+    (projects / "-home-me-app" / "up").symlink_to("..", target_is_directory=True)
+    linked = daily(runner, home)
+    assert linked["stderr"].startswith("refresh: read 1 new file (2 unchanged)")
+    with duckdb.connect(str(store_of(home)), read_only=True, config=OFFLINE) as con:
+        paths = [p for (p,) in con.execute("SELECT path FROM sources ORDER BY path").fetchall()]
+        lib = con.execute("SELECT count(*) FROM calls WHERE project = '-home-me-lib'").fetchone()
+    assert paths[0] == "~/.claude/projects/-home-me-app/2d984148-cddb-4605-aac1-13e720fe613c.jsonl"
+    assert paths[1] == "~/.claude/projects/-home-me-lib/s3.jsonl" and len(paths) == 3
+    assert lib is not None and linked["totals"]["calls"] == first["totals"]["calls"] + lib[0] > 65
