@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -14,8 +15,9 @@ from typing import Any
 import duckdb
 
 from analyzer.console import Console, current
-from analyzer.engine.default_store import this_machine
+from analyzer.engine.default_store import DB_ENV, this_machine
 from analyzer.engine.engine import Engine, Params
+from analyzer.engine.files import os_error
 from analyzer.errors import ForensicsError
 from analyzer.model.formatting import money
 
@@ -112,7 +114,9 @@ class Store:
 
     def close(self) -> None:
         self.con.close()
-        if self.pending and self.keep_cache and self.path != ":memory:":
+        # (A store that cannot be written is read as it is: nothing is kept.)
+        kept = self.pending and self.keep_cache and self.path != ":memory:"
+        if kept and unwritable(self.path) is None:
             _keep(self.path, self.pending)
         self.pending = []
 
@@ -358,12 +362,15 @@ def open_store(
     gives a throwaway one (give it ``temp_dir`` to spill to when it outgrows the memory
     limit). A store that must exist and does not is "no store here"."""
     path = str(path)
-    if (read_only or must_exist) and path != ":memory:" and not Path(path).exists():
-        raise ForensicsError("no store here (run `llm-forensics ingest` first)", path=path)
+    if path != ":memory:":
+        _checked(path, read_only, must_exist)
     try:
         con = duckdb.connect(path, read_only=read_only, config=OFFLINE)
     except duckdb.IOException as exc:
         text = str(exc)
+        refused = next((plain for words, plain in _REFUSED.items() if words in text), None)
+        if refused is not None and not read_only:
+            raise StoreReadOnly(refused, path) from exc
         if "lock" in text.lower():
             holder = _holder(text)
             raise StoreInUse(
@@ -396,6 +403,82 @@ def open_store(
         con.close()
         raise
     return Store(con, path, read_only=read_only, console=console)
+
+
+# DuckDB's words when the system refuses to let it write the store, in the user's.
+_REFUSED = {
+    "Read-only file system": "the file system is read-only",
+    "Permission denied": "permission denied",
+}
+
+
+def _checked(path: str, read_only: bool, must_exist: bool) -> None:
+    """Refuse, before DuckDB opens it (a named pipe would block it for ever), a path that is
+    no store file; a store that cannot be written, when it is to be written; and a missing one
+    that must exist."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if read_only or must_exist:
+            raise ForensicsError(
+                "no store here (run `llm-forensics ingest` first)", path=path
+            ) from None
+        return
+    except OSError as exc:
+        raise os_error(exc, path, "cannot open the store") from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise ForensicsError(
+            f"not a store: {_kind(st.st_mode)}, not a file (give --db or ${DB_ENV} a store "
+            "file, or a new name to make one)",
+            path=path,
+        )
+    why = None if read_only else unwritable(path)
+    if why is not None:
+        raise StoreReadOnly(why, path)
+
+
+def _kind(mode: int) -> str:
+    """What a path that is no regular file is, for a person."""
+    if stat.S_ISDIR(mode):
+        return "it is a folder"
+    if stat.S_ISFIFO(mode):
+        return "it is a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "it is a device"
+    if stat.S_ISSOCK(mode):
+        return "it is a socket"
+    return "it is a special file"
+
+
+def unwritable(path: str) -> str | None:
+    """Why the store file at ``path`` cannot be written, or None when it can: DuckDB writes
+    the file and, beside it in its folder, its journal (``<store>.wal``). A read-only file
+    system, a file or folder the user may not write."""
+    file = Path(path)
+    for target, what in ((file, "the file"), (file.parent, "its folder")):
+        if os.access(target, os.W_OK):
+            continue
+        if hasattr(os, "statvfs"):
+            with suppress(OSError):
+                if os.statvfs(target).f_flag & os.ST_RDONLY:
+                    return "the file system is read-only"
+        return f"{what} is not writable for this user"
+    return None
+
+
+class StoreReadOnly(ForensicsError):
+    """The store can be read but not written (``why``): a command that must write it says so
+    in one line; the default store's refresh is skipped, and readers read it as it is."""
+
+    def __init__(self, why: str, path: str) -> None:
+        said = (
+            f"this store cannot be written: {why}; the commands that only read it (usage, "
+            "incidents, show, report, backtest, export) still can"
+            if Path(path).exists()
+            else f"cannot make a store here: {why}"
+        )
+        super().__init__(said, path=path)
+        self.why = why
 
 
 class StoreInUse(ForensicsError):
