@@ -241,6 +241,34 @@ def test_a_trajectory_read_during_its_run_and_at_its_end_is_one_run(tmp_path: Pa
         assert_accounted(store)
 
 
+# -- audit: Gemini CLI's stream, a run's calls wherever in a file the run is written ----------
+
+GEMINI_STREAMS = (
+    "real-loops/gemini_stream_json/metaphi-agent__figma-eval-010ac575-1280-41fe-be26-"
+    "130311bef5ed-gemini_cli/transcript.jsonl",
+    "real-loops-3/gemini_stream_json/metaphi-agent__figma-eval-49bdd49a-5831-4dca-ad1b-"
+    "a66b7b9901fa-gemini_cli/transcript.jsonl",
+)
+
+
+def test_a_gemini_run_read_again_below_another_run_is_the_same_calls(tmp_path: Path) -> None:
+    """A harness's transcript of one run, then a file holding another run and that one after
+    it (transcripts concatenated): the second run's calls sit on other lines there, and are
+    still the calls already stored (they were counted twice)."""
+    first, second = ((shared_samples() / rel).read_bytes() for rel in GEMINI_STREAMS)
+    one = place(tmp_path / "run-2" / "transcript.jsonl", second, 1)
+    both = place(tmp_path / "all" / "transcript.jsonl", first + second, 2)
+    alone_first = place(tmp_path / "run-1" / "transcript.jsonl", first, 3)
+    with open_store(tmp_path / "s.duckdb") as store:
+        ingest(store, one)
+        [r] = ingest(store, both)
+        assert r.format == "gemini_stream_json"
+        assert totals(store) == tuple(
+            a + b for a, b in zip(alone(alone_first), alone(one), strict=True)
+        )
+        assert_accounted(store)
+
+
 # -- the property: any two runs in any two folders, any file read at any points of its growth --
 
 # Real runs of each format touched, each a (name, bytes) to be placed under one file name.
