@@ -26,10 +26,11 @@ from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
 
+from analyzer import pipeline
 from analyzer.api import home
 from analyzer.api.exec_runner import ExecRunner
 from analyzer.api.home import StoreChoice
@@ -656,3 +657,49 @@ def test_a_signal_ignored_as_the_watch_starts_stays_ignored_and_the_handlers_com
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGHUP, before)
+
+
+def test_a_folder_gone_while_a_poll_reads_it_is_left_to_the_next_poll(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log, _ = _nexus3_log(tmp_path, COMPLETES - 1)
+    logs = log.parent.parent
+    told: list[str] = []
+    choice = StoreChoice(str(tmp_path / "w.duckdb"), default=False)
+    watcher = Watcher(choice, [str(logs)], tell=told.append)
+    watcher.start()
+    real = pipeline.refresh
+
+    def racing(*args: Any, **kwargs: Any) -> Any:
+        shutil.rmtree(logs)  # (between the poll's look and its walk)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "refresh", racing)
+    assert watcher.poll() == [] and told == []
+    monkeypatch.setattr(pipeline, "refresh", real)
+    assert watcher.poll() == []
+    assert told == [f"{logs} is gone: watching for it to come back"]
+
+
+def test_when_every_watched_place_is_gone_the_watch_says_so_once_and_waits(
+    tmp_path: Path,
+) -> None:
+    places = [tmp_path / "a", tmp_path / "b"]
+    for place in places:
+        place.mkdir()
+    told: list[str] = []
+    choice = StoreChoice(str(tmp_path / "w.duckdb"), default=False)
+    watcher = Watcher(choice, [str(p) for p in places], tell=told.append)
+    watcher.start()
+    for place in places:
+        place.rmdir()
+    watcher.poll()
+    watcher.poll()
+    assert told == [
+        f"{places[0]} is gone: watching for it to come back",
+        f"{places[1]} is gone: watching for it to come back",
+        "none of the places watched is there: waiting for them (Ctrl-C to stop)",
+    ]
+    places[1].mkdir()
+    watcher.poll()
+    assert told[3:] == [f"{places[1]} is back"]

@@ -298,6 +298,9 @@ class ExecRunner:
         with self._cond:
             self._running = proc
             self.runs += 1
+            late = self._closing  # (started as the watch ended: close() did not see it)
+        if late:
+            end_group(proc.pid, self.grace, proc)
         assert proc.stderr is not None
         tail = Tail(proc.stderr, self.kept)
         try:

@@ -181,15 +181,15 @@ def watch_command(
     with ended_by_signals() as ended:
         try:
             with ExitStack() as stack:
-                runner = None
-                if argv:
-                    runner = stack.enter_context(ExecRunner(argv, on_stderr, exec_timeout))
                 throwaway = bool(paths) and not db
                 if throwaway:
                     tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="llm-forensics-"))
                     choice = home.StoreChoice(str(Path(tmp) / "watch.duckdb"), default=False)
                 else:
                     choice = home.choose(db)
+                runner = None  # (ended before the throwaway store is removed)
+                if argv:
+                    runner = stack.enter_context(ExecRunner(argv, on_stderr, exec_timeout))
                 watcher = Watcher(choice, list(paths), policies, console=console)
                 found = watcher.start()
                 note(_started(watcher, found, interval, throwaway))
