@@ -11,9 +11,13 @@ meanwhile). Each run:
   and the watch ends the whole group, children and grandchildren too;
 * is over when the program itself exits (not when its pipes close: a child it left holding
   them changes nothing). Whatever it left running in its group may run on until the timeout,
-  counted from the program's start; then the group is ended;
+  counted from the program's start; then the group is ended, said in one line;
 * still running at the timeout: its group gets SIGTERM, and SIGKILL ``KILL_GRACE`` seconds
   later if anything of it is left; said in one line.
+
+The program is reaped only once its group is done: until then its zombie keeps the group's id
+from being given to another process, so a signal to the group never reaches a stranger. Only
+the runner's thread starts, signals and reaps.
 
 Alerts that come while a program runs wait their turn, up to ``MAX_WAITING`` of them; past that
 an alert is not handed to the program (its line was printed all the same), said once until
@@ -52,6 +56,8 @@ MAX_WAITING = 20
 TICK = 0.05
 # The most of a program's last line of standard error said (characters).
 LINE_WIDTH = 200
+# Where a process's group is found (Linux).
+PROC = Path("/proc")
 
 
 class Tail:
@@ -102,15 +108,41 @@ def _drain(pipe: IO[bytes]) -> None:
             pass
 
 
-def _alive(group: int) -> bool:
-    """Whether any process of ``group`` is there (a zombie counts)."""
+def _exited(proc: subprocess.Popen[bytes]) -> int | None:
+    """The program's exit status once it exited (minus the signal that ended it), without
+    reaping it: its zombie keeps its group's id ours."""
+    if proc.returncode is not None:
+        return proc.returncode
     try:
-        os.killpg(group, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # (a process of ours that changed its user: leave it)
-        return False
-    return True
+        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # (reaped elsewhere: SIGCHLD ignored)
+        return proc.wait()
+    if info is None:
+        return None
+    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+
+
+def _others(group: int) -> bool | None:
+    """Whether a process of ``group`` other than its leader (the program) runs; None where
+    this cannot be seen (no /proc)."""
+    if not PROC.is_dir():
+        return None
+    for entry in os.scandir(PROC):
+        if not entry.name.isdigit() or int(entry.name) == group:
+            continue
+        try:
+            stat = (PROC / entry.name / "stat").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue  # (gone meanwhile)
+        state, _parent, pgrp = stat.rsplit(")", 1)[1].split()[:3]
+        if int(pgrp) == group and state not in ("Z", "X"):
+            return True
+    return False
+
+
+def _signal(group: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, sig)
 
 
 def _signal_name(signum: int) -> str:
@@ -120,32 +152,33 @@ def _signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
-def _signal(group: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(group, sig)
+def _done(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the program exited and nothing else of its group runs (where this is seen)."""
+    return _exited(proc) is not None and _others(proc.pid) is False
 
 
-def end_group(group: int, grace: float, leader: subprocess.Popen[bytes] | None = None) -> None:
-    """SIGTERM to every process of ``group``; SIGKILL to those left after ``grace`` seconds.
-    ``leader``, our own child, is reaped here (else it would stay a zombie of the group)."""
-    _signal(group, signal.SIGTERM)
+def end_groups(procs: list[subprocess.Popen[bytes]], grace: float) -> None:
+    """SIGTERM to every process of the programs' groups, SIGKILL to what is left of them after
+    ``grace`` seconds, then the programs reaped (last: until then their groups' ids are
+    ours)."""
+    for proc in procs:
+        _signal(proc.pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    if leader is not None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            leader.wait(grace)
-    while _alive(group) and time.monotonic() < deadline:
-        time.sleep(TICK / 5)
-    if _alive(group):
-        _signal(group, signal.SIGKILL)
-    if leader is not None:
-        leader.wait()
+    while time.monotonic() < deadline and not all(_done(p) for p in procs):
+        time.sleep(TICK / 2)
+    for proc in procs:
+        if not _done(proc):
+            _signal(proc.pid, signal.SIGKILL)
+    for proc in procs:
+        proc.wait()
 
 
 @dataclass
 class Left:
-    """A group whose program exited leaving processes in it: ended at ``deadline``."""
+    """A program that exited leaving processes in its group: the group ended at ``deadline``
+    (the program, not reaped yet, keeps the group's id)."""
 
-    group: int
+    proc: subprocess.Popen[bytes]
     deadline: float
 
 
@@ -168,10 +201,9 @@ class ExecRunner:
         self.skipped = 0  # alerts not handed to the program since the queue was last full
         self.runs = 0  # programs started
         self._waiting: deque[str] = deque()
-        self._left: list[Left] = []
-        self._running: subprocess.Popen[bytes] | None = None
+        self._left: list[Left] = []  # (the runner's thread's alone)
         self._busy = False  # a payload taken, its run not over
-        self._closing = False
+        self._closing = threading.Event()
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._work, name="watch --exec", daemon=True)
         self._thread.start()
@@ -187,7 +219,7 @@ class ExecRunner:
     def submit(self, payload: str) -> None:
         """Hand ``payload`` to the program once those before it are done (never blocks)."""
         with self._cond:
-            if self._closing:
+            if self._closing.is_set():
                 return
             if len(self._waiting) >= self.max_waiting:
                 if not self.skipped:
@@ -209,36 +241,25 @@ class ExecRunner:
             return self._cond.wait_for(lambda: not self._waiting and not self._busy, timeout)
 
     def close(self) -> None:
-        """End the running program's group and every group left behind; drop what waits."""
+        """Drop the alerts waiting; the runner's thread ends the running program's group and
+        every group left behind, and is waited for."""
         with self._cond:
-            if self._closing:
+            if self._closing.is_set():
                 return
-            self._closing = True
+            self._closing.set()
             dropped = len(self._waiting) + self.skipped
             self._waiting.clear()
-            running = self._running
-            groups = [x.group for x in self._left]
             self._cond.notify_all()
-        if running is not None:
-            groups.append(running.pid)
-            self.tell(f"--exec {self.name}: still running as the watch ends: ended")
         if dropped:
             self.tell(f"--exec {self.name}: {dropped:,} alerts not handed to it (the watch ends)")
-        for group in groups:
-            _signal(group, signal.SIGTERM)
-        self._thread.join(self.grace)  # (the worker reaps the program it ran)
-        with self._cond:  # (and may have left a group since)
-            groups += [x.group for x in self._left if x.group not in groups]
-        for group in groups:
-            end_group(group, self.grace)
-        self._thread.join(self.grace)
+        self._thread.join(3 * self.grace + 1)
 
     def _work(self) -> None:
         while True:
             self._end_left()
             with self._cond:
-                if self._closing:
-                    return
+                if self._closing.is_set():
+                    break
                 if not self._waiting:
                     self._cond.wait(self._until_next())
                     continue
@@ -250,8 +271,9 @@ class ExecRunner:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
-            if failed and not self._closing:
+            if failed:
                 self.tell(failed)
+        end_groups([x.proc for x in self._left], self.grace)  # (the watch ends)
 
     def _until_next(self) -> float | None:
         """Seconds until a group left behind is due to be ended (None: none is)."""
@@ -260,20 +282,21 @@ class ExecRunner:
         return max(0.0, min(x.deadline for x in self._left) - time.monotonic())
 
     def _end_left(self) -> None:
-        """End the groups left behind whose time is up (those gone by themselves forgotten)."""
+        """The groups left behind: those done reaped, those whose time is up ended."""
         now = time.monotonic()
         for x in list(self._left):
-            if not _alive(x.group):
-                with self._cond:
-                    self._left.remove(x)
-            elif now >= x.deadline and not self._closing:
-                end_group(x.group, self.grace)
-                with self._cond:
-                    self._left.remove(x)
-                self.tell(
-                    f"--exec {self.name}: what it left running was ended, "
-                    f"{self.timeout:g} s after it started"
-                )
+            others = _others(x.proc.pid)
+            if others is False:
+                x.proc.wait()
+                self._left.remove(x)
+            elif now >= x.deadline and not self._closing.is_set():
+                self._left.remove(x)
+                end_groups([x.proc], self.grace)
+                if others:  # (None: no /proc to tell)
+                    self.tell(
+                        f"--exec {self.name}: what it left running was ended, "
+                        f"{self.timeout:g} s after it started"
+                    )
 
     def _start(self, payload: str) -> subprocess.Popen[bytes]:
         """The program started in a session of its own, ``payload`` on its standard input."""
@@ -294,47 +317,39 @@ class ExecRunner:
             proc = self._start(payload)
         except OSError as exc:
             return f"--exec {self.name}: could not run it: {exc.strerror or exc}"
-        started = time.monotonic()
-        with self._cond:
-            self._running = proc
-            self.runs += 1
-            late = self._closing  # (started as the watch ended: close() did not see it)
-        if late:
-            end_group(proc.pid, self.grace, proc)
+        self.runs += 1
         assert proc.stderr is not None
         tail = Tail(proc.stderr, self.kept)
-        try:
-            code = self._wait(proc, tail, started + self.timeout)
-        finally:
-            with self._cond:
-                self._running = None
+        code = self._wait(proc, tail, time.monotonic() + self.timeout)
         tail.read()
         tail.hand_over()
         if code is None:
+            if self._closing.is_set():
+                return f"--exec {self.name}: still running as the watch ends: ended"
             return f"--exec {self.name}: still running after {self.timeout:g} s: ended"
-        if _alive(proc.pid):  # (its group: what it left running)
-            with self._cond:
-                self._left.append(Left(proc.pid, started + self.timeout))
+        if _others(proc.pid) is False:
+            proc.wait()
+        else:  # (what it left running, or no /proc to tell)
+            self._left.append(Left(proc, time.monotonic() + self.timeout))
         if code == 0:
             return None
         how = f"exit {code}" if code > 0 else f"ended by {_signal_name(-code)}"
         return f"--exec {self.name}: {how}{tail.last_line()}"
 
     def _wait(self, proc: subprocess.Popen[bytes], tail: Tail, deadline: float) -> int | None:
-        """The program's exit code, reading its stderr meanwhile; at ``deadline`` its group is
-        ended and None returned."""
+        """The program's exit status (it is not reaped), its stderr read meanwhile; None when
+        it was still running at ``deadline`` or as the watch ended (its group then ended)."""
         with selectors.DefaultSelector() as watched:
             pipe = tail.pipe
             assert pipe is not None
             watched.register(pipe, selectors.EVENT_READ)
-            while (code := proc.poll()) is None:
+            while (code := _exited(proc)) is None:
                 left = deadline - time.monotonic()
-                if left <= 0:
-                    end_group(proc.pid, self.grace, proc)
+                if left <= 0 or self._closing.is_set():
+                    end_groups([proc], self.grace)
                     return None
                 if tail.pipe is None:
-                    with contextlib.suppress(subprocess.TimeoutExpired):
-                        proc.wait(min(left, TICK * 10))
+                    self._closing.wait(min(left, TICK))
                 elif watched.select(min(left, TICK)) and tail.read():
                     watched.unregister(pipe)  # (its end: closed)
             return code

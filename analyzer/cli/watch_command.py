@@ -174,6 +174,8 @@ def watch_command(
         argv = exec_argv(command) if command is not None else None
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--exec") from None
+    if argv and os.name != "posix":  # (its process group, its exit seen without reaping it)
+        raise click.BadParameter("runs only on Linux and macOS", param_hint="--exec")
     policies = _policies(policy_names, policy_files)
     cur = current()
     # Each poll's own notes (what it read) only with --verbose; its warnings always, once each.
