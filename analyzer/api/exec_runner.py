@@ -199,7 +199,6 @@ class ExecRunner:
         self.timeout, self.grace, self.max_waiting, self.kept = timeout, grace, waiting, kept
         self.name = Path(argv[0]).name
         self.skipped = 0  # alerts not handed to the program since the queue was last full
-        self.runs = 0  # programs started
         self._waiting: deque[str] = deque()
         self._left: list[Left] = []  # (the runner's thread's alone)
         self._busy = False  # a payload taken, its run not over
@@ -317,7 +316,6 @@ class ExecRunner:
             proc = self._start(payload)
         except OSError as exc:
             return f"--exec {self.name}: could not run it: {exc.strerror or exc}"
-        self.runs += 1
         assert proc.stderr is not None
         tail = Tail(proc.stderr, self.kept)
         code = self._wait(proc, tail, time.monotonic() + self.timeout)
