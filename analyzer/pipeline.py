@@ -112,7 +112,9 @@ def ingest_paths(store: Store, inputs: Inputs | list[str], options: IngestOption
                 for p in inputs.paths
             ]
             note("reading " + _first_in_full(said))
-        reports = Loaded(load_files(store, walk.files, options, run), walk.hidden_skipped)
+        reports = Loaded(
+            load_files(store, walk.files, options, run) + walk.unreadable, walk.hidden_skipped
+        )
         if not any(r.status in ("loaded", "unchanged", "read_with") for r in reports):
             raise NothingFound(_nothing(inputs, reports, walk.hidden_skipped))
         run.step = LINKING
@@ -139,7 +141,9 @@ def refresh(store: Store, inputs: Inputs, options: IngestOptions, incidents: boo
     run = Run(store)
     with run.said_on_ctrl_c():
         walk = find_files(inputs.paths, options, inputs.labels)
-        reports = Loaded(load_files(store, walk.files, options, run), walk.hidden_skipped)
+        reports = Loaded(
+            load_files(store, walk.files, options, run) + walk.unreadable, walk.hidden_skipped
+        )
         run.step = LINKING
         link_if_needed(store, loaded=any(r.status == "loaded" for r in reports))
     note(refreshed(reports, before, [inputs.labels[p] for p in inputs.paths]))

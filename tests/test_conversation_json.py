@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from analyzer.engine.store import Store
@@ -17,6 +19,14 @@ from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.lowering import result_hash
 from analyzer.pipeline import ingest_paths
 from tests.helpers import shared_samples
+
+
+def session_of(name: str, messages: list[dict[str, Any]]) -> str:
+    """The session of a conversation that names none: its task or file name, and a digest of
+    its messages up to and including the first model reply."""
+    first = next((i for i, m in enumerate(messages) if m.get("role") == "assistant"), None)
+    start = messages if first is None else messages[: first + 1]
+    return f"{name}@{hashlib.sha256(orjson.dumps(start)).hexdigest()[:8]}"
 
 
 def write(path: Path, doc: object) -> Path:
@@ -193,7 +203,18 @@ def test_a_bare_list_of_anthropic_messages(store: Store, tmp_path: Path) -> None
         store,
         """SELECT session_id, input_tokens, cached_input_tokens, cache_write_tokens,
                   output_tokens, finish_reason, response_kind, reasoning_chars FROM calls""",
-    ) == [("anthropic-session", 5110, 5000, 100, 8192, "length", "truncated_tool_call", 3)]
+    ) == [
+        (
+            session_of("anthropic-session", doc),
+            5110,
+            5000,
+            100,
+            8192,
+            "length",
+            "truncated_tool_call",
+            3,
+        )
+    ]
     assert rows(
         store,
         """SELECT kind, tool_use_id, tool_result_hash, is_error FROM messages
@@ -475,7 +496,7 @@ def test_mini_swe_agent_calls_read_from_extra(store: Store, tmp_path: Path) -> N
                   reported_cost_usd::DOUBLE, cost_apportioned FROM runs""",
     ) == [
         (
-            "run__sqlfluff-2419.traj",
+            session_of("sqlfluff__sqlfluff-2419", doc["messages"]),
             "mini-swe-agent",
             "Submitted",
             "completed",
@@ -554,7 +575,8 @@ def test_mini_swe_agent_calls_read_from_extra(store: Store, tmp_path: Path) -> N
         (_utc(T_MINI + 0.12),),
         (_utc(T_MINI + 2.6),),
     ]
-    assert rows(store, "SELECT DISTINCT turn_id FROM calls") == [("run__sqlfluff-2419.traj:2",)]
+    session = session_of("sqlfluff__sqlfluff-2419", doc["messages"])
+    assert rows(store, "SELECT DISTINCT turn_id FROM calls") == [(f"{session}:2",)]
 
 
 def test_mini_swe_agent_tool_results_are_tied_to_their_calls(store: Store, tmp_path: Path) -> None:
@@ -565,10 +587,11 @@ def test_mini_swe_agent_tool_results_are_tied_to_their_calls(store: Store, tmp_p
         """SELECT tool_use_id, tool_name, call_id FROM messages WHERE kind = 'tool_call'
            ORDER BY idx""",
     )
+    session = session_of("sqlfluff__sqlfluff-2419", doc["messages"])
     assert calls == [
-        ("call_00_1", "bash", "conv:t.traj:1"),
-        ("call_00_2", "bash", "conv:t.traj:2"),
-        ("call_00_3", "bash", "conv:t.traj:3"),  # the submission: answered by `exit`, no tool
+        ("call_00_1", "bash", f"conv:{session}:1"),
+        ("call_00_2", "bash", f"conv:{session}:2"),
+        ("call_00_3", "bash", f"conv:{session}:3"),  # the submission: answered by `exit`, no tool
     ]
     results = rows(
         store,
@@ -719,7 +742,7 @@ def test_mini_swe_agent_text_based_observations(store: Store, tmp_path: Path) ->
         ("tool_result", True, None, True, _utc(T_MINI + 1)),
         ("format_error", True, None, True, None),  # the agent's refusal of the second reply
     ]
-    assert rows(store, "SELECT DISTINCT turn_id FROM calls") == [("text.traj:1",)]
+    assert rows(store, "SELECT DISTINCT turn_id FROM calls") == [(f"{session_of('text', msgs)}:1",)]
 
 
 ODD_VALUES: list[object] = [None, -1.5, 10**20, "x", [1], {"a": 1}]

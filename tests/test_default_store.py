@@ -322,3 +322,47 @@ def test_a_refresh_stopped_midway_keeps_what_it_stored(
     assert len(paths) == 2 and any("rollout" in p for p in paths), paths
     again = daily(runner, home)  # the next refresh reads what was left
     assert again["stderr"].startswith("refresh: read 1 new file (2 unchanged)")
+
+
+def test_a_symlinked_project_folder_is_read_once(
+    runner: CliRunner, home: Path, tmp_path: Path
+) -> None:
+    """A project folder kept elsewhere and linked into ~/.claude/projects is read as a
+    project of its own, by the link's name; a second link to it, and a link back up (a loop),
+    add nothing."""
+    first = daily(runner, home)
+    elsewhere = tmp_path / "disk2" / "-home-me-lib"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "s3.jsonl").write_bytes((shared_samples() / OTHER_CC).read_bytes())
+    projects = home / ".claude" / "projects"
+    (projects / "-home-me-lib").symlink_to(elsewhere, target_is_directory=True)
+    (projects / "-home-me-lib-again").symlink_to(elsewhere, target_is_directory=True)
+    (projects / "-home-me-app" / "up").symlink_to("..", target_is_directory=True)
+    linked = daily(runner, home)
+    assert linked["stderr"].startswith("refresh: read 1 new file (2 unchanged)")
+    with duckdb.connect(str(store_of(home)), read_only=True, config=OFFLINE) as con:
+        paths = [p for (p,) in con.execute("SELECT path FROM sources ORDER BY path").fetchall()]
+        lib = con.execute("SELECT count(*) FROM calls WHERE project = '-home-me-lib'").fetchone()
+    assert paths[0] == "~/.claude/projects/-home-me-app/2d984148-cddb-4605-aac1-13e720fe613c.jsonl"
+    assert paths[1] == "~/.claude/projects/-home-me-lib/s3.jsonl" and len(paths) == 3
+    assert lib is not None and linked["totals"]["calls"] == first["totals"]["calls"] + lib[0] > 65
+
+
+def test_a_copy_of_an_earlier_format_while_the_store_is_written_is_one_line(
+    runner: CliRunner, home: Path, held: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy of the last refresh was made by an earlier version (store format 9): it cannot
+    be read, so the command says in one line why it shows nothing (not that it shows the copy,
+    then that the copy is of an earlier format, to be upgraded by an ingest into it)."""
+    monkeypatch.setattr(home_store, "READER_WAIT", 0.3)
+    copy = held.with_name(held.name + ".last")
+    with duckdb.connect(str(copy), config=OFFLINE) as con:
+        con.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
+    result = run(runner, home, "usage", "daily")
+    assert result.exit_code == 3
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"Error: {held}: another process (PID ")
+    assert line.endswith(
+        "is writing this store, and there is no copy of an earlier refresh that this version "
+        "can read to read meanwhile: run the command again when it has finished"
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import sys
 import warnings
 from pathlib import Path
@@ -183,3 +184,89 @@ def test_chart_labels_from_logs_raise_no_font_warning() -> None:
     assert not [w for w in said if "Glyph" in str(w.message)], [str(w.message) for w in said]
     assert not [c for c in RAW if c in svg]
     assert "k" * 60 not in svg
+
+
+# Names as a hostile log or bill can carry them (issue 45, cause 7): a carriage return that
+# ends the row where a spreadsheet reads a bare CR as a line end, then a formula; formulas after
+# a space, a line break and a control character.
+CR_FORMULA = "ok\r=cmd|' /C calc'!A0"
+BREAKING = (CR_FORMULA, ' =HYPERLINK("http://x")', "a\n@SUM(1+1)", "\x00+1+cmd")
+BILLS = Path(__file__).parent / "fixtures" / "anthropic_usage"
+
+
+def spreadsheet_rows(text: str) -> list[list[str]]:
+    """The rows a spreadsheet that ends a row at any bare line end (CR, LF or CRLF) reads."""
+    return list(csv.reader(text.splitlines(keepends=True)))
+
+
+def formula_cells(rows: list[list[str]]) -> list[str]:
+    """Cells a spreadsheet would run: a formula's sign first, or after what it passes over."""
+    signs = ("=", "+", "-", "@")
+    found = []
+    for row in rows:
+        for c in row:
+            start = c.lstrip(" \t\r\n\ufffd")
+            try:
+                float(start)
+                continue  # a number
+            except ValueError:
+                pass
+            if start.startswith(signs) and not c.startswith("'"):
+                found.append(c)
+    return found
+
+
+def hostile_inputs(tmp_path: Path) -> Path:
+    """A bill, a Claude Code project and a provider's usage report carrying ``BREAKING``
+    names: app, key, model, project folder, bucket model."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    rows = [
+        or_row(i, app_name=BREAKING[i % 4], api_key_name=BREAKING[(i + 1) % 4]) for i in range(8)
+    ]
+    rows[0]["model_permaslug"] = "anthropic/" + CR_FORMULA
+    write_csv(folder / "activity.csv", rows)
+    [transcript] = (BILLS / "claude-projects").rglob("*.jsonl")
+    project = folder / "claude" / "projects" / CR_FORMULA
+    project.mkdir(parents=True)
+    (project / transcript.name).write_bytes(transcript.read_bytes())
+    page = json.loads((BILLS / "usage_report_messages.json").read_text(encoding="utf-8"))
+    page["data"][0]["results"][0]["model"] = CR_FORMULA
+    (folder / "usage.json").write_text(json.dumps(page), encoding="utf-8")
+    return folder
+
+
+def test_every_csv_output_quotes_line_breaks_and_neutralises_formulas(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.duckdb")
+    run = CliRunner()
+    ingested = run.invoke(cli, ["ingest", "--db", db, str(hostile_inputs(tmp_path))])
+    assert ingested.exit_code == 0, ingested.output
+    with open_store(db) as store:  # an incident named by the same names
+        store.con.execute(
+            """INSERT INTO incidents (incident_id, detector, severity, wasted_usd, n_calls,
+                                      summary, app, api_key, model, project)
+               VALUES ('x:1', 'constant_input_low_output', 'high', 1.5, 3, ?, ?, ?, ?, ?)""",
+            [BREAKING[1], *BREAKING[:3], CR_FORMULA],
+        )
+    outputs = {}
+    views = ("daily", "weekly", "monthly", "session", "project", "model")
+    for view in views:
+        for more in ([], ["--breakdown"]):
+            made = run.invoke(cli, ["usage", view, "--db", db, "--csv", *more])
+            assert made.exit_code == 0, made.output
+            outputs[f"usage {view} {more}"] = made.stdout
+    for view in ("bills", "reconcile"):
+        made = run.invoke(cli, ["usage", view, "--db", db, "--csv"])
+        assert made.exit_code == 0, made.output
+        outputs[f"usage {view}"] = made.stdout
+    made = run.invoke(cli, ["report", "--db", db, "-o", str(tmp_path / "incidents.csv")])
+    assert made.exit_code == 0, made.output
+    outputs["incidents"] = (tmp_path / "incidents.csv").read_text(encoding="utf-8")
+
+    for what, text in outputs.items():
+        rows = spreadsheet_rows(text)
+        assert rows and all(len(r) == len(rows[0]) for r in rows), what  # no row broken
+        assert not formula_cells(rows), (what, formula_cells(rows))
+        # the names are there, neutralised (a view by date names none without --breakdown)
+        dated = what.startswith(("usage daily [", "usage weekly [", "usage monthly ["))
+        assert dated or "=cmd|' /C calc'!A0" in text, what

@@ -206,11 +206,12 @@ def _result(k: int) -> dict[str, Any]:
     }
 
 
-def _long(n: int) -> list[dict[str, Any]]:
-    """``n`` calls of two lines and a tool result each; every 7th one replayed at once by a
-    sub-agent (a ``/btw`` side question: its message id again, a new request id)."""
+def _long(n: int, start: int = 0) -> list[dict[str, Any]]:
+    """The lines of ``n`` calls (numbered from ``start``) of two lines and a tool result each;
+    every 7th one replayed at once by a sub-agent (a ``/btw`` side question: its message id
+    again, a new request id)."""
     out: list[dict[str, Any]] = []
-    for k in range(n):
+    for k in range(start, start + n):
         out += [_said(k, f"m{k}", f"r{k}", "looking"), _said(k, f"m{k}", f"r{k}", f"/f{k}.py")]
         out.append(_result(k))
         if k % 7 == 3:
@@ -324,3 +325,28 @@ def test_a_dense_transcript_takes_the_memory_of_a_part(tmp_path: Path) -> None:
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM calls").fetchone() == (calls,)
     assert peak < 600 * MB, f"peak RSS {peak / MB:.0f} MB"
+
+
+def test_a_transcript_read_in_parts_then_grown_reads_on_as_one_read(tmp_path: Path) -> None:
+    # The calls a read wrote in parts are let go as the calls before its resume point are
+    # (analyzer.ingest.resume): a line of the grown file adding to one reads the file whole.
+    first = "".join(json.dumps(x) + "\n" for x in _long(60))
+    more = [_said(200, "m2", "r2", "/late.py"), *_long(10, start=60)]  # (m2: in a part)
+    whole = first + "".join(json.dumps(x) + "\n" for x in more)
+    path = tmp_path / "grown" / "projects" / "p" / "t.jsonl"
+    path.parent.mkdir(parents=True)
+    once = tmp_path / "once" / "projects" / "p" / "t.jsonl"
+    once.parent.mkdir(parents=True)
+    once.write_text(whole)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(flow, "BATCH_FILE_BYTES", 0)  # (loaded on its own, as a long file is)
+        with open_new_or_existing(tmp_path / "once.duckdb") as store:
+            ingest_paths(store, [str(once)], IngestOptions())
+        mp.setattr(claude_code, "OPEN_CALLS", 8)
+        mp.setattr(claude_code, "PART_CALLS", 4)
+        with open_new_or_existing(tmp_path / "grown.duckdb") as store:
+            for text in (first, whole):
+                path.write_text(text)
+                ingest_paths(store, [str(path)], IngestOptions())
+    grown, one = _stored(tmp_path / "grown.duckdb"), _stored(tmp_path / "once.duckdb")
+    assert grown["calls"] == one["calls"] and grown["messages"] == one["messages"]

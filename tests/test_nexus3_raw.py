@@ -6,6 +6,8 @@ import hashlib
 import json
 from pathlib import Path
 
+import orjson
+
 from analyzer.engine.store import Store
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.flow import FileReport
@@ -133,6 +135,13 @@ LOG = [
 ]
 
 
+def call_id(lines: list[str], line: int, session: str = SESSION) -> str:
+    """A request's call id: its session and a digest of its line (as read: its keys in the
+    file's order), never its line number."""
+    request = orjson.dumps(json.loads(lines[line - 1]))
+    return f"nexus3:{session}:{hashlib.sha256(request).hexdigest()[:16]}"
+
+
 def write(path: Path, lines: list[str]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(line + "\n" for line in lines))
@@ -191,7 +200,7 @@ def test_calls_in_order_with_their_outcome(store: Store, tmp_path: Path) -> None
     )
     assert rows == [
         (
-            f"nexus3:{SESSION}:1",
+            call_id(LOG, 1),
             1,
             1,
             f"{SESSION}:2",
@@ -205,7 +214,7 @@ def test_calls_in_order_with_their_outcome(store: Store, tmp_path: Path) -> None
             "tool_call",
         ),
         (
-            f"nexus3:{SESSION}:9",
+            call_id(LOG, 9),
             2,
             9,
             f"{SESSION}:2",
@@ -219,7 +228,7 @@ def test_calls_in_order_with_their_outcome(store: Store, tmp_path: Path) -> None
             "empty",
         ),
         (
-            f"nexus3:{SESSION}:11",
+            call_id(LOG, 11),
             3,
             11,
             f"{SESSION}:2",
@@ -233,7 +242,7 @@ def test_calls_in_order_with_their_outcome(store: Store, tmp_path: Path) -> None
             "error",
         ),
         (
-            f"nexus3:{SESSION}:13",
+            call_id(LOG, 13),
             4,
             13,
             f"{SESSION}:7",
@@ -287,7 +296,7 @@ def test_new_messages_of_each_request_are_stored(store: Store, tmp_path: Path) -
         """SELECT idx, role, kind, turn_id, text_chars, tool_name, call_id, excerpt
            FROM messages ORDER BY idx""",
     )
-    c1, c2 = f"nexus3:{SESSION}:1", f"nexus3:{SESSION}:9"
+    c1, c2 = call_id(LOG, 1), call_id(LOG, 9)
     t1, t2 = f"{SESSION}:2", f"{SESSION}:7"
     assert rows == [
         (1, "system", "system", None, 15, None, None, "You are NEXUS3."),
@@ -390,7 +399,7 @@ def test_subagent_folder(store: Store, tmp_path: Path) -> None:
     ]
     assert q(
         store, "SELECT call_id, input_tokens, output_tokens FROM calls WHERE agent_id = 'x1'"
-    ) == [(f"nexus3:{SESSION}:subagent_x1:1", 50, 2)]
+    ) == [(call_id(sub, 1, f"{SESSION}:subagent_x1"), 50, 2)]
     assert_accounted(store)
 
 

@@ -5,7 +5,8 @@ transcript (``transcript_path``) and the event (``hook_event_name``), and reads 
 standard output (Claude Code's hooks reference, "Hook input" and "Hook output"). The hook
 reads the transcript as it is so far (the lines written whole: a line still being written is
 a reject, never a crash), replays the session through the policy's live guard
-(``analyzer.guards.guard``) and answers:
+(``analyzer.guards.guard``), fed the replay's events with the stream, session and turn of each
+call (so a stop ends with what it reaches), and answers:
 
 * a stop in force over the newest call (the policy tripped in the turn, session or stream that
   call is in, as its ``reach`` says): ``{"continue": false, "stopReason": ...}``, which stops
@@ -20,23 +21,44 @@ a reject, never a crash), replays the session through the policy's live guard
 A hook never fails the user's work by its own error: whatever goes wrong (a payload that is not
 the documented JSON, a transcript that cannot be read, a policy that does not exist) is one
 line on standard error and the answer "go on".
+
+Its work is bounded, so that it always answers well inside Claude Code's hook timeout (60 s):
+it reads at most ``INPUT_LIMIT`` of standard input (more is one line and "go on"), and judges
+at most the transcript's last ``TAIL_MIB`` MiB (``tail_mib``), from the first line that begins
+in them: a longer transcript is judged as if the session began there (said in one line on
+standard error), so a stop whose reach (or a count whose scope) began before them is judged on
+what they hold. Each call reads the transcript (its tail) afresh: nothing is kept between
+calls.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from analyzer.api import Forensics
+from analyzer.engine.store import Store
 from analyzer.errors import ForensicsError
 from analyzer.guards.guard import Call, Decision, Guard
+from analyzer.guards.policy import Policy
 from analyzer.guards.replay import Replay
 
 # The events whose answer can carry words for Claude without blocking anything.
 _CONTEXT_EVENTS = ("UserPromptSubmit", "SessionStart")
+MIB = 2**20
+# The hook's JSON is small, but it carries the tool's input (and after it, its response): a
+# file written or read whole. Past this, the hook goes on without judging.
+INPUT_LIMIT = 64 * MIB
+# The transcript judged, at most: its last 32 MiB (bench/hook_cost.py: about 3 s of CPU,
+# whatever the transcript's size; read whole, 200 MB took 7 s and 2 GB 66 s, past Claude
+# Code's 60 s).
+TAIL_MIB = 32.0
 
 
 @dataclass(frozen=True)
@@ -55,6 +77,21 @@ class Verdict:
     stop: Decision | None
     nudge: Decision | None
     calls: int
+    cut: int = 0  # the bytes of the transcript before its tail (0: judged whole)
+    size: int = 0  # the transcript's size, when it was cut
+
+    def note(self) -> str:
+        """The line that says the transcript was cut ("" when it was judged whole)."""
+        if not self.cut:
+            return ""
+        return (
+            f"llm-forensics guard: judged the transcript's last {_size(self.size - self.cut)} "
+            f"of {_size(self.size)} (--tail-mib): what began before is not counted"
+        )
+
+
+def _size(n: int) -> str:
+    return f"{round(n / MIB, 1):g} MiB" if n >= MIB else f"{n:,} bytes"
 
 
 def read_payload(text: str) -> tuple[Path, str]:
@@ -72,15 +109,67 @@ def read_payload(text: str) -> tuple[Path, str]:
     return Path(transcript).expanduser(), event if isinstance(event, str) else ""
 
 
-def judge(transcript: Path, guard: Guard) -> Verdict:
-    """Replay the transcript so far through ``guard``: what stands over its newest call (the
-    latest in time; of calls without a time, the last in the replay's order)."""
-    if not transcript.is_file():
-        raise ForensicsError("no such transcript", path=transcript)
-    with Forensics.open(":memory:") as lf:
-        lf.ingest([transcript])
-        with Replay(lf.store, None, [guard.policy]) as replay:
-            events = replay.events()
+def read_input(stream: IO[bytes], limit: int = INPUT_LIMIT) -> str:
+    """The hook's input: ``stream`` read to its end, if that is at most ``limit`` bytes (else
+    an error, after reading ``limit`` + 1 bytes: never more)."""
+    parts: list[bytes] = []
+    got = 0
+    while got <= limit:
+        part = stream.read(limit + 1 - got)
+        if not part:
+            return b"".join(parts).decode("utf-8", errors="replace")
+        parts.append(part)
+        got += len(part)
+    raise ForensicsError(f"the hook's input is over {_size(limit)}: not judged")
+
+
+def tail_start(fh: IO[bytes], size: int, limit: int) -> int:
+    """Where the last ``limit`` bytes of the file ``fh`` (of ``size`` bytes) begin a whole
+    line: at their start when a line ends just before it, else after their first line end
+    (``size`` when there is none)."""
+    if limit <= 0 or size <= limit:
+        return 0
+    fh.seek(size - limit - 1)
+    before = fh.readline(limit + 1)  # the byte before the tail, and the rest of its line
+    return min(size, size - limit - 1 + len(before))
+
+
+@contextmanager
+def transcript_tail(transcript: Path, limit: int) -> Iterator[tuple[Path, int, int]]:
+    """The transcript to judge, the bytes of it left out and its size: the transcript itself
+    when it holds at most ``limit`` bytes (or ``limit`` is 0); else its last ``limit`` bytes
+    from their first whole line, copied into a folder of its own under the same folder and
+    file names (the ingest reads a session's name from them), removed after."""
+    size = transcript.stat().st_size
+    if limit <= 0 or size <= limit:
+        yield transcript, 0, size
+        return
+    with tempfile.TemporaryDirectory(prefix="llm-forensics-hook-") as tmp:
+        copy = Path(tmp) / (transcript.parent.name or "transcript") / transcript.name
+        copy.parent.mkdir()
+        with open(transcript, "rb") as src, open(copy, "wb") as dst:
+            start = tail_start(src, size, limit)
+            src.seek(start)
+            left = size - start  # (not what was written since: the size seen)
+            while left > 0:
+                block = src.read(min(left, MIB))
+                if not block:
+                    break
+                dst.write(block)
+                left -= len(block)
+        yield copy, start, size
+
+
+def replay_events(store: Store, policy: Policy) -> list[dict[str, Any]]:
+    """The calls of ``store`` as the replay feeds them to ``policy``'s live guard: its
+    columns, and the stream, session and turn of each (``Replay.events``)."""
+    with Replay(store, None, [policy], live=True) as replay:
+        return replay.events()
+
+
+def verdict(guard: Guard, events: list[dict[str, Any]]) -> Verdict:
+    """``guard`` fed the replayed ``events`` (a session so far): what stands over its newest
+    call (the latest in time; of calls without a time, the last in the replay's order)."""
     calls = [Call.from_event(e) for e in events]
     guard.feed_all(calls)
     guard.finish()
@@ -90,6 +179,21 @@ def judge(transcript: Path, guard: Guard) -> Verdict:
     key = newest.stream_key if newest.stream_key is not None else (newest.session_id or "")
     nudges = [d for d in guard.trips if d.action == "nudge" and d.call_id == newest.call_id]
     return Verdict(guard.standing(key), nudges[-1] if nudges else None, len(calls))
+
+
+def judge(transcript: Path, guard: Guard, tail: int = int(TAIL_MIB * MIB)) -> Verdict:
+    """Replay the transcript so far (at most its last ``tail`` bytes; 0: all of it) through
+    ``guard``: what stands over its newest call."""
+    if not transcript.is_file():
+        raise ForensicsError("no such transcript", path=transcript)
+    with transcript_tail(transcript, tail) as (path, cut, size):
+        events: list[dict[str, Any]] = []
+        if cut < size:  # (a tail without a whole line holds no call)
+            with Forensics.open(":memory:") as lf:
+                lf.ingest([path])
+                events = replay_events(lf.store, guard.policy)
+    said = verdict(guard, events)
+    return Verdict(said.stop, said.nudge, said.calls, cut, size if cut else 0)
 
 
 def answer_json(verdict: Verdict, event: str) -> dict[str, Any] | None:
@@ -107,15 +211,34 @@ def answer_json(verdict: Verdict, event: str) -> dict[str, Any] | None:
     return {"systemMessage": reason}
 
 
-def claude_hook(text: str, policy: str, policies: str | None = None) -> HookAnswer:
+def claude_hook(
+    text: str, policy: str, policies: str | None = None, tail_mib: float = TAIL_MIB
+) -> HookAnswer:
     """The whole hook: the payload ``text`` in, the answer out; never an exception."""
     try:
         transcript, event = read_payload(text)
-        verdict = judge(transcript, Guard.load(policy, policies))
-        said = answer_json(verdict, event)
-        return HookAnswer(json.dumps(said) if said is not None else "")
+        said = judge(transcript, Guard.load(policy, policies), int(tail_mib * MIB))
+        answer = answer_json(said, event)
+        return HookAnswer(json.dumps(answer) if answer is not None else "", said.note())
     except ForensicsError as exc:
         return HookAnswer(stderr=f"llm-forensics guard: {exc} (going on)")
     except Exception as exc:  # a hook never fails the user's work by its own error
         line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return HookAnswer(stderr=f"llm-forensics guard: {line} (going on)")
+
+
+def run_hook(
+    stdin: IO[bytes] | None, policy: str, policies: str | None = None, tail_mib: float = TAIL_MIB
+) -> HookAnswer:
+    """The hook as a command runs it: its input read from ``stdin`` (at most
+    ``INPUT_LIMIT``; None: there is none), then ``claude_hook``; never an exception."""
+    try:
+        if stdin is None:
+            raise ForensicsError("the hook has no standard input")
+        text = read_input(stdin)
+    except ForensicsError as exc:
+        return HookAnswer(stderr=f"llm-forensics guard: {exc} (going on)")
+    except Exception as exc:  # (stdin unreadable: go on)
+        line = f"llm-forensics guard: cannot read the hook's input: {exc} (going on)"
+        return HookAnswer(stderr=line)
+    return claude_hook(text, policy, policies, tail_mib)

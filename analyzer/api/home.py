@@ -11,6 +11,9 @@ agents' default places before a command that was given no input.
   must write waits longer, then says why it cannot. After each refresh that changed the store,
   a copy of it is kept beside it (``forensics.duckdb.last``, while the store is under
   :data:`COPY_LIMIT`): a reader that finds the store being written reads that copy, saying so.
+* **Read-only**: a store that cannot be written (a read-only mount, a team's store, a folder
+  DuckDB cannot write its journal in) is read as it is: the refresh is skipped, saying so, and
+  a command that must write it says why it cannot, in one line.
 * **History kept**: files the agents delete stay in the store (nothing removes them), and the
   usage views say which figures come from files no longer on disk.
 """
@@ -29,8 +32,14 @@ from typing import TypeVar
 
 from analyzer.console import note
 from analyzer.engine.default_store import default_store
-from analyzer.engine.store import Store, StoreInUse, open_new_or_existing, open_store
-from analyzer.errors import NothingFound
+from analyzer.engine.store import (
+    Store,
+    StoreInUse,
+    StoreReadOnly,
+    open_new_or_existing,
+    open_store,
+)
+from analyzer.errors import ForensicsError, Interrupted, NothingFound
 from analyzer.ingest.base import IngestOptions
 
 T = TypeVar("T")
@@ -103,15 +112,23 @@ def patiently(
 
 
 def refresh(
-    choice: StoreChoice, options: IngestOptions, incidents: bool, enabled: bool = True
-) -> None:
+    choice: StoreChoice,
+    options: IngestOptions,
+    incidents: bool,
+    enabled: bool = True,
+    writer: bool = False,
+) -> str | None:
     """Before a command given no input: the default store brought up to date with the
     agents' default places (nothing for a store named with ``--db``, or when not ``enabled``).
-    If another process holds the store, the command goes on with what the store holds."""
+    If another process holds the store, the command goes on with what the store holds: the
+    holder is returned, for :func:`open_reading` to say what is shown (a ``writer``, such as
+    ``detect``, says here that the refresh was skipped). If the store cannot be written (a
+    read-only mount, a team's store), it is read as it is, saying so - a ``writer`` stops
+    there."""
     from analyzer import pipeline
 
     if not choice.default or not enabled:
-        return
+        return None
     inputs = pipeline.default_inputs(os.environ, Path.home())
     if not inputs.paths and not Path(choice.path).exists():
         places = ", ".join(inputs.absent) or "none known"
@@ -129,43 +146,73 @@ def refresh(
     try:
         waiting(refreshed, READER_WAIT, "")
     except StoreInUse as exc:
+        if writer:
+            note(f"refresh skipped: {_tilde(choice.path)} is in use by {exc.holder}")
+        return exc.holder
+    except StoreReadOnly as exc:  # (a read-only mount, a team's store): read as it is
+        if writer or not Path(choice.path).exists():
+            raise
         note(
-            f"refresh skipped: {_tilde(choice.path)} is in use by {exc.holder}; what follows "
-            f"is what it held {_when(choice.path)}"
+            f"refresh skipped: {_tilde(choice.path)} cannot be written ({exc.why}); what "
+            f"follows is what it held {_when(choice.path)}"
         )
-        return
+        return None
     keep_copy(choice)
+    return None
 
 
-def open_reading(choice: StoreChoice) -> Store:
+def open_reading(choice: StoreChoice, busy: str | None = None) -> Store:
     """The store opened read-only. When another process is writing the default store, the
-    copy of its last refresh is read instead (saying so), if there is one."""
+    copy of its last refresh is read instead (saying so), if there is one this version can
+    read; else that is the error, in one line. ``busy``: the process that held the store when
+    :func:`refresh` was skipped (said with what is shown)."""
+    skipped = f"refresh skipped: {_tilde(choice.path)} is in use by {busy}" if busy else ""
     try:
         # (A store named with --db is the user's: another process holding it is said at once.)
         patience = READER_WAIT if choice.default else 0.0
-        return waiting(lambda: open_store(choice.path, read_only=True), patience, "")
+        store = waiting(lambda: open_store(choice.path, read_only=True), patience, "")
     except StoreInUse as exc:
         if not choice.default:
             raise
-        if not choice.copy.exists():
+        copy = _copy_opened(choice)
+        if copy is None:
+            unread = "that this version can read " if choice.copy.exists() else ""
             raise StoreInUse(
                 f"{exc.holder} is writing this store, and there is no copy of an earlier "
-                "refresh to read meanwhile: run the command again when it has finished",
+                f"refresh {unread}to read meanwhile: run the command again when it has finished",
                 exc.holder,
                 path=choice.path,
             ) from None
+        if skipped:
+            note(skipped)
         note(
             f"{_tilde(choice.path)} is being written by {exc.holder}: showing its copy of the "
             f"last refresh ({_when(str(choice.copy))})"
         )
+        return copy
+    if skipped:
+        note(f"{skipped}; what follows is what it held {_when(choice.path)}")
+    return store
+
+
+def _copy_opened(choice: StoreChoice) -> Store | None:
+    """The copy of the last refresh opened read-only; None when there is none this version
+    can read (an earlier version's, one damaged, none at all)."""
+    if not choice.copy.exists():
+        return None
+    try:
         return open_store(choice.copy, read_only=True)
+    except ForensicsError:
+        return None
 
 
 def keep_copy(choice: StoreChoice) -> None:
     """Copy the default store (closed, so complete) beside it, for readers while another
     process writes it: through a temporary file, so a reader never sees half a copy. Best
     effort: a disk that cannot take it keeps the older copy, or none. A copy made since the
-    store was last written is kept as it is (a command that changed nothing copies nothing)."""
+    store was last written is kept as it is (a command that changed nothing copies nothing).
+    Ctrl-C during the copy removes the partial one and says, as ``Interrupted``, that the store
+    holds the run's work (it was written before)."""
     src = _stamp(choice.path)
     if not choice.default or src is None or src[0] > COPY_LIMIT:
         return
@@ -176,9 +223,26 @@ def keep_copy(choice: StoreChoice) -> None:
     try:
         shutil.copyfile(choice.path, tmp)
         os.replace(tmp, choice.copy)
-    except OSError:
+    except BaseException as exc:
+        made = not tmp.exists() and _stamp(str(choice.copy)) != copied
         with suppress(OSError):
-            tmp.unlink()
+            tmp.unlink(missing_ok=True)
+        if isinstance(exc, KeyboardInterrupt):  # (the store itself was written before)
+            raise Interrupted(_copy_interrupted(choice, made)) from None
+        if not isinstance(exc, OSError):
+            raise
+
+
+def _copy_interrupted(choice: StoreChoice, made: bool) -> str:
+    """What Ctrl-C during the copy leaves: the store holds the run's work, the copy is the
+    new one or the one before."""
+    copy = choice.copy.name
+    if made:
+        return f"interrupted: the store holds this run's work, and its copy for readers ({copy})"
+    return (
+        f"interrupted: the store holds this run's work; its copy for readers ({copy}) is as "
+        "it was (the next refresh brings it up to date)"
+    )
 
 
 def _stamp(path: str) -> tuple[int, int] | None:

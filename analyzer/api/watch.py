@@ -18,13 +18,19 @@ them only the calls new since the last one, as long as the new calls of every st
 those already fed (calls appended to a growing log). A call that lands earlier in a stream (a
 file read late, a clock out of order) rebuilds them from the whole history, and the trips
 already said are not said again.
+
+A watched place that disappears is said once and looked for at every poll; its return is said
+too (the watch goes on, whatever is gone). ``--exec``'s program runs beside the polls
+(``analyzer.api.exec_runner``). SIGTERM and SIGHUP end the watch as Ctrl-C does
+(``ended_by_signals``), so that its throwaway store and the programs it started go with it.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-import subprocess
+import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -37,10 +43,11 @@ from typing import Any
 
 from analyzer import pipeline
 from analyzer.api import home
-from analyzer.console import Console, use
+from analyzer.console import Console, safe_line, use
 from analyzer.detect.detectors import Selection, detect, load_incidents, select
 from analyzer.engine import cache
 from analyzer.engine.store import Store, StoreInUse, open_new_or_existing
+from analyzer.errors import InputError
 from analyzer.guards.guard import Call, Decision, Guard
 from analyzer.guards.policy import Policy
 from analyzer.guards.replay import Replay
@@ -49,8 +56,6 @@ from analyzer.model.formatting import cut, json_text, money, printable
 from analyzer.model.incident import Incident
 from analyzer.model.timewindow import local
 
-# How long a command run with --exec may take before it is ended (seconds).
-EXEC_TIMEOUT = 30.0
 # The default store's copy for readers (``home.keep_copy``) is made at most this often while
 # the watch writes the store (seconds), and once more when the watch ends.
 COPY_EVERY = 60.0
@@ -73,6 +78,12 @@ def _when(ts: datetime | None, tz: str) -> str:
 
 def _name(text: object) -> str:
     return cut(printable(text), NAME_WIDTH)
+
+
+def on_stderr(line: str) -> None:
+    """A line of the watch's own (a place gone, an --exec failure) on stderr."""
+    sys.stderr.write(safe_line(f"watch: {line}") + "\n")
+    sys.stderr.flush()
 
 
 @dataclass(frozen=True)
@@ -202,6 +213,7 @@ class Watcher:
     options: IngestOptions = field(default_factory=IngestOptions)
     console: Console = field(default_factory=lambda: Console(quiet=True))
     selection: Selection = field(default_factory=select)
+    tell: Callable[[str], None] = on_stderr  # a place gone, or back
     said_incidents: set[IncidentKey] = field(default_factory=set)
     said_trips: set[TripKey] = field(default_factory=set)
     polls: int = 0
@@ -211,6 +223,8 @@ class Watcher:
     _events: list[dict[str, Any]] = field(default_factory=list)  # the calls, replayed
     _copied: float = 0.0
     _changed: bool = False
+    _places: set[str] | None = None  # the places there at the last poll (None: none yet)
+    _gone: set[str] = field(default_factory=set)  # those said to be gone, not back yet
 
     def __post_init__(self) -> None:
         self.guards = LiveGuards(self.policies)
@@ -218,8 +232,24 @@ class Watcher:
     def inputs(self) -> pipeline.Inputs:
         """What to read at this poll: the paths given, or the default places that exist now."""
         if self.paths:
-            return pipeline.Inputs(list(self.paths), {p: p for p in self.paths})
+            there = [p for p in self.paths if os.path.exists(p)]
+            gone = [p for p in self.paths if p not in there]
+            return pipeline.Inputs(there, {p: p for p in there}, gone)
         return pipeline.default_inputs(os.environ, Path.home())
+
+    def _say_places(self, inputs: pipeline.Inputs) -> None:
+        """Say once each place watched that is gone since the last poll, and each one back."""
+        now = {inputs.labels.get(p, p) for p in inputs.paths}
+        before, self._places = self._places, now
+        if before is None:
+            return
+        for place in sorted(before - now):
+            self.tell(f"{place} is gone: watching for it to come back")
+        for place in sorted(self._gone & now):
+            self.tell(f"{place} is back")
+        self._gone = (self._gone | (before - now)) - now
+        if before and not now and len(self._gone) > 1:
+            self.tell("none of the places watched is there: waiting for them (Ctrl-C to stop)")
 
     def start(self) -> Found:
         """The first poll: the history already there (nothing of it is reported; the caller
@@ -279,8 +309,14 @@ class Watcher:
         """Load what is new; when the data changed, detect and replay the calls again (else
         only look again at the calls that were not complete)."""
         inputs = self.inputs()
+        self._say_places(inputs)
         if inputs.paths:
-            pipeline.refresh(store, inputs, self.options, incidents=False)
+            try:
+                pipeline.refresh(store, inputs, self.options, incidents=False)
+            except InputError:
+                if all(os.path.exists(p) for p in inputs.paths):
+                    raise
+                # (a place went while it was read: the next poll says so, and reads the rest)
         version = cache.version(store, cache.DATA)
         if version != self._version:
             detect(store, self.selection, reuse=True)
@@ -335,23 +371,57 @@ def exec_argv(command: str) -> list[str]:
     return argv
 
 
-def run_exec(argv: list[str], payload: str, timeout: float = EXEC_TIMEOUT) -> str | None:
-    """Run ``argv`` with ``payload`` on its standard input (its output is the watch's). None
-    when it succeeded, else one line saying how it failed."""
-    name = Path(argv[0]).name
+@dataclass
+class Ended:
+    """Which signal ended the watch (None: Ctrl-C, or none did)."""
+
+    signum: int | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """As shells say a process a signal ended: 128 + its number (Ctrl-C: 130)."""
+        return 128 + (self.signum or signal.SIGINT)
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name if self.signum else "Ctrl-C"
+
+
+ENDING_SIGNALS = tuple(
+    getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)
+)
+
+
+@contextmanager
+def ended_by_signals() -> Iterator[Ended]:
+    """SIGTERM and SIGHUP raised as Ctrl-C is (``KeyboardInterrupt``, where the main thread
+    is: a DuckDB statement under way is stopped), so the watch ends as at Ctrl-C, its store
+    closed and what it made removed; the ``Ended`` says which signal it was. Once one came,
+    SIGTERM and SIGHUP are ignored while the watch ends (a second Ctrl-C is not). A signal
+    ignored when the watch starts (``nohup``'s SIGHUP) stays ignored; outside the main thread
+    signals cannot be caught, and nothing is done."""
+    ended = Ended()
+    if threading.current_thread() is not threading.main_thread():
+        yield ended
+        return
+
+    def caught(signum: int, _frame: object) -> None:
+        if signum != signal.SIGINT:
+            ended.signum = signum
+        for s in before:
+            if s != signal.SIGINT:
+                signal.signal(s, signal.SIG_IGN)
+        raise KeyboardInterrupt
+
+    before = {s: signal.getsignal(s) for s in ENDING_SIGNALS}
+    before = {s: h for s, h in before.items() if h not in (None, signal.SIG_IGN)}
+    for s in before:
+        signal.signal(s, caught)
     try:
-        done = subprocess.run(
-            argv, input=payload.encode(), stderr=subprocess.PIPE, timeout=timeout, check=False
-        )
-    except subprocess.TimeoutExpired:
-        return f"--exec {name}: ended after {timeout:g} s without finishing"
-    except OSError as exc:
-        return f"--exec {name}: could not run it: {exc.strerror or exc}"
-    if done.returncode == 0:
-        return None
-    said = done.stderr.decode(errors="replace").strip().splitlines()
-    last = f": {printable(said[-1])}" if said else ""
-    return f"--exec {name}: exit {done.returncode}{last}"
+        yield ended
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
 
 
 def watch(

@@ -2,17 +2,40 @@
 
 ``guard claude-hook``: a Claude Code hook (``analyzer.api.claude_hook``). It reads the hook's
 JSON on standard input and answers on standard output as Claude Code's hooks reference says;
-it never fails the user's work by its own error (any problem: one line on standard error, exit
-0, Claude goes on).
+it never fails the user's work by its own error (any problem, a usage error of its own command
+line too: one line on standard error, exit 0, Claude goes on).
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
-from analyzer.api.claude_hook import claude_hook
+from analyzer.api.claude_hook import TAIL_MIB, run_hook
+from analyzer.console import safe_line
+
+_USAGE = "lf.hook_usage"  # (ctx.meta: the usage error the hook's command line had)
+
+
+class _HookCommand(click.Command):
+    """A hook's command: a usage error (an unknown option, a bad value) is one line on stderr
+    and exit 0, never click's exit 2, which in a ``PreToolUse`` hook blocks the tool."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            ctx.meta[_USAGE] = exc.format_message()
+            return []
+
+    def invoke(self, ctx: click.Context) -> Any:
+        if _USAGE in ctx.meta:
+            line = f"llm-forensics guard: {ctx.meta[_USAGE]} (going on)"
+            click.echo(safe_line(" ".join(line.split())), err=True)
+            return None
+        return super().invoke(ctx)
 
 
 @click.group("guard")
@@ -31,7 +54,7 @@ def guard_group() -> None:
     """
 
 
-@guard_group.command("claude-hook")
+@guard_group.command("claude-hook", cls=_HookCommand)
 @click.option(
     "--policy",
     "policy",
@@ -47,14 +70,25 @@ def guard_group() -> None:
     default=None,
     help="A TOML file of policies, as `backtest --policies` reads it.",
 )
-def claude_hook_command(policy: str | None, policies_file: str | None) -> None:
+@click.option(
+    "--tail-mib",
+    type=click.FloatRange(min=0),
+    default=TAIL_MIB,
+    show_default=True,
+    metavar="MIB",
+    help="Judge at most the transcript's last MIB MiB, from their first whole line (0: all "
+    "of it), so that the hook answers well inside Claude Code's timeout; a longer transcript "
+    "is judged as if the session began there.",
+)
+def claude_hook_command(policy: str | None, policies_file: str | None, tail_mib: float) -> None:
     """A Claude Code hook: stop Claude when the policy trips.
 
     Reads the hook's JSON on stdin (it names the transcript), replays the session so far
-    through the policy and, when it trips, answers {"continue": false, "stopReason": ...}
-    (a stop) or, after a tool, {"decision": "block", "reason": ...} (a nudge). Otherwise it
-    says nothing. Any problem is one line on stderr and exit 0: the hook never stops your
-    work by its own error. Example, in .claude/settings.json:
+    (its last --tail-mib MiB) through the policy and, when it trips, answers {"continue":
+    false, "stopReason": ...} (a stop) or, after a tool, {"decision": "block", "reason": ...}
+    (a nudge). Otherwise it says nothing. Any problem, a mistake in this command line too, is
+    one line on stderr and exit 0: the hook never stops your work by its own error. Example,
+    in .claude/settings.json:
 
     \b
       {"hooks": {"PostToolUse": [{"matcher": "*", "hooks": [{"type": "command",
@@ -63,12 +97,7 @@ def claude_hook_command(policy: str | None, policies_file: str | None) -> None:
     if not policy:  # (not click's usage error: its exit 2 would block Claude Code's tool)
         click.echo("llm-forensics guard: give --policy NAME (going on)", err=True)
         return
-    try:
-        text = sys.stdin.read()
-    except Exception as exc:  # (stdin unreadable: go on)
-        click.echo(f"llm-forensics guard: cannot read the hook's input: {exc} (going on)", err=True)
-        return
-    said = claude_hook(text, policy, policies_file)
+    said = run_hook(getattr(sys.stdin, "buffer", None), policy, policies_file, tail_mib)
     if said.stdout:
         click.echo(said.stdout)
     if said.stderr:

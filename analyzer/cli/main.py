@@ -386,7 +386,7 @@ def detect_command(
     else:
         if folder or master:
             raise click.UsageError("--parquet and --master go with --engine spark")
-        home.refresh(choice, IngestOptions(), incidents=False, enabled=refreshing())
+        home.refresh(choice, IngestOptions(), incidents=False, enabled=refreshing(), writer=True)
         with _library(choice.path, create=False, writer=choice.default) as lf:
             incidents = lf.detect(selection, view.window)
         home.keep_copy(choice)

@@ -56,8 +56,8 @@ def _reading(db: str | None, view: View, incidents: bool = True, detect: bool = 
 def _opened(db: str | None, detect: bool) -> Store:
     """The store at ``db`` (or the default store, refreshed first), opened read-only."""
     choice = home.choose(db)
-    home.refresh(choice, IngestOptions(), incidents=detect, enabled=refreshing())
-    return home.open_reading(choice)
+    busy = home.refresh(choice, IngestOptions(), incidents=detect, enabled=refreshing())
+    return home.open_reading(choice, busy)
 
 
 def _no_incidents_note(store: Store) -> None:

@@ -14,13 +14,16 @@ from typing import NoReturn
 import click
 
 from analyzer.api import home
+from analyzer.api.exec_runner import EXEC_TIMEOUT, ExecRunner
 from analyzer.api.watch import (
     Alert,
+    Ended,
     Found,
     Watcher,
     alert_json,
+    ended_by_signals,
     exec_argv,
-    run_exec,
+    on_stderr,
     watch,
 )
 from analyzer.cli.options import _check_tz, chatter_options, db_option
@@ -70,16 +73,15 @@ def _started(watcher: Watcher, found: Found, interval: float, throwaway: bool) -
     )
 
 
-def _sayer(tz: str, argv: list[str] | None) -> Callable[[Alert], None]:
-    """Each alert: its line on stdout (at once), then the --exec command with its JSON."""
+def _sayer(tz: str, runner: ExecRunner | None) -> Callable[[Alert], None]:
+    """Each alert: its line on stdout (at once), then handed to the --exec program (which runs
+    beside the polls)."""
 
     def say(alert: Alert) -> None:
         click.echo(safe_line(alert.line(tz)))
         sys.stdout.flush()
-        if argv:
-            failed = run_exec(argv, alert_json(alert))
-            if failed:
-                click.echo(safe_line(f"watch: {failed} (watching on)"), err=True)
+        if runner is not None:
+            runner.submit(alert_json(alert))
 
     return say
 
@@ -121,7 +123,16 @@ def _sayer(tz: str, argv: list[str] | None) -> Callable[[Alert], None]:
     metavar="CMD",
     default=None,
     help="Run CMD (split as a shell splits it, run without one) for each new incident or "
-    "trip, with it as JSON on standard input; a failure is said and the watch goes on.",
+    "trip, with it as JSON on standard input, in its own process group, one at a time in "
+    "order, beside the polls; a failure is said and the watch goes on.",
+)
+@click.option(
+    "--exec-timeout",
+    type=click.FloatRange(min=0.1),
+    default=EXEC_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time --exec's CMD, and whatever it started, may run; then they are ended.",
 )
 @click.option(
     "--tz",
@@ -140,6 +151,7 @@ def watch_command(
     policy_names: tuple[str, ...],
     policy_files: tuple[str, ...],
     command: str | None,
+    exec_timeout: float,
     tz: str,
 ) -> None:
     """Follow the agents' logs as they are written; say each new incident and each policy
@@ -147,9 +159,10 @@ def watch_command(
 
     With no path, the places agents keep their logs (~/.claude/projects, ~/.codex/sessions,
     ...), into the default store; with paths, those (into --db if given, else a throwaway
-    store). Every poll reads only new and grown files. What is there when the watch starts is
-    counted, not reported. The store is not held between polls: other commands read it
-    meanwhile. Ctrl-C stops the watch (exit 130).
+    store). Every poll reads only new and grown files; a place that disappears is said once
+    and waited for. What is there when the watch starts is counted, not reported. The store is
+    not held between polls: other commands read it meanwhile. Ctrl-C stops the watch (exit
+    130; SIGTERM: 143), ending --exec's programs and removing a throwaway store.
 
     \b
     Examples:
@@ -161,32 +174,40 @@ def watch_command(
         argv = exec_argv(command) if command is not None else None
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--exec") from None
+    if argv and os.name != "posix":  # (its process group, its exit seen without reaping it)
+        raise click.BadParameter("runs only on Linux and macOS", param_hint="--exec")
     policies = _policies(policy_names, policy_files)
     cur = current()
     # Each poll's own notes (what it read) only with --verbose; its warnings always, once each.
     console = Console(quiet=not cur.verbose, colour=cur.colour, width=cur.width, stderr=cur.stderr)
-    with ExitStack() as stack:
-        throwaway = bool(paths) and not db
-        if throwaway:
-            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="llm-forensics-"))
-            choice = home.StoreChoice(str(Path(tmp) / "watch.duckdb"), default=False)
-        else:
-            choice = home.choose(db)
-        watcher = Watcher(choice, list(paths), policies, console=console)
+    with ended_by_signals() as ended:
         try:
-            found = watcher.start()
-            note(_started(watcher, found, interval, throwaway))
-            watch(watcher, interval, _sayer(tz, argv))
+            with ExitStack() as stack:
+                throwaway = bool(paths) and not db
+                if throwaway:
+                    tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="llm-forensics-"))
+                    choice = home.StoreChoice(str(Path(tmp) / "watch.duckdb"), default=False)
+                else:
+                    choice = home.choose(db)
+                runner = None  # (ended before the throwaway store is removed)
+                if argv:
+                    runner = stack.enter_context(ExecRunner(argv, on_stderr, exec_timeout))
+                watcher = Watcher(choice, list(paths), policies, console=console)
+                found = watcher.start()
+                note(_started(watcher, found, interval, throwaway))
+                watch(watcher, interval, _sayer(tz, runner))
         except (KeyboardInterrupt, Interrupted):
-            _stopped()
+            _stopped(ended)
         except Exception as exc:
             if interrupted(exc):  # Ctrl-C inside a DuckDB statement, or an error it caused
-                _stopped()
+                _stopped(ended)
             raise
 
 
-def _stopped() -> NoReturn:
-    """Ctrl-C: the poll under way stored nothing of the file it was reading (each file is one
-    transaction), and the store is closed."""
-    click.echo("stopped watching", err=True)
-    sys.exit(Interrupted.exit_code)
+def _stopped(ended: Ended) -> NoReturn:
+    """Ctrl-C, SIGTERM or SIGHUP: the poll under way stored nothing of the file it was reading
+    (each file is one transaction); the store is closed, a throwaway store removed, --exec's
+    programs ended."""
+    said = "" if ended.signum is None else f" ({ended.name})"
+    click.echo(f"stopped watching{said}", err=True)
+    sys.exit(ended.exit_code)

@@ -8,10 +8,13 @@ set), else the platform's data folder: ``~/.local/share`` (Linux and other Unixe
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+
+from analyzer.errors import ForensicsError
 
 DB_ENV = "LLM_FORENSICS_DB"
 FOLDER = "llm-forensics"
@@ -40,18 +43,38 @@ def data_home(env: Mapping[str, str], home: Path, system: str = sys.platform) ->
 
 def default_store(env: Mapping[str, str], home: Path, system: str = sys.platform) -> Path:
     """The default store's file: ``$LLM_FORENSICS_DB``, else ``forensics.duckdb`` in
-    ``llm-forensics`` under :func:`data_home` (``~`` in the variable is the home folder).
+    ``llm-forensics`` under :func:`data_home` (``~`` and ``~user`` at the start of the
+    variable are home folders, as a shell reads them).
 
     >>> from pathlib import PurePosixPath as P
     >>> str(default_store({}, P("/h"), "linux"))
     '/h/.local/share/llm-forensics/forensics.duckdb'
     >>> str(default_store({"LLM_FORENSICS_DB": "team.duckdb"}, P("/h"), "linux"))
     'team.duckdb'
+    >>> str(default_store({"LLM_FORENSICS_DB": "~/s/team.duckdb"}, P("/h"), "linux"))
+    '/h/s/team.duckdb'
     """
     named = env.get(DB_ENV, "").strip()
     if named:
-        return home / named[2:] if named.startswith("~/") else Path(named)
+        return _home_expanded(named, home)
     return data_home(env, home, system) / FOLDER / STORE_NAME
+
+
+def _home_expanded(named: str, home: Path) -> Path:
+    """``named`` with a leading ``~`` (``home``) or ``~user`` (that user's home folder)
+    expanded; a ``~user`` of no user here is an error, never a folder named ``~user``."""
+    if not named.startswith("~"):
+        return Path(named)
+    first, sep, rest = named.replace(os.sep, "/").partition("/")
+    if first == "~":
+        return home / rest if rest else home
+    expanded = os.path.expanduser(first)
+    if expanded == first:
+        raise ForensicsError(
+            f"${DB_ENV} = {named!r}: there is no user {first[1:]!r} on this machine, so "
+            f"{first} is no home folder; give the store's full path"
+        )
+    return Path(expanded) / rest if sep and rest else Path(expanded)
 
 
 def this_machine() -> str:

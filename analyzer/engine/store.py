@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from analyzer.console import Console, current
-from analyzer.engine.default_store import this_machine
+from analyzer.engine.default_store import DB_ENV, this_machine
 from analyzer.engine.engine import Engine, Params
+from analyzer.engine.files import os_error
 from analyzer.errors import ForensicsError
+from analyzer.model.formatting import money
 
 MEMORY_ENV = "LLM_FORENSICS_MEMORY_LIMIT"
 # DuckDB's own default is 80% of the machine; a forensics run shares the machine with the user's
@@ -24,7 +28,7 @@ MEMORY_ENV = "LLM_FORENSICS_MEMORY_LIMIT"
 # allocations DuckDB does not count) comes on top of it (10 million rows: peak RSS 1.68 GB at a
 # limit of 1.5GB, 2.18 GB at 2GB).
 DEFAULT_MEMORY_LIMIT = "1.7GB"
-SCHEMA_VERSION = "10"
+SCHEMA_VERSION = "11"
 
 
 @dataclass(frozen=True)
@@ -36,17 +40,23 @@ class Migration:
     to: int
     unit: str
     attribute: bool = False  # then attribute the kept incidents (attribute.sql), as detect does
+    # A unit giving (calls, dollars) of what the step cannot bring up to date from what the
+    # store holds: said in one warning (``_kept_as_priced``), with what the user can do.
+    left_as_was: str | None = None
 
 
 # The store formats this version upgrades in place when it opens them for writing, one step
 # after another from the store's own format: 6 had no ``bill_buckets``, 7 no ``runs``, 8 no
-# output estimates on calls and no attribution on incidents, 9 no machine. A new format is one
-# more step.
+# output estimates on calls and no attribution on incidents, 9 no machine, 10 no resume points
+# (``resume_points``). A new format is one more step.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "schema.sql"),
     Migration(8, "schema.sql"),
-    Migration(9, "store/upgrade-to-9.sql", attribute=True),
+    Migration(
+        9, "store/upgrade-to-9.sql", attribute=True, left_as_was="store/placeholders-before-9.sql"
+    ),
     Migration(10, "store/upgrade-to-10.sql", attribute=True),
+    Migration(11, "store/upgrade-to-11.sql"),
 )
 
 
@@ -54,8 +64,8 @@ def migrations_from(found: str) -> list[Migration]:
     """The steps that bring a store of format ``found`` to :data:`SCHEMA_VERSION`, in order
     (none for a format this version does not upgrade).
 
-    >>> [m.to for m in migrations_from("7")], migrations_from("5"), migrations_from("10")
-    ([8, 9, 10], [], [])
+    >>> [m.to for m in migrations_from("7")], migrations_from("5"), migrations_from("11")
+    ([8, 9, 10, 11], [], [])
     """
     if not found.isdigit() or int(found) not in {m.to - 1 for m in MIGRATIONS}:
         return []
@@ -105,7 +115,9 @@ class Store:
 
     def close(self) -> None:
         self.con.close()
-        if self.pending and self.keep_cache and self.path != ":memory:":
+        # (A store that cannot be written is read as it is: nothing is kept.)
+        kept = self.pending and self.keep_cache and self.path != ":memory:"
+        if kept and unwritable(self.path) is None:
             _keep(self.path, self.pending)
         self.pending = []
 
@@ -219,7 +231,12 @@ def interrupted(exc: BaseException | None) -> bool:
     return False
 
 
-def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | None) -> None:
+def _prepare(
+    con: duckdb.DuckDBPyConnection,
+    read_only: bool,
+    temp_dir: str | None,
+    console: Console | None = None,
+) -> None:
     engine = Engine(con)
     # Bounded memory: what does not fit spills to a temporary folder (beside a store file,
     # DuckDB's own ``<store>.tmp``; for a throwaway store, the folder given).
@@ -244,7 +261,7 @@ def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | No
     found = _our_format(engine)
     steps = [] if found is None else migrations_from(str(found))
     if steps and not read_only:
-        _migrate(engine, steps)
+        _migrate(engine, steps, console or current())
     elif steps:
         raise ForensicsError(
             f"this store was written by an earlier version of llm-forensics (store format "
@@ -272,18 +289,37 @@ def _prepare(con: duckdb.DuckDBPyConnection, read_only: bool, temp_dir: str | No
     engine.run("classify.sql")
 
 
-def _migrate(engine: Engine, steps: list[Migration]) -> None:
+def _migrate(engine: Engine, steps: list[Migration], console: Console) -> None:
     """Upgrade a store of an earlier format in place: each step in order, then the schema's
     views over the widened tables, the kept incidents attributed as `detect` attributes the
-    ones it records (when a step asks), and the store's new format."""
+    ones it records (when a step asks), and the store's new format. What a step cannot bring
+    up to date is said in one warning."""
     for step in steps:
         engine.run(step.unit)
+        if step.left_as_was is not None:
+            left = engine.one(step.left_as_was)
+            if left is not None and left[0]:
+                console.warn(_kept_as_priced(steps[0].to - 1, int(left[0]), Decimal(left[1])))
     engine.run("schema.sql")
     if any(step.attribute for step in steps):
         kept = [r[0] for r in engine.rows("SELECT incident_id FROM incidents ORDER BY incident_id")]
         if kept:
             engine.run("attribute.sql", {"ids": kept})
     engine.run("UPDATE meta SET value = ? WHERE key = 'schema_version'", [SCHEMA_VERSION])
+
+
+def _kept_as_priced(found: int, calls: int, usd: Decimal) -> str:
+    """The warning for the Claude Code calls an upgrade from format 8 or earlier leaves priced
+    at their logged placeholder output (``store/placeholders-before-9.sql``)."""
+    return (
+        f"upgraded from store format {found}: {calls:,} Claude Code "
+        f"{'call keeps' if calls == 1 else 'calls keep'} the price of a logged placeholder "
+        f"output count ({money(usd)}, cost_basis estimated); a new read prices them at an "
+        "estimate of what they wrote (estimated_output), which this store does not hold: to "
+        "reprice them, read their files into a new store (`llm-forensics ingest --db "
+        "NEW.duckdb FOLDER`; for the default store, move it away and run any command), "
+        "keeping this one for the files deleted since"
+    )
 
 
 def _our_format(engine: Engine) -> Any:
@@ -327,12 +363,15 @@ def open_store(
     gives a throwaway one (give it ``temp_dir`` to spill to when it outgrows the memory
     limit). A store that must exist and does not is "no store here"."""
     path = str(path)
-    if (read_only or must_exist) and path != ":memory:" and not Path(path).exists():
-        raise ForensicsError("no store here (run `llm-forensics ingest` first)", path=path)
+    if path != ":memory:":
+        _checked(path, read_only, must_exist)
     try:
         con = duckdb.connect(path, read_only=read_only, config=OFFLINE)
     except duckdb.IOException as exc:
         text = str(exc)
+        refused = next((plain for words, plain in _REFUSED.items() if words in text), None)
+        if refused is not None and not read_only:
+            raise StoreReadOnly(refused, path) from exc
         if "lock" in text.lower():
             holder = _holder(text)
             raise StoreInUse(
@@ -356,7 +395,7 @@ def open_store(
             path=path,
         ) from exc
     try:
-        _prepare(con, read_only, temp_dir)
+        _prepare(con, read_only, temp_dir, console)
     except ForensicsError as exc:
         con.close()
         exc.path = exc.path or path
@@ -365,6 +404,82 @@ def open_store(
         con.close()
         raise
     return Store(con, path, read_only=read_only, console=console)
+
+
+# DuckDB's words when the system refuses to let it write the store, in the user's.
+_REFUSED = {
+    "Read-only file system": "the file system is read-only",
+    "Permission denied": "permission denied",
+}
+
+
+def _checked(path: str, read_only: bool, must_exist: bool) -> None:
+    """Refuse, before DuckDB opens it (a named pipe would block it for ever), a path that is
+    no store file; a store that cannot be written, when it is to be written; and a missing one
+    that must exist."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if read_only or must_exist:
+            raise ForensicsError(
+                "no store here (run `llm-forensics ingest` first)", path=path
+            ) from None
+        return
+    except OSError as exc:
+        raise os_error(exc, path, "cannot open the store") from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise ForensicsError(
+            f"not a store: {_kind(st.st_mode)}, not a file (give --db or ${DB_ENV} a store "
+            "file, or a new name to make one)",
+            path=path,
+        )
+    why = None if read_only else unwritable(path)
+    if why is not None:
+        raise StoreReadOnly(why, path)
+
+
+def _kind(mode: int) -> str:
+    """What a path that is no regular file is, for a person."""
+    if stat.S_ISDIR(mode):
+        return "it is a folder"
+    if stat.S_ISFIFO(mode):
+        return "it is a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "it is a device"
+    if stat.S_ISSOCK(mode):
+        return "it is a socket"
+    return "it is a special file"
+
+
+def unwritable(path: str) -> str | None:
+    """Why the store file at ``path`` cannot be written, or None when it can: DuckDB writes
+    the file and, beside it in its folder, its journal (``<store>.wal``). A read-only file
+    system, a file or folder the user may not write."""
+    file = Path(path)
+    for target, what in ((file, "the file"), (file.parent, "its folder")):
+        if os.access(target, os.W_OK):
+            continue
+        if hasattr(os, "statvfs"):
+            with suppress(OSError):
+                if os.statvfs(target).f_flag & os.ST_RDONLY:
+                    return "the file system is read-only"
+        return f"{what} is not writable for this user"
+    return None
+
+
+class StoreReadOnly(ForensicsError):
+    """The store can be read but not written (``why``): a command that must write it says so
+    in one line; the default store's refresh is skipped, and readers read it as it is."""
+
+    def __init__(self, why: str, path: str) -> None:
+        said = (
+            f"this store cannot be written: {why}; the commands that only read it (usage, "
+            "incidents, show, report, backtest, export) still can"
+            if Path(path).exists()
+            else f"cannot make a store here: {why}"
+        )
+        super().__init__(said, path=path)
+        self.why = why
 
 
 class StoreInUse(ForensicsError):

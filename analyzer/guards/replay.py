@@ -77,6 +77,11 @@ _ALWAYS = {
     "response_kind",
     "tool_key",
 }
+# What a live guard is fed beside its policy's columns (``Replay.events``): the ids the order
+# derives a call's stream, session and turn from (events.sql), so that a live guard fed the
+# events sees the units the replay sees (without them every call is of one stream and one
+# turn, and a stop once in force never ends).
+LIVE = frozenset({"stream_key", "session_id", "turn_id"})
 # A derived column's inputs (the others are made of ``_ALWAYS`` or of the order alone).
 _DERIVED = {
     "truncated": {"finish_reason", "content_chars", "tool_call_count", "output_tokens"},
@@ -246,15 +251,22 @@ class Replay:
       (``analyzer.guards.scoring``)."""
 
     def __init__(
-        self, store: Store, labels: Path | None = None, policies: list[Policy] | None = None
+        self,
+        store: Store,
+        labels: Path | None = None,
+        policies: list[Policy] | None = None,
+        *,
+        live: bool = False,
     ) -> None:
         """``policies``: those to be run (the replay then carries only the columns they and the
-        scoring read; a policy needing more widens it when run). None: every column."""
+        scoring read; a policy needing more widens it when run). None: every column. ``live``:
+        the replay is made for ``events`` (to feed live guards): it carries the ids of
+        ``LIVE`` from the start (``events`` widens a replay without them)."""
         self.store = store
         self.labels = labels
         self._step = store.engine.begin()  # ended by ``close`` (left open, the tables stay)
         try:
-            self._prepare(columns_of(policies))
+            self._prepare(columns_of(policies) | (LIVE if live else frozenset()))
         except BaseException:
             self.close()
             raise
@@ -329,7 +341,10 @@ class Replay:
 
     def events(self) -> list[dict[str, Any]]:
         """The replayed calls, in the replay's order, as rows of ``EVENT_COLUMNS`` (those it
-        carries)."""
+        carries, and always the ids of ``LIVE``: what a live guard fed them needs to see the
+        replay's streams, sessions and turns)."""
+        if not LIVE.issubset(self.columns):
+            self._prepare(self.columns | LIVE)
         return self.store.engine.records("guards/event_rows.sql")
 
     def _trace(self, p: Policy, variant: int | None) -> None:

@@ -90,6 +90,9 @@ class LoadResult:
     skipped_kinds: dict[str, int] = field(default_factory=dict)
     calls: int | None = None  # calls the file holds (None: a format that does not count them)
     note: str | None = None  # why the file holds no calls, when its loader knows better
+    # Where a later read of the file, grown, can start (a format that ``resumes``): None
+    # when it cannot (see ``analyzer.ingest.resume``).
+    checkpoint: Checkpoint | None = None
 
     def accounting(self) -> Accounting:
         """What became of the file's records, by the names its ``sources`` row and its report
@@ -114,9 +117,39 @@ class LoadContext:
     # writes nothing, and leaves its rows (a ``Lowering``) in ``staged`` for the batch.
     batched: bool = False
     staged: Any = None
+    # Read on from where an earlier read of the file stopped (a format that ``resumes``):
+    # only what comes after it is read, and accounted for.
+    resume: Resume | None = None
     # Loaded on its own, its calls kept until the end of the file rather than written in
     # parts as it is read (a loader that writes parts raised ``Unchunkable``).
     whole: bool = False
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Where a read of a grown file starts: at byte ``offset``, after ``lines`` line ends (the
+    whole lines the last read took), with what the format's reader saved there (``state``,
+    JSON values)."""
+
+    offset: int
+    lines: int
+    state: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Where a read ended, for the next one: the byte after the last line it took whole (a
+    cut-off last line is left to the next read), the line ends before it, and the reader's
+    state there."""
+
+    offset: int
+    lines: int
+    state: dict[str, Any]
+
+
+class CannotResume(Exception):
+    """What a reader cannot go on with from its saved state (a line adding to a call its
+    state no longer holds): the file is read whole instead."""
 
 
 class Unbatchable(Exception):

@@ -29,6 +29,7 @@ from analyzer.engine import cache
 from analyzer.engine.store import Store, interrupted
 from analyzer.errors import ForensicsError, LoaderBug, StrictRejectError
 from analyzer.ingest.base import LoadResult
+from analyzer.ingest.resume import After, Prior
 from analyzer.ingest.sink import FileFacts, Sink, SourceRow, in_order
 from analyzer.ingest.staged import Staged
 
@@ -68,20 +69,24 @@ class SourceIndex:
         self.by_sha: dict[str, list[Any]] = {}  # sha -> [source, whether its file_stat is NULL]
         self.formats: dict[int, str] = {}  # a stored file's format, by source id
         self._folders: dict[str, str] = {}  # a folder's resolved path, once per run
+        self.by_path: dict[str, Prior] = {}  # a file's latest read, by its resolved path
         rows = store.engine.rows(
-            "SELECT source_id, sha256, file_stat, format FROM sources ORDER BY source_id"
+            "SELECT source_id, sha256, file_stat, format, bytes FROM sources ORDER BY source_id"
         )
-        for source_id, sha, file_stat, fmt in rows:
+        for source_id, sha, file_stat, fmt, size in rows:
             self.add(source_id, sha, file_stat)
             self.formats[source_id] = fmt
+            if file_stat is not None:
+                self.by_path[file_stat.rsplit("|", 2)[0]] = Prior(source_id, size, sha, fmt)
 
     def stat_key(self, path: Path, size: int, mtime_ns: int) -> str:
         """How ``sources.file_stat`` names a file as it is now: its resolved path, size and
         modification time. The path is ``path.resolve()``'s, its folder resolved once per run
         (not a system call per folder above each of 100,000 files)."""
-        return f"{self._resolved(path)}|{size}|{mtime_ns}"
+        return f"{self.resolved(path)}|{size}|{mtime_ns}"
 
-    def _resolved(self, path: Path) -> str:
+    def resolved(self, path: Path) -> str:
+        """``str(path.resolve())``, the folder resolved once per run."""
         text = os.fspath(path)
         folder, name = os.path.split(text)
         if name in ("", ".", "..") or os.path.islink(text):
@@ -129,6 +134,7 @@ class Pending:
     display: str
     strict: bool
     source_id: int | None = None  # given when written
+    after: After | None = None  # what follows from the read once it is written
 
     @property
     def fmt(self) -> str:
@@ -222,6 +228,9 @@ def _write(store: Store, files: list[Pending]) -> None:
         _write_round(sink, group)
     sink.rejects([(f.sid, *r) for f in files for r in f.low.rejects])
     sink.sources([SourceRow.of(f.sid, f.low.result, f.facts) for f in files])
+    for f in files:
+        if f.after is not None:
+            f.after.settle(store.engine, f.sid)
     cache.bump(store, cache.DATA)
 
 

@@ -68,16 +68,24 @@ class _GzipCheck:
         return self.damage
 
 
+class Prefixes(Protocol):
+    """Something that learns the hash of the file's bytes up to points within it."""
+
+    def seen(self, h: hashlib._Hash, chunk: bytes) -> None: ...
+
+
 def sha256_of(
-    path: Path, tallies: Sequence[Tally] = (), gz: bool = False
+    path: Path, tallies: Sequence[Tally] = (), gz: bool = False, at: Prefixes | None = None
 ) -> tuple[str, str | None]:
     """The file's SHA-256 and, for gzip (``gz``), what is wrong with its compressed data (None
     when sound): damage, or more than :func:`expansion_limit` of it. Each of ``tallies`` is fed
-    the content (decompressed) in the same pass."""
+    the content (decompressed) in the same pass; ``at`` sees the hash before each raw chunk."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         check = _GzipCheck(tallies, os.fstat(fh.fileno()).st_size) if gz else None
         while chunk := fh.read(1 << 20):
+            if at is not None:
+                at.seen(h, chunk)
             h.update(chunk)
             if check is not None:
                 check.feed(chunk)

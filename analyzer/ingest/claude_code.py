@@ -40,13 +40,22 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analyzer.ingest.base import Head, LoadContext, LoadResult, Unchunkable
+from analyzer.ingest.base import (
+    CannotResume,
+    Checkpoint,
+    Head,
+    LoadContext,
+    LoadResult,
+    Unchunkable,
+)
 from analyzer.ingest.content import args_text
-from analyzer.ingest.jsonl import head_objects, json_lines
+from analyzer.ingest.jsonl import checkpoint, head_objects, json_lines
 from analyzer.ingest.lowering import (
     EXCERPT_CHARS,
     Lowering,
@@ -57,6 +66,8 @@ from analyzer.ingest.lowering import (
     text_measure,
 )
 from analyzer.ingest.output_estimate import OutputTally, settle
+from analyzer.ingest.reading import LineEnds
+from analyzer.ingest.resume import Closed
 from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
@@ -109,6 +120,17 @@ class _Session:
         self.idx = 0
         self.seq = 0
 
+    def saved(self) -> list[Any]:
+        """The session as JSON values (see ``restored``)."""
+        return [self.session_id, self.parent, self.agent, self.turn, self.idx, self.seq]
+
+    @classmethod
+    def restored(cls, saved: list[Any]) -> _Session:
+        session_id, parent, agent, turn, idx, seq = saved
+        s = cls(str(session_id), parent, agent)
+        s.turn, s.idx, s.seq = turn, int(idx), int(seq)
+        return s
+
     def next_idx(self) -> int:
         self.idx += 1
         return self.idx
@@ -157,12 +179,12 @@ class _Parts:
             ):
                 raise Unchunkable
 
-    def write(self, calls: OpenCalls, usages: dict[tuple[str, str], object]) -> None:
+    def write(self, book: CallBook) -> None:
         """The oldest ``PART_CALLS`` open calls settled and written, and let go."""
-        keys = list(itertools.islice(calls, PART_CALLS))
-        part = [settle_call(*calls.pop(key)) for key in keys]
+        keys = list(itertools.islice(book.calls, PART_CALLS))
+        part = [settle_call(*book.calls.pop(key)) for key in keys]
         for key in keys:
-            usages.pop(key, None)
+            book.usages.pop(key, None)
         self.check(part)
         for call in part:
             self.low.add_call(call)
@@ -172,41 +194,86 @@ class _Parts:
         self.low.write_calls()
 
 
-def load(ctx: LoadContext) -> LoadResult:
-    low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
-    sessions: dict[tuple[str, str | None], _Session] = {}
-    calls: OpenCalls = {}
-    usages: dict[tuple[str, str], object] = {}  # the usage object a call's counts last took in
-    file_session = Path(ctx.source.path).stem
-    folder = _project_folder(Path(ctx.source.path))
-    parent_name = Path(ctx.source.path).parent.name or None
+@dataclass
+class CallBook:
+    """A file's calls while it is read (``OpenCalls``) and the usage each call's counts last
+    took in; ``closed``: the calls an earlier read of the file let go of, which no line may add
+    to now; ``starting``: told before a line starts a call."""
 
-    def session_of(obj: dict[str, Any]) -> _Session:
+    calls: OpenCalls = field(default_factory=dict)
+    usages: dict[tuple[str, str], object] = field(default_factory=dict)
+    closed: Closed = field(default_factory=Closed)
+    starting: Callable[[], None] = lambda: None
+    parts: _Parts | None = None  # the calls written in parts so far (a long file)
+
+
+def load(ctx: LoadContext) -> LoadResult:
+    r = _Reader(ctx)
+    for lineno, obj in json_lines(ctx.source, r.low, ctx.resume, r.ends):
+        r.line(lineno, obj)
+    rest = [settle_call(call, tally) for call, tally in r.book.calls.values()]
+    if r.parts is not None:
+        r.parts.check(rest)
+    for call in rest:
+        r.low.add_call(call)
+    r.low.result.checkpoint = r.checkpoint()
+    return r.low.finish()
+
+
+# A later read of a file that grew starts at the first line of the newest call, so that a call
+# whose lines may go on is read whole then. The lines of one API response come together: in
+# every real transcript the tests read, no line adds to a call once a later call has begun (if
+# one does, the file is read whole).
+CALLS_READ_AGAIN = 1
+
+
+class _Reader:
+    """A transcript's lines read into calls and messages. ``checkpoint`` says where a later
+    read of the file, grown, can go on (``analyzer.ingest.resume``): at the first line of the
+    newest calls, with the sessions' counters as they were there."""
+
+    def __init__(self, ctx: LoadContext) -> None:
+        self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
+        self.tz = ctx.options.tz
+        self.sessions: dict[tuple[str, str | None], _Session] = {}
+        self.parts = None if ctx.batched or ctx.whole else _Parts(self.low)
+        self.book = CallBook(starting=self.starting, parts=self.parts)
+        self.ends = LineEnds()
+        # Where the newest calls start: (offset, line ends before, the sessions there).
+        self.starts: deque[tuple[int, int, list[list[Any]]]] = deque(maxlen=CALLS_READ_AGAIN)
+        path = Path(ctx.source.path)
+        self.file_session = path.stem
+        self.folder = _project_folder(path)
+        self.parent_name = path.parent.name or None
+        if ctx.resume is not None:
+            self.restore(ctx.resume.state)
+
+    def session_of(self, obj: dict[str, Any]) -> _Session:
         sid = obj.get("sessionId")
         if sid.__class__ is not str or not sid:
-            sid = as_str(sid) or file_session
+            sid = as_str(sid) or self.file_session
         agent = as_str(obj.get("agentId")) if obj.get("isSidechain") else None
-        s = sessions.get((sid, agent))
+        s = self.sessions.get((sid, agent))
         if s is None:
             if agent:
-                s = sessions[sid, agent] = _Session(f"{sid}:agent-{agent}", sid, agent)
+                s = self.sessions[sid, agent] = _Session(f"{sid}:agent-{agent}", sid, agent)
             else:
-                s = sessions[sid, agent] = _Session(sid, None, None)
+                s = self.sessions[sid, agent] = _Session(sid, None, None)
         return s
 
-    parts = None if ctx.batched or ctx.whole else _Parts(low)
-    for lineno, obj in json_lines(ctx.source, low):
+    def line(self, lineno: int, obj: dict[str, Any]) -> None:
+        low = self.low
         kind = obj.get("type")  # (only a string is one of these; see ``kind_of`` below)
         if kind == "assistant":
-            call = _assistant(low, obj, lineno, session_of(obj), calls, usages, ctx.options.tz)
+            call = _assistant(low, obj, lineno, self.session_of(obj), self.book, self.tz)
             if call is not None and not call.project:
-                call.project = folder or as_str(obj.get("cwd")) or parent_name
-            if parts is not None and len(calls) >= OPEN_CALLS:
-                parts.write(calls, usages)
+                call.project = self.folder or as_str(obj.get("cwd")) or self.parent_name
+            if self.parts is not None and len(self.book.calls) >= OPEN_CALLS:
+                self.parts.write(self.book)
         elif kind == "user":
-            _user(low, obj, session_of(obj), ctx.options.tz)
+            _user(low, obj, self.session_of(obj), self.tz)
         elif kind == "system" and obj.get("subtype") == "compact_boundary":
-            s = session_of(obj)
+            s = self.session_of(obj)
             low.add_message(
                 MessageRow(
                     session_id=s.session_id,
@@ -221,12 +288,38 @@ def load(ctx: LoadContext) -> LoadResult:
         else:
             low.skip(str(kind_of(obj) or "untyped"))
 
-    rest = [settle_call(call, tally) for call, tally in calls.values()]
-    if parts is not None:
-        parts.check(rest)
-    for call in rest:
-        low.add_call(call)
-    return low.finish()
+    def saved_sessions(self) -> list[list[Any]]:
+        return [[k[0], k[1], *s.saved()] for k, s in self.sessions.items()]
+
+    def starting(self) -> None:
+        """The line read now starts a call: where it starts, and the sessions before it (a
+        session the line itself starts is there with nothing counted, as a new one is)."""
+        self.starts.append((self.ends.line_offset, self.ends.line_lines, self.saved_sessions()))
+
+    def checkpoint(self) -> Checkpoint | None:
+        """Where a later read goes on (``jsonl.checkpoint``): at the first line of the newest
+        ``CALLS_READ_AGAIN`` calls, with the sessions as they were there and the calls before
+        it closed; else (no call read) after the last whole line."""
+        calls = list(self.book.calls.values())
+        at: tuple[int, int] | None = None
+        sessions = self.saved_sessions()
+        if self.starts:
+            offset, lines, sessions = self.starts[0]
+            at = (offset, lines)
+            calls = calls[: len(calls) - len(self.starts)]
+        closed = self.book.closed
+        for native in self.parts.ids if self.parts is not None else ():  # (written in parts)
+            closed.add(native)
+        for call, _tally in calls:
+            closed.add(str(call.native_id))
+        state = {"sessions": sessions, "closed": closed.saved()}
+        return checkpoint(self.low.ctx.source, at, self.ends, state)
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Go on from a checkpoint's ``state``."""
+        for sid, agent, *saved in state["sessions"]:
+            self.sessions[sid, agent] = _Session.restored(saved)
+        self.book.closed = Closed.restored(state["closed"])
 
 
 def settle_call(call: CallRow, tally: OutputTally) -> CallRow:
@@ -251,8 +344,7 @@ def _assistant(
     obj: dict[str, Any],
     lineno: int,
     s: _Session,
-    calls: OpenCalls,
-    usages: dict[tuple[str, str], object],
+    book: CallBook,
     tz: str,
 ) -> CallRow | None:
     msg = obj.get("message")
@@ -262,7 +354,14 @@ def _assistant(
         return None
     request = as_str(obj.get("requestId")) or ""
     key = (msg_id, request)
+    calls, usages = book.calls, book.usages
     if key not in calls:
+        native = f"{msg_id}:{request}" if request else msg_id
+        if book.parts is not None and native in book.parts.ids:
+            raise Unchunkable  # a line of a call written in an earlier part of this read
+        if native in book.closed:  # (maybe) a line of a call an earlier read let go of
+            raise CannotResume(f"line {lineno} may add to call {native}")
+        book.starting()
         calls[key] = _new_call(obj, msg, msg_id, request, lineno, s, tz), OutputTally()
     call, tally = calls[key]
     tally.see_version(obj.get("version"))
@@ -491,4 +590,5 @@ SPEC = FormatSpec(
     homes=homes,
     agent_folders=(".claude",),  # a hidden folder a walk of a home folder enters
     batch=True,  # small files are loaded many at a time (analyzer.ingest.batch)
+    resumes=True,  # a transcript that grew is read on from where it was read to
 )

@@ -75,8 +75,7 @@ class _Stream:
         self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         self.tz = ctx.options.tz
         self.sessions: dict[tuple[str, str | None], claude_code._Session] = {}
-        self.calls: claude_code.OpenCalls = {}
-        self.usages: dict[tuple[str, str], object] = {}
+        self.book = claude_code.CallBook()
         self.runs: dict[str, dict[str, Any]] = {}  # session -> its run row, in file order
         self.stream: str | None = None
         self.file_session = Path(ctx.source.path).stem
@@ -165,7 +164,7 @@ class _Stream:
                 )
             )
             return
-        call = claude_code._assistant(self.low, obj, line, s, self.calls, self.usages, self.tz)
+        call = claude_code._assistant(self.low, obj, line, s, self.book, self.tz)
         if call is not None:
             call.project = self.runs[s.parent or s.session_id].get("project")
             if s.parent is None:
@@ -173,7 +172,7 @@ class _Stream:
 
     def finish(self) -> LoadResult:
         # The calls in file order: their place in the stream is their order (no times).
-        for seq, (call, tally) in enumerate(self.calls.values(), 1):
+        for seq, (call, tally) in enumerate(self.book.calls.values(), 1):
             call.seq = seq
             self.low.add_call(claude_code.settle_call(call, tally))
         for run in self.runs.values():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from typing import TypedDict
 
 import orjson
@@ -129,3 +130,25 @@ def tool_call_said(name: str | None, args: object, use_id: str | None) -> ToolCa
         tool_use_id=use_id,
         excerpt=args_excerpt(args),
     )
+
+
+def digest(value: object, chars: int = 8) -> str:
+    """The first ``chars`` hex digits of sha256 of ``value`` as JSON, in its own order (the
+    order a log wrote it in): ``deep`` for a value nested deeper than orjson writes."""
+    try:
+        data = orjson.dumps(value)
+    except TypeError:  # nested deeper than orjson writes
+        return "deep"
+    return hashlib.sha256(data).hexdigest()[:chars]
+
+
+def run_start(messages: list[object], is_reply: Callable[[object], bool]) -> list[object]:
+    """The start of a run that its later steps never change: its messages up to and including
+    the first model reply (``is_reply``), which in real logs carries the provider's response
+    id or its time; all of them while there is no reply yet. A digest of it tells two runs
+    of one task apart (the same name in two folders) and keeps a run's key as its file grows
+    (an agent that rewrites its whole trajectory after every step)."""
+    for i, m in enumerate(messages):
+        if is_reply(m):
+            return messages[: i + 1]
+    return messages

@@ -59,6 +59,19 @@ the same id and a hash of what the tool returned (``tool_result_hash``: text as 
 else as sorted-key JSON, with whether it was an error), so a detector can tell a poll (the same
 call, a new result) from a loop (the same call, the same result).
 
+**Identity.** A session is the id the document names (Penguin's ``id``, a ``session_id``);
+a document without one (an OpenAI or Anthropic message list, a mini-swe-agent trajectory) is
+``<instance_id, else the file's name>@<digest of its start>``, the start being its messages
+up to and including the first model reply (``_session``), never the folder it sits in: two
+``conversation.json`` in two folders, or two runs of one SWE-bench instance each in its own
+output folder, are two sessions, and a trajectory rewritten whole after every step keeps its
+session as it grows. A call is ``<session>:<its request id, else its message id, else its
+place among the replies>`` (the replies of a conversation only grow). Two conversations
+identical through their first reply, with no id or time in it, cannot be told from one
+conversation read twice: the calls of the second at places the first has are counted as
+duplicates. (A mini-swe-agent 2.x reply keeps the provider's response id and time, so two
+runs of one task are always told apart.)
+
 A JSON document cannot be read a line at a time; files over 512 MB are refused with a message.
 """
 
@@ -73,7 +86,7 @@ import orjson
 
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.content import tool_call_said
+from analyzer.ingest.content import digest, run_start, tool_call_said
 from analyzer.ingest.lowering import (
     Lowering,
     brief,
@@ -210,6 +223,26 @@ def _account(
         call.cost_usd, call.cost_basis = cost, "reported"
 
 
+def _session(doc: dict[str, Any], messages: list[object], path: Path) -> str:
+    """The conversation's session: the id it names (a Penguin session's ``id``, a
+    ``session_id``), else its task (a mini-swe-agent ``instance_id``) or the file's name with
+    a digest of its start: its messages up to and including the first model reply
+    (``content.run_start``). Saved conversations of one name sit in many folders
+    (``a/conversation.json``, ``b/conversation.json``; a benchmark's
+    ``<output>/<instance>/<instance>.traj.json`` in each output folder): the name alone would
+    merge them. The start is what later steps never change: a trajectory rewritten whole after
+    every step keeps its session, and its calls their ids, as it grows."""
+    own = as_str(doc.get("id")) or as_str(doc.get("session_id"))
+    if own:
+        return own
+    name = as_str(doc.get("instance_id")) or path.stem.removesuffix(".traj")
+    return f"{name}@{digest(run_start(messages, _is_reply))}"
+
+
+def _is_reply(m: object) -> bool:
+    return isinstance(m, dict) and m.get("role") == "assistant"
+
+
 class _Reader:
     def __init__(self, ctx: LoadContext, doc: object) -> None:
         self.ctx = ctx
@@ -219,9 +252,7 @@ class _Reader:
         if isinstance(doc, dict):
             msgs = doc.get("messages")
             self.messages = msgs if isinstance(msgs, list) else []
-        self.session = (
-            as_str(self.doc.get("id")) or as_str(self.doc.get("session_id")) or ""
-        ) or Path(ctx.source.path).stem
+        self.session = _session(self.doc, self.messages, Path(ctx.source.path))
         self.model = as_str(self.doc.get("model"))
         self.penguin = "llm_request_lifecycles" in self.doc or any(
             isinstance(m, dict) and "category" in m for m in self.messages[:20]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from analyzer.errors import (
     NothingFound,
 )
 from analyzer.ingest.base import (
+    CannotResume,
+    Checkpoint,
     Head,
     IngestOptions,
     LoadContext,
@@ -46,6 +49,16 @@ from analyzer.ingest.reports import (
     FileReport as FileReport,  # re-exported: what ingest reports of each file
 )
 from analyzer.ingest.reports import looks_like_data, no_calls_reason
+from analyzer.ingest.resume import (
+    FIRST_READ,
+    After,
+    Growth,
+    PrefixDigests,
+    after,
+    growth,
+    offsets,
+    point_of,
+)
 from analyzer.ingest.sink import FileFacts, Sink, SourceRow
 from analyzer.ingest.staged import from_wire
 from analyzer.ingest.workers import Job, Prepared, Workers, count
@@ -62,17 +75,22 @@ def _load(
     digest: str,
     file_stat: str,
     tail: tuple[int, str] | None = None,
+    seen: Seen | None = None,
     whole: bool = False,
 ) -> tuple[int, LoadResult]:
     """The file's one transaction: its records, its rejects and its ``sources`` row, or
-    nothing. ``tail`` is a reject for the unreadable end of a damaged file. ``whole``: its
-    calls are not written in parts as it is read (``Unchunkable``)."""
+    nothing. ``tail`` is a reject for the unreadable end of a damaged file; ``seen``, how the
+    file was read before (read on from its resume point, or whole: ``analyzer.ingest.resume``);
+    ``whole``: its calls are not written in parts as it is read (``Unchunkable``)."""
     display, size, con = src.display, src.size, store.con
+    grow = seen.grow if seen is not None else FIRST_READ
     with store.transaction():
         source_id = int(store.scalar("SELECT nextval('source_id_seq')"))
         show = options.progress and size >= PROGRESS_MIN_BYTES
         with progress(display, con.query_progress, show) as shown:
-            ctx = LoadContext(con, src, source_id, options, stage=shown.stage, whole=whole)
+            ctx = LoadContext(
+                con, src, source_id, options, stage=shown.stage, resume=grow.resume, whole=whole
+            )
             result = run_loader(fmt, ctx)
         if tail is not None:
             Sink(store.engine).rejects([(source_id, *tail, None)])
@@ -88,6 +106,8 @@ def _load(
             raise strict_error(display, result.rows_rejected, *earliest)
         facts = _facts(fmt, src, options, name, digest, file_stat)
         Sink(store.engine).sources([SourceRow.of(source_id, result, facts)])
+        if seen is not None:
+            seen.after(result.checkpoint, digest).settle(store.engine, source_id)
         cache.bump(store, cache.DATA)
     return source_id, result
 
@@ -197,12 +217,8 @@ def ingest_file(
     fmt = sniff(src, options)
     if fmt is None:
         return _unrecognised(path, display, explicit, head, size)
-    pre = _worker_read(ahead, number, st, fmt.name, head)
-    if pre is not None:
-        digest, damage, head, mixed = pre.digest, pre.damage, pre.checked_head, pre.mixed
-    else:
-        digest, damage, head, mixed = fingerprint(path, head)
-    src.head, src.mixed_line_ends = head, mixed
+    digest, damage, pre, seen = _fingerprinted(store, index, batch, ahead, number, st, fmt, src)
+    head = src.head
     known = index.by_sha.get(digest)
     if known is not None:
         return _known_content(
@@ -214,7 +230,7 @@ def ingest_file(
     stored_as = name or display
     batchable = fmt.batch and head.compression is None
     if batch is not None and batchable and size <= BATCH_FILE_BYTES:
-        pending = _stage(store, fmt, src, options, stored_as, digest, file_stat, pre)
+        pending = _stage(store, fmt, src, options, stored_as, digest, file_stat, pre, seen)
         if pending is not None:
             batch.add(pending)
             index.add(pending, digest, file_stat)
@@ -223,9 +239,46 @@ def ingest_file(
             return report
     if batch is not None:
         _commit(batch, index)  # what was read before this file is stored before it
-    source_id, result = _load_whole(store, fmt, src, options, stored_as, digest, file_stat, damage)
+    source_id, result = _load_whole(
+        store, fmt, src, options, stored_as, digest, file_stat, damage, seen
+    )
     index.add(source_id, digest, file_stat)
     return _report(display, fmt.name, size, source_id, result)
+
+
+def _fingerprinted(
+    store: Store,
+    index: SourceIndex,
+    batch: Batch | None,
+    ahead: Workers | None,
+    number: int,
+    st: os.stat_result,
+    fmt: registry.Format,
+    src: SourceFile,
+) -> tuple[str, str | None, Prepared | None, Seen | None]:
+    """The file's SHA-256 and damage (a worker's, if one read this very file), with its head
+    and line ends judged on all of it (into ``src``); what a worker read of it; and how it was
+    read before (``Seen``: a file of the same resolved path read earlier, since grown or
+    changed, is hashed up to where that read ended too, to tell how it grew)."""
+    path, head = src.path, src.head
+    resolved = index.resolved(path)
+    before = index.by_path.get(resolved)
+    point = None
+    if before is not None and fmt.resumes:
+        if batch is not None:
+            batch.wait()  # the store is free again
+        point = point_of(store.engine, resolved)
+    at = PrefixDigests(offsets(before, point)) if head.compression is None else None
+    pre = _worker_read(ahead, number, st, fmt.name, head) if before is None else None
+    if pre is not None:
+        digest, damage, head, mixed = pre.digest, pre.damage, pre.checked_head, pre.mixed
+    else:
+        digest, damage, head, mixed = fingerprint(path, head, at)
+    src.head, src.mixed_line_ends = head, mixed
+    hashed = at.size if at is not None and pre is None else st.st_size
+    grow = growth(before, point, at.found if at is not None else {}, fmt.name, head)
+    seen = Seen(path, resolved, grow, hashed) if head.compression is None else None
+    return digest, damage, pre, seen
 
 
 def _known_content(
@@ -261,14 +314,16 @@ def _load_whole(
     digest: str,
     file_stat: str,
     damage: str | None,
+    seen: Seen | None = None,
 ) -> tuple[int, LoadResult]:
     """The file loaded on its own (``_load``). A compressed log cut short (its writer was
     killed), or unpacking to more than a file may (``damage``): what decompresses (up to the
-    limit) is loaded, and the rest of the file is one reject that says where it ends."""
+    limit) is loaded, and the rest of the file is one reject that says where it ends. A read
+    that goes on from a resume point and meets what it cannot go on with is done again whole."""
     try:
         if damage is not None:
             raise DamagedGzipError(damage, path=src.display)
-        return _in_parts(store, fmt, src, options, name, digest, file_stat)
+        return _in_parts(store, fmt, src, options, name, digest, file_stat, seen=seen)
     except DamagedGzipError as exc:
         with salvage_gzip(src) as (salvaged, lines):
             warn(f"{src.display}: {exc.message}; loading the {lines:,} whole lines before it")
@@ -285,13 +340,24 @@ def _in_parts(
     digest: str,
     file_stat: str,
     tail: tuple[int, str] | None = None,
+    seen: Seen | None = None,
 ) -> tuple[int, LoadResult]:
-    """``_load``, a long log's calls written in parts as it is read; if its parts turn out to
-    depend on one another (``Unchunkable``: nothing of it was stored), read again whole."""
-    try:
-        return _load(store, fmt, src, options, name, digest, file_stat, tail)
-    except Unchunkable:
-        return _load(store, fmt, src, options, name, digest, file_stat, tail, whole=True)
+    """``_load``, a long log's calls written in parts as it is read, a grown file read on from
+    its resume point; nothing of a read that fails so is stored, and it is done again: whole
+    from the start if it met what its saved state cannot go on with (``CannotResume``),
+    without parts if its parts turned out to depend on one another (``Unchunkable``)."""
+    whole = False
+    while True:
+        try:
+            return _load(store, fmt, src, options, name, digest, file_stat, tail, seen, whole=whole)
+        except CannotResume:
+            if seen is None or seen.grow.resume is None:
+                raise
+            seen = seen.whole()
+        except Unchunkable:
+            if whole:
+                raise
+            whole = True
 
 
 def _report(display: str, fmt: str, size: int, source_id: int, result: LoadResult) -> FileReport:
@@ -329,14 +395,21 @@ def _stage(
     digest: str,
     file_stat: str,
     pre: Prepared | None = None,
+    seen: Seen | None = None,
 ) -> Pending | None:
     """The file read into memory for a batch (nothing written), or None when it is too big
-    to keep there. ``pre``: what a worker read of it."""
+    to keep there. ``pre``: what a worker read of it; ``seen``: how it was read before."""
     if pre is not None and (pre.staged is not None or pre.unbatchable or pre.error):
         pre.raise_error()
         staged = from_wire(pre.staged) if pre.staged is not None else None
     else:
-        staged = read_staged(fmt, src, options, store.con)
+        try:
+            resume = seen.grow.resume if seen is not None else None
+            staged = read_staged(fmt, src, options, store.con, resume)
+        except CannotResume:
+            assert seen is not None
+            seen = seen.whole()
+            staged = read_staged(fmt, src, options, store.con)
     if staged is None:
         return None
     return Pending(
@@ -344,7 +417,27 @@ def _stage(
         facts=_facts(fmt, src, options, name, digest, file_stat),
         display=src.display,
         strict=options.strict,
+        after=seen.after(staged.result.checkpoint, digest) if seen is not None else None,
     )
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A file as it was read before (``analyzer.ingest.resume``): where it is (``path``,
+    ``file`` resolved), how it is read now (``grow``) and how many of its bytes were hashed."""
+
+    path: Path
+    file: str
+    grow: Growth
+    hashed: int
+
+    def whole(self) -> Seen:
+        """Read whole instead (what it saved cannot go on)."""
+        return replace(self, grow=self.grow.whole())
+
+    def after(self, cp: Checkpoint | None, digest: str) -> After:
+        """What follows from the read, which left ``cp``, once it is written."""
+        return after(self.path, self.file, self.grow, cp, digest, self.hashed)
 
 
 def _commit(batch: Batch, index: SourceIndex, later: bool = False) -> None:

@@ -59,6 +59,13 @@ projects' tests (an ``init`` whose model is ``auto-gemini-3``, a failed run's ``
   run's ``result_excerpt`` when the result states no error of its own, and gives the outcome
   when the result still says ``success`` (the CLI ends a run its loop detector stopped so).
 
+**Identity.** A session is the run's own ``session_id`` (from its ``init``); a call is
+``<session>:<the CLI's timestamp on the response's first line>`` (``#2``... for a second
+response stamped in the same millisecond; ``+N``, its place after the run's ``init``, where a
+line has no time), never the line number in the file, which moves when another run is written
+before it (a harness's file copied, rotated or concatenated). Lines before any ``init`` (a file
+whose start was cut off) form a run named after the file.
+
 Records: assistant ``message`` and ``tool_use`` lines build their call (its ``n_records``);
 the others build a message or their run; a line of a ``type`` this reader does not know (a
 newer event) is skipped by kind. The sniffer wants one of the CLI's events among the first
@@ -156,6 +163,7 @@ class _Stream:
         self.idx: dict[str, int] = {}
         self.seq = 0
         self.response: _Response | None = None
+        self.natives: dict[str, int] = {}  # call ids given, with how many times
 
     # -- runs and messages -----------------------------------------------------------------
 
@@ -175,6 +183,16 @@ class _Stream:
         run.model = model or run.model
         run.open, run.last_error = True, None
         self.run = run
+
+    def native_id(self, run: _Run, line: int, ts: datetime | None) -> str:
+        """A response's call id: its run's session and the CLI's time on its first line (to
+        the millisecond), numbered among equal times; without a time, its place after its
+        run's ``init``. Never the file's line number, which moves when the file holds other
+        runs before it."""
+        at = ts.isoformat() if ts is not None else f"+{line - run.line}"
+        key = f"{run.session}:{at}"
+        n = self.natives[key] = self.natives.get(key, 0) + 1
+        return key if n == 1 else f"{key}#{n}"
 
     def next_idx(self, run: _Run) -> int:
         """The place of the run's next message in its session."""
@@ -223,7 +241,7 @@ class _Stream:
         run.last_error = None
         if self.response is None:
             self.seq += 1
-            native = f"{run.session}:{line}"
+            native = self.native_id(run, line, ts)
             call = CallRow(
                 native_id=native,
                 session_id=run.session,

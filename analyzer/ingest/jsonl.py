@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import zlib
 from collections.abc import Iterator
@@ -11,9 +12,9 @@ import orjson
 
 from analyzer.console import warn
 from analyzer.errors import DamagedGzipError
-from analyzer.ingest.base import Head, SourceFile
+from analyzer.ingest.base import Checkpoint, Head, Resume, SourceFile
 from analyzer.ingest.lowering import Lowering
-from analyzer.ingest.reading import MAX_LINE_BYTES, MB, open_binary, text_lines
+from analyzer.ingest.reading import MAX_LINE_BYTES, MB, LineEnds, open_binary, text_lines
 
 
 def head_objects(head: Head, limit: int = 8) -> list[dict[str, Any]]:
@@ -33,7 +34,9 @@ def head_objects(head: Head, limit: int = 8) -> list[dict[str, Any]]:
     return out
 
 
-def json_lines(src: SourceFile, low: Lowering) -> Iterator[tuple[int, dict[str, Any]]]:
+def json_lines(
+    src: SourceFile, low: Lowering, start: Resume | None = None, ends: LineEnds | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each line that holds a JSON object.
 
     Every line that is not blank is a record, counted as read; blank lines (whitespace only,
@@ -41,11 +44,21 @@ def json_lines(src: SourceFile, low: Lowering) -> Iterator[tuple[int, dict[str, 
     JSON object, or longer than :data:`MAX_LINE_BYTES`, is rejected with its number (a
     cut-off last line, as in a log still being written, says so). Damaged gzip data is an
     error for the whole file.
+
+    ``start``: read on from where an earlier read stopped (only what follows is read and
+    counted). ``ends`` says where the lines read start and end, in the file's bytes where it
+    is UTF-8 and not compressed (see :func:`checkpoint`).
     """
     records = 0
+    ends = ends if ends is not None else LineEnds()
+    bom = len(codecs.BOM_UTF8) if src.head.encoding == "utf-8-sig" else 0
+    ends.offset = start.offset if start is not None else bom  # (offsets count from there)
+    ends.lines = start.lines if start is not None else 0
     try:
         with open_binary(src) as fh:
-            for lineno, raw, size in text_lines(fh, src.head.encoding):
+            if start is not None:
+                fh.seek(start.offset)
+            for lineno, raw, size in text_lines(fh, src.head.encoding, ends.lines, ends):
                 records += 1
                 if size > MAX_LINE_BYTES:
                     warn(f"{src.display}:{lineno}: {too_long(size)} (rejected; the rest is read)")
@@ -63,6 +76,8 @@ def json_lines(src: SourceFile, low: Lowering) -> Iterator[tuple[int, dict[str, 
                     else:
                         low.reject(lineno, f"not valid JSON: {exc}", raw)
                     continue
+                if not raw.endswith(b"\n"):
+                    ends.unended = True  # a last line read, though no line end closes it
                 if not isinstance(obj, dict):
                     low.reject(lineno, "a JSON line that is not an object", raw)
                     continue
@@ -71,6 +86,27 @@ def json_lines(src: SourceFile, low: Lowering) -> Iterator[tuple[int, dict[str, 
         raise DamagedGzipError(f"damaged gzip data ({exc})", src.display) from exc
     finally:
         low.read(records)  # every record counted as read (once, not a call per line)
+
+
+def resumable(src: SourceFile) -> bool:
+    """Whether the offsets :func:`json_lines` gives are the file's own bytes (a file that is
+    not compressed, in UTF-8): only then can a later read start at one of them."""
+    return src.head.compression is None and src.head.encoding in ("utf-8", "utf-8-sig")
+
+
+def checkpoint(
+    src: SourceFile, at: tuple[int, int] | None, ends: LineEnds, state: dict[str, Any]
+) -> Checkpoint | None:
+    """Where the next read of the file can start, once :func:`json_lines` has read it: at
+    ``at`` (an offset and the line ends before it: the start of a line the reader wants read
+    again), else after its last whole line (a cut-off last line, rejected now, is read again
+    then), with the reader's ``state`` there. None where the offsets are not the file's
+    (:func:`resumable`) or a last line without a line end was taken as a record (where it
+    ends is not known)."""
+    if ends.unended or not resumable(src):
+        return None
+    offset, lines = at if at is not None else (ends.offset, ends.lines)
+    return Checkpoint(offset, lines, state)
 
 
 def too_long(size: int) -> str:

@@ -35,24 +35,31 @@ tests read (``../shared/samples/real-loops/conversation_json``: versions 1.9.1, 
   ``info.submission``, ``model_stats.api_calls`` and ``instance_cost``, and the configured
   ``step_limit`` and ``cost_limit``.
 
-Records: each message, and ``info`` (the run). The session is ``instance_id`` (else the file's
-name) with a digest of the messages: a benchmark runs one task many times, a file each.
+Records: each message, and ``info`` (the run).
+
+**Identity.** A session is ``<instance_id, else the file's name>@<digest of the run's start>``:
+the messages up to and including the first model reply (``_session``), never the folder the
+file sits in, nor the whole document. A benchmark runs one task many times, a file each, under
+the same name in its own output folder: the start (from 1.15 the first reply's response id and
+time) tells them apart; and it is what the run's later steps never change, so a trajectory
+read while the agent runs (rewritten whole after each step) and again at its end is one
+session. A call is ``<session>:<its place among the replies>``: the replies of a run only grow.
+Two runs identical through their first reply, with no ids or times in it (1.9.1 keeps none),
+cannot be told from one run read twice: the calls of the second at places the first has are
+counted as duplicates.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.content import tool_call_said
+from analyzer.ingest.content import digest, run_start, tool_call_said
 from analyzer.ingest.lowering import (
     Lowering,
     brief,
@@ -416,15 +423,21 @@ def _called(text: str, tools: frozenset[str] = frozenset()) -> str | None:
 
 
 def _session(doc: dict[str, Any], stem: str) -> str:
-    """The run's session: its task (``instance_id``, else the file's name) and a digest of its
-    messages. Benchmarks run one task many times (models, configurations, attempts), each
-    run in a file of its own: the task alone would merge them; the same run saved twice is
-    the same session."""
-    try:
-        digest = hashlib.sha256(orjson.dumps(doc.get("messages"))).hexdigest()[:8]
-    except TypeError:  # nested deeper than orjson writes
-        digest = "deep"
-    return f"{as_str(doc.get('instance_id')) or stem}@{digest}"
+    """The run's session: its task (``instance_id``, else the file's name) and a digest of the
+    run's start, its messages up to and including the first model reply (``run_start``).
+    Benchmarks run one task many times (models, configurations, attempts), each run in a file
+    of its own, often of the same name in another folder: the task alone would merge them.
+    The start is what the run's later steps never change, so a trajectory read while the
+    agent runs (rewritten whole after every step) and again when it ended is one session,
+    its calls the same calls. From 1.15 the first reply carries the provider's response id
+    and time; a 1.9.1 reply carries neither, so two runs of one task whose prompts and first
+    replies are the same word for word are taken for one run read twice."""
+    start = run_start(as_list(doc.get("messages")), _is_reply)
+    return f"{as_str(doc.get('instance_id')) or stem}@{digest(start)}"
+
+
+def _is_reply(m: object) -> bool:
+    return isinstance(m, dict) and m.get("role") == "assistant"
 
 
 def _compiled(pattern: object) -> re.Pattern[str]:

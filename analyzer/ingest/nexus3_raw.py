@@ -11,11 +11,21 @@ up to the next request, are its outcome:
   was saved) is a call with ``http_status`` set: kind ``error``.
 * A 200 with zero events, no content, no tool calls and no ``[DONE]`` is kind ``empty``.
 
-The session is the log's folder; ``subagent_<x>`` folders are sub-agents of the folder above.
 Each request carries the whole conversation: the messages new since the previous request are
 stored (so an empty assistant message the client saved shows up, with the call it came from).
 A tool message's ``tool_call_id`` ties it to the assistant's tool call, and its content is
 hashed (the same call with the same result again is a loop; with a new result it is not).
+
+**Identity.** The session is the log's folder: NEXUS3's own session id (the time it began, its
+mode and six random hex digits: one per process); ``subagent_<x>`` folders are sub-agents of the
+folder above. A call is ``<session>:<digest of its request line>`` (the request's time to the
+microsecond and the whole payload it sent; ``#2``... for the same line written again), never its
+line number: a ``raw.jsonl`` truncated and written again, rotated or replaced keeps its new
+requests as new calls, and a growing log keeps the ids it gave. Messages are numbered by their
+place in the conversation the requests carry, so a log continued in a new file (whose first
+request carries the whole history again) adds only the new ones. (A different conversation
+written over a session's log, which NEXUS3 does not do, has its calls stored, but its messages
+at places the old log had are taken for the old ones.)
 """
 
 from __future__ import annotations
@@ -28,7 +38,7 @@ from typing import Any
 import orjson
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.content import tool_call_said
+from analyzer.ingest.content import digest, tool_call_said
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import (
     Lowering,
@@ -103,10 +113,20 @@ class _Reader:
         self.text: list[str] = []
         self.prev_call_id: str | None = None
         self.seq = 0
+        self.natives: dict[str, int] = {}  # call ids given, with how many times
 
     def next_idx(self) -> int:
         self.idx += 1
         return self.idx
+
+    def native_id(self, request: dict[str, Any]) -> str:
+        """A request's call id: its session and a digest of the request line (its time to the
+        microsecond and the payload it sent), numbered among the file's equal lines - never
+        its line number, which a log rewritten, rotated or replaced gives to another
+        request."""
+        key = f"{self.session}:{digest(request, 16)}"
+        n = self.natives[key] = self.natives.get(key, 0) + 1
+        return key if n == 1 else f"{key}#{n}"
 
     def close_call(self) -> None:
         call = self.call
@@ -132,7 +152,7 @@ class _Reader:
             self.message(m, ts)
         self.seq += 1
         self.call = CallRow(
-            native_id=f"{self.session}:{lineno}",
+            native_id=self.native_id(obj),
             line=lineno,
             ts=ts,
             session_id=self.session,

@@ -14,28 +14,35 @@ import analyzer.ingest as registry  # read at call time: the registry imports th
 from analyzer.engine.store import interrupted
 from analyzer.errors import DamagedGzipError, ForensicsError, InputError, LoaderBug
 from analyzer.ingest.base import (
+    CannotResume,
     Head,
     IngestOptions,
     LoadContext,
     LoadResult,
+    Resume,
     SourceFile,
     Unbatchable,
     Unchunkable,
 )
 from analyzer.ingest.checks import sha256_of
 from analyzer.ingest.encodings import LineEnds, Utf8Tally
+from analyzer.ingest.resume import PrefixDigests
 from analyzer.ingest.staged import Staged, stage
 
 
-def fingerprint(path: Path, head: Head) -> tuple[str, str | None, Head, bool]:
+def fingerprint(
+    path: Path, head: Head, at: PrefixDigests | None = None
+) -> tuple[str, str | None, Head, bool]:
     """The file's SHA-256, what is wrong with its compressed data (None: sound), its head with
-    the encoding judged on all of it, and whether it mixes line ends: all in one pass."""
+    the encoding judged on all of it, and whether it mixes line ends: all in one pass (with
+    ``at``, the digests of its first bytes too: a file that is not compressed)."""
     # In the same pass as the hash: whether a file without a byte-order mark is UTF-8 (judged
     # on all of it), whether it mixes line ends, and whether compressed data is sound.
     tally = Utf8Tally() if head.encoding in ("utf-8", "cp1252") else None
     ends = LineEnds() if head.encoding in ("utf-8", "utf-8-sig", "cp1252") else None
+    gz = head.compression == "gzip"
     digest, damage = sha256_of(
-        path, [t for t in (tally, ends) if t is not None], gz=head.compression == "gzip"
+        path, [t for t in (tally, ends) if t is not None], gz=gz, at=None if gz else at
     )
     if tally is not None and tally.verdict() != head.encoding:
         head = replace(head, encoding=tally.verdict())
@@ -43,11 +50,15 @@ def fingerprint(path: Path, head: Head) -> tuple[str, str | None, Head, bool]:
 
 
 def read_staged(
-    fmt: registry.Format, src: SourceFile, options: IngestOptions, con: object = None
+    fmt: registry.Format,
+    src: SourceFile,
+    options: IngestOptions,
+    con: object = None,
+    resume: Resume | None = None,
 ) -> Staged | None:
     """The file read into memory for a batch (nothing written), or None when it is too big
-    to keep there."""
-    ctx = LoadContext(con, src, 0, options, batched=True)  # type: ignore[arg-type]
+    to keep there. ``resume``: read on from where an earlier read stopped."""
+    ctx = LoadContext(con, src, 0, options, batched=True, resume=resume)  # type: ignore[arg-type]
     try:
         run_loader(fmt, ctx)
     except Unbatchable:
@@ -78,7 +89,7 @@ def run_loader(fmt: registry.Format, ctx: LoadContext) -> LoadResult:
     """The format's loader, its failures turned into what the user is told."""
     try:
         return fmt.load(ctx)
-    except (ForensicsError, Unbatchable, Unchunkable):
+    except (ForensicsError, Unbatchable, Unchunkable, CannotResume):
         raise
     except Exception as exc:
         # Ctrl-C inside a query of DuckDB's, or a statement failing on the transaction it

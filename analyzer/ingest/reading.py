@@ -16,7 +16,7 @@ import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
@@ -238,18 +238,49 @@ _KEPT = 4096  # of a line too long to read whole, the start kept (to show in its
 _BLANK_LINES = re.compile(rb"[ \t\n\r\x0b\x0c]*\n")
 
 
-def text_lines(fh: IO[bytes], encoding: str) -> Iterator[tuple[int, bytes, int]]:
+@dataclass
+class LineEnds:
+    """Where ``text_lines`` is in its input, so that a later read can start at a line
+    (``analyzer.ingest.resume``): the input's bytes up to and including the last line end it
+    passed and the line ends passed (blank lines included), and where the line it gave last
+    starts (the same two, before it). Offsets count from ``offset`` as it is given (the
+    position in the file where the input starts)."""
+
+    offset: int = 0
+    lines: int = 0
+    line_offset: int = 0
+    line_lines: int = 0
+    unended: bool = False  # (set by the reader: a last line without a line end was a record)
+
+    def passed(self, offset: int, lines: int) -> None:
+        """A line given ends at ``offset``, the ``lines``-th line end."""
+        self.line_offset, self.line_lines = self.offset, self.lines
+        self.offset, self.lines = offset, lines
+
+
+def text_lines(
+    fh: IO[bytes], encoding: str, start: int = 0, ends: LineEnds | None = None
+) -> Iterator[tuple[int, bytes, int]]:
     """(line number, line, its length in bytes) for each line of ``fh`` that is not blank
     (lines end at ``\n``, which they keep; a blank line holds only whitespace, and is not a
     record), in UTF-8 bytes without a byte-order mark. A line longer than
     :data:`MAX_LINE_BYTES` is never held whole: it is given as its first bytes, with its full
     length, and the reader rejects it. A UTF-8 file is passed through untouched (a bad byte
-    stays bad, for the reader to reject its record)."""
-    lineno = 0
+    stays bad, for the reader to reject its record).
+
+    ``start``: the line ends before where ``fh`` is (a read that resumes after the whole
+    lines an earlier read took: ``fh`` is at the start of a line, and no byte-order mark is
+    looked for there). ``ends`` is kept up to date with the input taken, counted from its
+    ``offset``: UTF-8 bytes, which are the file's own where it is UTF-8 (after a byte-order
+    mark)."""
+    lineno = start
     parts: list[bytes] = []  # the line under way, while it may still be read whole
     size = 0  # its length so far (0: at the start of a line)
     blank = True  # nothing but whitespace in it so far
-    for chunk in _without_bom(_utf8_chunks(fh, encoding)):
+    ends = ends if ends is not None else LineEnds()
+    taken = ends.offset  # the input's bytes before the chunk under way
+    chunks = _utf8_chunks(fh, encoding)
+    for chunk in chunks if start else _without_bom(chunks):
         pos, end = 0, len(chunk)
         while pos < end:
             if not size:
@@ -257,6 +288,7 @@ def text_lines(fh: IO[bytes], encoding: str) -> Iterator[tuple[int, bytes, int]]
                 if skip is not None:
                     lineno += chunk.count(b"\n", pos, skip.end())
                     pos = skip.end()
+                    ends.offset, ends.lines = taken + pos, lineno
                     continue
             nl = chunk.find(b"\n", pos)
             stop = end if nl < 0 else nl + 1
@@ -264,6 +296,7 @@ def text_lines(fh: IO[bytes], encoding: str) -> Iterator[tuple[int, bytes, int]]
             pos = stop
             if not size and nl >= 0:  # a whole line in this chunk (not blank: see above)
                 lineno += 1
+                ends.passed(taken + pos, lineno)
                 yield lineno, piece, len(piece)
                 continue
             size += len(piece)
@@ -277,10 +310,13 @@ def text_lines(fh: IO[bytes], encoding: str) -> Iterator[tuple[int, bytes, int]]
                     parts[0] += piece[: _KEPT - len(parts[0])]
             if nl >= 0:
                 lineno += 1
+                ends.passed(taken + pos, lineno)
                 if not blank:
                     yield lineno, b"".join(parts) if size <= MAX_LINE_BYTES else parts[0], size
                 parts, size, blank = [], 0, True
+        taken += end
     if size:  # a last line without a line end
+        ends.line_offset, ends.line_lines = ends.offset, ends.lines
         lineno += 1
         if not blank:
             yield lineno, b"".join(parts) if size <= MAX_LINE_BYTES else parts[0], size

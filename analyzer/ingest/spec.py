@@ -42,6 +42,9 @@ class FormatSpec:
     # conversation's ``base_state.json``), or None.
     member_of: Callable[[Path], Path | None] | None = None
     batch: bool = False  # small files are loaded many at a time (analyzer.ingest.batch)
+    # Its loader reads on from where the last read of a file that grew stopped, given the
+    # state it saved there (``LoadContext.resume``; analyzer.ingest.resume).
+    resumes: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

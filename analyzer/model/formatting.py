@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import re
@@ -257,31 +258,49 @@ def tokens(n: int | None) -> str:
 # CSV injection (OWASP): a spreadsheet runs a cell that begins with one of these as a formula.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+# What a spreadsheet may pass over before a formula's sign: whitespace (line breaks included),
+# and control characters, which reach a CSV as the replacement character (``visible``).
+_PASSED_OVER = re.compile(r"[\s\ufffd]*")
 
 
 def csv_cell(value: object) -> object:
-    """A value for a CSV cell a spreadsheet may open. Text beginning with ``=``, ``+``, ``-``,
-    ``@``, a tab or a carriage return gets a leading ``'`` (OWASP's CSV-injection guidance), so
-    an app name such as ``=2+5+cmd|' /C calc'!A0`` from a bill is shown, never run; a number
-    (``-3.75`` too) is kept as it is. Control and bidirectional-override characters are made
-    :func:`visible`.
+    r"""A value for a CSV cell a spreadsheet may open. Text beginning with ``=``, ``+``, ``-``,
+    ``@``, a tab or a carriage return - also after any leading whitespace, line break or
+    control character, which some spreadsheets pass over - gets a leading ``'`` (OWASP's
+    CSV-injection guidance), so an app name such as ``=2+5+cmd|' /C calc'!A0`` from a bill is
+    shown, never run; a number (``-3.75`` too, spaces around it or not) is kept as it is.
+    Control and bidirectional-override characters are made :func:`visible`.
 
     >>> csv_cell("=2+5"), csv_cell("-3.75"), csv_cell("@SUM(A1)"), csv_cell(-2), csv_cell("ok")
     ("'=2+5", '-3.75', "'@SUM(A1)", -2, 'ok')
+    >>> csv_cell(" =1+1"), csv_cell("\n@x"), csv_cell(" -3.75"), csv_cell("\r")
+    ("' =1+1", "'\n@x", ' -3.75', "'\r")
     """
     if not isinstance(value, str):
         return value
     value = visible(value)
-    if value.startswith(_FORMULA_START) and not _NUMBER.fullmatch(value):
+    start = value[_PASSED_OVER.match(value).end() :]  # type: ignore[union-attr]
+    if _NUMBER.fullmatch(start):
+        return value
+    if value.startswith(_FORMULA_START) or start.startswith(_FORMULA_START):
         return "'" + value
     return value
 
 
 class CsvOut:
-    """``csv.writer`` for the CSV this tool writes: every cell through :func:`csv_cell`."""
+    """``csv.writer`` for the CSV this tool writes: every cell through :func:`csv_cell`, and
+    every cell holding a line break quoted, a lone carriage return too. (Python's writer quotes
+    only the characters of its line terminator, so with ``\\n`` alone a CR in a name would stay
+    bare: a spreadsheet that ends a row there would start the next row with whatever follows.)
+    Rows end with ``\\n``."""
 
     def __init__(self, buf: IO[str]) -> None:
-        self._w = csv.writer(buf, lineterminator="\n")
+        self._buf = buf
+        self._row = io.StringIO()
+        self._w = csv.writer(self._row, lineterminator="\r\n")
 
     def writerow(self, row: Iterable[object]) -> None:
+        self._row.seek(0)
+        self._row.truncate()
         self._w.writerow([csv_cell(v) for v in row])
+        self._buf.write(self._row.getvalue()[:-2] + "\n")

@@ -223,6 +223,20 @@ CREATE TABLE IF NOT EXISTS rejects (
     excerpt   VARCHAR
 );
 
+-- Store format 11: where the next read of a growing log can start (analyzer.ingest.resume), one
+-- row per file (its resolved path), replaced at every read of it: the read it follows from
+-- (source_id), the byte after the last line that read took whole, the line ends before that
+-- byte, the SHA-256 of the bytes before it (a file whose start is not those bytes is read
+-- whole) and the format's reader state there (JSON).
+CREATE TABLE IF NOT EXISTS resume_points (
+    file          VARCHAR NOT NULL,
+    source_id     INTEGER NOT NULL,
+    byte_offset   BIGINT NOT NULL,
+    lines         BIGINT NOT NULL,
+    prefix_sha256 VARCHAR NOT NULL,
+    state         VARCHAR NOT NULL
+);
+
 -- Detector output: the same columns for every detector so the report can rank across them.
 CREATE TABLE IF NOT EXISTS incidents (
     incident_id   VARCHAR NOT NULL,
