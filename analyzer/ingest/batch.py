@@ -29,7 +29,7 @@ from analyzer.engine import cache
 from analyzer.engine.store import Store, interrupted
 from analyzer.errors import ForensicsError, LoaderBug, StrictRejectError
 from analyzer.ingest.base import LoadResult
-from analyzer.ingest.resume import After, Prior
+from analyzer.ingest.resume import After, Prior, settle_all
 from analyzer.ingest.sink import FileFacts, Sink, SourceRow, in_order
 from analyzer.ingest.staged import Staged
 
@@ -228,9 +228,7 @@ def _write(store: Store, files: list[Pending]) -> None:
         _write_round(sink, group)
     sink.rejects([(f.sid, *r) for f in files for r in f.low.rejects])
     sink.sources([SourceRow.of(f.sid, f.low.result, f.facts) for f in files])
-    for f in files:
-        if f.after is not None:
-            f.after.settle(store.engine, f.sid)
+    settle_all(store.engine, [(f.after, f.sid) for f in files if f.after is not None])
     cache.bump(store, cache.DATA)
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pyarrow as pa
 
 from analyzer.engine.engine import Engine
 from analyzer.ingest.base import Checkpoint, Head, Resume
@@ -220,21 +221,47 @@ class After:
 
     def settle(self, engine: Engine, source_id: int) -> None:
         """Done, for the read stored as ``source_id``."""
-        if self.moved is not None:
-            engine.run("ingest/move_rejects.sql", {"old": self.moved[0], "line": self.moved[1]})
+        settle_all(engine, [(self, source_id)])
+
+    def row(self, source_id: int) -> dict[str, Any]:
+        """The file's resume point as ``save_resume_points.sql`` takes it."""
         cp, sha = self.point if self.point is not None else (None, None)
-        engine.run(
-            "ingest/save_resume_point.sql",
-            {
-                "file": self.file,
-                "keep": cp is not None,
-                "source_id": source_id,
-                "byte_offset": cp.offset if cp else None,
-                "lines": cp.lines if cp else None,
-                "prefix_sha256": sha,
-                "state": orjson.dumps(cp.state).decode() if cp else None,
-            },
-        )
+        return {
+            "file": self.file,
+            "keep": cp is not None,
+            "source_id": source_id,
+            "byte_offset": cp.offset if cp else None,
+            "lines": cp.lines if cp else None,
+            "prefix_sha256": sha,
+            "state": orjson.dumps(cp.state).decode() if cp else None,
+        }
+
+
+POINT_COLUMNS: dict[str, pa.DataType] = {
+    "file": pa.string(),
+    "keep": pa.bool_(),
+    "source_id": pa.int64(),
+    "byte_offset": pa.int64(),
+    "lines": pa.int64(),
+    "prefix_sha256": pa.string(),
+    "state": pa.string(),
+}
+
+
+def settle_all(engine: Engine, reads: list[tuple[After, int]]) -> None:
+    """``After.settle`` of reads stored as the source ids given (a batch's, in order): the
+    rejects moved file by file (a grown file's, seldom), the resume points in one statement
+    (a statement a file took about 1 ms each: 100 s of a first refresh of 100,000 files)."""
+    for a, _sid in reads:
+        if a.moved is not None:
+            engine.run("ingest/move_rejects.sql", {"old": a.moved[0], "line": a.moved[1]})
+    if not reads:
+        return
+    rows = [a.row(sid) for a, sid in reads]
+    table = pa.table({c: pa.array([r[c] for r in rows], t) for c, t in POINT_COLUMNS.items()})
+    with engine.step() as e:
+        e.register("lf_points", table)
+        e.run("ingest/save_resume_points.sql")
 
 
 def after(
