@@ -28,7 +28,7 @@ MEMORY_ENV = "LLM_FORENSICS_MEMORY_LIMIT"
 # allocations DuckDB does not count) comes on top of it (10 million rows: peak RSS 1.68 GB at a
 # limit of 1.5GB, 2.18 GB at 2GB).
 DEFAULT_MEMORY_LIMIT = "1.7GB"
-SCHEMA_VERSION = "11"
+SCHEMA_VERSION = "12"
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,8 @@ class Migration:
 # The store formats this version upgrades in place when it opens them for writing, one step
 # after another from the store's own format: 6 had no ``bill_buckets``, 7 no ``runs``, 8 no
 # output estimates on calls and no attribution on incidents, 9 no machine, 10 no resume points
-# (``resume_points``). A new format is one more step.
+# (``resume_points``), 11 no meaning of messages (``messages.meaning_key``). A new format
+# is one more step.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "schema.sql"),
     Migration(8, "schema.sql"),
@@ -57,6 +58,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(10, "store/upgrade-to-10.sql", attribute=True),
     Migration(11, "store/upgrade-to-11.sql"),
+    Migration(12, "store/upgrade-to-12.sql"),
 )
 
 
@@ -64,8 +66,8 @@ def migrations_from(found: str) -> list[Migration]:
     """The steps that bring a store of format ``found`` to :data:`SCHEMA_VERSION`, in order
     (none for a format this version does not upgrade).
 
-    >>> [m.to for m in migrations_from("7")], migrations_from("5"), migrations_from("11")
-    ([8, 9, 10, 11], [], [])
+    >>> [m.to for m in migrations_from("7")], migrations_from("5"), migrations_from("12")
+    ([8, 9, 10, 11, 12], [], [])
     """
     if not found.isdigit() or int(found) not in {m.to - 1 for m in MIGRATIONS}:
         return []

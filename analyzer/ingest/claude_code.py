@@ -62,8 +62,8 @@ from analyzer.ingest.lowering import (
     args_hash,
     brief,
     excerpt,
-    result_hash,
     text_measure,
+    tool_result_said,
 )
 from analyzer.ingest.output_estimate import OutputTally, settle
 from analyzer.ingest.reading import LineEnds
@@ -562,9 +562,8 @@ def _user(low: Lowering, obj: dict[str, Any], s: _Session, tz: str) -> None:
                 turn_id=s.turn,
                 text_chars=chars,
                 visible_chars=visible,
-                is_error=is_error,
                 tool_use_id=as_str(b.get("tool_use_id")),
-                tool_result_hash=result_hash(result, is_error),
+                **tool_result_said(result, is_error),
                 excerpt=excerpt(text),
                 session_id=s.session_id,
                 idx=s.next_idx(),

@@ -57,8 +57,8 @@ from analyzer.ingest.lowering import (
     Lowering,
     brief,
     excerpt,
-    result_hash,
     text_measure,
+    tool_result_said,
 )
 from analyzer.ingest.reading import read_json_document
 from analyzer.ingest.rows import CallRow, MessageRow
@@ -210,8 +210,7 @@ class _Reader:
                     visible_chars=visible,
                     tool_name=as_str(b.get("name")),
                     tool_use_id=as_str(b.get("tool_use_id")),
-                    tool_result_hash=result_hash(content, is_error),
-                    is_error=is_error,
+                    **tool_result_said(content, is_error),
                     excerpt=excerpt(rtext),
                     n_records=records,
                 )

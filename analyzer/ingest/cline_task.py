@@ -73,8 +73,8 @@ from analyzer.ingest.lowering import (
     Lowering,
     brief,
     excerpt,
-    result_hash,
     text_measure,
+    tool_result_said,
 )
 from analyzer.ingest.reading import read_json_document
 from analyzer.ingest.rows import CallRow, MessageRow
@@ -354,7 +354,7 @@ class _Reader:
                 visible_chars=visible,
                 tool_name=name,
                 tool_use_id=tid,
-                tool_result_hash=result_hash(as_text(text)),
+                **tool_result_said(as_text(text), None),
                 excerpt=excerpt(text),
                 n_records=1,
             )

@@ -43,8 +43,8 @@ from analyzer.ingest.lowering import (
     Lowering,
     brief,
     excerpt,
-    result_hash,
     text_measure,
+    tool_result_said,
 )
 from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.spec import FormatSpec
@@ -252,9 +252,8 @@ class _Reader:
             turn_id=self.turn,
             text_chars=chars,
             visible_chars=visible,
-            is_error=is_error,
             tool_use_id=as_str(p.get("call_id")),
-            tool_result_hash=result_hash(output, is_error),
+            **tool_result_said(output, is_error),
             excerpt=excerpt(text),
             n_records=1,
         )

@@ -5,11 +5,12 @@ them, so every format compares alike)."""
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable
 from typing import TypedDict
 
 import orjson
+
+from analyzer.ingest.meaning import error_hash, error_said, meaning_key
 
 EXCERPT_CHARS = 200
 
@@ -56,24 +57,14 @@ def args_excerpt(args: object) -> str | None:
     return None if text is None else text[:EXCERPT_CHARS]
 
 
-# What differs between two reports of the same error without changing what it says: times,
-# ids (UUIDs, hex digests, memory addresses) and numbers (line numbers, counts, ports, pids).
-_VOLATILE = re.compile(
-    rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?"
-    rb"|\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
-    rb"|\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{7,}\b"
-    rb"|\d+"
-)
-ERROR_SAMPLE = 256 * 1024  # an error's first bytes are what it says (a huge one is cut there)
-
-
 def result_hash(content: object, is_error: bool | None = None) -> str:
     """sha256 of what a tool returned (text as it is; anything else as sorted-key JSON), with
     whether it was an error: the same call getting the same result back is a loop, the same
     call getting a new result (a poll of a running command) is not. An error is compared on
-    what it says: its times, ids and numbers masked (``_VOLATILE``), so the same error naming
-    another line number or timestamp is the same error; a result that is no error is hashed
-    as it is (a poll's output that changes only in its numbers is new output)."""
+    what it says: its times, ids and numbers masked (``meaning.error_hash``), so the same error
+    naming another line number or timestamp is the same error; a result that is no error is
+    hashed as it is (a poll's output that changes only in its numbers is new output here; the
+    comparison of meanings is ``meaning_key``)."""
     if isinstance(content, str):
         data = content.encode("utf-8", "surrogatepass")
     else:
@@ -82,8 +73,47 @@ def result_hash(content: object, is_error: bool | None = None) -> str:
         except TypeError:
             data = b"<result nested too deeply to compare>"
     if is_error:
-        return hashlib.sha256(b"error:" + _VOLATILE.sub(b"#", data[:ERROR_SAMPLE])).hexdigest()
+        return error_hash(data)
     return hashlib.sha256(b"ok:" + data).hexdigest()
+
+
+class ToolResultSaid(TypedDict):
+    """A tool result's message columns that come from the result itself (``tool_result_said``)."""
+
+    is_error: bool | None
+    tool_result_hash: str
+    meaning_key: str
+
+
+def tool_result_said(content: object, is_error: bool | None) -> ToolResultSaid:
+    """The columns of a tool result's message that come from what came back: whether it was an
+    error (the agent's flag, or what the output says: ``meaning.error_said``), its hash and what
+    it means (``meaning.meaning_key``); a site spreads them into its ``MessageRow``. An error
+    whose lines say what went wrong (``bash: x: command not found``, a traceback's exception)
+    is hashed on those lines, masked, so that the same failure printed beside other output (an
+    echo of the command, the stack frames) is the same error; any other error on all its text,
+    masked. A flag left unknown (None) stays unknown unless the text says error."""
+    said = error_said(content)
+    if said is not None:
+        is_error = True
+    if said:
+        key = hashlib.sha256(b"error:" + said).hexdigest()
+        return ToolResultSaid(is_error=True, tool_result_hash=key, meaning_key=key)
+    return ToolResultSaid(
+        is_error=is_error,
+        tool_result_hash=result_hash(content, is_error),
+        meaning_key=meaning_key("error" if is_error else "ok", content),
+    )
+
+
+def refusal_said(text: object) -> ToolResultSaid:
+    """The columns of an agent's refusal of a reply it could not parse (a ``format_error``
+    message): an error, hashed on what it says."""
+    return ToolResultSaid(
+        is_error=True,
+        tool_result_hash=result_hash(text, True),
+        meaning_key=meaning_key("refused", text),
+    )
 
 
 def brief(value: object, limit: int = 300) -> str:
@@ -117,6 +147,7 @@ class ToolCallSaid(TypedDict):
     tool_args_hash: str
     tool_use_id: str | None
     excerpt: str | None
+    meaning_key: str
 
 
 def tool_call_said(name: str | None, args: object, use_id: str | None) -> ToolCallSaid:
@@ -129,6 +160,7 @@ def tool_call_said(name: str | None, args: object, use_id: str | None) -> ToolCa
         tool_args_hash=args_hash(args),
         tool_use_id=use_id,
         excerpt=args_excerpt(args),
+        meaning_key=meaning_key("tool_call", args, name),
     )
 
 

@@ -91,8 +91,9 @@ from analyzer.ingest.lowering import (
     Lowering,
     brief,
     excerpt,
-    result_hash,
+    refusal_said,
     text_measure,
+    tool_result_said,
 )
 from analyzer.ingest.mini_swe_agent import run_of_info
 from analyzer.ingest.reading import read_json_document
@@ -196,9 +197,8 @@ def _result_fields(
     if is_error is None:
         is_error = _exit_error(extra)
     return {
-        "is_error": is_error,
         "tool_use_id": as_str(m.get("tool_call_id")),  # none in Penguin's
-        "tool_result_hash": result_hash(m.get("content"), is_error),
+        **tool_result_said(m.get("content"), is_error),
     }
 
 
@@ -340,9 +340,8 @@ class _Reader:
                 visible_chars=visible,
                 excerpt=excerpt(text),
                 n_records=1,
-                is_error=True,
                 call_id=self.last_call_id,
-                tool_result_hash=result_hash(content, True),
+                **refusal_said(content),
             )
             return
         injected = observation or agent_text
@@ -373,9 +372,8 @@ class _Reader:
                 ts=ts,
                 text_chars=rchars,
                 visible_chars=rvisible,
-                is_error=is_error,
                 tool_use_id=as_str(b.get("tool_use_id")),
-                tool_result_hash=result_hash(b.get("content"), is_error),
+                **tool_result_said(b.get("content"), is_error),
                 excerpt=excerpt(rtext),
                 n_records=int(first),
             )

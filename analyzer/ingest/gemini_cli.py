@@ -74,8 +74,8 @@ from analyzer.ingest.lowering import (
     Lowering,
     brief,
     excerpt,
-    result_hash,
     text_measure,
+    tool_result_said,
 )
 from analyzer.ingest.reading import read_json_document
 from analyzer.ingest.rows import CallRow, MessageRow
@@ -374,9 +374,8 @@ class _Reader:
                     turn_id=self.turn,
                     text_chars=rchars,
                     visible_chars=rvisible,
-                    is_error=is_error,
                     tool_use_id=as_str(tc.get("id")),
-                    tool_result_hash=result_hash(payload, is_error),
+                    **tool_result_said(payload, is_error),
                     excerpt=excerpt(rtext),
                 )
             )

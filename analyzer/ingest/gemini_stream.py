@@ -86,8 +86,8 @@ from analyzer.ingest.lowering import (
     Lowering,
     brief,
     excerpt,
-    result_hash,
     text_measure,
+    tool_result_said,
 )
 from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.runs import estimate_of_totals, outcome
@@ -325,8 +325,7 @@ class _Stream:
                 text_chars=chars,
                 visible_chars=visible,
                 tool_use_id=tool_id,
-                is_error=is_error,
-                tool_result_hash=result_hash(payload, is_error),
+                **tool_result_said(payload, is_error),
                 excerpt=excerpt(shown),
                 n_records=1,
             )

@@ -20,12 +20,15 @@ from analyzer.engine.engine import Engine
 from analyzer.ingest.arrow_rows import table_of
 from analyzer.ingest.base import LoadContext, LoadResult, Unbatchable
 from analyzer.ingest.content import EXCERPT_CHARS as EXCERPT_CHARS  # re-exported, as below
+from analyzer.ingest.content import ToolResultSaid as ToolResultSaid
 from analyzer.ingest.content import args_excerpt as args_excerpt
 from analyzer.ingest.content import args_hash as args_hash
 from analyzer.ingest.content import brief as brief
 from analyzer.ingest.content import excerpt as excerpt
+from analyzer.ingest.content import refusal_said as refusal_said
 from analyzer.ingest.content import result_hash as result_hash
 from analyzer.ingest.content import text_measure as text_measure
+from analyzer.ingest.content import tool_result_said as tool_result_said
 from analyzer.ingest.rows import CALL_COLUMNS as CALL_COLUMNS  # re-exported: declared there
 from analyzer.ingest.rows import MESSAGE_COLUMNS as MESSAGE_COLUMNS
 from analyzer.ingest.rows import CallRow, MessageRow

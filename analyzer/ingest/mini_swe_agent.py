@@ -64,8 +64,9 @@ from analyzer.ingest.lowering import (
     Lowering,
     brief,
     excerpt,
-    result_hash,
+    refusal_said,
     text_measure,
+    tool_result_said,
 )
 from analyzer.ingest.reading import read_json_document
 from analyzer.ingest.rows import CallRow, MessageRow
@@ -357,8 +358,7 @@ class _Reader:
                     text_chars=chars,
                     visible_chars=visible,
                     call_id=pending.call_id,
-                    is_error=True,
-                    tool_result_hash=result_hash(text, True),
+                    **refusal_said(text),
                     excerpt=excerpt(text),
                     n_records=1,
                 )
@@ -379,8 +379,7 @@ class _Reader:
                 text_chars=chars,
                 visible_chars=visible,
                 tool_use_id=tool_id,
-                is_error=is_error,
-                tool_result_hash=result_hash(text, is_error),
+                **tool_result_said(text, is_error),
                 excerpt=excerpt(text),
                 n_records=1,
             )

@@ -44,8 +44,8 @@ from analyzer.ingest.lowering import (
     Lowering,
     brief,
     excerpt,
-    result_hash,
     text_measure,
+    tool_result_said,
 )
 from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.spec import FormatSpec
@@ -178,24 +178,26 @@ class _Reader:
             self.turn = f"{self.session}:{self.idx + 1}"
         kind = {"user": "prompt", "assistant": "text", "tool": "tool_result"}.get(role, role)
         if role != "assistant" or not tool_calls or chars:
-            is_result = kind == "tool_result"
-            self.low.add_message(
-                MessageRow(
-                    session_id=self.session,
-                    idx=self.next_idx(),
-                    role=role,
-                    kind=kind,
-                    ts=ts,
-                    turn_id=self.turn,
-                    text_chars=chars,
-                    visible_chars=visible,
-                    tool_use_id=as_str(m.get("tool_call_id")) if is_result else None,
-                    tool_result_hash=result_hash(m.get("content")) if is_result else None,
-                    call_id=self.prev_call_id if role == "assistant" else None,
-                    excerpt=excerpt(text),
-                    n_records=0,
-                )
+            row = MessageRow(
+                session_id=self.session,
+                idx=self.next_idx(),
+                role=role,
+                kind=kind,
+                ts=ts,
+                turn_id=self.turn,
+                text_chars=chars,
+                visible_chars=visible,
+                call_id=self.prev_call_id if role == "assistant" else None,
+                excerpt=excerpt(text),
+                n_records=0,
             )
+            if kind == "tool_result":
+                row.tool_use_id = as_str(m.get("tool_call_id"))
+                said = tool_result_said(m.get("content"), None)
+                row.is_error = said["is_error"]
+                row.tool_result_hash = said["tool_result_hash"]
+                row.meaning_key = said["meaning_key"]
+            self.low.add_message(row)
         for tc in tool_calls:
             fn = as_dict(tc.get("function") if isinstance(tc, dict) else None)
             self.low.add_message(

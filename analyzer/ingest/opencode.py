@@ -75,8 +75,8 @@ from analyzer.ingest.lowering import (
     Lowering,
     brief,
     excerpt,
-    result_hash,
     text_measure,
+    tool_result_said,
 )
 from analyzer.ingest.reading import read_json_document
 from analyzer.ingest.rows import CallRow, MessageRow
@@ -321,8 +321,7 @@ class _Reader:
                 text_chars=chars,
                 visible_chars=visible,
                 tool_use_id=use_id,
-                is_error=is_error,
-                tool_result_hash=result_hash(result, is_error),
+                **tool_result_said(result, is_error),
                 excerpt=excerpt(text),
                 n_records=0,
             )

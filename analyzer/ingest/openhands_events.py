@@ -20,9 +20,11 @@ import orjson
 from analyzer.ingest.content import tool_call_said
 from analyzer.ingest.lowering import (
     Lowering,
+    ToolResultSaid,
     excerpt,
-    result_hash,
+    refusal_said,
     text_measure,
+    tool_result_said,
 )
 from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.runs import outcome
@@ -178,29 +180,31 @@ class Session:
         tool_name: str | None = None,
         tool_use_id: str | None = None,
         is_error: bool | None = None,
-        tool_result_hash: str | None = None,
+        result: ToolResultSaid | None = None,
     ) -> None:
         """A message of text (``records``: the input records it accounts for)."""
         chars, visible = text_measure(text)
-        self.low.add_message(
-            MessageRow(
-                session_id=self.session,
-                idx=self.next_idx(),
-                role=role,
-                kind=kind,
-                ts=ts,
-                turn_id=self.turn,
-                text_chars=chars,
-                visible_chars=visible,
-                tool_name=tool_name,
-                tool_use_id=tool_use_id,
-                tool_result_hash=tool_result_hash,
-                is_error=is_error,
-                call_id=call_id,
-                excerpt=excerpt(text),
-                n_records=records,
-            )
+        row = MessageRow(
+            session_id=self.session,
+            idx=self.next_idx(),
+            role=role,
+            kind=kind,
+            ts=ts,
+            turn_id=self.turn,
+            text_chars=chars,
+            visible_chars=visible,
+            tool_name=tool_name,
+            tool_use_id=tool_use_id,
+            is_error=is_error,
+            call_id=call_id,
+            excerpt=excerpt(text),
+            n_records=records,
         )
+        if result is not None:  # a tool's result or a refusal: what it says and means
+            row.is_error = result["is_error"]
+            row.tool_result_hash = result["tool_result_hash"]
+            row.meaning_key = result["meaning_key"]
+        self.low.add_message(row)
 
     def tool_call(
         self,
@@ -243,8 +247,7 @@ class Session:
             text,
             tool_name=name,
             tool_use_id=tid,
-            is_error=is_error,
-            tool_result_hash=result_hash(text, is_error),
+            result=tool_result_said(text, is_error),
         )
 
     def when(self, ev: dict[str, Any]) -> datetime | None:
@@ -456,8 +459,7 @@ class Session:
                 "format_error",
                 ts,
                 text,
-                is_error=True,
-                tool_result_hash=result_hash(text, True),
+                result=refusal_said(text),
             )
         else:
             return observation

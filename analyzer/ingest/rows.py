@@ -53,6 +53,7 @@ class MessageRow:
     is_error: bool | None = None
     call_id: str | None = None
     excerpt: str | None = None
+    meaning_key: str | None = None  # what it means, masked (``ingest.meaning``)
     n_records: int | None = 0  # input records this message accounts for
 
     def values(self) -> dict[str, Any]:

@@ -85,8 +85,8 @@ from analyzer.ingest.lowering import (
     Lowering,
     brief,
     excerpt,
-    result_hash,
     text_measure,
+    tool_result_said,
 )
 from analyzer.ingest.reading import read_json_document
 from analyzer.ingest.rows import CallRow, MessageRow
@@ -350,7 +350,7 @@ class _Reader:
                 text_chars=chars,
                 visible_chars=visible,
                 tool_use_id=use_id,
-                tool_result_hash=result_hash(raw, None),
+                **tool_result_said(raw, None),
                 excerpt=excerpt(raw),
                 n_records=n,
             )

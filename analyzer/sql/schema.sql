@@ -141,7 +141,11 @@ CREATE TABLE IF NOT EXISTS messages (
     tool_result_hash VARCHAR,             -- on a tool result: sha256 of what the tool returned
     is_error       BOOLEAN,
     call_id        VARCHAR,               -- the call that produced it (assistant side)
-    excerpt        VARCHAR                -- at most 200 characters, for the report
+    excerpt        VARCHAR,               -- at most 200 characters, for the report
+    -- what it means (tool calls, tool results, refusals): sha256 of its kind, tool and content
+    -- with times, ids, numbers, temporary names and spacing masked (ingest/meaning.py): the
+    -- same action on another line, the same output with other timings, hash the same
+    meaning_key    VARCHAR
 );
 
 -- A bill without calls: what a provider's usage or cost report says for one time bucket (a
