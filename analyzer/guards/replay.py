@@ -267,9 +267,10 @@ class Replay:
       scoring's trip list), ``lf_keys`` (stream_keys.sql, read by the events, dropped at once),
       ``lf_outcomes`` (outcomes.sql) and ``lf_steps`` (steps.sql), read by the events,
       ``lf_mem.lf_events`` (events.sql; in its own in-memory database, detached by ``close``)
-      and its view ``lf_events`` (read by everything after); ``prepare_truth`` makes ``lf_truth``, ``lf_truth_calls``,
-      ``lf_truth_span``, ``lf_waste`` and ``lf_children`` (read by the scoring); ``run`` makes
-      ``lf_unit_<reach>`` once per reach (unit_ends.sql, read by the scoring);
+      and its view ``lf_events`` (read by everything after); ``prepare_truth`` makes
+      ``lf_truth``, ``lf_truth_calls``, ``lf_truth_span``, ``lf_waste`` and ``lf_children``
+      (read by the scoring); ``run`` makes ``lf_unit_<reach>`` once per reach (unit_ends.sql,
+      read by the scoring);
     * one step per ``run``: ``_trace`` makes ``lf_trace`` (trace.sql over the primitive's trace;
       read by ``_trips`` and the scoring), ``_trips`` makes ``lf_first`` (trips_first.sql) and
       ``lf_trips`` (trips_table.sql, trips_stop.sql, trips_nudge.sql; read and pruned by the
