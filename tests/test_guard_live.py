@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from analyzer.engine.store import Store, open_store
@@ -207,6 +207,60 @@ def test_a_generated_loop_trips_at_the_call_the_replay_says() -> None:
         events, want = replayed(store, [p])
     assert want[p.name] == [("c3", "stop")]
     assert live(p, events) == [("c3", "stop")]
+
+
+steps_st = st.lists(
+    st.fixed_dictionaries(
+        {
+            "acts": st.one_of(st.just([]), st.lists(st.sampled_from(ACTS), min_size=1, max_size=2)),
+            "stream_key": st.sampled_from(["s1", "s2"]),
+            "session_id": st.sampled_from(["a", "b", None]),
+        }
+    ),
+    min_size=1,
+    max_size=30,
+)
+# Trips at every stale call (each call its own turn), and the preset itself.
+EACH_STALE = parse_policy(
+    "each_stale", {"type": "counter", "count": "stale", "scope": "turn", "stop": 1}, "test"
+)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(calls=steps_st)
+@example(  # a failed step with one error seen before and one new: not stale
+    calls=[
+        {"acts": [ACTS[1]], "stream_key": "s1", "session_id": "a"},
+        {"acts": [ACTS[2], ACTS[3]], "stream_key": "s1", "session_id": "a"},
+        {"acts": [ACTS[3]], "stream_key": "s1", "session_id": "a"},
+    ]
+)
+def test_live_stale_equals_the_replay_on_generated_steps(calls: list[dict[str, Any]]) -> None:
+    """Steps repeating, errors coming back from other actions, in two streams and sessions:
+    a live guard fed the replay's events finds the stale calls the replay does (every one, by
+    a counter per call), and no_progress trips where the replay says."""
+    calls = [
+        {**c, "turn_id": f"u{i}", "response_kind": "tool_call" if c["acts"] else "text"}
+        for i, c in enumerate(calls)
+    ]
+    [preset] = [q for q in all_policies() if q.name == "no_progress"]
+    small = parse_policy(
+        "small",
+        {
+            "type": "window",
+            "count": "coalesce(stale, false)",
+            "size": 3,
+            "stop": 2,
+            "scope": "session",
+            "watch": "step_key IS NOT NULL",
+        },
+        "test",
+    )
+    with make_store(calls) as store:
+        events, want = replayed(store, [EACH_STALE, preset, small])
+    assert want[EACH_STALE.name] == [(e["call_id"], "stop") for e in events if e["stale"]]
+    for p in (EACH_STALE, preset, small):
+        assert same_trips(live(p, events), want[p.name]), p.name
 
 
 def step(*acts: tuple[str, str, str | None, bool]) -> dict[str, Any]:
