@@ -464,6 +464,7 @@ def test_the_presets_are_the_public_names() -> None:
         "openhands_action_error",
         "openhands_action_observation",
         "cline_mistakes",
+        "no_progress",
     ]
 
 
