@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from analyzer.engine.store import Store, open_store
@@ -50,6 +50,16 @@ def same_trips(a: Trips, b: Trips) -> bool:
 # -- generated histories -------------------------------------------------------------------
 
 KINDS = ["text", "tool_call", "truncated_tool_call", "thinking_only", "empty", None]
+# A step's tool calls (make_store's acts: tool, arguments, what the result means or None,
+# whether it was an error), few, so that steps repeat, and errors come back from other actions.
+ACTS = [
+    ("read", "a", "ok1", False),
+    ("read", "a", "e1", True),
+    ("edit", "b", "e1", True),
+    ("edit", "b", "e2", True),
+    ("edit", "a", "ok2", False),
+    ("read", "b", None, False),
+]
 call_st = st.fixed_dictionaries(
     {
         "response_kind": st.sampled_from(KINDS),
@@ -63,6 +73,7 @@ call_st = st.fixed_dictionaries(
         "session_id": st.sampled_from(["a", "b", "s1", None]),
         "turn_id": st.sampled_from(["t1", "t2", None]),
         "tool": st.sampled_from([None, "read", "edit"]),
+        "acts": st.one_of(st.just([]), st.lists(st.sampled_from(ACTS), min_size=1, max_size=2)),
         # seconds after the call before it: the same instant, the next second, a while after
         "gap": st.sampled_from([0, 1, 30]),
     }
@@ -102,12 +113,33 @@ policy_st = st.one_of(
             "seconds": st.sampled_from([1, 30]),
         }
     ),
+    # the no_progress preset's model: stale steps, in a window or counted, and step keys
+    st.fixed_dictionaries(
+        {
+            "type": st.just("window"),
+            "count": st.sampled_from(["coalesce(stale, false)", "stale AND step_failed"]),
+            "size": st.sampled_from([3, 8]),
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "type": st.just("counter"),
+            "count": st.just("stale"),
+            "reset": st.sampled_from([None, "NOT stale"]),
+            "weight": st.just(None),
+        }
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("run_length"), "key": st.sampled_from(["step_key", "step_errors"])}
+    ),
 )
 common_st = st.fixed_dictionaries(
     {
         "scope": SCOPES,
         "reach": REACH,
-        "watch": st.sampled_from([None, "tool_key IS NOT NULL", "tools_before < 2"]),
+        "watch": st.sampled_from(
+            [None, "tool_key IS NOT NULL", "tools_before < 2", "step_key IS NOT NULL"]
+        ),
         "compare": st.sampled_from([">=", ">"]),
         "stop": st.sampled_from([1, 2, 3, 2.5]),
         "ladder": st.sampled_from([None, "nudge", "final_attempt"]),
@@ -175,6 +207,136 @@ def test_a_generated_loop_trips_at_the_call_the_replay_says() -> None:
         events, want = replayed(store, [p])
     assert want[p.name] == [("c3", "stop")]
     assert live(p, events) == [("c3", "stop")]
+
+
+steps_st = st.lists(
+    st.fixed_dictionaries(
+        {
+            "acts": st.one_of(st.just([]), st.lists(st.sampled_from(ACTS), min_size=1, max_size=2)),
+            "stream_key": st.sampled_from(["s1", "s2"]),
+            "session_id": st.sampled_from(["a", "b", None]),
+        }
+    ),
+    min_size=1,
+    max_size=30,
+)
+# Trips at every stale call (each call its own turn), and the preset itself.
+EACH_STALE = parse_policy(
+    "each_stale", {"type": "counter", "count": "stale", "scope": "turn", "stop": 1}, "test"
+)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(calls=steps_st)
+@example(  # a failed step with one error seen before and one new: not stale
+    calls=[
+        {"acts": [ACTS[1]], "stream_key": "s1", "session_id": "a"},
+        {"acts": [ACTS[2], ACTS[3]], "stream_key": "s1", "session_id": "a"},
+        {"acts": [ACTS[3]], "stream_key": "s1", "session_id": "a"},
+    ]
+)
+def test_live_stale_equals_the_replay_on_generated_steps(calls: list[dict[str, Any]]) -> None:
+    """Steps repeating, errors coming back from other actions, in two streams and sessions:
+    a live guard fed the replay's events finds the stale calls the replay does (every one, by
+    a counter per call), and no_progress trips where the replay says."""
+    calls = [
+        {**c, "turn_id": f"u{i}", "response_kind": "tool_call" if c["acts"] else "text"}
+        for i, c in enumerate(calls)
+    ]
+    [preset] = [q for q in all_policies() if q.name == "no_progress"]
+    small = parse_policy(
+        "small",
+        {
+            "type": "window",
+            "count": "coalesce(stale, false)",
+            "size": 3,
+            "stop": 2,
+            "scope": "session",
+            "watch": "step_key IS NOT NULL",
+        },
+        "test",
+    )
+    with make_store(calls) as store:
+        events, want = replayed(store, [EACH_STALE, preset, small])
+    assert want[EACH_STALE.name] == [(e["call_id"], "stop") for e in events if e["stale"]]
+    for p in (EACH_STALE, preset, small):
+        assert same_trips(live(p, events), want[p.name]), p.name
+
+
+def step(*acts: tuple[str, str, str | None, bool]) -> dict[str, Any]:
+    return {"response_kind": "tool_call", "acts": list(acts)}
+
+
+def test_no_progress_stops_where_7_of_the_last_8_steps_are_stale() -> None:
+    """The same step again and again: new twice, stale from its 3rd time; the preset nudges at
+    the 7th step (5 of the last 8 stale) and stops the 9th (7 of 8), live as replayed; a plain
+    reply between the steps is no step and moves nothing."""
+    same = step(("read", "a", "ok1", False))
+    calls = [same] * 4 + [{"response_kind": "text"}] + [same] * 7
+    [p] = [q for q in all_policies() if q.name == "no_progress"]
+    with make_store(calls) as store:
+        events, want = replayed(store, [p])
+    assert [e["stale"] for e in events] == [False, False, True, True, None] + [True] * 7
+    assert sorted(want[p.name]) == [("c10", "stop"), ("c8", "nudge")]
+    assert same_trips(live(p, events), want[p.name])
+    assert same_trips(live(p, events, one_by_one=False), want[p.name])
+
+
+def test_an_error_the_session_already_got_is_stale_from_any_action() -> None:
+    """Every action new, every one failing as the first did: stale from the 2nd step (the
+    error is the observation), so 7 of 8 at the 8th; a step that also got something else back
+    is not stale by its error."""
+    calls = [step(("bash", f"cmd{i}", "e1", True)) for i in range(10)]
+    calls[3] = step(("bash", "cmd3", "e1", True), ("read", "x", "ok1", False))
+    [p] = [q for q in all_policies() if q.name == "no_progress"]
+    with make_store(calls) as store:
+        events, want = replayed(store, [p])
+    assert [e["stale"] for e in events] == [False, True, True, False] + [True] * 6
+    assert [e["step_failed"] for e in events][:4] == [True, True, True, False]
+    assert sorted(want[p.name]) == [("c7", "nudge"), ("c9", "stop")]
+    assert same_trips(live(p, events), want[p.name])
+
+
+def test_a_live_callers_steps_are_stale_as_replayed() -> None:
+    """``Call.step`` makes a step's fields as steps.sql does, and a guard fed them alone (no
+    replay) derives ``stale`` as the replay: each stale call trips a counter of one per turn,
+    per session (another session's steps are new)."""
+    acts = [
+        [("read", "a", "ok1", False)],
+        [("read", "a", "ok1", False)],
+        [("edit", "b", "e1", True)],
+        [("read", "a", "ok1", False)],  # its 3rd time
+        [("bash", "c", "e1", True), ("bash", "d", None, False)],  # no result: not failed
+        [("bash", "c", "e1", True), ("bash", "d", "e1", True)],  # e1 again, every one
+        [("read", "a", "ok1", False)],
+    ]
+    sessions = ["s"] * len(acts) + ["t"] * 3
+    acts += acts[:3]
+    calls = [
+        {**step(*a), "session_id": sid, "turn_id": f"u{i}"}
+        for i, (a, sid) in enumerate(zip(acts, sessions, strict=True))
+    ]
+    p = parse_policy("each", {"type": "counter", "count": "stale", "scope": "turn", "stop": 1}, "t")
+    with make_store(calls) as store:
+        events, want = replayed(store, [p])
+    stale = [f"c{i + 1}" for i in (3, 5, 6)]
+    assert sorted(want[p.name]) == [(c, "stop") for c in stale]
+    made = [
+        Call(
+            call_id=e["call_id"],
+            stream_key="s",
+            session_id=e["session_id"],
+            turn_id=e["turn_id"],
+            **Call.step((f"{t}:{h}", got, err) for t, h, got, err in a),
+        )
+        for e, a in zip(events, acts, strict=True)
+    ]
+    assert [(c.step_key, c.step_errors, c.step_failed) for c in made] == [
+        (e["step_key"], e["step_errors"], e["step_failed"]) for e in events
+    ]
+    guard = Guard(p)
+    said = [guard.feed(c).action for c in made]
+    assert [c.call_id for c, a in zip(made, said, strict=True) if a == "stop"] == stale
 
 
 # -- every preset over real data -------------------------------------------------------------

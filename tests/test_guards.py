@@ -27,22 +27,40 @@ def policy(**raw: Any) -> Policy:
 
 
 def make_store(calls: list[dict[str, Any]]) -> Store:
+    """A store of ``calls`` (rows of ``calls``), with a tool call for each ``tool`` (arguments
+    hashed "h", no result) and for each of its ``acts``: (tool, arguments, what its result
+    means or None for no result, whether the result was an error)."""
     store = open_store(":memory:")
-    rows = fill_calls([{k: v for k, v in c.items() if k != "tool"} for c in calls])
+    rows = fill_calls([{k: v for k, v in c.items() if k not in ("tool", "acts")} for c in calls])
     insert(store, "calls", rows)
-    messages = [
-        {
-            "session_id": r["session_id"],
-            "idx": i,
-            "role": "assistant",
-            "kind": "tool_call",
-            "tool_name": c["tool"],
-            "tool_args_hash": "h",
-            "call_id": r["call_id"],
-        }
-        for i, (c, r) in enumerate(zip(calls, rows, strict=True))
-        if c.get("tool")
-    ]
+    messages: list[dict[str, Any]] = []
+
+    def add(**row: Any) -> None:
+        messages.append({"idx": len(messages), **row})
+
+    for c, r in zip(calls, rows, strict=True):
+        ids = {"session_id": r["session_id"], "call_id": r["call_id"]}
+        if c.get("tool"):
+            add(**ids, role="assistant", kind="tool_call", tool_name=c["tool"], tool_args_hash="h")
+        for j, (tool, args, got, err) in enumerate(c.get("acts") or ()):
+            use = f"{r['call_id']}-{j}"
+            add(
+                **ids,
+                role="assistant",
+                kind="tool_call",
+                tool_name=tool,
+                tool_args_hash=args,
+                tool_use_id=use,
+            )
+            if got is not None:
+                add(
+                    session_id=r["session_id"],
+                    role="tool",
+                    kind="tool_result",
+                    tool_use_id=use,
+                    tool_result_hash=got,
+                    is_error=err,
+                )
     insert(store, "messages", fill_messages(messages))
     return store
 
@@ -446,6 +464,7 @@ def test_the_presets_are_the_public_names() -> None:
         "openhands_action_error",
         "openhands_action_observation",
         "cline_mistakes",
+        "no_progress",
     ]
 
 

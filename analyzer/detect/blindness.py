@@ -45,6 +45,11 @@ UNKNOWN: dict[str, str] = {
     "refused": _ANSWER,
     "error_key": _ANSWER,
     "result_key": _ANSWER,
+    # the call as a step (sql/guards/steps.sql): its tool calls and what they got back
+    "step_key": _ANSWER,
+    "step_errors": _ANSWER,
+    "step_failed": _ANSWER,
+    "stale": _ANSWER,
     # the reply's text
     "visible_chars": "{t}visible_chars IS NULL",
     "content_chars": "{t}content_chars IS NULL",

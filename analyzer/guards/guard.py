@@ -23,7 +23,7 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -71,8 +71,11 @@ class Call:
     not known stays None, as in the replay. ``response_kind`` is one of ``text``,
     ``tool_call``, ``truncated_tool_call``, ``thinking_only``, ``empty`` (None: not known);
     ``tool_key`` names the tools it called and their arguments (equal calls, equal keys);
-    ``refused``, ``error_key`` and ``result_key`` what the agent answered its tool calls.
-    A call without a ``stream_key`` is of its session's stream."""
+    ``refused``, ``error_key`` and ``result_key`` what the agent answered its tool calls;
+    ``step_key``, ``step_errors`` and ``step_failed`` the call as a step (one that called
+    tools: ``Call.step`` makes them from its actions and what they got back), from which the
+    guard derives ``stale`` as the replay does. A call without a ``stream_key`` is of its
+    session's stream."""
 
     call_id: str
     session_id: str | None = None
@@ -99,7 +102,28 @@ class Call:
     refused: bool | None = None
     error_key: str | None = None
     result_key: str | None = None
+    step_key: str | None = None
+    step_errors: str | None = None
+    step_failed: bool | None = None
     parent_session_id: str | None = None
+
+    @staticmethod
+    def step(acts: Iterable[tuple[str, str | None, bool]]) -> dict[str, Any]:
+        """A step's fields (``step_key``, ``step_errors``, ``step_failed``) from its tool calls,
+        each as (what the action means, what its result means or None where none came back,
+        whether the result was an error), as sql/guards/steps.sql makes them from the messages:
+        ``Call(call_id=..., **Call.step(acts))``. Equal actions and equal results must have
+        equal strings (the ingest's meaning keys, or your own); ';' and '=' join them."""
+        made = list(acts)
+        if not made:
+            return {"step_key": None, "step_errors": None, "step_failed": None}
+        pairs = sorted({f"{act}={got if got is not None else '?'}" for act, got, _ in made})
+        errors = sorted({got for _, got, err in made if err and got is not None})
+        return {
+            "step_key": ";".join(pairs),
+            "step_errors": ";".join(errors) or None,
+            "step_failed": all(err and got is not None for _, got, err in made),
+        }
 
     @classmethod
     def from_openai(
@@ -183,6 +207,26 @@ class Decision:
 
 
 @dataclass
+class _Steps:
+    """What the guard keeps of one session's steps to tell a stale one (steps.sql): how many
+    times each step key came, and the errors its steps got."""
+
+    times: dict[str, int] = field(default_factory=dict)
+    errors: set[str] = field(default_factory=set)
+
+    def stale(self, call: Call) -> bool | None:
+        """Whether the step ``call`` is stale: its key comes for the 3rd time or later, or it
+        failed and every error it got an earlier step got (None: no step)."""
+        if call.step_key is None:
+            return None
+        times = self.times[call.step_key] = self.times.get(call.step_key, 0) + 1
+        got = call.step_errors.split(";") if call.step_errors is not None else []
+        again = bool(call.step_failed) and bool(got) and all(e in self.errors for e in got)
+        self.errors.update(got)
+        return times >= 3 or again
+
+
+@dataclass
 class _Stream:
     """What the guard keeps of one stream: where it is in its order and its units (events.sql),
     the call held for the next one's prompt, the primitive's value, the reach unit's stop."""
@@ -196,6 +240,7 @@ class _Stream:
     held: dict[str, Any] | None = None
     reach_unit: int | None = None
     stop: Decision | None = None  # the stop of the current reach unit
+    steps: dict[str | None, _Steps] = field(default_factory=dict)  # by session id
 
 
 @dataclass
@@ -396,6 +441,8 @@ class Guard:
         e["tool_call"] = kind in ("tool_call", "truncated_tool_call") or call.tool_key is not None
         e["tools_before"] = s.tools_in_turn
         s.tools_in_turn += int(e["tool_call"])
+        if call.step_key is not None:
+            e["stale"] = s.steps.setdefault(call.session_id, _Steps()).stale(call)
         s.last = call
         return e
 

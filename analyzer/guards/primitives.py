@@ -52,6 +52,10 @@ EVENT_COLUMNS: dict[str, str] = {
     "refused": "BOOLEAN",
     "error_key": "VARCHAR",
     "result_key": "VARCHAR",
+    "step_key": "VARCHAR",
+    "step_errors": "VARCHAR",
+    "step_failed": "BOOLEAN",
+    "stale": "BOOLEAN",
 }
 # The unit a policy's scope lives in: a whole number per stream, session or turn.
 UNIT = {"stream": "u_stream", "session": "u_session", "turn": "u_turn"}

@@ -64,10 +64,17 @@ _STORED = (
     "refused",
     "error_key",
     "result_key",
+    "step_key",
+    "step_errors",
+    "step_failed",
+    "stale",
 )
 # What the agent answered a call, from its messages (``_outcomes``): carried only for a
 # policy that reads it.
 _ANSWERED = ("refused", "error_key", "result_key")
+# The call as a step of the no_progress detector, and whether it is stale (steps.sql, in the
+# replay's order): carried only for a policy that reads them.
+_STEPS = ("step_key", "step_errors", "step_failed", "stale")
 _ALWAYS = {
     "call_id",
     "ts",
@@ -85,6 +92,8 @@ LIVE = frozenset({"stream_key", "session_id", "turn_id"})
 # A derived column's inputs (the others are made of ``_ALWAYS`` or of the order alone).
 _DERIVED = {
     "truncated": {"finish_reason", "content_chars", "tool_call_count", "output_tokens"},
+    # a live guard fed the events derives ``stale`` again from what makes it (guard.py)
+    "stale": {"step_key", "step_errors", "step_failed"},
 }
 
 
@@ -147,9 +156,16 @@ def _kept(columns: frozenset[str]) -> list[str]:
 
 def _calls_select(kept: list[str]) -> str:
     """The carried columns as events.sql's sort selects them (``l``: the calls; ``t``: the
-    tools they called; ``x``: what the agent answered; the stream's key by its number)."""
+    tools they called; ``x``: what the agent answered; ``y``: the call as a step; the stream's
+    key by its number)."""
     return ", ".join(
-        "t.tool_key" if c == "tool_key" else f"x.{c}" if c in _ANSWERED else f"l.{c}"
+        "t.tool_key"
+        if c == "tool_key"
+        else f"x.{c}"
+        if c in _ANSWERED
+        else f"y.{c}"
+        if c in _STEPS
+        else f"l.{c}"
         for c in kept
         if c != "stream_key"
     )
@@ -194,12 +210,15 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
         engine.run(f"DROP TABLE IF EXISTS lf_unit_{scope}")
     kept = _kept(columns)
     answered = [c for c in kept if c in _ANSWERED]
+    steps = [c for c in kept if c in _STEPS]
     keyed = "stream_key" in kept
     engine.run("guards/numbers.sql")
     if keyed:
         engine.run("guards/stream_keys.sql")
     if answered:  # what the agent answered each call
         engine.run("outcomes.sql")
+    if steps:  # each call as a step, and whether it is stale
+        engine.run("guards/steps.sql")
     if "truncated" in columns:
         engine.run("guards/truncated.sql")
     engine.run("ATTACH IF NOT EXISTS ':memory:' AS lf_mem (COMPRESS, READ_WRITE)")
@@ -207,7 +226,14 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
         "guards/events.sql",
         calls=_calls_select(kept),
         is_bill=is_bill("l.format"),
-        outcomes="LEFT JOIN lf_outcomes x ON x.call_id = l.call_id" if answered else "",
+        outcomes=" ".join(
+            join
+            for join, needed in (
+                ("LEFT JOIN lf_outcomes x ON x.call_id = l.call_id", answered),
+                ("LEFT JOIN lf_steps y ON y.call_id = l.call_id", steps),
+            )
+            if needed
+        ),
         columns=_event_columns(kept, columns),
         keyed=_KEYED if keyed else "",
     )
@@ -239,11 +265,12 @@ class Replay:
     * the replay's own step, from construction to ``close``: ``_prepare_events`` makes
       ``lf_streams`` and ``lf_names`` (numbers.sql; read by the events, the ground truth and the
       scoring's trip list), ``lf_keys`` (stream_keys.sql, read by the events, dropped at once),
-      ``lf_outcomes`` (outcomes.sql, read by the events), ``lf_mem.lf_events`` (events.sql; in
-      its own in-memory database, detached by ``close``) and its view ``lf_events`` (read by
-      everything after); ``prepare_truth`` makes ``lf_truth``, ``lf_truth_calls``,
-      ``lf_truth_span``, ``lf_waste`` and ``lf_children`` (read by the scoring); ``run`` makes
-      ``lf_unit_<reach>`` once per reach (unit_ends.sql, read by the scoring);
+      ``lf_outcomes`` (outcomes.sql) and ``lf_steps`` (steps.sql), read by the events,
+      ``lf_mem.lf_events`` (events.sql; in its own in-memory database, detached by ``close``)
+      and its view ``lf_events`` (read by everything after); ``prepare_truth`` makes
+      ``lf_truth``, ``lf_truth_calls``, ``lf_truth_span``, ``lf_waste`` and ``lf_children``
+      (read by the scoring); ``run`` makes ``lf_unit_<reach>`` once per reach (unit_ends.sql,
+      read by the scoring);
     * one step per ``run``: ``_trace`` makes ``lf_trace`` (trace.sql over the primitive's trace;
       read by ``_trips`` and the scoring), ``_trips`` makes ``lf_first`` (trips_first.sql) and
       ``lf_trips`` (trips_table.sql, trips_stop.sql, trips_nudge.sql; read and pruned by the

@@ -1,16 +1,17 @@
 -- lf_mem.lf_events: every live call in stream order, with what a guard can key on, the unit
 -- numbers of each scope, and what the scoring needs (guards/replay.py, _prepare_events). Reads
--- calls, messages, lf_streams and lf_names (numbers.sql), and lf_outcomes (outcomes.sql) or
--- lf_keys (stream_keys.sql) when a slot names them.
+-- calls, messages, lf_streams and lf_names (numbers.sql), and lf_outcomes (outcomes.sql),
+-- lf_steps (steps.sql) or lf_keys (stream_keys.sql) when a slot names them.
 -- One statement: the calls sorted (s), then the order's own columns in layers, each reading
 -- the one below in the sort's order through windows over no partition and no order, which
 -- DuckDB streams in the order the sort emits the rows (where a stream, a session and a turn
 -- begin, the neighbours; then running counts; then positions and unit numbers within the
 -- stream), written as they stream out of the sort: no sorted copy and no second pass.
 -- Slots: <calls> the calls' own columns carried ("l.x", "t.tool_key", "x.refused"...),
--- <is_bill> a predicate over l.format, <outcomes> the join of lf_outcomes x or nothing,
--- <columns> the replay's columns (EVENT_COLUMNS carried or derived); <keyed> nothing, or the
--- join of lf_keys followed by the order stated again (a join promises none).
+-- <is_bill> a predicate over l.format, <outcomes> the joins of lf_outcomes x and lf_steps y
+-- (those needed, or nothing), <columns> the replay's columns (EVENT_COLUMNS carried or
+-- derived); <keyed> nothing, or the join of lf_keys followed by the order stated again (a
+-- join promises none).
 CREATE OR REPLACE TABLE lf_mem.lf_events AS
 WITH tools AS (
     SELECT call_id,
