@@ -387,3 +387,124 @@ def test_a_run_read_before_it_ended_gets_its_verdict_when_read_again(
         ("apportioned", Decimal("0.03"))
     ]
     assert_accounted(store)
+
+
+# --- a run's stated cost and its sub-agents (issue 46) ------------------------------------------
+
+HAIKU = "claude-haiku-4-5-20251001"
+
+
+def subagent_run_lines(sid: str, cost: float | None) -> list[str]:
+    """A run whose first call starts a Task sub-agent, as the CLI writes one: the sub-agent's
+    lines carry the run's session_id and, in parent_tool_use_id, the Task call's id; its two
+    calls (another model) are in the run's result, whose modelUsage names both models."""
+    task = f"{sid}-task"
+
+    def said(mid: str, model: str, parent: str | None, block: dict[str, Any], u: Any) -> str:
+        message = {"id": mid, "model": model, "role": "assistant", "content": [block]}
+        message |= {"stop_reason": None, "usage": u}
+        return line(type="assistant", session_id=sid, parent_tool_use_id=parent, message=message)
+
+    def result(use_id: str, parent: str | None, text: str) -> str:
+        content = [{"type": "tool_result", "tool_use_id": use_id, "content": text}]
+        message = {"role": "user", "content": content}
+        return line(type="user", session_id=sid, parent_tool_use_id=parent, message=message)
+
+    ask = {"subagent_type": "Explore", "description": "Find a.py", "prompt": "Where is a.py?"}
+    out = [
+        line(type="system", subtype="init", session_id=sid, model="claude-sonnet-4-5", cwd="/w"),
+        said(
+            f"{sid}-1",
+            "claude-sonnet-4-5",
+            None,
+            {"type": "tool_use", "id": task, "name": "Task", "input": ask},
+            usage(3, 1000, 5),
+        ),
+        said(
+            f"{sid}-s1",
+            HAIKU,
+            task,
+            {"type": "tool_use", "id": f"{sid}-b", "name": "Bash", "input": {"command": "ls"}},
+            usage(4, 7000, 1),
+        ),
+        result(f"{sid}-b", task, "a.py"),
+        said(f"{sid}-s2", HAIKU, task, {"type": "text", "text": "Found a.py."}, usage(4, 7200, 20)),
+        result(task, None, "Found a.py."),
+        said(
+            f"{sid}-2",
+            "claude-sonnet-4-5",
+            None,
+            {"type": "text", "text": "Done."},
+            usage(3, 1100, 4),
+        ),
+    ]
+    if cost is not None:
+        model_usage = {
+            m: {"inputTokens": 8, "outputTokens": 21, "costUSD": cost / 2}
+            for m in ("claude-sonnet-4-5", HAIKU)
+        }
+        out.append(
+            line(
+                type="result",
+                subtype="success",
+                is_error=False,
+                num_turns=2,
+                duration_ms=5400,
+                session_id=sid,
+                result="Done.",
+                total_cost_usd=cost,
+                usage=usage(3, 1100, 4),
+                modelUsage=model_usage,
+            )
+        )
+    return out
+
+
+def test_a_run_s_stated_cost_holds_its_sub_agent_s_calls(store: Store, tmp_path: Path) -> None:
+    """The CLI's total_cost_usd is every call of the run, its Task sub-agent's too (its
+    result's modelUsage names the sub-agent's model): the stated cost is divided over them
+    all, and nothing of the run is priced above it."""
+    [report] = ingest(store, write(tmp_path / "claude_output.jsonl", subagent_run_lines("a", 0.05)))
+    assert report.calls == 4
+    rows = q(
+        store,
+        "SELECT session_id, parent_session_id, model, cost_basis FROM calls ORDER BY seq",
+    )
+    assert rows == [
+        ("a", None, "claude-sonnet-4-5", "apportioned"),
+        ("a:task-a-task", "a", HAIKU, "apportioned"),
+        ("a:task-a-task", "a", HAIKU, "apportioned"),
+        ("a", None, "claude-sonnet-4-5", "apportioned"),
+    ]
+    assert q(store, "SELECT sum(cost_usd) FROM calls") == [(Decimal("0.05"),)]
+    # each call's share follows its list-price estimate
+    shares = q(store, "SELECT cost_usd, cost_estimate_usd FROM calls ORDER BY seq")
+    ratios = [c / e for c, e in shares]
+    assert max(ratios) - min(ratios) < Decimal("1e-6")
+    assert_accounted(store)
+
+
+def test_the_real_sub_agents_are_in_their_runs_stated_costs(store: Store) -> None:
+    """A real stream (real-loops-3) whose runs start Explore sub-agents (claude-haiku-4-5):
+    each run the CLI states a cost for is that cost, its sub-agent's calls included (the
+    fourth run with a result line held 9 sub-agent calls priced $0.10 on top of it), and the
+    file's stated dollars are truth.json's."""
+    corpus = shared_samples() / "real-loops-3"
+    rel = "claude_stream_json/ArturoKuang__sandbox_ai_compiler/claude-debug__claude_output.jsonl"
+    want = json.loads((corpus / "truth.json").read_text())["files"][rel]
+    [report] = ingest(store, corpus / rel)
+    assert report.calls == want["calls"]
+    rows = q(
+        store,
+        """SELECT r.session_id, r.reported_cost_usd, sum(c.cost_usd),
+                  count(*) FILTER (WHERE c.parent_session_id IS NOT NULL),
+                  list(DISTINCT c.cost_basis)
+           FROM runs r JOIN calls c ON coalesce(c.parent_session_id, c.session_id) = r.session_id
+           WHERE r.cost_apportioned GROUP BY ALL ORDER BY min(c.seq)""",
+    )
+    assert len(rows) == want["runs_in_file"] == 5
+    for _, stated, usd, _, bases in rows:
+        assert usd == stated and bases == ["apportioned"]
+    assert [n for _, _, _, n, _ in rows] == [0, 0, 0, 9, 0]
+    assert round(sum(r[1] for r in rows), 6) == Decimal(str(want["reported_cost_usd"]))
+    assert_accounted(store)
