@@ -11,12 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from analyzer.cli.main import cli
 from analyzer.engine.store import Store, open_store
 from analyzer.ingest import claude_code, claude_stream
 from analyzer.ingest.base import Head, IngestOptions
 from analyzer.ingest.flow import FileReport
+from analyzer.model.formatting import money
 from analyzer.pipeline import ingest_paths
+from analyzer.views.verdicts import unstated, verdicts
 from tests.helpers import assert_accounted, q, shared_samples
 
 LOOP = "claude_stream_json/lantos1618__better-ui/claude_output.jsonl"  # 133 failed relaunches
@@ -389,7 +393,7 @@ def test_a_run_read_before_it_ended_gets_its_verdict_when_read_again(
     assert_accounted(store)
 
 
-# --- a run's stated cost and its sub-agents (issue 46) ------------------------------------------
+# --- what the file states, and what is priced beyond it (issue 46) -----------------------------
 
 HAIKU = "claude-haiku-4-5-20251001"
 
@@ -482,6 +486,83 @@ def test_a_run_s_stated_cost_holds_its_sub_agent_s_calls(store: Store, tmp_path:
     ratios = [c / e for c, e in shares]
     assert max(ratios) - min(ratios) < Decimal("1e-6")
     assert_accounted(store)
+
+
+def test_a_cut_off_run_priced_beyond_what_the_file_states_is_said(tmp_path: Path) -> None:
+    """A run cut off before its result line states no cost: its calls keep their list-price
+    estimates (they were made and paid for), and every view that sums them says that this
+    much of the spend is above what the file states, and why."""
+    lines = run_lines("a", 0.012) + subagent_run_lines("c", None)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    write(logs / "claude_output.jsonl", lines)
+    db = tmp_path / "s.duckdb"
+    result = CliRunner().invoke(cli, ["audit", str(logs), "--db", str(db), "--json"])
+    assert result.exit_code == 0, result.output
+    said = json.loads(result.stdout, parse_float=Decimal)["unstated_runs"]
+    with open_store(db) as store:
+        [(usd,)] = q(store, "SELECT sum(cost_usd) FROM calls WHERE session_id LIKE 'c%'")
+        assert q(store, "SELECT DISTINCT cost_basis FROM calls WHERE session_id LIKE 'c%'") == [
+            ("estimated_output",)
+        ]
+    assert said == {
+        "runs": 1,
+        "cut_off": 1,
+        "calls": 4,  # the sub-agent's two with its own two
+        "usd": usd,
+        "files": 1,
+        "stated_usd": Decimal("0.012"),
+    }
+    text = CliRunner().invoke(cli, ["audit", str(logs), "--db", str(db)]).stdout
+    assert (
+        f"Unstated {money(usd)} of the spend is 1 run cut off with no cost stated (4 calls at "
+        "list prices), beyond the $0.01 stated in the same file for the other runs"
+    ) in " ".join(text.split())
+    session = CliRunner().invoke(cli, ["usage", "session", "--db", str(db), "--json"])
+    rows = json.loads(session.stdout, parse_float=Decimal)["rows"]
+    runs = {r["key"]: r["run"] for r in rows if "run" in r}  # (not the sub-agent's session)
+    assert runs["c"]["estimated_usd"] == usd and runs["a"]["estimated_usd"] is None
+    table = CliRunner().invoke(cli, ["usage", "session", "--db", str(db)]).stdout
+    assert (
+        "1 run with no cost stated (cut off: no verdict): its calls at list prices, "
+        f"{money(usd)}, not a figure of the agent's own"
+    ) in " ".join(table.split())
+    with open_store(db) as store:
+        assert verdicts(store)["c"].describe() == (
+            "no verdict in the log (the run was cut off, or its end not written); no cost in "
+            f"its log: its calls at list prices, {money(usd)}"
+        )
+
+
+def test_the_real_cut_off_run_is_said_beside_the_clis_own_totals(
+    real: tuple[Store, dict[str, int]],
+) -> None:
+    """better-use's 4th run was cut off (no result line): its 61 calls are at list prices,
+    above the $23.96 the CLI stated for the file's 3 finished runs (truth.json)."""
+    store, ids = real
+    want = truth_of(HEALTHY)
+    [(usd,)] = q(
+        store,
+        """SELECT sum(c.cost_usd) FROM calls c JOIN runs r USING (session_id)
+           WHERE r.source_id = ? AND r.exit_status IS NULL""",
+        [ids[HEALTHY]],
+    )
+    found = unstated(store)
+    assert found is not None
+    # (the loop's file beside it: its last 3 runs were cut off too)
+    [(loop_usd, loop_calls)] = q(
+        store,
+        """SELECT sum(c.cost_usd), count(*) FROM calls c JOIN runs r USING (session_id)
+           WHERE r.source_id = ? AND r.exit_status IS NULL""",
+        [ids[LOOP]],
+    )
+    assert (found.runs, found.cut_off, found.calls, found.files) == (4, 4, 61 + loop_calls, 2)
+    assert found.usd == usd + loop_usd
+    stated = Decimal(str(want["reported_cost_usd"])) + Decimal(
+        str(truth_of(LOOP)["reported_cost_usd"])
+    )
+    assert round(found.stated_usd, 6) == stated
+    assert round(usd, 2) == Decimal("4.80")
 
 
 def test_the_real_sub_agents_are_in_their_runs_stated_costs(store: Store) -> None:

@@ -35,7 +35,9 @@ Claude Code's SDK documentation of the stream's messages:
   tokens of a run's haiku figure are its sub-agent's calls'), so no call of a run is priced
   beside what the run states. A ``result``
   line's ``usage`` is not the run's total (a 56-turn run's is one call's size), so it is not
-  kept. A run without a ``result`` line keeps its calls' list-price estimates.
+  kept. A run without a ``result`` line (cut off) states nothing: its calls keep their
+  list-price estimates, above what the file states for its other runs, and the views say so
+  (``views.verdicts.unstated``).
 
 Records: ``assistant`` lines build calls (or a synthetic reply), ``user`` lines messages,
 ``init`` and ``result`` lines their run; other ``system`` subtypes are skipped by kind.
