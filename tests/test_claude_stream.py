@@ -11,12 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from analyzer.cli.main import cli
 from analyzer.engine.store import Store, open_store
 from analyzer.ingest import claude_code, claude_stream
 from analyzer.ingest.base import Head, IngestOptions
 from analyzer.ingest.flow import FileReport
+from analyzer.model.formatting import money
 from analyzer.pipeline import ingest_paths
+from analyzer.views.verdicts import unstated, verdicts
 from tests.helpers import assert_accounted, q, shared_samples
 
 LOOP = "claude_stream_json/lantos1618__better-ui/claude_output.jsonl"  # 133 failed relaunches
@@ -386,4 +390,202 @@ def test_a_run_read_before_it_ended_gets_its_verdict_when_read_again(
     assert q(store, "SELECT DISTINCT cost_basis, sum(cost_usd) FROM calls GROUP BY 1") == [
         ("apportioned", Decimal("0.03"))
     ]
+    assert_accounted(store)
+
+
+# --- what the file states, and what is priced beyond it (issue 46) -----------------------------
+
+HAIKU = "claude-haiku-4-5-20251001"
+
+
+def subagent_run_lines(sid: str, cost: float | None) -> list[str]:
+    """A run whose first call starts a Task sub-agent, as the CLI writes one: the sub-agent's
+    lines carry the run's session_id and, in parent_tool_use_id, the Task call's id; its two
+    calls (another model) are in the run's result, whose modelUsage names both models."""
+    task = f"{sid}-task"
+
+    def said(mid: str, model: str, parent: str | None, block: dict[str, Any], u: Any) -> str:
+        message = {"id": mid, "model": model, "role": "assistant", "content": [block]}
+        message |= {"stop_reason": None, "usage": u}
+        return line(type="assistant", session_id=sid, parent_tool_use_id=parent, message=message)
+
+    def result(use_id: str, parent: str | None, text: str) -> str:
+        content = [{"type": "tool_result", "tool_use_id": use_id, "content": text}]
+        message = {"role": "user", "content": content}
+        return line(type="user", session_id=sid, parent_tool_use_id=parent, message=message)
+
+    ask = {"subagent_type": "Explore", "description": "Find a.py", "prompt": "Where is a.py?"}
+    out = [
+        line(type="system", subtype="init", session_id=sid, model="claude-sonnet-4-5", cwd="/w"),
+        said(
+            f"{sid}-1",
+            "claude-sonnet-4-5",
+            None,
+            {"type": "tool_use", "id": task, "name": "Task", "input": ask},
+            usage(3, 1000, 5),
+        ),
+        said(
+            f"{sid}-s1",
+            HAIKU,
+            task,
+            {"type": "tool_use", "id": f"{sid}-b", "name": "Bash", "input": {"command": "ls"}},
+            usage(4, 7000, 1),
+        ),
+        result(f"{sid}-b", task, "a.py"),
+        said(f"{sid}-s2", HAIKU, task, {"type": "text", "text": "Found a.py."}, usage(4, 7200, 20)),
+        result(task, None, "Found a.py."),
+        said(
+            f"{sid}-2",
+            "claude-sonnet-4-5",
+            None,
+            {"type": "text", "text": "Done."},
+            usage(3, 1100, 4),
+        ),
+    ]
+    if cost is not None:
+        model_usage = {
+            m: {"inputTokens": 8, "outputTokens": 21, "costUSD": cost / 2}
+            for m in ("claude-sonnet-4-5", HAIKU)
+        }
+        out.append(
+            line(
+                type="result",
+                subtype="success",
+                is_error=False,
+                num_turns=2,
+                duration_ms=5400,
+                session_id=sid,
+                result="Done.",
+                total_cost_usd=cost,
+                usage=usage(3, 1100, 4),
+                modelUsage=model_usage,
+            )
+        )
+    return out
+
+
+def test_a_run_s_stated_cost_holds_its_sub_agent_s_calls(store: Store, tmp_path: Path) -> None:
+    """The CLI's total_cost_usd is every call of the run, its Task sub-agent's too (its
+    result's modelUsage names the sub-agent's model): the stated cost is divided over them
+    all, and nothing of the run is priced above it."""
+    [report] = ingest(store, write(tmp_path / "claude_output.jsonl", subagent_run_lines("a", 0.05)))
+    assert report.calls == 4
+    rows = q(
+        store,
+        "SELECT session_id, parent_session_id, model, cost_basis FROM calls ORDER BY seq",
+    )
+    assert rows == [
+        ("a", None, "claude-sonnet-4-5", "apportioned"),
+        ("a:task-a-task", "a", HAIKU, "apportioned"),
+        ("a:task-a-task", "a", HAIKU, "apportioned"),
+        ("a", None, "claude-sonnet-4-5", "apportioned"),
+    ]
+    assert q(store, "SELECT sum(cost_usd) FROM calls") == [(Decimal("0.05"),)]
+    # each call's share follows its list-price estimate
+    shares = q(store, "SELECT cost_usd, cost_estimate_usd FROM calls ORDER BY seq")
+    ratios = [c / e for c, e in shares]
+    assert max(ratios) - min(ratios) < Decimal("1e-6")
+    assert_accounted(store)
+
+
+def test_a_cut_off_run_priced_beyond_what_the_file_states_is_said(tmp_path: Path) -> None:
+    """A run cut off before its result line states no cost: its calls keep their list-price
+    estimates (they were made and paid for), and every view that sums them says that this
+    much of the spend is above what the file states, and why."""
+    lines = run_lines("a", 0.012) + subagent_run_lines("c", None)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    write(logs / "claude_output.jsonl", lines)
+    db = tmp_path / "s.duckdb"
+    result = CliRunner().invoke(cli, ["audit", str(logs), "--db", str(db), "--json"])
+    assert result.exit_code == 0, result.output
+    said = json.loads(result.stdout, parse_float=Decimal)["unstated_runs"]
+    with open_store(db) as store:
+        [(usd,)] = q(store, "SELECT sum(cost_usd) FROM calls WHERE session_id LIKE 'c%'")
+        assert q(store, "SELECT DISTINCT cost_basis FROM calls WHERE session_id LIKE 'c%'") == [
+            ("estimated_output",)
+        ]
+    assert said == {
+        "runs": 1,
+        "cut_off": 1,
+        "calls": 4,  # the sub-agent's two with its own two
+        "usd": usd,
+        "files": 1,
+        "stated_usd": Decimal("0.012"),
+    }
+    text = CliRunner().invoke(cli, ["audit", str(logs), "--db", str(db)]).stdout
+    assert (
+        f"Unstated {money(usd)} of the spend is 1 run cut off with no cost stated (4 calls at "
+        "list prices), beyond the $0.01 stated in the same file for the other runs"
+    ) in " ".join(text.split())
+    session = CliRunner().invoke(cli, ["usage", "session", "--db", str(db), "--json"])
+    rows = json.loads(session.stdout, parse_float=Decimal)["rows"]
+    runs = {r["key"]: r["run"] for r in rows if "run" in r}  # (not the sub-agent's session)
+    assert runs["c"]["estimated_usd"] == usd and runs["a"]["estimated_usd"] is None
+    table = CliRunner().invoke(cli, ["usage", "session", "--db", str(db)]).stdout
+    assert (
+        "1 run with no cost stated (cut off: no verdict): its calls at list prices, "
+        f"{money(usd)}, not a figure of the agent's own"
+    ) in " ".join(table.split())
+    with open_store(db) as store:
+        assert verdicts(store)["c"].describe() == (
+            "no verdict in the log (the run was cut off, or its end not written); no cost in "
+            f"its log: its calls at list prices, {money(usd)}"
+        )
+
+
+def test_the_real_cut_off_run_is_said_beside_the_clis_own_totals(
+    real: tuple[Store, dict[str, int]],
+) -> None:
+    """better-use's 4th run was cut off (no result line): its 61 calls are at list prices,
+    above the $23.96 the CLI stated for the file's 3 finished runs (truth.json)."""
+    store, ids = real
+    want = truth_of(HEALTHY)
+    [(usd,)] = q(
+        store,
+        """SELECT sum(c.cost_usd) FROM calls c JOIN runs r USING (session_id)
+           WHERE r.source_id = ? AND r.exit_status IS NULL""",
+        [ids[HEALTHY]],
+    )
+    found = unstated(store)
+    assert found is not None
+    # (the loop's file beside it: its last 3 runs were cut off too)
+    [(loop_usd, loop_calls)] = q(
+        store,
+        """SELECT sum(c.cost_usd), count(*) FROM calls c JOIN runs r USING (session_id)
+           WHERE r.source_id = ? AND r.exit_status IS NULL""",
+        [ids[LOOP]],
+    )
+    assert (found.runs, found.cut_off, found.calls, found.files) == (4, 4, 61 + loop_calls, 2)
+    assert found.usd == usd + loop_usd
+    stated = Decimal(str(want["reported_cost_usd"])) + Decimal(
+        str(truth_of(LOOP)["reported_cost_usd"])
+    )
+    assert round(found.stated_usd, 6) == stated
+    assert round(usd, 2) == Decimal("4.80")
+
+
+def test_the_real_sub_agents_are_in_their_runs_stated_costs(store: Store) -> None:
+    """A real stream (real-loops-3) whose runs start Explore sub-agents (claude-haiku-4-5):
+    each run the CLI states a cost for is that cost, its sub-agent's calls included (the
+    fourth run with a result line held 9 sub-agent calls priced $0.10 on top of it), and the
+    file's stated dollars are truth.json's."""
+    corpus = shared_samples() / "real-loops-3"
+    rel = "claude_stream_json/ArturoKuang__sandbox_ai_compiler/claude-debug__claude_output.jsonl"
+    want = json.loads((corpus / "truth.json").read_text())["files"][rel]
+    [report] = ingest(store, corpus / rel)
+    assert report.calls == want["calls"]
+    rows = q(
+        store,
+        """SELECT r.session_id, r.reported_cost_usd, sum(c.cost_usd),
+                  count(*) FILTER (WHERE c.parent_session_id IS NOT NULL),
+                  list(DISTINCT c.cost_basis)
+           FROM runs r JOIN calls c ON coalesce(c.parent_session_id, c.session_id) = r.session_id
+           WHERE r.cost_apportioned GROUP BY ALL ORDER BY min(c.seq)""",
+    )
+    assert len(rows) == want["runs_in_file"] == 5
+    for _, stated, usd, _, bases in rows:
+        assert usd == stated and bases == ["apportioned"]
+    assert [n for _, _, _, n, _ in rows] == [0, 0, 0, 9, 0]
+    assert round(sum(r[1] for r in rows), 6) == Decimal(str(want["reported_cost_usd"]))
     assert_accounted(store)

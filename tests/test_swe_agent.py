@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import copy
 import json
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -59,24 +61,52 @@ def test_the_real_run_matches_its_truth(store: Store) -> None:
     assert (n, sent, received) == (truth["calls"], truth["prompt_tokens"], truth["output_tokens"])
     assert usd == pytest.approx(truth["reported_cost_usd"]) and apportioned
     assert result.startswith("diff --git a/pydicom/pixel_data_handlers/numpy_handler.py")
-    # No call states tokens, a model or a time; the stated cost is divided over the 12 calls.
-    [(calls, tokens, models, times, usd, bases, sessions)] = q(
+    # No call states tokens, a model or a time: the run's stated cost and tokens are divided
+    # over the 12 calls (apportioned), the tokens adding up to the file's own totals.
+    [(calls, prompt, output, models, times, usd, bases, sessions, final)] = q(
         store,
-        """SELECT count(*), count(input_tokens) + count(output_tokens), count(model), count(ts),
-                  sum(cost_usd)::DOUBLE, list(DISTINCT cost_basis), list(DISTINCT session_id)
+        """SELECT count(*), sum(input_tokens), sum(output_tokens), count(model), count(ts),
+                  sum(cost_usd)::DOUBLE, list(DISTINCT cost_basis), list(DISTINCT session_id),
+                  list(DISTINCT output_final)
            FROM calls""",
     )
-    assert (calls, tokens, models, times, bases, sessions) == (
-        12,
-        0,
-        0,
-        0,
-        ["apportioned"],
-        [session],
-    )
+    assert (calls, models, times, bases, sessions) == (12, 0, 0, ["apportioned"], [session])
+    assert (prompt, output) == (truth["prompt_tokens"], truth["output_tokens"]) == (122612, 1369)
+    assert final == [False]  # no output count is the call's own
     assert round(usd, 2) == round(truth["reported_cost_usd"], 2)
     assert usd == pytest.approx(truth["reported_cost_usd"], abs=1e-9)
     assert_accounted(store)
+
+
+def test_the_real_run_s_tokens_follow_what_each_call_was_sent(store: Store) -> None:
+    """The 0.x file keeps what each call was sent (the history before its reply: the system
+    prompt, the demonstration, the issue, the steps so far: 28,856 characters for the first,
+    56,319 for the last, 497,765 in all, 4.06 a token of tokens_sent) and each reply: the
+    stated tokens are divided in proportion to them, the remainder placed so that the shares
+    add up to the totals exactly."""
+    ingest(store, real_loops() / REAL)
+    doc = json.loads((real_loops() / REAL).read_text())
+    sent, replies, before = [], [], 0
+    for m in doc["history"]:
+        if m["role"] == "assistant":
+            sent.append(before)
+            replies.append(len(m["content"]))
+        before += len(m["content"])
+    assert (sent[0], sent[-1], sum(sent)) == (28856, 56319, 497765)
+    rows = q(store, "SELECT input_tokens, output_tokens FROM calls ORDER BY seq")
+    assert [i for i, _ in rows] == _shares(122612, sent)
+    assert [o for _, o in rows] == _shares(1369, replies)
+    assert rows[0] == (7108, 71) and rows[-1] == (13873, 52)
+    # (the cost stays divided evenly: the 0.x file names no model to price the shares by)
+    assert q(store, "SELECT max(cost_usd) - min(cost_usd) <= 1e-10 FROM calls") == [(True,)]
+
+
+def _shares(total: int, weights: list[int]) -> list[int]:
+    """``total`` in proportion to ``weights``, each share the difference of rounded running
+    totals (computed here with fractions, apart from the reader's own arithmetic)."""
+    upto = [Fraction(total * sum(weights[: i + 1]), sum(weights)) for i in range(len(weights))]
+    rounded = [int(u + Fraction(1, 2)) for u in upto]
+    return [b - a for a, b in zip([0, *rounded], rounded, strict=False)]
 
 
 def test_the_real_run_s_actions_are_tied_to_their_observations(store: Store) -> None:
@@ -335,6 +365,119 @@ def test_a_run_read_again_as_it_grew_is_not_counted_twice(store: Store, tmp_path
     assert second.rows_duplicate > 0
     assert q(store, "SELECT count(*), count(DISTINCT session_id) FROM calls") == [(3, 1)]
     assert_accounted(store)
+
+
+def test_a_1x_run_s_tokens_follow_the_messages_each_step_sent(store: Store, tmp_path: Path) -> None:
+    """1.x keeps the messages each step sent (``query``): the stated tokens_sent are divided
+    in proportion to their characters, tokens_received to the replies' (the refused reply
+    included: SWE-agent paid for it), and the cost, the model being known, follows the list
+    prices of those shares."""
+    doc = v1_doc()
+    system = doc["history"][0]
+    for step, extra in zip(doc["trajectory"][:3], (1000, 2000, 3000), strict=False):
+        step["query"] = [system, {"role": "user", "content": "x" * extra}]
+    [r] = ingest(store, write(tmp_path / "demo__repo-7.traj", doc))
+    assert r.calls == 3
+    sent = [len(system["content"]) + extra for extra in (1000, 2000, 3000)]
+    replies = [len("Let me look at a.py."), len("I will run pytest."), len("Now the tests.")]
+    rows = q(
+        store,
+        """SELECT input_tokens, output_tokens, output_final, cost_basis, cost_usd,
+                  cost_estimate_usd FROM calls ORDER BY seq""",
+    )
+    assert [i for i, *_ in rows] == _shares(30000, sent)
+    assert [o for _, o, *_ in rows] == _shares(900, replies)
+    assert {(f, b) for _, _, f, b, _, _ in rows} == {(False, "apportioned")}
+    assert sum(c for *_, c, _ in rows) == Decimal("0.4242")
+    costs, estimates = [c for *_, c, _ in rows], [e for *_, e in rows]
+    assert costs[0] < costs[1] < costs[2] and estimates[0] < estimates[1] < estimates[2]
+    # the run keeps its stated totals as they were written
+    assert q(store, "SELECT reported_input_tokens, reported_output_tokens FROM runs") == [
+        (30000, 900)
+    ]
+    assert_accounted(store)
+
+
+def test_a_run_read_mid_way_then_whole_has_the_whole_run_s_tokens(
+    store: Store, tmp_path: Path
+) -> None:
+    """SWE-agent rewrites the file after each step with its totals so far: the calls read
+    from the early copy are divided again when the file is read grown, so that the store
+    holds the finished run's totals, never the early shares beside the new ones."""
+    early = v1_doc()
+    early["history"] = early["history"][:5]
+    early["trajectory"] = early["trajectory"][:1]
+    early["info"] = {
+        "swe_agent_version": "1.1.0",
+        "model_stats": {
+            "instance_cost": 0.1,
+            "tokens_sent": 9000,
+            "tokens_received": 300,
+            "api_calls": 1,
+        },
+    }
+    f = write(tmp_path / "demo__repo-7.traj", early)
+    ingest(store, f)
+    assert q(store, "SELECT sum(input_tokens), sum(output_tokens), sum(cost_usd) FROM calls") == [
+        (9000, 300, Decimal("0.1"))
+    ]
+    write(f, v1_doc())
+    [second] = ingest(store, f)
+    assert second.calls == 3
+    assert q(
+        store,
+        """SELECT count(*), sum(input_tokens), sum(output_tokens), sum(cost_usd),
+                  list(DISTINCT cost_basis) FROM calls""",
+    ) == [(3, 30000, 900, Decimal("0.4242"), ["apportioned"])]
+    assert_accounted(store)
+    # read again as it was, nothing changes; an older copy found elsewhere adds nothing
+    (tmp_path / "old").mkdir()
+    ingest(store, write(tmp_path / "old" / "demo__repo-7.traj", early))
+    assert q(store, "SELECT count(*), sum(input_tokens), sum(cost_usd) FROM calls") == [
+        (3, 30000, Decimal("0.4242"))
+    ]
+    assert_accounted(store)
+
+
+def test_stated_tokens_without_a_stated_cost_stay_on_the_run(store: Store, tmp_path: Path) -> None:
+    """SWE-agent writes an instance_cost of 0 where litellm could not price the model: no
+    cost is divided, so nothing would say the calls' tokens were divided; they stay the
+    run's."""
+    doc = v1_doc()
+    doc["info"]["model_stats"]["instance_cost"] = 0
+    ingest(store, write(tmp_path / "demo__repo-7.traj", doc))
+    assert q(store, "SELECT count(*), count(input_tokens), count(cost_usd) FROM calls") == [
+        (3, 0, 0)
+    ]
+    assert q(store, "SELECT reported_input_tokens, cost_apportioned FROM runs") == [(30000, False)]
+
+
+def test_the_real_1x_run_s_tokens_are_its_totals(store: Store) -> None:
+    """The 1.x run in real-loops-2 (gpt-4o, 5 calls; its last reply, the submission, is in
+    the trajectory only)."""
+    rel = "swe_agent_traj/SWE-agent__SWE-agent/6e44b9__sweagenttestrepo-1c2844.traj"
+    corpus = shared_samples() / "real-loops-2"
+    truth = json.loads((corpus / "truth.json").read_text())["files"][rel]
+    [r] = ingest(store, corpus / rel)
+    assert r.calls == truth["calls"] == 5
+    [(prompt, output, usd, bases)] = q(
+        store,
+        "SELECT sum(input_tokens), sum(output_tokens), sum(cost_usd), list(DISTINCT cost_basis) "
+        "FROM calls",
+    )
+    assert (prompt, output, bases) == (
+        truth["prompt_tokens"],
+        truth["output_tokens"],
+        ["apportioned"],
+    )
+    assert abs(usd - Decimal(str(truth["reported_cost_usd"]))) < Decimal("1e-9")
+    assert q(store, "SELECT input_tokens FROM calls ORDER BY seq") == [
+        (1190,),
+        (1302,),
+        (1417,),
+        (1578,),
+        (1654,),
+    ]
 
 
 def test_two_runs_of_one_instance_stay_two_sessions(store: Store, tmp_path: Path) -> None:

@@ -28,10 +28,16 @@ Claude Code's SDK documentation of the stream's messages:
 * **Each run's own verdict**, from its ``result`` line, is a ``runs`` row: the ``subtype`` as
   exit status, ``is_error``, the result text, ``num_turns``, ``duration_ms``, and the CLI's own
   ``total_cost_usd`` (computed by Claude Code from the final token counts, which the stream
-  does not carry): that stated cost is divided over the run's calls (``apportioned``, in
-  proportion to their list-price estimates), so the file's dollars are the CLI's own. A
-  ``result`` line's ``usage`` is not the run's total (a 56-turn run's is one call's size), so
-  it is not kept. A run without a ``result`` line keeps its calls' list-price estimates.
+  does not carry): that stated cost is divided over the run's calls and its Task sub-agents'
+  (``apportioned``, in proportion to their list-price estimates), so the file's dollars are
+  the CLI's own. The CLI counts every call of its process: a run's ``modelUsage`` names its
+  sub-agent's model (in the real file with sub-agents, 53,792 of the 53,920 cache-write
+  tokens of a run's haiku figure are its sub-agent's calls'), so no call of a run is priced
+  beside what the run states. A ``result``
+  line's ``usage`` is not the run's total (a 56-turn run's is one call's size), so it is not
+  kept. A run without a ``result`` line (cut off) states nothing: its calls keep their
+  list-price estimates, above what the file states for its other runs, and the views say so
+  (``views.verdicts.unstated``).
 
 Records: ``assistant`` lines build calls (or a synthetic reply), ``user`` lines messages,
 ``init`` and ``result`` lines their run; other ``system`` subtypes are skipped by kind.

@@ -98,6 +98,31 @@ RUN_COLUMNS: dict[str, pa.DataType] = {
 }
 
 
+def divide(total: int, weights: list[int]) -> list[int]:
+    """A run's stated whole-number ``total`` (tokens) divided over its calls by the rule
+    ``ingest/apportion.sql`` divides a stated cost by: in proportion to ``weights`` where they
+    are all 0 or more and not all 0, else evenly, each share the difference of two rounded
+    running totals (half up), so the shares add up to ``total`` exactly.
+
+    >>> divide(10, [1, 1, 1]), divide(10, [0, 0, 0]), divide(7, [1, 3]), divide(0, [5, 2])
+    ([3, 4, 3], [3, 4, 3], [2, 5], [0, 0])
+    >>> divide(5, [0, 2, 0]), divide(3, []), divide(4, [-1, 2])
+    ([0, 5, 0], [], [2, 2])
+    """
+    if not weights:
+        return []
+    if min(weights) < 0 or not any(weights):
+        weights = [1] * len(weights)
+    whole, upto, before = sum(weights), 0, 0
+    shares = []
+    for w in weights:
+        upto += w
+        rounded = (2 * total * upto + whole) // (2 * whole)  # total * upto / whole, half up
+        shares.append(rounded - before)
+        before = rounded
+    return shares
+
+
 def estimate_of_totals(
     model: str | None,
     provider: str | None,

@@ -45,11 +45,20 @@ run's stated totals are kept on its run row. In the real file the 12 replies are
 next observation message. Observations never start a turn.
 
 **Tokens, model, times, dollars**: no call carries usage, cost or time in either version (the
-model's usage is only summed in ``model_stats``): tokens stay NULL, and the run row keeps
-``tokens_sent``, ``tokens_received``, ``api_calls`` and ``instance_cost``, which the store
-divides over the run's calls (``apportioned``). The model is ``replay_config``'s
-``agent.model.name`` (1.x; the retry agent's first ``agent_configs``); 0.x files name none
-(the real one's folder says gpt4): NULL. The limits are that model's
+model's usage is only summed in ``model_stats``). The run row keeps ``tokens_sent``,
+``tokens_received``, ``api_calls`` and ``instance_cost``; the store divides the cost over the
+run's calls (``apportioned``), and the reader divides the two token totals over them the same
+way (``runs.divide``: shares that add up to the totals exactly), by what the file shows of
+each call: ``tokens_sent`` in proportion to the characters the call was sent (the history
+before its reply, system prompt and demonstrations included, or 1.x's ``query`` where the step
+keeps it; the real 0.x run sent 497,765 characters in all, 4.06 a token of its
+``tokens_sent``), ``tokens_received`` to its reply's text. They are the run's totals divided,
+not counts of the call's own, so they are divided only where the cost is too, and the calls'
+``cost_basis`` 'apportioned' says so (an ``instance_cost`` of 0, a model litellm could not
+price, leaves them on the run); ``output_final`` is false. Calls the file does not show (a
+refused 0.x reply, the one past the cost limit) are in the shares of those it does. The model
+is ``replay_config``'s ``agent.model.name`` (1.x; the retry agent's first ``agent_configs``);
+0.x files name none (the real one's folder says gpt4): NULL. The limits are that model's
 ``per_instance_cost_limit`` (or the retry loop's ``cost_limit``) and ``per_instance_call_limit``
 (0: none). No time is written: NULL.
 
@@ -90,7 +99,7 @@ from analyzer.ingest.lowering import (
 )
 from analyzer.ingest.reading import read_json_document
 from analyzer.ingest.rows import CallRow, MessageRow
-from analyzer.ingest.runs import outcome
+from analyzer.ingest.runs import divide, outcome
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_list, as_str, as_text, stated_cost
 
@@ -163,6 +172,13 @@ def _reasoning_chars(m: dict[str, Any]) -> int:
     )
 
 
+def _sent(step: dict[str, Any] | None) -> int | None:
+    """The characters a reply was sent, where its trajectory step keeps the messages (1.x's
+    ``query``); None where it does not (0.x, or an empty ``query``)."""
+    query = [q for q in as_list(step.get("query")) if isinstance(q, dict)] if step else []
+    return sum(len(_text(q.get("content"))) for q in query) if query else None
+
+
 def _first_reply(doc: dict[str, Any]) -> str | None:
     """The run's first model reply (of its first attempt) as text: its content, action and
     tool calls (whose ids the provider made), to tell two runs of one instance apart."""
@@ -208,6 +224,10 @@ class _Reader:
         self.expect_prompt = True
         self.pending: _Pending | None = None
         self.stand_in: str | None = None  # SWE-agent's last stand-in text (why it stopped)
+        self.sent = 0  # characters of the history read so far in the attempt (what was sent)
+        # Each call with what the file shows of its size: the characters it was sent and
+        # the characters of its reply (the weights its run's stated tokens are divided by).
+        self.sizes: list[tuple[CallRow, int, int]] = []
 
     def next_idx(self) -> int:
         self.idx += 1
@@ -227,7 +247,9 @@ class _Reader:
         if "info" in self.doc:
             self.low.read()
             if isinstance(self.doc["info"], dict):
-                self.low.add_run(self.run_row(self.doc["info"]))
+                run = self.run_row(self.doc["info"])
+                self.low.add_run(run)
+                self.divide_tokens(run)
             else:
                 # (numbered as the document's last record)
                 self.low.reject(
@@ -236,6 +258,24 @@ class _Reader:
         if self.seq == 0:
             self.low.result.note = "no model reply in the trajectory"
         return self.low.finish()
+
+    def divide_tokens(self, run: dict[str, Any]) -> None:
+        """The run's stated tokens (``tokens_sent``, ``tokens_received``) divided over its calls
+        (``runs.divide``): what each was sent in proportion to the characters it was sent,
+        what it received to those of its reply. Only where its stated cost is divided over
+        them too, so each call's ``cost_basis`` 'apportioned' says its tokens are as well;
+        their output is no final count of the call's own (``output_final`` false). Every
+        call's share changes as the run grows: a call counts every record of the document
+        as shaping it, so that the document read again, grown, replaces it."""
+        sent, received = run["reported_input_tokens"], run["reported_output_tokens"]
+        if not self.sizes or not run["cost_apportioned"] or sent is None or received is None:
+            return
+        rows = [row for row, _, _ in self.sizes]
+        inputs = divide(sent, [w for _, w, _ in self.sizes])
+        outputs = divide(received, [w for _, _, w in self.sizes])
+        for row, inp, out in zip(rows, inputs, outputs, strict=True):
+            row.input_tokens, row.output_tokens, row.output_final = inp, out, False
+            row.parts = self.low.records_read
 
     def attempt_of_retry_agent(self, n: int, attempt: object) -> None:
         if not isinstance(attempt, dict):
@@ -266,12 +306,14 @@ class _Reader:
             for m in entries
         )
         self.expect_prompt = True
+        self.sent = 0
         k = 0  # the first step not yet given to a reply
         for line, m in enumerate(entries, 1):
             self.low.read()
             if not isinstance(m, dict) or not isinstance(m.get("role"), str):
                 self.low.reject(line, "history entry without a role", brief(m))
-            elif _is_demo(m):
+                continue
+            if _is_demo(m):
                 self.low.skip("demonstration")
             elif m["role"] == "assistant":
                 found = self.step_of(steps, k, m)
@@ -288,6 +330,7 @@ class _Reader:
                 self.user(m)
             else:
                 self.low.reject(line, f"history entry of role {m['role'][:40]!r}", brief(m))
+            self.sent += len(_text(m.get("content")))  # (a demonstration is sent too)
         for s in steps[k:]:
             if replies:
                 self.refused_step(s)
@@ -374,7 +417,7 @@ class _Reader:
                 self.synthetic(content or thought, n, observation)
                 return
             # 0.x after its last refused reply: the stand-in keeps that reply as content.
-            self.call(line, m, [], None, n, refused=True)
+            self.call(line, m, [], None, n, refused=True, sent=_sent(step))
             return
         native = f"{self.session}:{self.seq + 1}"
         tools: list[tuple[str | None, object, str]] = []
@@ -385,7 +428,7 @@ class _Reader:
             tools.append((as_str(fn.get("name")), action if args is None else args, use_id))
         if not tools and action.strip():
             tools.append((action.split()[0], action, native))
-        self.call(line, m, tools, observation, n)
+        self.call(line, m, tools, observation, n, sent=_sent(step))
 
     def step_reply(self, s: dict[str, Any]) -> None:
         """A reply known only from its trajectory step."""
@@ -400,7 +443,7 @@ class _Reader:
         tools: list[tuple[str | None, object, str]] = []
         if action.strip():
             tools.append((action.split()[0], action, native))
-        self.call(None, {**s, "content": response}, tools, observation, 1)
+        self.call(None, {**s, "content": response}, tools, observation, 1, sent=_sent(s))
 
     def refused_step(self, s: dict[str, Any]) -> None:
         """A step with no reply in the history: a reply SWE-agent refused and asked again
@@ -410,7 +453,7 @@ class _Reader:
         if _is_stand_in(thought or response, as_text(s.get("action"))) or s.get("query") == [{}]:
             self.synthetic(response or thought, 1, None)
             return
-        self.call(None, {**s, "content": response}, [], None, 1, refused=True)
+        self.call(None, {**s, "content": response}, [], None, 1, refused=True, sent=_sent(s))
 
     def synthetic(self, text: str, n: int, observation: str | None) -> None:
         self.stand_in = text or self.stand_in
@@ -438,31 +481,32 @@ class _Reader:
         observation: str | None,
         n: int,
         refused: bool = False,
+        sent: int | None = None,
     ) -> None:
         self.seq += 1
         native = f"{self.session}:{self.seq}"
         call_id = self.low.call_id(native)
         text = _text(m.get("content"))
         chars, visible = text_measure(text)
-        self.low.add_call(
-            CallRow(
-                native_id=native,
-                line=line,
-                ts=None,
-                session_id=self.session,
-                stream_key=self.session,
-                turn_id=self.turn,
-                seq=self.seq,
-                model=self.model,
-                app=AGENT,
-                content_chars=chars,
-                visible_chars=visible,
-                reasoning_chars=_reasoning_chars(m),
-                tool_call_count=len(tools),
-                reply_saved=True,
-                n_records=n,
-            )
+        row = CallRow(
+            native_id=native,
+            line=line,
+            ts=None,
+            session_id=self.session,
+            stream_key=self.session,
+            turn_id=self.turn,
+            seq=self.seq,
+            model=self.model,
+            app=AGENT,
+            content_chars=chars,
+            visible_chars=visible,
+            reasoning_chars=_reasoning_chars(m),
+            tool_call_count=len(tools),
+            reply_saved=True,
+            n_records=n,
         )
+        self.low.add_call(row)
+        self.sizes.append((row, self.sent if sent is None else sent, len(text)))
         if refused or chars or not tools:
             self.low.add_message(
                 MessageRow(

@@ -71,7 +71,9 @@ CREATE TABLE IF NOT EXISTS calls (
     cost_usd            DECIMAL(18, 10),
     cost_basis          VARCHAR,            -- billed | reported | apportioned (the run's
                                             -- stated cost divided over its calls, see
-                                            -- runs) | estimated | estimated_output (list
+                                            -- runs; a SWE-agent call's tokens too, the
+                                            -- run's stated tokens divided the same way)
+                                            -- | estimated | estimated_output (list
                                             -- prices at output_estimate_tokens) | NULL
     cost_cache_usd      DECIMAL(18, 10),    -- negative = cache discount (already in cost_usd)
     cost_extra_usd      DECIMAL(18, 10),    -- web search + file processing (already in cost_usd)

@@ -28,7 +28,7 @@ from analyzer.views.terminal import render_incident_list
 from analyzer.views.text_table import TextColumn, TextTable, lay_out
 from analyzer.views.usage import UsageRow, placeholder_text
 from analyzer.views.usage import totals as usage_totals
-from analyzer.views.verdicts import outcomes
+from analyzer.views.verdicts import Unstated, outcomes, unstated
 from analyzer.views.view import How, Rows, View
 
 
@@ -62,7 +62,7 @@ class Summary(View):
             "by_key": "spend_by_api_key",
         },
         convert={"figures": lambda f: f.placeholder_json() if f else None},
-        unless_none=("bucket_bills",),
+        unless_none=("bucket_bills", "unstated_runs"),
     )
 
     period_start: datetime | None
@@ -96,6 +96,9 @@ class Summary(View):
     # Bills per time bucket (Anthropic's, OpenAI's reports) against the logs, when loaded.
     bucket_bills: Totals | None = None
     bucket_units: list[Unit] = field(default_factory=list)  # what those totals add up
+    # Runs priced at list prices in files that state their other runs' costs (a run cut off
+    # before its result line): how much of the spend is above what those files state.
+    unstated_runs: Unstated | None = None
 
     @property
     def period(self) -> dict[str, str | None]:
@@ -186,6 +189,7 @@ def build_summary(store: Store, top: int = 10) -> Summary:
         unbilled=unbilled,
         runs_by_outcome=outcomes(store),
         figures=figures,
+        unstated_runs=unstated(store),
     )
 
 
@@ -268,6 +272,8 @@ def _facts(s: Summary, width: int, bills: str) -> list[str]:
         )
         runs = f"{sum(s.runs_by_outcome.values()):,} as their own logs end them: {ends}"
         out += _field("Runs", runs, width)
+    if s.unstated_runs:
+        out += _field("Unstated", s.unstated_runs.text(), width)
     if bills:
         out += _field("Bills", bills, width)
     return out

@@ -157,6 +157,16 @@ def _usage_notes(u: Usage, width: int, dropped: list[str], parents: bool) -> lis
             "ended: how the run ended, in its own log's words (--json has its exit "
             "status, result and stated totals); - where the log says nothing"
         )
+    unstated = [r.run for r in u.rows if r.run and r.run.estimated_usd]
+    if unstated:
+        one = len(unstated) == 1
+        usd = sum((v.estimated_usd or Decimal(0) for v in unstated), Decimal(0))
+        cut = " (cut off: no verdict)" if all(v.outcome is None for v in unstated) else ""
+        notes.append(
+            f"{len(unstated):,} {'run' if one else 'runs'} with no cost stated{cut}: "
+            f"{'its' if one else 'their'} calls at list prices, {money(usd)}, not a figure "
+            "of the agent's own"
+        )
     notes.append(
         "input: fresh prompt tokens (cache reads and writes apart); output includes reasoning"
     )

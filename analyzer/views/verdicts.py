@@ -46,6 +46,10 @@ class Verdict:
     step_limit: int | None
     cost_limit_usd: Decimal | None
     calls: int = 0  # its calls in the store
+    # A run whose log states no cost divided over its calls (cut off before its result line;
+    # a 0 the agent wrote for a model it could not price): its calls' dollars, its
+    # sub-agents' too, at list prices (None: none priced so, or its cost is stated).
+    estimated_usd: Decimal | None = None
 
     def describe(self) -> str:
         """One line: ``failed: "5-hour limit reached"; 1 call by its own count; stated cost
@@ -67,10 +71,57 @@ class Verdict:
             cap = f" (limit {money(self.cost_limit_usd)})" if self.cost_limit_usd else ""
             shared = ", divided over its calls" if self.cost_apportioned else ""
             facts.append(f"stated cost {money(self.reported_cost_usd)}{cap}{shared}")
+        if self.estimated_usd:
+            usd = money(self.estimated_usd)
+            facts.append(
+                f"no cost in its log: its calls at list prices, {usd}"
+                if self.reported_cost_usd is None
+                else f"its calls at list prices, {usd}, above the cost stated (read as no price)"
+            )
         return text + ("; " + "; ".join(facts) if facts else "")
 
     def to_json(self) -> dict[str, Any]:
         return json_record(self)  # every field, in order; dollars exact
+
+
+@dataclass
+class Unstated:
+    """Runs whose log states no cost of their own in files that state their other runs'
+    (``views/unstated_runs.sql``): the dollars of their calls, at list prices, are above what
+    those files state, and this says so."""
+
+    runs: int
+    cut_off: int  # of them, with no verdict: cut off before their result line
+    calls: int  # theirs and their sub-agents', priced at list prices
+    usd: Decimal
+    files: int
+    stated_usd: Decimal  # what those files state for their other runs
+
+    def text(self) -> str:
+        """One sentence: ``$4.80 of the spend is 1 run cut off with no cost stated (61 calls at
+        list prices), beyond the $23.96 stated in the same file for the other runs``."""
+        n = self.runs
+        runs = f"{n:,} {'run' if n == 1 else 'runs'}"
+        if self.cut_off == n:
+            why = "cut off with no cost stated"
+        else:
+            why = f"with no cost stated ({self.cut_off:,} cut off, the others stating none or $0)"
+        files = "file" if self.files == 1 else f"{self.files:,} files"
+        return (
+            f"{money(self.usd)} of the spend is {runs} {why} ({self.calls:,} calls at list "
+            f"prices), beyond the {money(self.stated_usd)} stated in the same {files} for "
+            "the other runs"
+        )
+
+
+def unstated(store: Store) -> Unstated | None:
+    """The runs priced at list prices beside runs whose cost their file states (None: none)."""
+    runs, cut_off, calls, usd, files, stated = store.engine.rows("views/unstated_runs.sql")[0]
+    if not runs or usd is None:
+        return None
+    return Unstated(
+        int(runs), int(cut_off), int(calls), Decimal(usd), int(files), Decimal(stated or 0)
+    )
 
 
 def _one_line(text: str, limit: int = 80) -> str:
