@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_DATA = REPO / "sample_data"
 SHARED_SAMPLES = REPO.parent / "shared" / "samples"
+SHARED_TOOLS = REPO.parent / "shared" / "tools"
 
 
 def shared_samples() -> Path:
@@ -45,6 +46,18 @@ def shared_samples() -> Path:
             )
         pytest.skip("../shared/samples is not beside this checkout")
     return SHARED_SAMPLES
+
+
+def shared_tool(name: str) -> Path:
+    """``../shared/tools/<name>``, a scoring tool kept beside the samples (spans_check.py:
+    bench/recall.py loads it at run time). As for ``shared_samples``: absent, a failure under
+    CI, else a skip that names it."""
+    path = SHARED_TOOLS / name
+    if not path.is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"{path} is missing: CI must run with ../shared beside the checkout")
+        pytest.skip(f"{path} is not beside this checkout")
+    return path
 
 
 def truth_at_collection(corpus: str) -> dict[str, Any]:

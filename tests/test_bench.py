@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -142,8 +143,109 @@ def test_a_difference_in_the_tables_fails_the_run(capsys: pytest.CaptureFixture[
     assert bench.print_checks([checks[0], checks[2]]) is True
 
 
-# the bench's recall script in its own process: CI runs it; the default run finds the same
-# labelled loops, and no waste on the healthy runs, in test_real_loops
+FORMAT_ERROR = "Please always provide EXACTLY ONE action in triple backticks, found 0 actions."
+
+
+def _trajectory(steps: list[tuple[str, str]], cost: float) -> dict[str, Any]:
+    """A mini-swe-agent 1.x trajectory (real-loops' ``conversation_json`` files): a reply and
+    what the agent said back to it, per step; the prompt grows by 1,000 tokens a call."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "Use bash."},
+        {"role": "user", "content": "Fix the bug."},
+    ]
+    for k, (said, back) in enumerate(steps):
+        usage = {"prompt_tokens": 1000 * (k + 1), "completion_tokens": 50}
+        response = {"id": f"r{k}", "model": "gpt-5-mini", "created": 1767698210 + k}
+        response |= {"choices": [{"finish_reason": "stop"}], "usage": usage}
+        messages.append({"role": "assistant", "content": said, "extra": {"response": response}})
+        messages.append({"role": "user", "content": back})
+    config = {"agent": {"format_error_template": FORMAT_ERROR, "step_limit": 50}}
+    config["model"] = {"model_name": "openai/gpt-5-mini"}
+    info = {"exit_status": "Submitted", "submission": "", "mini_version": "1.15.0"}
+    info |= {"model_stats": {"instance_cost": cost, "api_calls": len(steps)}, "config": config}
+    return {"info": info, "messages": messages, "trajectory_format": "mini-swe-agent-1"}
+
+
+def _truth(steps: list[tuple[str, str]], label: dict[str, Any]) -> dict[str, Any]:
+    """A file's entry in truth.json, as real-loops writes it for a trajectory."""
+    per_call = [1000 * (k + 1) for k in range(len(steps))]
+    return {
+        "calls": len(steps),
+        "format": "mini-swe-agent trajectory (mini-swe-agent-1)",
+        "prompt_tokens": sum(per_call),
+        "prompt_tokens_per_call": per_call,
+        "label": label,
+    }
+
+
+def _act(command: str, output: str) -> tuple[str, str]:
+    return (
+        f"Run it.\n```bash\n{command}\n```",
+        f"<returncode>0</returncode>\n<output>\n{output}\n</output>",
+    )
+
+
+def test_the_recall_script_scores_a_planted_loop_by_detector(tmp_path: Path) -> None:
+    """bench/recall.py on a corpus of two files: a loop of 5 refused replies (calls 2-6,
+    labelled as a span) is found whole by format_error_loop, its waste is inside the span, and
+    the healthy run raises nothing. The scoring is spans_check.py's, from ../shared/tools."""
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.helpers import shared_tool
+
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    shutil.copy(shared_tool("spans_check.py"), tools / "spans_check.py")
+    corpus = tmp_path / "samples" / "tiny"
+    folder = corpus / "conversation_json" / "someone__agent"
+    folder.mkdir(parents=True)
+    looped = [_act("ls", "a.py"), *[("I will look.", FORMAT_ERROR)] * 5, _act("pytest", "ok")]
+    healthy = [_act("ls", "a.py"), _act("cat a.py", "x = 1"), _act("pytest", "1 passed")]
+    label = {"loop": True, "kind": "format-error loop", "spans_calls": [[2, 5]]}
+    files = {
+        "conversation_json/someone__agent/loop.traj.json": (looped, 0.7, label),
+        "conversation_json/someone__agent/healthy.traj.json": (healthy, 0.3, {"loop": False}),
+    }
+    truth = {}
+    for rel, (steps, cost, lab) in files.items():
+        (corpus / rel).write_text(json.dumps(_trajectory(steps, cost)), encoding="utf-8")
+        truth[rel] = _truth(steps, lab)
+    (corpus / "truth.json").write_text(json.dumps({"files": truth}), encoding="utf-8")
+    out = tmp_path / "recall.json"
+    args = ["--samples", str(tmp_path / "samples"), "--corpus", "tiny", "--json", str(out)]
+    done = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "recall.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert "== tiny: 2 files (1 loops, 0 marginal, 1 healthy)" in lines
+    assert "  labelled loops found 1/1 (100%)" in done.stdout
+    assert "  spans found 1/1 (100%), 1 exact, 0 unmapped; mean coverage 100%" in done.stdout
+    assert "  false alarms 0 (on 0 files); unread 0;" in done.stdout
+    [row] = [line.split() for line in lines if line.startswith("  format_error_loop ")]
+    # incidents, spans found, calls covered, false alarms, in the span, outside
+    assert row[1:5] == ["1", "1/1", "5/5", "0"] and row[6] == "$0.0000", row
+    assert "  no_progress share: spans only it found 0 of 1 found" in done.stdout
+    assert lines[-2] == (
+        "ok: tiny: labelled loops found 1/1, spans found 1/1 (100%), mean coverage 100%, "
+        "false alarms 0, unread 0"
+    )
+    [c] = json.loads(out.read_text())["corpora"]
+    fel = c["detectors"]["format_error_loop"]
+    assert (fel["spans_found"], fel["spans_only"], fel["calls_covered"]) == (1, 1, 5)
+    # the waste is the refused calls after the first: 4 of the run's 7 calls, all in the span
+    assert fel["wasted_in_spans_usd"] > 0 and fel["wasted_outside_usd"] == 0
+    assert c["detectors"]["no_progress"]["incidents"] == 0
+    assert set(c["detectors"]) == {"format_error_loop", "no_progress"}
+
+
+# the bench's recall script over the real runs (CI runs it): the labelled loops all found, file
+# by file, and no waste on the healthy runs, as test_real_loops holds
 @pytest.mark.slow
 def test_the_recall_script_finds_every_labelled_loop_and_no_false_alarm() -> None:
     """bench/recall.py over the real runs with loops labelled by their agents (../shared)."""
@@ -152,14 +254,13 @@ def test_the_recall_script_finds_every_labelled_loop_and_no_false_alarm() -> Non
 
     from tests.helpers import shared_samples
 
-    corpus = shared_samples() / "real-loops"
+    args = ["--samples", str(shared_samples()), "--corpus", "real-loops"]
     done = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "recall.py"), str(corpus)],
+        [sys.executable, str(REPO / "bench" / "recall.py"), *args],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "recall: 7/7 labelled loops found (100%); false alarms: 0 of 9 healthy files" in (
-        done.stdout
-    )
+    assert "  labelled loops found 7/7 (100%)" in done.stdout
+    assert "  false alarms 0 (on 0 files); unread 0;" in done.stdout
