@@ -2,6 +2,7 @@
 -- title: Calls that change nothing, whatever their shape
 -- severity: medium
 -- params: window=8, min_stale=7, repeats=3, marginal_run=3
+-- general: true
 --
 -- An agent loops when it keeps paying for calls that change nothing: what it did and what came
 -- back stop being new. Each such call re-sends the whole context, so it costs as much as one
@@ -34,7 +35,8 @@ WITH results AS (
 ),
 acts AS (
     SELECT m.session_id, m.call_id, m.idx, m.tool_name,
-           coalesce(m.meaning_key, m.tool_name || ':' || coalesce(m.tool_args_hash, '')) || '='
+           coalesce(m.meaning_key,
+                    coalesce(m.tool_name, '') || ':' || coalesce(m.tool_args_hash, '')) || '='
                || coalesce(r.got, '?') AS pair,
            r.got, coalesce(r.err, false) AS err
     FROM messages m

@@ -32,12 +32,13 @@ from analyzer.detect.detectors import (
     bind_all,
     detect,
     discover,
+    parse,
     run_detector,
 )
 from analyzer.engine.store import open_store
 from analyzer.errors import ForensicsError
 from analyzer.model.incident import Incident
-from tests.helpers import fill_calls, fill_messages, fill_runs, insert
+from tests.helpers import fill_calls, fill_messages, fill_runs, insert, q
 
 CASES = Path(__file__).parent / "detectors"
 DETECTORS = {d.name: d for d in discover()}
@@ -154,3 +155,53 @@ def test_a_detector_runs_the_same_way_on_any_engine() -> None:
     with open_store(":memory:") as store, pytest.raises(ForensicsError) as on_duckdb:
         run_detector(store.engine, broken, {})
     assert on_duckdb.value.message.startswith("detector failed: Binder Error")
+
+
+# -- a general detector tells a loop only where no named one told it ---------------------------
+
+
+def _named(tmp_path: Path, first: int, last: int, severity: str = "medium") -> Detector:
+    """A named detector (a user's own) that finds calls c<first> to c<last> of stream s."""
+    path = tmp_path / "spotted.sql"
+    path.write_text(
+        "-- name: spotted\n-- title: Spotted by hand\n-- severity: medium\n--\n-- A test's.\n"
+        "SELECT 's' AS stream_key, 's' AS session_id, NULL::TIMESTAMP AS start_ts,\n"
+        "       NULL::TIMESTAMP AS end_ts, 1 AS n_calls,\n"
+        f"       'c{first}' AS first_call_id, 'c{last}' AS last_call_id, 0.01 AS wasted_usd,\n"
+        "       1 AS wasted_tokens, 'estimated' AS cost_basis, 'spotted' AS summary,\n"
+        f"       '{{}}' AS evidence, '{severity}' AS severity",
+        encoding="utf-8",
+    )
+    return parse(path)
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "severity", "kept"),
+    [
+        (1, 12, "medium", False),  # the whole loop told by a named detector: told once
+        (4, 10, "high", False),  # most of its calls (4-10 of 4-12)
+        (4, 7, "medium", True),  # under half of them: the general one adds the rest
+        (1, 12, "low", True),  # a low-severity finding tells no loop
+    ],
+)
+def test_a_general_detector_defers_to_a_named_one_that_found_the_same_loop(
+    tmp_path: Path, first: int, last: int, severity: str, kept: bool
+) -> None:
+    case = load_case(CASES / "no_progress" / "a_loop_that_varies.json")
+    [alone] = run_case(DETECTORS["no_progress"], case)
+    assert (alone.first_call_id, alone.last_call_id) == ("c4", "c12")
+    with open_store(":memory:") as store:
+        insert(store, "calls", fill_calls(case["given"]["calls"]))
+        insert(store, "messages", fill_messages(case["given"]["messages"]))
+        found = detect(
+            store, bind_all([DETECTORS["no_progress"], _named(tmp_path, first, last, severity)], {})
+        )
+        assert sorted(i.detector for i in found) == (
+            ["no_progress", "spotted"] if kept else ["spotted"]
+        )
+        # nothing of the deferred incident is left behind (its wasted calls)
+        assert q(
+            store,
+            "SELECT DISTINCT detector FROM incidents JOIN incident_calls USING "
+            "(incident_id) ORDER BY 1",
+        ) == ([("no_progress",), ("spotted",)] if kept else [("spotted",)])

@@ -17,6 +17,11 @@ wasted_tokens, cost_basis, summary, evidence`` and optionally ``severity`` (else
 and ``wasted_calls`` (the list of call ids the waste is made of; without it, every call of the
 stream from the first to the last call is taken). Adding a detector is adding a file; no Python
 changes.
+
+A header line ``-- general: true`` makes a detector a general one (``no_progress``: a loop by what
+it changes, whatever its shape): its incident is dropped where a named detector's medium or high
+incident of the same stream already spans most of its calls (``sql/detect/defer.sql``), so one
+loop is told once, by the detector that says most about it.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ class Detector:
     sql: str
     path: Path
     placeholders: set[str] = field(default_factory=set)
+    general: bool = False  # defers to the named detectors where they found the same loop
 
     def bind(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
         """The parameters to run with: defaults, then ``overrides`` (which must be declared)."""
@@ -109,7 +115,7 @@ def parse(path: Path) -> Detector:
             body_start = i
             break
         m = _HEADER.match(line)
-        if m and m.group(1) in ("name", "title", "severity", "params") and not reasoning:
+        if m and m.group(1) in ("name", "title", "severity", "params", "general") and not reasoning:
             header[m.group(1)] = m.group(2).strip()
         else:
             reasoning.append(line[2:].strip())
@@ -127,6 +133,9 @@ def parse(path: Path) -> Detector:
         )
     if header["severity"] not in SEVERITIES:
         raise ForensicsError(f"severity must be one of {', '.join(SEVERITIES)}", path=path)
+    general = header.get("general", "false").lower()
+    if general not in ("true", "false"):
+        raise ForensicsError("'-- general:' must be true or false", path=path)
     params: dict[str, Any] = {}
     for item in filter(None, (p.strip() for p in header.get("params", "").split(","))):
         if "=" not in item:
@@ -144,6 +153,7 @@ def parse(path: Path) -> Detector:
         sql=sql,
         path=path,
         placeholders=set(_PLACEHOLDER.findall(body)),
+        general=general == "true",
     )
 
 
@@ -384,11 +394,24 @@ def record(store: Store, selection: Selection, found: dict[str, list[dict[str, A
             if row["wasted_usd"] > 0 or rec.get("wasted_calls"):
                 _record_wasted_calls(store, row, rec.get("wasted_calls"))
             recorded.append(row["incident_id"])
+    general = [det.name for det, _ in selection.bound if det.general]
+    if general and recorded:
+        store.engine.run("detect/defer.sql", {"general": general})
+        recorded = _still_recorded(store, recorded)
     if recorded:
         store.engine.run("attribute.sql", {"ids": recorded})
     _number(store)
     _remember_run(store, selection.names)
     cache.bump(store, cache.INCIDENTS)
+
+
+def _still_recorded(store: Store, ids: list[str]) -> list[str]:
+    """Those of ``ids`` still in the store (a general detector's may have been deferred)."""
+    rows = store.engine.rows(
+        "SELECT incident_id FROM incidents WHERE list_contains($ids, incident_id)", {"ids": ids}
+    )
+    kept = {r[0] for r in rows}
+    return [i for i in ids if i in kept]
 
 
 def _remember_run(store: Store, names: list[str]) -> None:
