@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -282,7 +283,8 @@ def test_a_grown_transcript_adds_only_the_new_calls(store: Store, tmp_path: Path
     assert rows(store, "SELECT count(*) FROM messages") == [(10,)]
 
 
-def test_api_error_lines_are_error_calls_without_a_price(store: Store, tmp_path: Path) -> None:
+def test_api_error_lines_are_error_calls_priced_at_nothing(store: Store, tmp_path: Path) -> None:
+    """The CLI's own reply (model <synthetic>): no model was called, so $0, and counted."""
     err = assistant(
         2,
         "msg_E",
@@ -294,7 +296,7 @@ def test_api_error_lines_are_error_calls_without_a_price(store: Store, tmp_path:
     )
     ingest(store, write(tmp_path / f"{SESSION}.jsonl", [user(1, "hi"), err]))
     assert rows(store, "SELECT http_status, response_kind, cost_usd, cost_basis FROM calls") == [
-        (529, "error", None, None)
+        (529, "error", Decimal(0), "reported")
     ]
 
 

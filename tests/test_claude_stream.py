@@ -5,6 +5,7 @@ figures truth.json states for them, and on small hand-written streams of the sam
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -51,25 +52,30 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, dict
 
 @pytest.mark.parametrize("rel", [LOOP, HEALTHY])
 def test_calls_and_tokens_equal_the_truth(real: tuple[Store, dict[str, int]], rel: str) -> None:
-    """One call per message id; the CLI's own <synthetic> replies are no calls (truth.json
-    counts them as calls of model <synthetic>: they are kept as messages instead)."""
+    """One call per message id; the CLI's own <synthetic> replies (a launch refused at once)
+    are calls too, as truth.json counts them: of model <synthetic>, no tokens, $0."""
     store, ids = real
     want = truth_of(rel)
     synthetic = want.get("synthetic_calls", 0)
-    [(calls, prompt, output, models)] = q(
+    [(calls, prompt, output)] = q(
         store,
-        """SELECT count(*), sum(input_tokens), sum(output_tokens), list(DISTINCT model)
-           FROM calls WHERE source_id = ?""",
+        "SELECT count(*), sum(input_tokens), sum(output_tokens) FROM calls WHERE source_id = ?",
         [ids[rel]],
     )
-    assert calls == want["calls"] - synthetic
+    assert calls == want["calls"]
     assert (prompt, output) == (want["prompt_tokens"], want["output_tokens"])
-    assert "<synthetic>" not in models
+    assert q(
+        store,
+        """SELECT count(*), coalesce(sum(input_tokens + output_tokens), 0),
+                  coalesce(sum(cost_usd), 0), count(*) FILTER (WHERE cost_basis = 'reported')
+           FROM calls WHERE source_id = ? AND model = '<synthetic>'""",
+        [ids[rel]],
+    ) == [(synthetic, 0, 0, synthetic)]
     assert q(
         store,
         "SELECT count(*) FROM messages WHERE kind = 'synthetic' AND source_id = ?",
         [ids[rel]],
-    ) == [(synthetic,)]
+    ) == [(0,)]
     assert_accounted(store)
 
 
@@ -94,7 +100,7 @@ def test_one_session_per_run_in_one_stream_without_times(
            FROM calls WHERE source_id = ?""",
         [ids[rel]],
     )
-    calls = want["calls"] - want.get("synthetic_calls", 0)
+    calls = want["calls"]
     assert stream_keys == 1 and timed == 0  # no time invented
     assert (seqs, first, last) == (calls, 1, calls)  # the file's order is the stream's
     assert sessions <= runs
@@ -132,8 +138,9 @@ def test_dollars_are_the_clis_own_per_run(real: tuple[Store, dict[str, int]], re
     want = truth_of(rel)
     rows = q(
         store,
-        """SELECT r.reported_cost_usd, r.cost_apportioned, sum(c.cost_usd), count(c.call_id),
-                  list(DISTINCT c.cost_basis)
+        """SELECT r.reported_cost_usd, r.cost_apportioned, sum(c.cost_usd),
+                  count(c.call_id) FILTER (WHERE c.model <> '<synthetic>'),
+                  list(DISTINCT c.cost_basis) FILTER (WHERE c.model <> '<synthetic>')
            FROM runs r LEFT JOIN calls c USING (session_id)
            WHERE r.source_id = ? GROUP BY ALL""",
         [ids[rel]],
@@ -144,8 +151,8 @@ def test_dollars_are_the_clis_own_per_run(real: tuple[Store, dict[str, int]], re
     for cost, shared, total, n, bases in stated:
         if n and cost > 0:
             assert shared and total == cost and bases == ["apportioned"]
-        else:  # a refused relaunch: no model call, $0 stated
-            assert n == 0 and cost == 0
+        else:  # a refused relaunch: no model call (its reply the CLI's own, $0), $0 stated
+            assert n == 0 and cost == 0 and total == 0
     for cost, _, _, n, bases in rows:
         if cost is None and n:  # list prices: at the estimate where a count is a placeholder
             assert set(bases) <= {"estimated", "estimated_output"}
@@ -298,7 +305,8 @@ def test_a_relaunch_loop_reads_as_runs_of_one_stream(store: Store, tmp_path: Pat
     lines = run_lines("a", 0.012) + run_lines("b", 0.0, error="Credit balance is too low")
     lines += run_lines("c", 0.0, error="Credit balance is too low") + run_lines("d", None)
     [report] = ingest(store, write(tmp_path / "claude_output.jsonl", lines))
-    assert (report.format, report.calls) == ("claude_stream_json", 4)
+    # the refused launches' replies are calls too (the CLI's own, $0)
+    assert (report.format, report.calls) == ("claude_stream_json", 6)
     # 4 inits, 3 results, 4 + 1 + 1 + 3 assistant/user lines: every line accounted for
     assert (report.rows_read, report.rows_loaded) == (len(lines), len(lines))
     assert q(
@@ -310,11 +318,18 @@ def test_a_relaunch_loop_reads_as_runs_of_one_stream(store: Store, tmp_path: Pat
         ("d", 4, None, None, None),
     ]
     assert q(store, "SELECT DISTINCT stream_key FROM calls") == [("a",)]
-    assert q(store, "SELECT session_id, seq, project, cost_basis FROM calls ORDER BY seq") == [
-        ("a", 1, "/work/app", "apportioned"),
-        ("a", 2, "/work/app", "apportioned"),
-        ("d", 3, "/work/app", "estimated_output"),
-        ("d", 4, "/work/app", "estimated_output"),
+    assert q(
+        store, "SELECT session_id, seq, project, cost_basis, model FROM calls ORDER BY seq"
+    ) == [
+        ("a", 1, "/work/app", "apportioned", "claude-sonnet-4-5"),
+        ("a", 2, "/work/app", "apportioned", "claude-sonnet-4-5"),
+        ("b", 3, "/work/app", "reported", "<synthetic>"),
+        ("c", 4, "/work/app", "reported", "<synthetic>"),
+        ("d", 5, "/work/app", "estimated_output", "claude-sonnet-4-5"),
+        ("d", 6, "/work/app", "estimated_output", "claude-sonnet-4-5"),
+    ]
+    assert q(store, "SELECT sum(cost_usd) FROM calls WHERE session_id IN ('b', 'c')") == [
+        (Decimal(0),)
     ]
     [(total,)] = q(store, "SELECT sum(cost_usd) FROM calls WHERE session_id = 'a'")
     assert total == Decimal("0.012")
@@ -326,11 +341,37 @@ def test_a_relaunch_loop_reads_as_runs_of_one_stream(store: Store, tmp_path: Pat
     assert a1 > a2 and e1 > e2 and abs(a1 / a2 - e1 / e2) < Decimal("1e-6")
     assert q(
         store,
-        "SELECT session_id, kind, excerpt, call_id FROM messages "
-        "WHERE kind = 'synthetic' ORDER BY session_id",
+        "SELECT session_id, kind, excerpt FROM messages "
+        "WHERE session_id IN ('b', 'c') ORDER BY session_id",
     ) == [
-        ("b", "synthetic", "Credit balance is too low", None),
-        ("c", "synthetic", "Credit balance is too low", None),
+        ("b", "text", "Credit balance is too low"),
+        ("c", "text", "Credit balance is too low"),
+    ]
+    assert_accounted(store)
+
+
+def test_a_resumed_launch_is_a_run_of_its_own(store: Store, tmp_path: Path) -> None:
+    """`claude -p --resume a` launches the CLI again on session a: the second init of a is a
+    new run (its calls, its verdict), not more of the first."""
+    again = [re.sub(r'"a-(\w+)"', r'"a2-\1"', x) for x in run_lines("a", 0.02)]  # new ids
+    lines = run_lines("a", 0.012) + again + run_lines("a", 0.0, error="x")
+    [report] = ingest(store, write(tmp_path / "claude_output.jsonl", lines))
+    assert (report.rows_read, report.rows_loaded) == (len(lines), len(lines))
+    assert q(
+        store,
+        "SELECT session_id, seq, outcome, reported_cost_usd, stream_key FROM runs ORDER BY seq",
+    ) == [
+        ("a", 1, "completed", Decimal("0.012"), "a"),
+        ("a:launch-2", 2, "completed", Decimal("0.02"), "a"),
+        ("a:launch-3", 3, "error", Decimal("0"), "a"),
+    ]
+    assert q(
+        store,
+        "SELECT session_id, count(*), sum(cost_usd) FROM calls GROUP BY ALL ORDER BY ALL",
+    ) == [
+        ("a", 2, Decimal("0.012")),
+        ("a:launch-2", 2, Decimal("0.02")),
+        ("a:launch-3", 1, Decimal("0")),
     ]
     assert_accounted(store)
 

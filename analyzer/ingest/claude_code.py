@@ -74,6 +74,8 @@ from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_str, as_text, kind_of, parse_time
 
 APP = "claude-code"
+# The model a reply has that the CLI wrote itself, without calling a model.
+SYNTHETIC = "<synthetic>"
 _LINE_TYPES = {
     "user",
     "assistant",
@@ -399,6 +401,7 @@ def _new_call(
     """The call an assistant line starts (the lines after it of the same message and request
     add to it)."""
     s.seq += 1
+    synthetic = msg.get("model") == SYNTHETIC
     return CallRow(
         native_id=f"{msg_id}:{request}" if request else msg_id,
         response_id=msg_id,
@@ -413,7 +416,11 @@ def _new_call(
         model=as_str(msg.get("model")),
         provider="anthropic",
         app=APP,
-        output_final=False,
+        # a reply the CLI wrote itself (a usage limit, no credit, an auth error): no model was
+        # called, so it cost nothing and its zero counts are final; a call all the same, counted
+        output_final=synthetic,
+        cost_usd=0.0 if synthetic else None,
+        cost_basis="reported" if synthetic else None,
         content_chars=0,
         visible_chars=0,
         reasoning_chars=0,

@@ -23,8 +23,13 @@ Claude Code's SDK documentation of the stream's messages:
   run's session), so a relaunch loop reads as what it is: one agent restarted again and again.
   The user's prompt is not in the stream: a run is one turn.
 * ``<synthetic>`` replies are written by the CLI itself, not by a model (the usage limit
-  notice "5-hour limit reached ∙ resets 12am", "Credit balance is too low"): no call, no tokens,
-  no price, no model; each is a ``synthetic`` message of its run, what the run answered.
+  notice "5-hour limit reached ∙ resets 12am", "Credit balance is too low"): a launch refused
+  at once. Each is a call of its run all the same (model ``<synthetic>``, no tokens, priced
+  $0, ``reported``), so a refused launch counts as what it was, one more launch and its reply;
+  one without a message id is a ``synthetic`` message of its run.
+* **A run is one launch**: an ``init`` line of a session that already has a run (``--resume``
+  and ``--continue`` launch the CLI again on an earlier session, with its id) starts a run of
+  its own, session ``<id>:launch-<n>``, with its own calls and verdict.
 * **Each run's own verdict**, from its ``result`` line, is a ``runs`` row: the ``subtype`` as
   exit status, ``is_error``, the result text, ``num_turns``, ``duration_ms``, and the CLI's own
   ``total_cost_usd`` (computed by Claude Code from the final token counts, which the stream
@@ -57,7 +62,7 @@ from analyzer.ingest.runs import outcome
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import MAX_COST, as_dict, as_int, as_str, kind_of
 
-SYNTHETIC = "<synthetic>"
+SYNTHETIC = claude_code.SYNTHETIC
 
 
 def sniff(head: Head) -> bool:
@@ -83,15 +88,26 @@ class _Stream:
         self.sessions: dict[tuple[str, str | None], claude_code._Session] = {}
         self.book = claude_code.CallBook()
         self.runs: dict[str, dict[str, Any]] = {}  # session -> its run row, in file order
+        self.launches: dict[str, str] = {}  # the CLI's session id -> its current run's session
         self.stream: str | None = None
         self.file_session = Path(ctx.source.path).stem
 
-    def run_of(self, sid: str, line: int) -> dict[str, Any]:
+    def run_of(self, cli_sid: str, line: int, launch: bool = False) -> dict[str, Any]:
+        """The run a line of the CLI's session ``cli_sid`` belongs to. A ``launch`` (an
+        ``init`` line) of a session that already started or ended a run is a run of its own
+        (``--resume`` and ``--continue`` launch the CLI again on an earlier session): its
+        session is ``<id>:launch-<n>``, so each launch keeps its own calls and verdict."""
+        sid = self.launches.setdefault(cli_sid, cli_sid)
         run = self.runs.get(sid)
+        if launch and run is not None and (run.get("launched") or run.get("ended")):
+            n = sum(1 for r in self.runs.values() if r["cli_session"] == cli_sid) + 1
+            sid = self.launches[cli_sid] = f"{cli_sid}:launch-{n}"
+            run = None
         if run is None:
             self.stream = self.stream or sid
             run = self.runs[sid] = {
                 "session_id": sid,
+                "cli_session": cli_sid,
                 "stream_key": self.stream,
                 "seq": len(self.runs) + 1,
                 "line": line,
@@ -101,8 +117,7 @@ class _Stream:
         return run
 
     def session_of(self, obj: dict[str, Any], line: int) -> claude_code._Session:
-        sid = as_str(obj.get("session_id")) or self.file_session
-        self.run_of(sid, line)
+        sid = self.run_of(as_str(obj.get("session_id")) or self.file_session, line)["session_id"]
         parent = as_str(obj.get("parent_tool_use_id"))
         s = self.sessions.get((sid, parent))
         if s is None:
@@ -115,7 +130,8 @@ class _Stream:
         return s
 
     def init(self, obj: dict[str, Any], line: int) -> None:
-        run = self.run_of(as_str(obj.get("session_id")) or self.file_session, line)
+        run = self.run_of(as_str(obj.get("session_id")) or self.file_session, line, launch=True)
+        run["launched"] = True
         run["model"] = as_str(obj.get("model"))
         run["project"] = as_str(obj.get("cwd"))
         run["n_records"] += 1
@@ -133,6 +149,7 @@ class _Stream:
         )
         duration = obj.get("duration_ms")
         run.update(
+            ended=True,
             line=line,
             exit_status=status,
             outcome=outcome(status, is_error),
@@ -153,7 +170,8 @@ class _Stream:
             self.low.reject(line, "assistant line without message.id", brief(obj))
             return  # (before its session is noted: a broken line starts no run)
         s = self.session_of(obj, line)
-        if msg.get("model") == SYNTHETIC:  # the CLI's own reply: no model was called
+        if msg.get("model") == SYNTHETIC and not as_str(msg.get("id")):
+            # the CLI's own reply with no id to make a call of: what the run answered
             text = claude_code._result_text(msg.get("content"))
             chars, visible = text_measure(text)
             self.low.add_message(
@@ -182,7 +200,8 @@ class _Stream:
             call.seq = seq
             self.low.add_call(claude_code.settle_call(call, tally))
         for run in self.runs.values():
-            run.pop("project", None)
+            for key in ("project", "cli_session", "launched", "ended"):
+                run.pop(key, None)
             self.low.add_run(run)
         return self.low.finish()
 
