@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -65,7 +66,12 @@ def test_usage_session_says_how_each_run_ended(store: Path) -> None:
     assert {(r["ended"], r["exit_status"]) for r in table if r["session"] != "Total"} == {
         ("step_limit", "LimitsExceeded"),
         ("completed", "success"),
+        ("error", "success"),  # the launches refused at once: the CLI's subtype, is_error
     }
+    # each refused launch is a session of one call, its reply the CLI's own, at $0
+    refused = [r for r in rows if r["key"].startswith("refused-")]
+    assert len(refused) == 3
+    assert all(r["calls"] == 1 and Decimal(str(r["usd"])) == 0 for r in refused), refused
 
 
 def test_show_says_how_the_incidents_run_ended(store: Path) -> None:
