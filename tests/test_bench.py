@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +180,18 @@ def _truth(steps: list[tuple[str, str]], label: dict[str, Any]) -> dict[str, Any
     }
 
 
+def _recall(args: list[str]) -> subprocess.CompletedProcess[str]:
+    """bench/recall.py run with ``args``, as a user runs it; it must exit 0."""
+    done = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "recall.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
 def _act(command: str, output: str) -> tuple[str, str]:
     return (
         f"Run it.\n```bash\n{command}\n```",
@@ -190,8 +204,6 @@ def test_the_recall_script_scores_a_planted_loop_by_detector(tmp_path: Path) -> 
     labelled as a span) is found whole by format_error_loop, its waste is inside the span, and
     the healthy run raises nothing. The scoring is spans_check.py's, from ../shared/tools."""
     import shutil
-    import subprocess
-    import sys
 
     from tests.helpers import shared_tool
 
@@ -215,13 +227,7 @@ def test_the_recall_script_scores_a_planted_loop_by_detector(tmp_path: Path) -> 
     (corpus / "truth.json").write_text(json.dumps({"files": truth}), encoding="utf-8")
     out = tmp_path / "recall.json"
     args = ["--samples", str(tmp_path / "samples"), "--corpus", "tiny", "--json", str(out)]
-    done = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "recall.py"), *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = _recall(args)
     lines = done.stdout.splitlines()
     assert "== tiny: 2 files (1 loops, 0 marginal, 1 healthy)" in lines
     assert "  labelled loops found 1/1 (100%)" in done.stdout
@@ -249,18 +255,8 @@ def test_the_recall_script_scores_a_planted_loop_by_detector(tmp_path: Path) -> 
 @pytest.mark.slow
 def test_the_recall_script_finds_every_labelled_loop_and_no_false_alarm() -> None:
     """bench/recall.py over the real runs with loops labelled by their agents (../shared)."""
-    import subprocess
-    import sys
-
     from tests.helpers import shared_samples
 
-    args = ["--samples", str(shared_samples()), "--corpus", "real-loops"]
-    done = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "recall.py"), *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = _recall(["--samples", str(shared_samples()), "--corpus", "real-loops"])
     assert "  labelled loops found 7/7 (100%)" in done.stdout
     assert "  false alarms 0 (on 0 files); unread 0;" in done.stdout

@@ -205,3 +205,15 @@ def test_a_general_detector_defers_to_a_named_one_that_found_the_same_loop(
             "SELECT DISTINCT detector FROM incidents JOIN incident_calls USING "
             "(incident_id) ORDER BY 1",
         ) == ([("no_progress",), ("spotted",)] if kept else [("spotted",)])
+
+
+def test_a_general_detector_run_alone_defers_to_the_named_incidents_in_the_store(
+    tmp_path: Path,
+) -> None:
+    case = load_case(CASES / "no_progress" / "a_loop_that_varies.json")
+    with open_store(":memory:") as store:
+        insert(store, "calls", fill_calls(case["given"]["calls"]))
+        insert(store, "messages", fill_messages(case["given"]["messages"]))
+        detect(store, bind_all([_named(tmp_path, 1, 12)], {}))
+        assert detect(store, bind_all([DETECTORS["no_progress"]], {})) == []
+        assert q(store, "SELECT detector FROM incidents") == [("spotted",)]

@@ -480,3 +480,27 @@ def test_without_a_store_the_incidents_are_beside_the_export(
 
 def test_every_detector_discovered_has_golden_cases_on_spark() -> None:
     assert {p.parent.name for p in case_files()} == {d.name for d in discover()}
+
+
+def test_without_a_store_spark_defers_the_general_detector_as_duckdb_does(
+    spark: Any, sample_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sample's seeded alternating loop is stale to no_progress too: run alone, no_progress
+    finds it; beside alternating_tool_thinking, which tells it, it is dropped (on Spark with no
+    store, as the store's recording drops it)."""
+    lake = tmp_path / "lake"
+    export_parquet_cli(sample_db, lake)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LLM_FORENSICS_DB", raising=False)
+
+    def found(*only: str) -> list[str]:
+        args = [a for name in only for a in ("--only", name)]
+        result = CliRunner().invoke(
+            cli, ["detect", "--engine", "spark", "--parquet", "lake", *args]
+        )
+        assert result.exit_code == 0, result.output
+        rows = pq.read_table(lake / "detected" / "incidents.parquet").to_pylist()
+        return sorted(r["detector"] for r in rows)
+
+    assert found("no_progress") == ["no_progress"]
+    assert found("no_progress", "alternating_tool_thinking") == ["alternating_tool_thinking"]

@@ -20,8 +20,8 @@ changes.
 
 A header line ``-- general: true`` makes a detector a general one (``no_progress``: a loop by what
 it changes, whatever its shape): its incident is dropped where a named detector's medium or high
-incident of the same stream already spans most of its calls (``sql/detect/defer.sql``), so one
-loop is told once, by the detector that says most about it.
+incident of the same stream already spans most of its calls (``sql/detect/deferred.sql``, on
+whichever engine ran the detectors), so one loop is told once, by the detector that says most.
 """
 
 from __future__ import annotations
@@ -29,13 +29,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
 
+import pyarrow as pa
+
 from analyzer.engine import cache
-from analyzer.engine.engine import Params
+from analyzer.engine.engine import Params, unit_text
 from analyzer.engine.resources import resource_dir
 from analyzer.engine.store import Store
 from analyzer.errors import ForensicsError
@@ -365,6 +368,9 @@ def record(store: Store, selection: Selection, found: dict[str, list[dict[str, A
     of its earlier incidents, numbering the new ones (in the caller's transaction); each with
     its run's own verdict (``with_verdict``) and attributed to the app, API key, model and
     project most of its wasted calls carry (``sql/attribute.sql``), once, for every view."""
+    with store.engine.step() as e:
+        e.register("lf_found", found_table(selection, found, stored_spans(store, selection)))
+        found = without(found, deferred(e))
     verdicts = _verdicts(
         store,
         {str(r["session_id"]) for rows in found.values() for r in rows if r.get("session_id")},
@@ -394,10 +400,6 @@ def record(store: Store, selection: Selection, found: dict[str, list[dict[str, A
             if row["wasted_usd"] > 0 or rec.get("wasted_calls"):
                 _record_wasted_calls(store, row, rec.get("wasted_calls"))
             recorded.append(row["incident_id"])
-    general = [det.name for det, _ in selection.bound if det.general]
-    if general and recorded:
-        store.engine.run("detect/defer.sql", {"general": general})
-        recorded = _still_recorded(store, recorded)
     if recorded:
         store.engine.run("attribute.sql", {"ids": recorded})
     _number(store)
@@ -405,13 +407,72 @@ def record(store: Store, selection: Selection, found: dict[str, list[dict[str, A
     cache.bump(store, cache.INCIDENTS)
 
 
-def _still_recorded(store: Store, ids: list[str]) -> list[str]:
-    """Those of ``ids`` still in the store (a general detector's may have been deferred)."""
-    rows = store.engine.rows(
-        "SELECT incident_id FROM incidents WHERE list_contains($ids, incident_id)", {"ids": ids}
+# What the deferral of the general detectors reads of each incident (``lf_found``).
+FOUND_COLUMNS = {
+    "incident_id": pa.string(),
+    "general": pa.bool_(),
+    "severity": pa.string(),
+    "first_call_id": pa.string(),
+    "last_call_id": pa.string(),
+}
+Span = tuple[str, bool, str, str | None, str | None]  # a row of lf_found
+
+
+def found_spans(selection: Selection, found: dict[str, list[dict[str, Any]]]) -> list[Span]:
+    """The incidents just ``found`` as rows of ``lf_found`` (their ids as they will be kept)."""
+    general = {det.name: det.general for det, _ in selection.bound}
+    return [
+        (
+            incident_id(name, rec),
+            general.get(name, False),
+            rec["severity"],
+            rec.get("first_call_id"),
+            rec.get("last_call_id"),
+        )
+        for name, rows in found.items()
+        for rec in rows
+    ]
+
+
+def found_table(
+    selection: Selection, found: dict[str, list[dict[str, Any]]], stored: Sequence[Span] = ()
+) -> pa.Table:
+    """``lf_found`` as an Arrow table: the incidents just found, then ``stored`` ones."""
+    rows = [*found_spans(selection, found), *stored]
+    cols = list(zip(*rows, strict=True)) or [()] * len(FOUND_COLUMNS)
+    return pa.table(
+        {n: pa.array(c, t) for (n, t), c in zip(FOUND_COLUMNS.items(), cols, strict=True)}
     )
-    kept = {r[0] for r in rows}
-    return [i for i in ids if i in kept]
+
+
+def stored_spans(store: Store, selection: Selection) -> list[Span]:
+    """The store's incidents of the detectors that did not run now (named ones, as far as the
+    deferral goes): a general detector run alone defers to them too."""
+    rows = store.engine.rows(
+        "SELECT incident_id, false, severity, first_call_id, last_call_id FROM incidents "
+        "WHERE NOT list_contains($names, detector)",
+        {"names": selection.names},
+    )
+    return [(str(a), bool(b), str(c), d, e) for a, b, c, d, e in rows]
+
+
+def deferred(engine: DetectorEngine) -> set[str]:
+    """The ids of the general detectors' incidents in ``lf_found`` that a named detector's
+    incident already tells (``sql/detect/deferred.sql``), on ``engine``."""
+    _, rows = engine.table(unit_text("detect/deferred.sql"))
+    return {str(r[0]) for r in rows}
+
+
+def without(
+    found: dict[str, list[dict[str, Any]]], ids: set[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """``found`` less the incidents whose ids are ``ids``."""
+    if not ids:
+        return found
+    return {
+        name: [rec for rec in rows if incident_id(name, rec) not in ids]
+        for name, rows in found.items()
+    }
 
 
 def _remember_run(store: Store, names: list[str]) -> None:

@@ -28,10 +28,14 @@ from analyzer.detect.detectors import (
     Detector,
     Selection,
     Table,
+    deferred,
+    found_spans,
     incident_id,
     load_incidents,
     record,
     run_detector,
+    stored_spans,
+    without,
 )
 from analyzer.engine.engine import SQL_DIR, Params
 from analyzer.engine.files import atomic_file
@@ -42,6 +46,13 @@ from analyzer.model.timewindow import Window
 from analyzer.views.export import PARTITIONED, read_manifest
 
 EXTRA = "pip install 'llm-forensics[spark]'"
+
+# lf_found (detectors.FOUND_COLUMNS) as Spark declares it
+FOUND_SCHEMA = (
+    "incident_id string, general boolean, severity string, first_call_id string, "
+    "last_call_id string"
+)
+
 # The view every detector reads, as the store defines it (analyzer/sql/schema.sql).
 _LIVE = re.compile(r"CREATE OR REPLACE VIEW live_calls AS (SELECT [^;]+);")
 SCHEMA = SQL_DIR / "schema.sql"
@@ -309,6 +320,12 @@ def detect_on_spark(
         for det, values in selection.bound:
             said(f"running {det.name}")
             found[det.name] = run_detector(engine, det, values)
+        # the general detectors' incidents that named ones tell, dropped here as on DuckDB (so
+        # the incidents written beside the export are those the store keeps)
+        spans = found_spans(selection, found)
+        spans += stored_spans(store, selection) if store is not None else []
+        spark.createDataFrame(spans, FOUND_SCHEMA).createOrReplaceTempView("lf_found")
+        found = without(found, deferred(engine))
     write_detected(folder, found)
     if store is None:
         return _incidents(found)
