@@ -29,12 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analyzer import pipeline
 from analyzer.console import Console, use
-from analyzer.detect.detectors import Selection, select
+from analyzer.detect.detectors import Selection, select, wasted_once
 from analyzer.engine.store import Store, open_new_or_existing, open_store
 from analyzer.guards.guard import Call, Decision, Guard
 from analyzer.guards.policy import Policy, all_policies
@@ -112,6 +113,10 @@ class Forensics:
         """Run the detectors (all built-in ones by default) over the calls in ``window``;
         the incidents recorded, most wasted dollars first."""
         return pipeline.detect_incidents(self.store, selection or select(), window)
+
+    def wasted(self, incidents: list[Incident]) -> Decimal:
+        """What ``incidents`` wasted, each wasted call counted once however many tell it."""
+        return wasted_once(self.store, incidents)
 
     def backtest(self, policies: list[Policy] | None = None) -> GuardRun:
         """Replay the guard policies (the built-in presets by default) over the calls."""

@@ -12,6 +12,7 @@ import sys
 import tempfile
 from contextlib import AbstractContextManager
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -317,7 +318,7 @@ def audit(
     if as_json or output != "-":  # -o - has written the report on stdout
         shown = AuditView(done.summary, done.guards, done.reports, view.window, view.tz)
         emit(shown, output_choice(as_json), view.tz)
-    if failing(done.incidents, fail_on, fail_on_waste):
+    if failing(done.incidents, fail_on, fail_on_waste, done.summary.wasted_usd):
         sys.exit(1)
     _exit_if_not_all_read(done.reports)
 
@@ -382,16 +383,17 @@ def detect_command(
 
     choice = home.choose(db)
     if engine == "spark":
-        incidents = _detect_on_spark(choice, view, selection, folder, master)
+        incidents, total = _detect_on_spark(choice, view, selection, folder, master)
     else:
         if folder or master:
             raise click.UsageError("--parquet and --master go with --engine spark")
         home.refresh(choice, IngestOptions(), incidents=False, enabled=refreshing(), writer=True)
         with _library(choice.path, create=False, writer=choice.default) as lf:
             incidents = lf.detect(selection, view.window)
+            total = lf.wasted(incidents)
         home.keep_copy(choice)
-    emit(IncidentsView(incidents, limit=25), output_choice(as_json), view.tz)
-    if failing(incidents, fail_on, fail_on_waste):
+    emit(IncidentsView(incidents, limit=25, total=total), output_choice(as_json), view.tz)
+    if failing(incidents, fail_on, fail_on_waste, total):
         sys.exit(1)
 
 
@@ -401,9 +403,10 @@ def _detect_on_spark(
     selection: Selection,
     folder: str | None,
     master: str | None,
-) -> list[Incident]:
+) -> tuple[list[Incident], Decimal | None]:
     """detect --engine spark: into the store when it exists (or was named), else only beside
-    the export."""
+    the export. The incidents, and what they wasted, each call once (None without a store:
+    then added up)."""
     from analyzer.detect import spark_engine
 
     if not spark_engine.available():
@@ -416,9 +419,10 @@ def _detect_on_spark(
     if choice.default and not Path(choice.path).exists():
         incidents = detect_on_spark(folder, selection, master, view.window, console=current())
         note(f"no store at {choice.path}: the incidents are in {Path(folder) / 'detected'} only")
-        return incidents
+        return incidents, None
     with _library(choice.path, create=False, writer=choice.default) as lf:
-        return lf.detect_on_spark(folder, selection, master, view.window)
+        incidents = lf.detect_on_spark(folder, selection, master, view.window)
+        return incidents, lf.wasted(incidents)
 
 
 for _command in (*cli_catalog.COMMANDS, *cli_store.COMMANDS, *cli_guard.COMMANDS):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import wraps
 from pathlib import Path
 from typing import Any
@@ -412,8 +413,14 @@ def policies_named(files: tuple[str, ...], only: tuple[str, ...] = ()) -> list[P
     return found
 
 
-def failing(incidents: list[Incident], fail_on: str | None, fail_on_waste: float | None) -> bool:
-    """Whether the run fails (exit 1) under --fail-on / --fail-on-waste; says why on stderr."""
+def failing(
+    incidents: list[Incident],
+    fail_on: str | None,
+    fail_on_waste: float | None,
+    wasted: Decimal | None = None,
+) -> bool:
+    """Whether the run fails (exit 1) under --fail-on / --fail-on-waste; says why on stderr.
+    ``wasted``: what the incidents wasted, each call once (else their dollars added up)."""
     if fail_on is not None:
         floor = severity_rank(fail_on)
         hits = [i for i in incidents if severity_rank(i.severity) >= floor]
@@ -425,7 +432,8 @@ def failing(incidents: list[Incident], fail_on: str | None, fail_on_waste: float
             )
             return True
     if fail_on_waste is not None:
-        wasted = sum(i.wasted_usd for i in incidents)
+        if wasted is None:
+            wasted = sum((i.wasted_usd for i in incidents), Decimal(0))
         if float(wasted) >= fail_on_waste:
             click.echo(
                 f"exit 1: the incidents wasted {money(wasted)}, at least "

@@ -30,7 +30,7 @@ from analyzer.cli.options import (
     view_options,
 )
 from analyzer.console import note
-from analyzer.detect.detectors import load_incidents
+from analyzer.detect.detectors import load_incidents, wasted_once
 from analyzer.engine.store import Store
 from analyzer.errors import ForensicsError
 from analyzer.guards.policy import Policy
@@ -353,9 +353,10 @@ def incidents_command(
         found = load_incidents(store, list(detector) if detector else None)
         if severity:
             found = [i for i in found if severity_rank(i.severity) >= severity_rank(severity)]
-    if app:
-        found = [i for i in found if app in (i.app, i.project)]
-    emit(IncidentsView(found, limit=None), output_choice(as_json), view.tz)
+        if app:
+            found = [i for i in found if app in (i.app, i.project)]
+        total = wasted_once(store, found)
+    emit(IncidentsView(found, limit=None, total=total), output_choice(as_json), view.tz)
 
 
 @click.command("show")

@@ -514,6 +514,15 @@ def _record_wasted_calls(store: Store, incident: dict[str, Any], calls: list[str
     )
 
 
+def wasted_once(store: Store, incidents: list[Incident]) -> Decimal:
+    """The dollars ``incidents`` wasted, each wasted call counted once however many of them
+    tell it (``sql/detect/wasted_once.sql``)."""
+    if not incidents:
+        return Decimal(0)
+    ids = [i.incident_id for i in incidents]
+    return Decimal(store.engine.scalar("detect/wasted_once.sql", {"ids": ids}) or 0)
+
+
 def load_incidents(store: Store, detectors: list[str] | None = None) -> list[Incident]:
     """The incidents in the store (of ``detectors``, or all), most wasted dollars first."""
     where = "WHERE list_contains($names, i.detector)" if detectors is not None else ""

@@ -9,7 +9,7 @@ from decimal import Decimal
 from typing import Any, ClassVar
 
 from analyzer.console import safe_line, strong, warn
-from analyzer.detect.detectors import load_incidents
+from analyzer.detect.detectors import load_incidents, wasted_once
 from analyzer.detect.link import reconciliation
 from analyzer.detect.reconcile import Totals, Unit, has_buckets, totals, units
 from analyzer.engine.store import Store
@@ -182,7 +182,7 @@ def build_summary(store: Store, top: int = 10) -> Summary:
         calls_without_time=int(untimed),
         unpriced_models=unpriced_models,
         incidents=incidents,
-        wasted_usd=sum((i.wasted_usd for i in incidents), Decimal(0)),
+        wasted_usd=wasted_once(store, incidents),
         bucket_bills=totals(bucketed) if bucketed else None,
         bucket_units=bucketed,
         untokened=untokened,
@@ -221,7 +221,8 @@ def render_text(s: Summary, tz: str = "UTC", width: int = 100) -> str:
         )
     if s.incidents:
         out.append("")
-        out.append(render_incident_list(s.incidents, tz, width, limit=10).rstrip("\n"))
+        listed = render_incident_list(s.incidents, tz, width, limit=10, total=s.wasted_usd)
+        out.append(listed.rstrip("\n"))
     out += _spend_tables(s, width)
     return "\n".join(out) + "\n"
 

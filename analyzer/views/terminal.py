@@ -254,12 +254,15 @@ def render_incident_list(
     tz: str = "UTC",
     width: int = 100,
     limit: int | None = 25,
+    total: Decimal | None = None,
 ) -> str:
     """Incidents, most wasted dollars first: a line of who/when/what, then the summary
-    wrapped below it, after whose calls it is (``Incident.place``)."""
+    wrapped below it, after whose calls it is (``Incident.place``). ``total``: what they
+    wasted, each call once (``detectors.wasted_once``); else their dollars added up."""
     if not incidents:
         return "No incidents.\n"
-    total = sum((i.wasted_usd for i in incidents), Decimal(0))
+    if total is None:
+        total = sum((i.wasted_usd for i in incidents), Decimal(0))
     out = [
         f"Incidents ({len(incidents)}, {strong(money(total))} wasted), most wasted first "
         f"(times in {tz}; `llm-forensics show N` for one)"
@@ -282,12 +285,17 @@ class IncidentsView(View):
 
     name = "incidents"
 
-    def __init__(self, incidents: list[Incident], limit: int | None = None) -> None:
+    def __init__(
+        self, incidents: list[Incident], limit: int | None = None, total: Decimal | None = None
+    ) -> None:
         self.incidents = incidents
         self.limit = limit  # how many the terminal list shows
+        self.total = total  # what they wasted, each call once (else added up)
 
     def text(self, how: How) -> str:
-        return render_incident_list(self.incidents, how.tz, how.width, limit=self.limit)
+        return render_incident_list(
+            self.incidents, how.tz, how.width, limit=self.limit, total=self.total
+        )
 
     def json(self) -> list[dict[str, Any]]:
         return [i.to_json() for i in self.incidents]
