@@ -448,11 +448,7 @@ def found_table(
 def stored_spans(store: Store, selection: Selection) -> list[Span]:
     """The store's incidents of the detectors that did not run now (named ones, as far as the
     deferral goes): a general detector run alone defers to them too."""
-    rows = store.engine.rows(
-        "SELECT incident_id, false, severity, first_call_id, last_call_id FROM incidents "
-        "WHERE NOT list_contains($names, detector)",
-        {"names": selection.names},
-    )
+    rows = store.engine.rows("detect/stored_spans.sql", {"names": selection.names})
     return [(str(a), bool(b), str(c), d, e) for a, b, c, d, e in rows]
 
 
