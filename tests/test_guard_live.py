@@ -18,6 +18,7 @@ from analyzer.guards.policy import Policy, all_policies, parse_policy
 from analyzer.guards.replay import Replay
 from analyzer.ingest.base import IngestOptions
 from analyzer.pipeline import ingest_paths
+from tests.guard_strategies import STRATEGIES
 from tests.helpers import REPO, shared_samples
 from tests.test_guards import make_store
 
@@ -80,59 +81,7 @@ call_st = st.fixed_dictionaries(
 )
 SCOPES = st.sampled_from(["stream", "session", "turn"])
 REACH = st.sampled_from([None, "stream", "session", "turn"])
-policy_st = st.one_of(
-    st.fixed_dictionaries(
-        {
-            "type": st.just("counter"),
-            "count": st.sampled_from(["stalled", "tool_call", "truncated", "output_tokens <= 3"]),
-            "reset": st.sampled_from([None, "tool_call", "NOT stalled", "truncated = false"]),
-            "weight": st.sampled_from([None, "1", "output_tokens / 100"]),
-        }
-    ),
-    st.fixed_dictionaries({"type": st.just("budget")}),
-    st.fixed_dictionaries(
-        {
-            "type": st.just("run_length"),
-            "key": st.sampled_from(["input_tokens", "tool_key", "prompt_delta", "response_kind"]),
-        }
-    ),
-    st.fixed_dictionaries(
-        {
-            "type": st.just("period"),
-            "key": st.sampled_from(["tool_key", "response_kind"]),
-            "period": st.sampled_from([2, 3]),
-        }
-    ),
-    st.fixed_dictionaries(
-        {"type": st.just("window"), "count": st.just("stalled"), "size": st.sampled_from([2, 3])}
-    ),
-    st.fixed_dictionaries(
-        {
-            "type": st.just("window"),
-            "count": st.just("tool_call"),
-            "seconds": st.sampled_from([1, 30]),
-        }
-    ),
-    # the no_progress preset's model: stale steps, in a window or counted, and step keys
-    st.fixed_dictionaries(
-        {
-            "type": st.just("window"),
-            "count": st.sampled_from(["coalesce(stale, false)", "stale AND step_failed"]),
-            "size": st.sampled_from([3, 8]),
-        }
-    ),
-    st.fixed_dictionaries(
-        {
-            "type": st.just("counter"),
-            "count": st.just("stale"),
-            "reset": st.sampled_from([None, "NOT stale"]),
-            "weight": st.just(None),
-        }
-    ),
-    st.fixed_dictionaries(
-        {"type": st.just("run_length"), "key": st.sampled_from(["step_key", "step_errors"])}
-    ),
-)
+policy_st = st.one_of(*(kind for kinds in STRATEGIES.values() for kind in kinds))
 common_st = st.fixed_dictionaries(
     {
         "scope": SCOPES,
@@ -163,7 +112,7 @@ def with_times(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The calls with their times (``t``, seconds), which never run backwards: the one place
     a live guard and the replay differ is a window of seconds over calls whose clock runs
     backwards (the replay's window holds a later call with an earlier time; a live guard
-    has not seen it yet) - see analyzer/guards/online.py."""
+    has not seen it yet) - see analyzer/guards/primitives/window.py."""
     out, t = [], 0
     for c in calls:
         t += c["gap"]

@@ -9,12 +9,12 @@ histories, every preset on the sample data and the real corpora).
 
 What it keeps is what the replay derives from the order of the calls, per stream: positions,
 the session and turn units (``sql/guards/events.sql``), the prompt's growth, the tool calls
-before a call in its turn, and each primitive's value (``analyzer.guards.online``). A
-policy's expressions are SQL over one call, evaluated by DuckDB as the replay evaluates them
-(an in-memory connection: no store). One column looks ahead: ``truncated``, which a bill
-knows of a call cut at its length only from the next call's prompt. A guard whose policy
-reads it holds such a call until the next call of its stream (or ``finish``), as the replay
-judges it, and its decision comes then, naming the call it is about.
+before a call in its turn, and each primitive's value (its tracker, in its module of
+``analyzer.guards.primitives``). A policy's expressions are SQL over one call, evaluated by
+DuckDB as the replay evaluates them (an in-memory connection: no store). One column looks
+ahead: ``truncated``, which a bill knows of a call cut at its length only from the next call's
+prompt. A guard whose policy reads it holds such a call until the next call of its stream (or
+``finish``), as the replay judges it, and its decision comes then, naming the call it is about.
 """
 
 from __future__ import annotations
@@ -36,19 +36,9 @@ from analyzer.detect.blindness import named_columns
 from analyzer.engine.engine import Engine
 from analyzer.engine.store import OFFLINE
 from analyzer.errors import ForensicsError
-from analyzer.guards.online import (
-    CounterTracker,
-    PeriodTracker,
-    RunLengthTracker,
-    Seen,
-    Step,
-    Tracker,
-    WindowSecondsTracker,
-    WindowSizeTracker,
-    micros,
-)
 from analyzer.guards.policy import Policy, all_policies, load_policies
 from analyzer.guards.primitives import EVENT_COLUMNS
+from analyzer.guards.primitives.live import Seen, Step, Tracker, micros
 from analyzer.guards.replay import KEPT_RATIO, TRUNCATION_GAP_S, columns_of
 
 _TEN = Decimal("1e-10")
@@ -300,18 +290,6 @@ def _naive_utc(ts: datetime | None) -> datetime | None:
     return ts.astimezone(UTC).replace(tzinfo=None)
 
 
-def _tracker(p: Policy) -> Tracker:
-    if p.type in ("counter", "budget"):
-        return CounterTracker(by_one=p.primitive.unit_steps(p))
-    if p.type == "run_length":
-        return RunLengthTracker()
-    if p.type == "period":
-        return PeriodTracker(period=int(p.setting("period")))
-    if p.setting("size") is not None:
-        return WindowSizeTracker(size=int(p.setting("size")))
-    return WindowSecondsTracker(seconds=float(p.setting("seconds") or 0))
-
-
 class Guard:
     """A policy live: ``feed`` it each call as it happens, act on the ``Decision``."""
 
@@ -396,7 +374,7 @@ class Guard:
         key = call.stream_key if call.stream_key is not None else (call.session_id or "")
         stream = self._streams.get(key)
         if stream is None:
-            stream = self._streams[key] = _Stream(_tracker(self.policy))
+            stream = self._streams[key] = _Stream(self.policy.primitive.tracker(self.policy))
         e = self._event(call, key, stream)
         out = []
         if stream.held is not None:
@@ -525,17 +503,7 @@ def _crosses(p: Policy, value: float, level: float) -> bool:
 
 def _why(p: Policy, action: str, value: float, level: float | None) -> str:
     """The reason in words: what the value counts, where it stands, what a stop ends."""
-    what = {
-        "counter": f"{value:g} calls counted ({p.setting('count')})",
-        "budget": f"{value:g} spent ({p.setting('weight')})",
-        "run_length": f"{value:g} calls in a row with the same {p.setting('key')}",
-        "period": f"a cycle of {p.setting('period')} calls repeated {value:g} times",
-        "window": f"{value:g} calls matched {p.setting('count')} in its window",
-    }[p.type]
-    if p.type == "counter" and not p.primitive.unit_steps(p):
-        what = f"{value:g} counted by {p.setting('weight')} ({p.setting('count')})"
-    if p.type == "budget" and str(p.setting("weight")) == "cost_usd":
-        what = f"${value:,.2f} spent"
+    what = p.primitive.describe(p, value)
     sign = ">" if p.compare == ">" else ">="
     if action == "stop":
         return f"{p.name}: {what}; stop at {sign} {level:g}: end the {p.reaches}"
