@@ -20,14 +20,13 @@ from tests.helpers import REPO
 
 PACKAGE = REPO / "analyzer"
 
-# Top to bottom, by package (a package holds its submodules; a module named on its own is an
-# exception to its package, the longest name wins). A module in none is an error.
+# Top to bottom, by package (a package holds its submodules). No module is an exception to its
+# package's layer: the folder graph is the layer graph. A module in none is an error.
 LAYERS: list[tuple[str, set[str]]] = [
     ("cli", {"analyzer.cli", "analyzer.__main__"}),
     ("pipeline", {"analyzer.api", "analyzer.pipeline", "analyzer.sample"}),
-    # Spark runs the detectors over an export's Parquet (views.export), so it sits above both
-    ("report", {"analyzer.report", "analyzer.views", "analyzer.detect.spark_engine"}),
-    ("analysis", {"analyzer.detect", "analyzer.guards", "analyzer.model.incident"}),
+    ("report", {"analyzer.report", "analyzer.views"}),
+    ("analysis", {"analyzer.detect", "analyzer.guards"}),
     ("ingest", {"analyzer.ingest"}),
     ("engine", {"analyzer.engine"}),
     ("foundation", {"analyzer", "analyzer.model", "analyzer.errors", "analyzer.console"}),
@@ -119,6 +118,43 @@ def test_no_import_circle() -> None:
     for m in sorted(MODULES):
         if m not in state:
             visit(m)
+
+
+def package_of(module: str) -> str:
+    """The package a module is in (``analyzer.detect.link`` -> ``detect``; a top module is its
+    own: ``pipeline``)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def test_no_circle_between_packages() -> None:
+    """Between packages too: no package imports one that imports it back, by any road, and
+    none is excepted."""
+    edges: dict[str, set[str]] = {}
+    for m, deps in GRAPH.items():
+        edges.setdefault(package_of(m), set()).update(
+            package_of(d) for d in deps if package_of(d) != package_of(m)
+        )
+    state: dict[str, int] = {}
+
+    def visit(pkg: str, path: list[str]) -> None:
+        state[pkg] = 1
+        for dep in sorted(edges.get(pkg, ())):
+            if state.get(dep) == 1:
+                raise AssertionError("package circle: " + " -> ".join([*path, pkg, dep]))
+            if state.get(dep) is None:
+                visit(dep, [*path, pkg])
+        state[pkg] = 2
+
+    for pkg in sorted(edges):
+        if pkg not in state:
+            visit(pkg, [])
+
+
+def test_no_module_is_an_exception_to_its_package() -> None:
+    packages = {package_of(m) for members in (ms for _, ms in LAYERS) for m in members}
+    named = [m for _, members in LAYERS for m in members if m.count(".") > 1]
+    assert named == [], f"modules named apart from their package: {named} ({packages})"
 
 
 def test_the_ingest_layer_never_reaches_up() -> None:

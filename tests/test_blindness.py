@@ -1,5 +1,5 @@
 """Where a guard is blind (the data lacks its signal) and where it counts per session (the
-calls have no turns): ``analyzer.detect.blindness``, golden SQL and its meaning on a few calls."""
+calls have no turns): ``analyzer.guards.blindness``, golden SQL and its meaning on a few calls."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analyzer.detect.blindness import UNKNOWN, blind_sql, per_session_note, signal_columns
 from analyzer.engine.store import open_store
 from analyzer.guards.backtest import backtest
+from analyzer.guards.blindness import UNKNOWN, blind_sql, per_session_note, signal_columns
 from analyzer.guards.policy import Policy, all_policies, parse_policy
 from analyzer.guards.primitives import EVENT_COLUMNS
 from analyzer.guards.scoring import Result

@@ -163,9 +163,8 @@ def test_a_step_is_keyed_by_its_own_code_only() -> None:
     assert {"detectors.py", "store.py", "constant_input_low_output.sql", "attribute.sql"} <= names[
         "detect"
     ]
-    assert {"backtest.py", "replay.py", "primitives.py", "presets.toml", "outcomes.sql"} <= names[
-        "guards"
-    ]
+    guards = {"backtest.py", "replay.py", "counter.py", "window.py", "presets.toml", "outcomes.sql"}
+    assert guards | {"trace_counter.sql", "trace_window_size.sql"} <= names["guards"]
     assert {"pages.py", "charts.py", "report.html.j2", "report.css"} <= names["report"]
     for step in ("detect", "guards"):
         assert not {"charts.py", "pages.py", "report.html.j2"} & names[step], step

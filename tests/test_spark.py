@@ -30,10 +30,11 @@ from analyzer.cli.main import cli
 from analyzer.detect import spark_engine
 from analyzer.detect.detectors import Detector, bind_all, detect, discover, load_incidents, record
 from analyzer.detect.spark_sql import macros, to_spark
+from analyzer.engine.export_layout import read_manifest
 from analyzer.engine.store import SCHEMA_VERSION, open_store
 from analyzer.errors import ForensicsError
 from analyzer.model.incident import Incident
-from analyzer.views.export import export_parquet, read_manifest
+from analyzer.views.export import export_parquet
 from tests.helpers import SampleStores, fill_calls, fill_messages, fill_runs, insert
 from tests.test_detectors import DETECTORS, case_files, check_expected, load_case
 

@@ -446,7 +446,8 @@ def export_command(db: str | None, view: View, folder: str) -> None:
     Example:
       llm-forensics export --parquet tables/
     """
-    from analyzer.views.export import ExportView, export_parquet, read_manifest
+    from analyzer.engine.export_layout import read_manifest
+    from analyzer.views.export import ExportView, export_parquet
 
     with _reading(db, view, detect=True) as store:
         written = export_parquet(store, Path(folder))

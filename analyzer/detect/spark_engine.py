@@ -38,12 +38,12 @@ from analyzer.detect.detectors import (
     without,
 )
 from analyzer.engine.engine import SQL_DIR, Params
+from analyzer.engine.export_layout import PARTITIONED, read_manifest
 from analyzer.engine.files import atomic_file
 from analyzer.engine.store import SCHEMA_VERSION, Store
 from analyzer.errors import ForensicsError
 from analyzer.model.incident import COLUMNS, OUTPUT_COLUMNS, Incident
 from analyzer.model.timewindow import Window
-from analyzer.views.export import PARTITIONED, read_manifest
 
 EXTRA = "pip install 'llm-forensics[spark]'"
 

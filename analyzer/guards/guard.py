@@ -32,10 +32,10 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from analyzer.detect.blindness import named_columns
 from analyzer.engine.engine import Engine
 from analyzer.engine.store import OFFLINE
 from analyzer.errors import ForensicsError
+from analyzer.guards.blindness import named_columns
 from analyzer.guards.policy import Policy, all_policies, load_policies
 from analyzer.guards.primitives import EVENT_COLUMNS
 from analyzer.guards.primitives.live import Seen, Step, Tracker, micros

@@ -22,9 +22,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from analyzer.detect.blindness import named_columns
 from analyzer.engine.store import Store
 from analyzer.guards.backtest import default_sweep
+from analyzer.guards.blindness import named_columns
 from analyzer.guards.guard import Call
 from analyzer.guards.policy import Policy, all_policies, load_policies, toml_table, toml_value
 from analyzer.guards.replay import Replay

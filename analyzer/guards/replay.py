@@ -18,10 +18,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-from analyzer.detect.blindness import blind_sql, lives_in_turns, named_columns, per_session_note
 from analyzer.detect.ground_truth import prepare_truth
 from analyzer.detect.link import is_bill
 from analyzer.engine.store import Store
+from analyzer.guards.blindness import blind_sql, lives_in_turns, named_columns, per_session_note
 from analyzer.guards.policy import Policy
 from analyzer.guards.primitives import EVENT_COLUMNS, UNIT, unit_sql
 from analyzer.guards.scoring import Result, score
@@ -100,7 +100,7 @@ _DERIVED = {
 def columns_of(policies: list[Policy] | None) -> frozenset[str]:
     """The columns of ``EVENT_COLUMNS`` the replay must carry for ``policies`` (every one when
     None): those their expressions name (outside quoted strings), those that say where they
-    are blind (``analyzer.detect.blindness``), and those the scoring and the order need. A name
+    are blind (``analyzer.guards.blindness``), and those the scoring and the order need. A name
     found where it is no column (in a function name, say) only widens it."""
     if policies is None:
         return frozenset(EVENT_COLUMNS)

@@ -29,8 +29,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer.detect.blindness import blind_sql
 from analyzer.engine.store import Store
+from analyzer.guards.blindness import blind_sql
 from analyzer.guards.policy import Policy
 from analyzer.guards.primitives import UNIT
 from analyzer.model.formatting import iso

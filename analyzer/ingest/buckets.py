@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from analyzer.console import warn
 from analyzer.engine.engine import Engine
 from analyzer.errors import InputError
 from analyzer.ingest.base import LoadContext, LoadResult
@@ -230,7 +231,10 @@ class Buckets:
         batch = pa.Table.from_pylist(self.rows, schema=pa.schema(list(_COLUMNS.items())))
         with self.engine.step():  # the two Arrow tables are read only here
             self.engine.register("lf_bucket_batch", batch)
-            self.engine.register("lf_price", price_table(to_price))
+            unpriced: list[str] = []
+            self.engine.register("lf_price", price_table(to_price, unpriced))
+            for said in unpriced:
+                warn(said)
             inserted = self.engine.scalar(
                 "ingest/bills/buckets/store.sql",
                 {"sid": self.ctx.source_id, "fmt": self.fmt, "provider": self.provider},

@@ -22,6 +22,7 @@ from datetime import datetime
 
 import pyarrow as pa
 
+from analyzer.console import warn
 from analyzer.engine.engine import Engine
 from analyzer.ingest.base import LoadResult
 from analyzer.model.pricing import COST_SQL, WEB_SEARCH_SQL, price_table
@@ -152,7 +153,10 @@ class Sink:
             e.register("lf_call_batch", table)
             e.run("ingest/settle_in_file.sql", {"fmt": fmt})
             keys = e.rows("ingest/price_keys.sql", {"unpriced": sorted(UNPRICED_MODELS)})
-            e.register("lf_price", price_table({(m, p, d, f) for m, p, d, f in keys}))
+            unpriced: list[str] = []
+            e.register("lf_price", price_table({(m, p, d, f) for m, p, d, f in keys}, unpriced))
+            for said in unpriced:
+                warn(said)
             found = e.rows(
                 "ingest/settle_calls.sql",
                 {"fmt": fmt, "prefix": prefix},

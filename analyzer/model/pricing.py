@@ -25,8 +25,8 @@ How tokens are billed (the same as the providers and genai-prices):
 * Server-side web searches (``server_tool_use.web_search_requests``) cost $10 per 1,000
   (Anthropic's pricing page), on top of the tokens: part of the call's estimate.
 
-A model the library does not know gets no cost (NULL, "unpriced"), named once in a warning:
-never a guess.
+A model the library does not know gets no cost (NULL, "unpriced"), never a guess: the price
+table says which it could not price, and the caller names each once in a warning.
 """
 
 from __future__ import annotations
@@ -39,8 +39,6 @@ from decimal import Decimal
 from functools import lru_cache
 
 import pyarrow as pa
-
-from analyzer.console import warn
 
 # Probe sizes: small enough to stay under any tier, large enough for exact per-token prices.
 _PROBE = 1_000_000
@@ -216,8 +214,9 @@ def unpriced_warning(model: str) -> str:
     return f"no price known for model {model!r}: its calls are left unpriced"
 
 
-def price_table(keys: set[PriceKey]) -> pa.Table:
-    """Prices for each (model, provider, day, fast); models with no known price are named once."""
+def price_table(keys: set[PriceKey], unpriced: list[str] | None = None) -> pa.Table:
+    """Prices for each (model, provider, day, fast). A model with no known price has no row,
+    and is added to ``unpriced`` (as ``unpriced_warning`` names it) for the caller to say."""
     rows: list[dict[str, object]] = []
     for model, provider, day, fast in sorted(
         keys, key=lambda k: (k[0], k[1] or "", k[2] or date.min, k[3])
@@ -225,7 +224,9 @@ def price_table(keys: set[PriceKey]) -> pa.Table:
         tiers = tier_prices(model, provider, day)
         factor = fast_multiplier(model) if fast else Decimal(1)
         if tiers is None or factor is None:
-            warn(unpriced_warning(f"{model} (fast mode)" if fast and tiers else model))
+            if unpriced is not None:
+                named = f"{model} (fast mode)" if fast and tiers else model
+                unpriced.append(unpriced_warning(named))
             continue
         for t in tiers:
             rows.append(

@@ -21,7 +21,6 @@ from analyzer.detect.reconcile import BillRow, Unit, bill_totals, bills
 from analyzer.engine.store import Store
 from analyzer.guards.backtest import GuardRun
 from analyzer.guards.recommend import Budget, best
-from analyzer.ingest import billing_formats
 from analyzer.model.formatting import SEVERITIES, iso_seconds, label, mask_keys, shown
 from analyzer.model.incident import Incident
 from analyzer.report.figures import draw
@@ -52,6 +51,7 @@ from analyzer.views.bill_views import (
     provider_name,
     remainder_lines,
 )
+from analyzer.views.incident_calls import incidents_calls
 from analyzer.views.summary import Summary, build_summary
 from analyzer.views.usage import placeholder_text
 from analyzer.views.verdicts import verdicts
@@ -78,34 +78,6 @@ def _breakdown(store: Store, column: str, top: int) -> list[Breakdown]:
     attributed to each value (the one each incident names: ``sql/attribute.sql``)."""
     rows = store.engine.rows("report/breakdown.sql", {"top": top}, column=column)
     return [Breakdown(_clean(str(n)), int(c), _d(u), _d(w), int(k)) for n, c, u, w, k in rows]
-
-
-def incidents_calls(store: Store, incs: list[Incident]) -> dict[str, list[tuple[Any, ...]]]:
-    """The calls of each incident: its stream from the first to the last call (both included);
-    when they lie in different streams (a parent and its sub-agents), every call of the
-    session and its sub-agents in the incident's time span. One query for all incidents."""
-    if not incs:
-        return {}
-    keys = ("incident_id", "first_call_id", "last_call_id", "session_id", "start_ts", "end_ts")
-    incidents = [{k: getattr(inc, k) for k in keys} for inc in incs]
-    rows = store.engine.rows(
-        "report/incident_calls.sql", {"incs": incidents, "bills": billing_formats()}
-    )
-    # The provider's id: the linked billing row's generation id, else the call's own.
-    linked = sorted({r[10] for r in rows if r[10] is not None})
-    billed = dict(
-        store.engine.rows(
-            "SELECT call_id, native_id FROM calls WHERE call_id IN (SELECT unnest($ids))",
-            {"ids": linked},
-        )
-        if linked
-        else []
-    )
-    out: dict[str, list[tuple[Any, ...]]] = {inc.incident_id: [] for inc in incs}
-    for iid, ts, cid, own, resp, pt, ot, fr, rk, cost, bid, *more in rows:
-        pid = next((x for x in (billed.get(bid), own, resp) if x is not None), None)
-        out[iid].append((ts, cid, pid, pt, ot, fr, rk, cost, *more))
-    return out
 
 
 def _call_rows(rows: list[tuple[Any, ...]]) -> tuple[list[CallRow], int]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import duckdb
 
+from analyzer.engine.export_layout import EMPTY_DAY, MANIFEST, PARTITIONED, read_manifest
 from analyzer.engine.files import copy_error, os_error
 from analyzer.engine.store import Store
 from analyzer.errors import ForensicsError
@@ -28,13 +29,8 @@ TABLES = (
     "incident_calls",
     "incident_numbers",
 )
-# Tables written as one folder per day (hive layout), so that a re-export writes only new days
-# and a distributed engine reads a day as a partition.
-PARTITIONED = ("calls", "messages")
-EMPTY_DAY = "unknown"  # also the day of rows without a time (sql/views/export_days.sql)
 _COPY = "COPY (SELECT * FROM {{table}}) TO {{target}} (FORMAT parquet)"  # one table, one file
 _COPY_NONE = "COPY (SELECT * FROM {{table}} WHERE false) TO {{target}} (FORMAT parquet)"
-MANIFEST = "manifest.json"
 
 
 def export_parquet(store: Store, folder: Path) -> list[Path]:
@@ -88,20 +84,6 @@ def _refused(exc: Exception, folder: Path) -> ForensicsError:
         err = copy_error(exc, folder, doing)
     err.message += f" (it is incomplete: {MANIFEST} was not updated; export again)"
     return err
-
-
-def read_manifest(folder: Path) -> dict[str, Any]:
-    """The manifest of an export in ``folder`` (empty if there is none yet)."""
-    path = folder / MANIFEST
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ForensicsError(f"not a manifest this tool wrote ({exc})", path=path) from exc
-    if not isinstance(data, dict) or not isinstance(data.get("tables"), dict):
-        raise ForensicsError("not a manifest this tool wrote (no tables)", path=path)
-    return data
 
 
 def accounting(store: Store) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from analyzer.model.formatting import cut, money, printable, tokens, wrap
 from analyzer.model.incident import Incident
 from analyzer.model.records import JsonForm, json_record, str_or_none
 from analyzer.model.timewindow import local
-from analyzer.report.build import incidents_calls
+from analyzer.views.incident_calls import incidents_calls
 from analyzer.views.lineage import Parent, parents
 from analyzer.views.verdicts import Verdict, verdicts
 from analyzer.views.view import How, View
