@@ -4,6 +4,7 @@ seeds say they did."""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -87,8 +88,8 @@ def test_maxtokens_session_fails_dans_third_report(replay: dict[str, Any]) -> No
     assert len(reports) == 3
     [trip] = [t for t in r.trips if t.call_id in {c[0] for c in reports}]
     assert trip.call_id == reports[2][0] and trip.incident_id is None  # a false trip
-    lost = float(store.scalar("SELECT cost_usd FROM live_calls WHERE call_id = ?", [trip.call_id]))
-    assert lost == pytest.approx(0.1521189)  # Dan's lost report: the harm
+    lost = store.scalar("SELECT cost_usd FROM live_calls WHERE call_id = ?", [trip.call_id])
+    assert lost == Decimal("0.1521189")  # Dan's lost report: the harm, exact
     assert r.usd_false_trips >= lost and r.usd_lost_output >= lost
 
 
@@ -132,11 +133,11 @@ def test_penguin_stale_context_stops_each_run_at_its_third_call(replay: dict[str
     ]
     [trip] = [t for t in r.trips if t.incident_id == first_run]
     assert trip.call_id == run_calls[2]
-    assert stopped(r)[first_run]["waste_prevented_usd"] == pytest.approx(0.28 * 19)
+    assert stopped(r)[first_run]["waste_prevented_usd"] == Decimal("0.28") * 19
     # The stop ends the turn, not the session: the second run, in the next user turn, is not
     # credited to it - it is stopped in its own turn, at its own third call ($2.96 of $4.07).
     assert stopped(r)[second_run]["latency_events"] == 3
-    assert stopped(r)[second_run]["waste_prevented_usd"] == pytest.approx(0.37 * 8)
+    assert stopped(r)[second_run]["waste_prevented_usd"] == Decimal("0.37") * 8
 
 
 def test_backtest_json_and_sweep(replay: dict[str, Any]) -> None:
@@ -187,7 +188,8 @@ def test_backtest_json_and_sweep(replay: dict[str, Any]) -> None:
             assert t["ts"].endswith("Z")
     prevented = [d["waste_prevented_usd"] for d in data]
     assert prevented == sorted(prevented, reverse=True)  # a later stop prevents less
-    assert data[4]["waste_prevented_usd"] == pytest.approx(
+    # the JSON's dollars are the result's, exact (a number with its 10 places)
+    assert Decimal(str(data[4]["waste_prevented_usd"])) == (
         replay["results"]["netclaw_cumulative_per_turn"].waste_prevented_usd
     )
 

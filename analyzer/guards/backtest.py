@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import asdict, dataclass, field, replace
+from decimal import Decimal
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
@@ -32,7 +33,7 @@ from analyzer.engine.store import Store
 from analyzer.errors import ForensicsError
 from analyzer.guards.policy import Policy
 from analyzer.guards.replay import Replay
-from analyzer.guards.scoring import Result, Trip
+from analyzer.guards.scoring import STOPPED_USD, USD_FIELDS, Result, Trip
 from analyzer.model.records import JsonForm, json_record
 
 
@@ -98,8 +99,8 @@ class Stop:
     event_id: Any  # the event it is one of (incidents sharing wasted calls are one)
     latency_events: int
     latency_seconds: float
-    latency_usd: float
-    waste_prevented_usd: float
+    latency_usd: Decimal
+    waste_prevented_usd: Decimal
 
     def to_json(self) -> dict[str, Any]:
         return json_record(self)
@@ -143,7 +144,7 @@ def stops_by_incident(results: list[Result]) -> dict[str, Stopping]:
             if late is not None and t.incident_id not in mine and r.policy not in late:
                 late.append(r.policy)
 
-    def order(s: Stop) -> tuple[float, int, str]:
+    def order(s: Stop) -> tuple[Decimal, int, str]:
         return (-s.waste_prevented_usd, s.latency_events, s.policy)
 
     return {
@@ -203,8 +204,12 @@ class GuardRun:
             return Result(
                 **{
                     **d,
+                    **{k: Decimal(str(d[k])) for k in USD_FIELDS},
                     "trips": [Trip(**t) for t in d["trips"]],
                     "nudges": [Trip(**t) for t in d["nudges"]],
+                    "stopped": [
+                        {**s, **{k: Decimal(str(s[k])) for k in STOPPED_USD}} for s in d["stopped"]
+                    ],
                 }
             )
 

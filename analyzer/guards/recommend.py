@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -41,7 +42,7 @@ class Budget:
 
     def allows(self, r: Result) -> bool:
         if self.max_false_usd is not None:
-            return r.usd_false_trips <= self.max_false_usd + 1e-9
+            return r.usd_false_trips <= Decimal(str(self.max_false_usd))
         return r.false_trips <= (self.max_false_trips or 0)
 
     def describe(self) -> str:
@@ -110,11 +111,10 @@ class Recommendation:
 V = TypeVar("V")  # what names a variant: a policy's name, or the policy and its swept setting
 
 
-def rank(r: Result, value: float) -> tuple[float, float, int, float]:
+def rank(r: Result, value: float) -> tuple[Decimal, Decimal, int, float]:
     """A variant's place (the higher the better): net, waste prevented, fewer false trips, the
-    higher threshold ``value``. Dollars are compared to a millionth (float sums of the same
-    calls in another order differ further down)."""
-    return (round(r.net_usd, 6), round(r.waste_prevented_usd, 6), -r.false_trips, value)
+    higher threshold ``value``. Dollars are exact (``Decimal``, as the store keeps them)."""
+    return (r.net_usd, r.waste_prevented_usd, -r.false_trips, value)
 
 
 def best(
@@ -123,7 +123,7 @@ def best(
     """The best of ``variants`` (what names each, its threshold, its result) within ``budget``
     that prevents waste net of its harm, by ``rank`` (the first of equals); None when none
     does. The one rule of ``backtest --recommend`` and the report's recommendation."""
-    top: tuple[tuple[float, float, int, float], tuple[V, float, Result]] | None = None
+    top: tuple[tuple[Decimal, Decimal, int, float], tuple[V, float, Result]] | None = None
     for variant in variants:
         _, value, r = variant
         if not budget.allows(r) or r.waste_prevented_usd <= 0 or r.net_usd <= 0:

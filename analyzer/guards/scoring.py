@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from analyzer.engine.store import Store
@@ -47,6 +48,21 @@ class Trip:
     incident_id: str | None
 
 
+# A result's dollars (``Decimal``, exact: a stored replay's JSON gives them back as text).
+USD_FIELDS = (
+    "waste_prevented_usd",
+    "usd_saved",
+    "usd_false_trips",
+    "waste_total_usd",
+    "waste_missed_usd",
+    "usd_work_killed",
+    "usd_lost_output",
+    "harm_usd",
+    "net_usd",
+)
+STOPPED_USD = ("latency_usd", "waste_prevented_usd")  # the dollars of each of its ``stopped``
+
+
 @dataclass
 class Result:
     policy: str
@@ -54,20 +70,21 @@ class Result:
     description: str
     incidents_total: int  # target events the guard was judged on (not blind)
     incidents_stopped: int
-    waste_prevented_usd: float
+    waste_prevented_usd: Decimal
     calls_saved: int
-    usd_saved: float
+    usd_saved: Decimal
     false_trips: int
-    usd_false_trips: float  # what the false trips killed, their own lost outputs included
+    usd_false_trips: Decimal  # what the false trips killed, their own lost outputs included
     median_latency_events: float | None
     targets: list[str] | None = None
     incidents_missed: int = 0
-    waste_total_usd: float = 0.0
-    waste_missed_usd: float = 0.0
-    usd_work_killed: float = 0.0  # productive calls killed by true stops (and lost outputs)
-    usd_lost_output: float = 0.0  # tripping calls' own productive output lost ("fail")
-    harm_usd: float = 0.0
-    net_usd: float = 0.0
+    waste_total_usd: Decimal = Decimal(0)
+    waste_missed_usd: Decimal = Decimal(0)
+    # productive calls killed by true stops (and lost outputs)
+    usd_work_killed: Decimal = Decimal(0)
+    usd_lost_output: Decimal = Decimal(0)  # tripping calls' own productive output lost ("fail")
+    harm_usd: Decimal = Decimal(0)
+    net_usd: Decimal = Decimal(0)
     headroom: float | None = None  # the highest value reached on healthy units
     blind_calls: int = 0  # calls where the data lacks the guard's signal (blindness.py)
     calls_total: int = 0
@@ -87,8 +104,16 @@ class Result:
         return json_record(self)
 
 
+_TEN = Decimal("1e-10")
+
+
 def _f(x: Any) -> float:
     return round(float(x or 0), 10)
+
+
+def _usd(x: Any) -> Decimal:
+    """Dollars as the store keeps them: exact, to 10 places."""
+    return (x if isinstance(x, Decimal) else Decimal(str(x or 0))).quantize(_TEN)
 
 
 @dataclass(frozen=True)
@@ -226,8 +251,8 @@ def _result(v: Policy, i: int, f: _Figures) -> Result:
     blind_calls, calls_total, healthy_units = f.totals
     mine = f.stopped.get(i, [])
     saved_n, saved_usd, n_false, usd_false, killed, lost = f.saved.get(i, (0, 0, 0, 0, 0, 0))
-    prevented_i = _f(f.prevented.get(i))
-    harm = _f(usd_false) + _f(killed)
+    prevented_i = _usd(f.prevented.get(i))
+    harm = _usd(usd_false) + _usd(killed)
     listed_trips = [
         Trip(stream, session, call, iso(ts), action, inc)
         for _v, action, stream, _pos, session, call, ts, inc in f.trips.get(i, [])
@@ -242,17 +267,17 @@ def _result(v: Policy, i: int, f: _Figures) -> Result:
         incidents_total=f.events,
         incidents_stopped=len(stopped_events),
         incidents_missed=f.events - len(stopped_events),
-        waste_total_usd=_f(f.waste_total),
+        waste_total_usd=_usd(f.waste_total),
         waste_prevented_usd=prevented_i,
-        waste_missed_usd=_f(float(f.waste_total or 0) - prevented_i),
+        waste_missed_usd=_usd(f.waste_total) - prevented_i,
         calls_saved=int(saved_n or 0),
-        usd_saved=_f(saved_usd),
+        usd_saved=_usd(saved_usd),
         false_trips=int(n_false or 0),
-        usd_false_trips=_f(usd_false),
-        usd_work_killed=_f(killed),
-        usd_lost_output=_f(lost),
-        harm_usd=_f(harm),
-        net_usd=_f(prevented_i - harm),
+        usd_false_trips=_usd(usd_false),
+        usd_work_killed=_usd(killed),
+        usd_lost_output=_usd(lost),
+        harm_usd=harm,
+        net_usd=prevented_i - harm,
         headroom=_headroom(f.headroom, i),
         blind_calls=int(blind_calls),
         calls_total=int(calls_total),
@@ -268,8 +293,8 @@ def _result(v: Policy, i: int, f: _Figures) -> Result:
                 "event_id": r[2],
                 "latency_events": int(r[5]),
                 "latency_seconds": _f(r[6]),
-                "latency_usd": _f(r[7]),
-                "waste_prevented_usd": _f(r[4]),
+                "latency_usd": _usd(r[7]),
+                "waste_prevented_usd": _usd(r[4]),
             }
             for r in mine
         ],

@@ -153,7 +153,9 @@ def _guards(run: GuardRun, incidents: list[IncidentRow]) -> Guards:
     variants = run.variants()
     sweep: dict[str, list[tuple[float, float, int, float]]] = {}
     for name, stop, r in variants:
-        sweep.setdefault(name, []).append((stop, r.waste_prevented_usd, r.false_trips, r.harm_usd))
+        sweep.setdefault(name, []).append(
+            (stop, float(r.waste_prevented_usd), r.false_trips, float(r.harm_usd))
+        )
     # The recommendation: the rule of ``backtest --recommend``, with its default budget.
     chosen = best(variants, Budget())
     return Guards(rows, per_incident, sweep, None if chosen is None else chosen[:2])

@@ -158,11 +158,11 @@ class GuardRow:
     stop: float
     incidents_stopped: int
     incidents_total: int
-    waste_prevented_usd: float
-    waste_missed_usd: float
+    waste_prevented_usd: Decimal
+    waste_missed_usd: Decimal
     false_trips: int
-    harm_usd: float
-    net_usd: float
+    harm_usd: Decimal
+    net_usd: Decimal
     median_latency_events: float | None
     nudges: int
     blind: str  # "blind on N of M calls", or ""
@@ -175,7 +175,7 @@ class IncidentGuards:
     detector: str
     wasted_usd: Decimal
     # (policy, latency in its events, waste prevented), as ``GuardRun.stops`` orders them
-    stopped_by: list[tuple[str, int, float]]
+    stopped_by: list[tuple[str, int, Decimal]]
 
 
 @dataclass
