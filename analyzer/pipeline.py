@@ -27,7 +27,7 @@ from analyzer.ingest.flow import FileReport, Loaded, find_files, load_files
 from analyzer.ingest.interrupts import LINKING, Run
 from analyzer.model.incident import Incident
 from analyzer.model.timewindow import Window
-from analyzer.views.summary import Summary, build_summary, warn_unpriced
+from analyzer.views.audit import Summary, build_summary, warn_unpriced
 
 if TYPE_CHECKING:  # the guards and the page are imported where used (ingest does without)
     from analyzer.guards.backtest import GuardRun

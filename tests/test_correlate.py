@@ -13,7 +13,7 @@ from analyzer.detect.link import reconciliation
 from analyzer.engine.store import Store
 from analyzer.ingest.base import IngestOptions
 from analyzer.pipeline import ingest_paths
-from analyzer.views.summary import build_summary
+from analyzer.views.audit import build_summary
 from tests.helpers import or_row, write_csv
 
 

@@ -19,7 +19,7 @@ from analyzer.engine.store import Store, open_store
 from analyzer.ingest.base import IngestOptions
 from analyzer.model.formatting import money
 from analyzer.pipeline import ingest_paths
-from analyzer.views.summary import build_summary, render_text
+from analyzer.views.audit import build_summary, render_text
 from tests.helpers import q
 
 ROOT = Path(__file__).parent / "real_runs"

@@ -127,7 +127,7 @@ def test_emit_writes_stdout_or_a_file(tmp_path: Any, capsys: pytest.CaptureFixtu
 
 def test_no_recommendation_says_why_in_text_and_json() -> None:
     from analyzer.guards.recommend import Budget
-    from analyzer.views.summary import RecommendView
+    from analyzer.views.backtest import RecommendView
 
     view = RecommendView(None, Budget(max_false_trips=0), 12, 0)
     assert render(view, "text") == (

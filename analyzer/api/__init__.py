@@ -43,7 +43,7 @@ from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.flow import FileReport, Loaded
 from analyzer.model.incident import Incident
 from analyzer.model.timewindow import Window
-from analyzer.views.summary import Summary, build_summary
+from analyzer.views.audit import Summary, build_summary
 
 if TYPE_CHECKING:  # the guards are imported where used (ingest does without)
     from analyzer.guards.backtest import GuardRun

@@ -53,7 +53,8 @@ from analyzer.errors import NOT_ALL_READ_EXIT, ForensicsError, Interrupted
 from analyzer.ingest.base import IngestOptions
 from analyzer.model.incident import Incident
 from analyzer.pipeline import Inputs, default_inputs
-from analyzer.views.summary import AuditView, IngestView, file_lines, files_summary
+from analyzer.views.audit import AuditView
+from analyzer.views.ingest import IngestView, file_lines, files_summary
 
 
 class ForensicsGroup(click.Group):

@@ -177,7 +177,7 @@ def backtest_command(
       llm-forensics backtest --db december.duckdb --recommend --max-false-trips 1
     """
     from analyzer.guards.backtest import backtest, parse_sweep
-    from analyzer.views.summary import BacktestView
+    from analyzer.views.backtest import BacktestView
 
     if (max_false_trips is not None or max_false_usd is not None) and not recommend:
         raise click.UsageError("--max-false-trips and --max-false-usd go with --recommend")
@@ -224,7 +224,7 @@ def _recommend(
     as_json: bool,
 ) -> None:
     from analyzer.guards.recommend import Budget, recommend
-    from analyzer.views.summary import RecommendView
+    from analyzer.views.backtest import RecommendView
 
     budget = Budget(max_false_trips, max_false_usd)
     rec, weighed, within = recommend(store, policies, budget, sweeps)

@@ -44,6 +44,7 @@ from analyzer.report.model import (
 from analyzer.report.model import (
     Report as Report,  # re-exported: pages takes it from here
 )
+from analyzer.views.audit import Summary, build_summary
 from analyzer.views.bill_views import (
     bucket_label,
     explained_line,
@@ -52,7 +53,6 @@ from analyzer.views.bill_views import (
     remainder_lines,
 )
 from analyzer.views.incident_calls import incidents_calls
-from analyzer.views.summary import Summary, build_summary
 from analyzer.views.usage import placeholder_text
 from analyzer.views.verdicts import verdicts
 

@@ -23,7 +23,7 @@ from analyzer.report.render import render, render_text, write_file
 from analyzer.report.templates import html_env as html_env
 from analyzer.report.templates import md_env as md_env
 from analyzer.report.templates import md_escape as md_escape
-from analyzer.views.summary import Summary
+from analyzer.views.audit import Summary
 
 if TYPE_CHECKING:  # imported where used: a command that writes no page does without them
     from analyzer.guards.backtest import GuardRun

@@ -1,21 +1,20 @@
-"""Where the money went: one computation over the store, shown as text or JSON."""
+"""Where the money went (``audit``): one computation over the store, the summary, shown as
+text or JSON, with the guards replayed (``views.backtest``) and what was read
+(``views.ingest``)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, ClassVar
 
-from analyzer.console import safe_line, strong, warn
+from analyzer.console import strong, warn
 from analyzer.detect.detectors import load_incidents, wasted_once
 from analyzer.detect.link import reconciliation
 from analyzer.detect.reconcile import Totals, Unit, has_buckets, totals, units
 from analyzer.engine.store import Store
 from analyzer.guards.backtest import GuardRun
-from analyzer.guards.recommend import Budget, Recommendation
-from analyzer.guards.scoring import Result
 from analyzer.ingest import billing_formats
 from analyzer.ingest.flow import FileReport
 from analyzer.model.formatting import iso, money, printable, wrap
@@ -23,13 +22,14 @@ from analyzer.model.incident import Incident
 from analyzer.model.pricing import unpriced_warning
 from analyzer.model.records import JsonForm, json_record
 from analyzer.model.timewindow import Window, local
+from analyzer.views.backtest import render_backtest
 from analyzer.views.bill_views import PROVIDERS
 from analyzer.views.terminal import render_incident_list
 from analyzer.views.text_table import TextColumn, TextTable, lay_out
 from analyzer.views.usage import UsageRow, placeholder_text
 from analyzer.views.usage import totals as usage_totals
 from analyzer.views.verdicts import Unstated, outcomes, unstated
-from analyzer.views.view import How, Rows, View
+from analyzer.views.view import How, View
 
 
 @dataclass
@@ -333,244 +333,6 @@ def _bills_line(t: Totals | None) -> str:
         f"{money(t.explained_usd)}, {money(t.no_log_usd)} has no log (`llm-forensics usage "
         "reconcile` names it)"
     )
-
-
-def _g(x: float | None) -> str:
-    """A guard's value for a table: ``–``, ``3``, ``3.29``, ``1,250``."""
-    if x is None:
-        return "–"
-    if float(x).is_integer():
-        return f"{int(x):,}"
-    return f"{x:,.2f}" if abs(x) < 1000 else f"{x:,.0f}"
-
-
-class BacktestView(Rows):
-    """The guard replay (``backtest``): a table of its figures, or every result as JSON."""
-
-    name = "backtest"
-    rows: list[Result]
-
-    def layout(self, width: int) -> str:
-        return render_backtest(self.rows, width)
-
-
-class RecommendView(View):
-    """``backtest --recommend``: the policy and threshold that prevent the most waste within
-    the budget (a TOML table to copy), or why there is none."""
-
-    name = "recommend"
-
-    def __init__(
-        self, rec: Recommendation | None, budget: Budget, weighed: int, within: int
-    ) -> None:
-        self.rec, self.budget, self.weighed, self.within = rec, budget, weighed, within
-
-    def text(self, how: How) -> str:
-        if self.rec is not None:
-            return self.rec.render(how.width)
-        return (
-            f"No policy prevents any waste with {self.budget.describe()} ({self.weighed:,} "
-            f"policy and threshold pairs weighed, {self.within:,} within the budget).\n"
-        )
-
-    def json(self) -> dict[str, Any]:
-        if self.rec is not None:
-            return self.rec.to_json()
-        return {
-            "policy": None,
-            "budget": self.budget.describe(),
-            "variants_weighed": self.weighed,
-            "variants_within_budget": self.within,
-        }
-
-
-def render_backtest(results: list[Result], width: int = 100) -> str:
-    """The guard replay as a table, one policy (or swept value) a line, with what a team needs
-    to pick a threshold: what it stopped of its targets, the waste it prevented and missed,
-    and apart from that the harm it did (never summed into one "saved" figure), the net, and
-    how close healthy work came to tripping it (headroom). Fitted to ``width``."""
-    if not results:
-        return "No policies.\n"
-    sweep = len({r.policy for r in results}) < len(results)
-    if not sweep and not any(r.incidents_total for r in results):
-        return _no_targets(results, width)
-    single = len({r.policy for r in results}) == 1
-    names = []
-    for r in results:
-        name = r.policy
-        if sweep and any(x.policy == r.policy for x in results if x is not r):
-            suffix = f"stop={r.params['stop']:g}"
-            name = suffix if single else f"{r.policy} {suffix}"
-        names.append(name)
-    rows = list(zip(names, results, strict=True))
-    table = TextTable("policy", _backtest_columns(), rows, key_min=12)
-    laid = lay_out(table, width)
-    out = [f"{results[0].policy}, its stop threshold swept"] if sweep and single else []
-    out += laid.lines
-    if laid.left_out:
-        out += wrap(
-            f"left out to fit {width} columns: {', '.join(laid.left_out)} (a wider "
-            "terminal, or --json, shows them)",
-            width,
-        )
-    out += _backtest_notes(results, width, sweep)
-    return "\n".join(out) + "\n"
-
-
-def _backtest_columns() -> list[TextColumn]:
-    """The columns after the policy's name; on a narrow terminal latency gives way first,
-    then headroom, then missed."""
-    return [
-        TextColumn("stopped", 7, lambda r: f"{r.incidents_stopped}/{r.incidents_total}"),
-        TextColumn("prevented", 10, lambda r: money(r.waste_prevented_usd)),
-        TextColumn("missed", 9, lambda r: money(r.waste_missed_usd), 3),
-        TextColumn("false", 6, lambda r: f"{r.false_trips:,}"),
-        TextColumn("false $", 9, lambda r: money(r.usd_false_trips)),
-        TextColumn("harm", 9, lambda r: money(r.harm_usd)),
-        TextColumn("net", 9, lambda r: money(r.net_usd)),
-        TextColumn("headroom", 8, lambda r: _g(r.headroom), 2),
-        TextColumn("latency", 7, lambda r: _g(r.median_latency_events), 1),
-    ]
-
-
-def _backtest_notes(results: list[Result], width: int, sweep: bool) -> list[str]:
-    """The notes under the replay's table: nudges, blindness, per-session figures, too few
-    targets, and what each column means."""
-    out: list[str] = []
-    by_policy = list({x.policy: x for x in results}.values())
-    nudging = [r.policy for r in by_policy if r.nudges]
-    if nudging:
-        out += wrap(f"nudges (listed apart, never assumed to work): {', '.join(nudging)}", width)
-    blind: dict[tuple[int, int], list[str]] = {}
-    for r in by_policy:
-        if r.blind_calls:
-            blind.setdefault((r.blind_calls, r.calls_total), []).append(r.policy)
-    for (n, total), policies in blind.items():
-        out += wrap(
-            f"blind on {n:,} of {total:,} calls (the data lacks their signal there: the reply's "
-            f"kind, text or tools, or what the agent answered; left out of their figures): "
-            f"{', '.join(policies)}",
-            width,
-        )
-    per_session: dict[str, list[str]] = {}
-    for r in by_policy:
-        if r.per_session:
-            per_session.setdefault(r.per_session, []).append(r.policy)
-    for note, policies in per_session.items():
-        out += wrap(f"{note}: {', '.join(policies)}", width)
-    judged = max((r.incidents_total for r in results), default=0)
-    if sweep and judged < 5:
-        out.append(f"judged on {judged} target incident(s): too few to read as proof")
-    out += wrap(
-        "stopped: of the policy's target incidents with wasted calls (medium and high "
-        "severity; info pointers are not counted; incidents sharing wasted calls count once), "
-        "how many a stop cut short. prevented / missed: their waste after the stop / left. "
-        "false: stops that prevented nothing; false $: the work they killed. harm: false $ "
-        "plus productive work that true stops killed and outputs a failing stop threw away. "
-        "net = prevented - harm. headroom: the highest value the guard reached on healthy "
-        "work. latency: median of the guard's own events from an incident's start to the trip.",
-        width,
-    )
-    return out
-
-
-def _no_targets(results: list[Result], width: int) -> str:
-    """The guards where there is no incident to stop: one line of what they would still have
-    done (stopped healthy work), not a table of zeros."""
-    false = [(r.policy, r.false_trips) for r in results if r.false_trips]
-    text = f"No incident with waste for the {len(results)} guards to stop"
-    if false:
-        named = ", ".join(f"{p} ({n:,})" for p, n in false)
-        text += f"; these would have stopped healthy work (false trips): {named}"
-    else:
-        text += ", and none would have stopped healthy work"
-    return "\n".join(wrap(text + ".", width)) + "\n"
-
-
-def files_summary(reports: list[FileReport]) -> str:
-    """What ingest did, in one line: files read, loaded, unchanged and passed over (named)."""
-    counts = Counter(r.status for r in reports)
-    records = sum(r.rows_read for r in reports)
-    parts = [f"{counts['loaded']:,} loaded ({records:,} records"]
-    rejected = sum(r.rows_rejected for r in reports)
-    dup = sum(r.rows_duplicate for r in reports)
-    parts[0] += (
-        (f", {rejected:,} rejected" if rejected else "")
-        + (f", {dup:,} duplicate" if dup else "")
-        + ")"
-    )
-    if counts["unchanged"]:
-        parts.append(f"{counts['unchanged']:,} unchanged")
-    if counts["read_with"]:
-        parts.append(f"{counts['read_with']:,} read with the file they belong to")
-    many = False
-    groups = (
-        ("could not be loaded", [r.path for r in reports if r.status == "failed"]),
-        (
-            "data no reader recognises",
-            [r.path for r in reports if r.status == "unrecognised" and r.data],
-        ),
-        (
-            "not an agent log or bill",
-            [
-                r.path
-                for r in reports
-                if r.status == "unreadable" or (r.status == "unrecognised" and not r.data)
-            ],
-        ),
-    )
-    for what, paths in groups:
-        if paths:
-            more = f" and {len(paths) - 3:,} more" if len(paths) > 3 else ""
-            parts.append(f"{len(paths):,} {what} ({', '.join(paths[:3]) + more})")
-            many = many or len(paths) > 3
-    return (
-        f"read {len(reports):,} {'file' if len(reports) == 1 else 'files'}: "
-        + "; ".join(parts)
-        + (" (--verbose lists every file)" if many else "")
-    )
-
-
-def file_lines(reports: list[FileReport]) -> list[str]:
-    """What ingest did with each file, a line each."""
-    lines = []
-    for r in reports:
-        if r.status == "loaded":
-            lines.append(
-                f"{r.path}  [{r.format}]  read {r.rows_read:,}  loaded {r.rows_loaded:,}  "
-                f"rejected {r.rows_rejected:,}  duplicate {r.rows_duplicate:,}  "
-                f"skipped {r.rows_skipped:,}"
-            )
-        elif r.status == "unchanged":
-            lines.append(f"{r.path}  [{r.format}]  unchanged (already ingested)")
-        elif r.status == "unreadable":
-            lines.append(f"{r.path}  skipped (cannot be read as a file)")
-        elif r.status == "failed":
-            lines.append(f"{r.path}  not read: {r.reason}")
-        elif r.status == "read_with":
-            lines.append(f"{r.path}  [{r.format}]  {r.reason}")
-        else:
-            lines.append(f"{r.path}  skipped ({r.reason or 'not a recognised format'})")
-        if r.status == "loaded" and r.calls == 0 and r.reason:
-            lines[-1] += f"  0 calls: {r.reason}"
-    return lines
-
-
-class IngestView(View):
-    """What ``ingest`` did: one summary line, or with ``verbose`` a line for every file; as
-    JSON, every file's report."""
-
-    name = "ingest"
-
-    def __init__(self, reports: list[FileReport], verbose: bool = False) -> None:
-        self.reports, self.verbose = reports, verbose
-
-    def text(self, how: How) -> str:
-        lines = file_lines(self.reports) if self.verbose else [files_summary(self.reports)]
-        return "".join(safe_line(line) + "\n" for line in lines)
-
-    def json(self) -> list[dict[str, object]]:
-        return [r.to_dict() for r in self.reports]
 
 
 class AuditView(View):
