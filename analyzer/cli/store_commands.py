@@ -37,6 +37,8 @@ from analyzer.guards.policy import Policy
 from analyzer.ingest.base import IngestOptions
 from analyzer.model.formatting import SEVERITIES, money, severity_rank
 from analyzer.pipeline import apply_window, stages
+from analyzer.views.bill_views import BILL_VIEWS
+from analyzer.views.usage import PERIODS, VIEWS
 
 
 def _reading(db: str | None, view: View, incidents: bool = True, detect: bool = False) -> Store:
@@ -235,9 +237,7 @@ def _recommend(
 @click.argument(
     "view_name",
     metavar="VIEW",
-    type=click.Choice(
-        ("daily", "weekly", "monthly", "session", "project", "model", "bills", "reconcile")
-    ),
+    type=click.Choice((*VIEWS, *BILL_VIEWS)),
 )
 @db_option()
 @refresh_option
@@ -275,12 +275,12 @@ def usage_command(
     from analyzer.views.usage import usage
 
     fmt = output_choice(as_json, as_csv)
-    if view_name in ("bills", "reconcile"):
+    if view_name in BILL_VIEWS:
         _bill_view(view_name, db, view, fmt)
         return
     with _reading(db, view) as store:
         u = usage(store, view_name, view.tz, breakdown)
-        bucketed = _bucketed_note(store) if view_name in ("daily", "weekly", "monthly") else ""
+        bucketed = _bucketed_note(store) if view_name in PERIODS else ""
     before = [view.window.describe(view.tz)] if view.window else []
     emit(UsageView(u, before, [bucketed] if bucketed else []), fmt)
 

@@ -161,6 +161,10 @@ def bills_csv(rows: list[BillRow]) -> str:
     return csv_text(_json_table([r.to_json() for r in rows], lists=True))
 
 
+# ``usage``'s views of the bills (not calls): bills per bucket, and against the logs.
+BILL_VIEWS = ("bills", "reconcile")
+
+
 class BillsView(Rows):
     """``usage bills``: the providers' bills per bucket and model."""
 

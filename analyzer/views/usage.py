@@ -27,7 +27,8 @@ from analyzer.model.formatting import money
 from analyzer.views.lineage import Parent, parents
 from analyzer.views.verdicts import Verdict, verdicts
 
-VIEWS = ("daily", "weekly", "monthly", "session", "project", "model")
+PERIODS = ("daily", "weekly", "monthly")  # the views of calls by time
+VIEWS = (*PERIODS, "session", "project", "model")  # the views of calls (``usage``)
 BASES = ("billed", "reported", "apportioned", "estimated", "estimated_output")
 TOKENS = ("input", "cache_write", "cache_read", "output", "reasoning", "total_tokens")
 
