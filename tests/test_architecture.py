@@ -218,3 +218,18 @@ def test_no_fmt_skip() -> None:
     from tests.architecture_figures import measure
 
     assert measure()["fmt_skip"] == 0
+
+
+def test_a_format_is_given_an_engine_never_a_connection() -> None:
+    """The input formats (each module declaring a ``SPEC``) run SQL through the load's engine
+    (``LoadContext.engine``): none imports duckdb or reaches for a raw connection."""
+    formats = [
+        p
+        for p in sorted((PACKAGE / "ingest").glob("*.py"))
+        if "SPEC = FormatSpec(" in p.read_text()
+    ]
+    assert len(formats) >= 18
+    for path in formats:
+        text = path.read_text(encoding="utf-8")
+        assert "import duckdb" not in text, path.name
+        assert ".con)" not in text and "ctx.con" not in text and ".con." not in text, path.name

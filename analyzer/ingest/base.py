@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
-import duckdb
-
+from analyzer.engine.engine import Engine
 from analyzer.ingest.encodings import decode_errors
 
 
@@ -108,7 +107,7 @@ class LoadResult:
 
 @dataclass
 class LoadContext:
-    con: duckdb.DuckDBPyConnection
+    engine: Engine  # the load's engine (its connection is the store's, in its transaction)
     source: SourceFile
     source_id: int
     options: IngestOptions

@@ -29,7 +29,6 @@ import orjson
 import pyarrow as pa
 
 from analyzer.console import warn
-from analyzer.engine.engine import Engine
 from analyzer.errors import InputError
 from analyzer.ingest.base import LoadContext, LoadResult
 from analyzer.ingest.csv_scan import UNTERMINATED, fields, table
@@ -138,7 +137,7 @@ class Buckets:
 
     def __init__(self, ctx: LoadContext, fmt: str, provider: str) -> None:
         self.ctx = ctx
-        self.engine = Engine(ctx.con)
+        self.engine = ctx.engine
         self.fmt = fmt
         self.provider = provider
         self.result = LoadResult()

@@ -89,7 +89,13 @@ def _load(
         show = options.progress and size >= PROGRESS_MIN_BYTES
         with progress(display, con.query_progress, show) as shown:
             ctx = LoadContext(
-                con, src, source_id, options, stage=shown.stage, resume=grow.resume, whole=whole
+                store.engine,
+                src,
+                source_id,
+                options,
+                stage=shown.stage,
+                resume=grow.resume,
+                whole=whole,
             )
             result = run_loader(fmt, ctx)
         if tail is not None:
@@ -405,11 +411,11 @@ def _stage(
     else:
         try:
             resume = seen.grow.resume if seen is not None else None
-            staged = read_staged(fmt, src, options, store.con, resume)
+            staged = read_staged(fmt, src, options, store.engine, resume)
         except CannotResume:
             assert seen is not None
             seen = seen.whole()
-            staged = read_staged(fmt, src, options, store.con)
+            staged = read_staged(fmt, src, options, store.engine)
     if staged is None:
         return None
     return Pending(

@@ -359,7 +359,7 @@ def _store(ctx: LoadContext, engine: Engine, good: list[dict[str, Any]]) -> int:
         numbered=with_sessions_sql("lf_ll_new"),
     )
     if int(engine.scalar("SELECT count(*) FROM lf_ll_inter")):
-        renumber_streams(engine.con, SPEC.name, "lf_ll_inter", ctx.options.session_gap_s)
+        renumber_streams(engine, SPEC.name, "lf_ll_inter", ctx.options.session_gap_s)
     return int(inserted or 0)
 
 
@@ -376,7 +376,7 @@ def load(ctx: LoadContext) -> LoadResult:
             f"{ctx.source.display}: skipped requests that are not chat completions ({kinds}; "
             f"{cost(rows.skipped_usd)} of spend not counted)"
         )
-    engine = Engine(ctx.con)
+    engine = ctx.engine
     for line, reason, excerpt in rows.rejects:
         engine.run(
             "INSERT INTO rejects VALUES (?, ?, ?, ?)", [ctx.source_id, line, reason, excerpt]

@@ -16,7 +16,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from analyzer.engine.engine import Engine
 from analyzer.ingest.arrow_rows import table_of
 from analyzer.ingest.base import LoadContext, LoadResult, Unbatchable
 from analyzer.ingest.content import EXCERPT_CHARS as EXCERPT_CHARS  # re-exported, as below
@@ -129,7 +128,7 @@ class Lowering:
     @property
     def sink(self) -> Sink:
         """Where the file's rows are written (the load's connection)."""
-        return Sink(Engine(self.ctx.con))
+        return Sink(self.ctx.engine)
 
     def _flush_rejects(self) -> None:
         if not self.rejects:

@@ -263,7 +263,7 @@ def _number(engine: Engine, ctx: LoadContext) -> None:
 
 def load(ctx: LoadContext) -> LoadResult:
     names, delim = _checked_header(ctx.source)
-    engine = Engine(ctx.con)
+    engine = ctx.engine
     with engine.step():  # the lf_or_* tables live as long as the load
         ctx.stage("reading")
         # The typed rows and why each cannot load, and the records the reader refused: fast,
@@ -290,7 +290,7 @@ def load(ctx: LoadContext) -> LoadResult:
         good = result.rows_read - result.rows_rejected - result.rows_skipped
         result.rows_duplicate = good - result.rows_loaded
         if interleaved:
-            renumber_streams(ctx.con, SPEC.name, "lf_or_inter", ctx.options.session_gap_s)
+            renumber_streams(engine, SPEC.name, "lf_or_inter", ctx.options.session_gap_s)
     return result
 
 

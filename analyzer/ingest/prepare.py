@@ -53,12 +53,12 @@ def read_staged(
     fmt: registry.Format,
     src: SourceFile,
     options: IngestOptions,
-    con: object = None,
+    engine: object = None,
     resume: Resume | None = None,
 ) -> Staged | None:
     """The file read into memory for a batch (nothing written), or None when it is too big
     to keep there. ``resume``: read on from where an earlier read stopped."""
-    ctx = LoadContext(con, src, 0, options, batched=True, resume=resume)  # type: ignore[arg-type]
+    ctx = LoadContext(engine, src, 0, options, batched=True, resume=resume)  # type: ignore[arg-type]
     try:
         run_loader(fmt, ctx)
     except Unbatchable:

@@ -12,8 +12,6 @@ stored calls (an older export loaded after a newer one) is renumbered in place a
 
 from __future__ import annotations
 
-import duckdb
-
 from analyzer.engine.engine import Engine, fill, unit_text
 
 
@@ -53,12 +51,10 @@ def interleaved_streams_sql(rows: str) -> str:
     return fragment("ingest/interleaved_streams.sql", rows=rows)
 
 
-def renumber_streams(
-    con: duckdb.DuckDBPyConnection, fmt: str, streams_table: str, gap_s: int
-) -> None:
+def renumber_streams(engine: Engine, fmt: str, streams_table: str, gap_s: int) -> None:
     """Renumber seq and sessions of whole streams (those listed in ``streams_table``)."""
     session = session_id_sql("stream_key", "min(ts) OVER (PARTITION BY stream_key, session_no)")
-    Engine(con).run(
+    engine.run(
         "ingest/renumber_streams.sql",
         {"fmt": fmt, "gap": gap_s},
         streams=streams_table,
