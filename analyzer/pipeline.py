@@ -20,11 +20,11 @@ from analyzer.detect.detectors import Selection, detect, load_incidents, select
 from analyzer.detect.link import link_if_needed
 from analyzer.engine.store import Store
 from analyzer.errors import NothingFound
+from analyzer.formats import default_homes
 from analyzer.guards.policy import Policy
-from analyzer.ingest import default_homes
 from analyzer.ingest.base import IngestOptions
-from analyzer.ingest.flow import FileReport, Loaded, find_files, load_files
-from analyzer.ingest.interrupts import LINKING, Run
+from analyzer.load.flow import FileReport, Loaded, find_files, load_files
+from analyzer.load.interrupts import LINKING, Run
 from analyzer.model.incident import Incident
 from analyzer.model.timewindow import Window
 from analyzer.views.audit import Summary, build_summary, warn_unpriced
@@ -182,7 +182,7 @@ NO_CALLS_SHOWN = 5  # files with no calls named one a line; the rest counted
 def _say_no_calls(reports: list[FileReport]) -> None:
     """Name each log that was read but holds no call, and why (``X: recognised as Y, 0 calls:
     why``): a file read to no effect is never a silent "loaded"."""
-    from analyzer.ingest import format_by_name
+    from analyzer.formats import format_by_name
 
     # (A file of a kind that never holds calls, such as a session manifest, is said only
     # with --verbose.)

@@ -6,7 +6,7 @@ time and memory it takes.
 The export is loaded by ``llm-forensics ingest`` into a fresh store, in a process of its own:
 its wall time and peak RSS are printed (``os.wait4``'s account of the child). The value is longer
 than DuckDB's default line limit (2,000,000 bytes): the first read refuses its record, and the
-careful second read (``analyzer.ingest.openrouter_read``) reads the file with a line limit as
+careful second read (``analyzer.formats.bills.openrouter_read``) reads the file with a line limit as
 long as that record. The figures are printed, not asserted: a shared machine is too noisy for
 a timed test (``tests/test_csv_data_loss.py`` checks a 3 MB value the same way).
 """

@@ -24,8 +24,8 @@ from click.testing import CliRunner
 
 from analyzer.cli.main import cli
 from analyzer.engine.store import Store
-from analyzer.ingest.flow import FileReport
-from analyzer.ingest.openrouter_csv import KNOWN_COLUMNS
+from analyzer.formats.bills.openrouter_csv import KNOWN_COLUMNS
+from analyzer.load.flow import FileReport
 
 if TYPE_CHECKING:
     from tests.corpus import Case

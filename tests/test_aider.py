@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from analyzer.cli.main import cli
 from analyzer.engine.store import Store, open_store
-from analyzer.ingest import aider
+from analyzer.formats import aider
 from analyzer.ingest.base import Head, IngestOptions
-from analyzer.ingest.flow import FileReport
+from analyzer.load.flow import FileReport
 from analyzer.pipeline import ingest_paths
 from tests.helpers import assert_accounted, counts, q, shared_samples
 from tests.test_properties import JSONL_MUTATIONS, PROPERTY_SETTINGS, check_drawn, mutate

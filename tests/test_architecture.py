@@ -27,6 +27,8 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("pipeline", {"analyzer.api", "analyzer.pipeline", "analyzer.sample"}),
     ("report", {"analyzer.report", "analyzer.views"}),
     ("analysis", {"analyzer.detect", "analyzer.guards"}),
+    ("load", {"analyzer.load"}),
+    ("formats", {"analyzer.formats"}),
     ("ingest", {"analyzer.ingest"}),
     ("engine", {"analyzer.engine"}),
     ("foundation", {"analyzer", "analyzer.model", "analyzer.errors", "analyzer.console"}),
@@ -225,7 +227,7 @@ def test_a_format_is_given_an_engine_never_a_connection() -> None:
     (``LoadContext.engine``): none imports duckdb or reaches for a raw connection."""
     formats = [
         p
-        for p in sorted((PACKAGE / "ingest").glob("*.py"))
+        for p in sorted((PACKAGE / "formats").rglob("*.py"))
         if "SPEC = FormatSpec(" in p.read_text()
     ]
     assert len(formats) >= 18

@@ -41,7 +41,7 @@ from click.testing import CliRunner
 
 from analyzer.cli.main import cli
 from analyzer.engine.store import OFFLINE
-from analyzer.ingest.flow import PROGRESS_MIN_BYTES
+from analyzer.load.flow import PROGRESS_MIN_BYTES
 from tests.helpers import or_row, write_csv
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL and a pty")

@@ -1,4 +1,4 @@
-"""Small agent logs are loaded many at a time (``analyzer.ingest.batch``): the store must hold
+"""Small agent logs are loaded many at a time (``analyzer.load.batch``): the store must hold
 exactly what loading them one file at a time holds, and each file stays whole or absent."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-import analyzer.ingest.batch as batch
-import analyzer.ingest.flow as flow
+import analyzer.load.batch as batch
+import analyzer.load.flow as flow
 from analyzer.engine.store import Store, open_store
 from analyzer.errors import StrictRejectError
 from analyzer.ingest.base import IngestOptions
-from analyzer.ingest.discovery import discover
+from analyzer.load.discovery import discover
 from tests.test_claude_code import SESSION, SESSION_LINES, assistant, line, user, write
 
 SIDE = {"isSidechain": True, "agentId": "a1b2c3d"}
@@ -191,7 +191,7 @@ def _pending(name: str, natives: list[str], sessions: set[object]) -> Any:
     from analyzer.ingest.arrow_rows import table_of
     from analyzer.ingest.base import LoadResult
     from analyzer.ingest.rows import CALL_COLUMNS, MESSAGE_COLUMNS
-    from analyzer.ingest.staged import Staged
+    from analyzer.load.staged import Staged
 
     calls = [{"native_id": n, "response_id": f"r-{n}"} for n in natives]
     messages = [{"session_id": s, "idx": 0} for s in sessions]

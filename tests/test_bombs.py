@@ -38,7 +38,7 @@ from analyzer.engine.store import Store, open_store
 from analyzer.guards import backtest
 from analyzer.ingest import reading
 from analyzer.ingest.base import IngestOptions
-from analyzer.ingest.flow import ingest_file
+from analyzer.load.flow import ingest_file
 from analyzer.pipeline import ingest_paths
 from tests.helpers import SAMPLE_DATA
 

@@ -19,7 +19,7 @@ from analyzer.detect.reconcile import totals, units
 from analyzer.engine.store import SCHEMA_VERSION, open_store
 from analyzer.errors import ForensicsError
 from analyzer.ingest.base import IngestOptions
-from analyzer.ingest.flow import FileReport
+from analyzer.load.flow import FileReport
 from analyzer.model.formatting import money
 from analyzer.pipeline import ingest_paths
 from analyzer.report.pages import md_env

@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from analyzer.cli.main import cli
 from analyzer.engine.store import Store, open_store
-from analyzer.ingest import claude_code, claude_stream
+from analyzer.formats import claude_code, claude_stream
 from analyzer.ingest.base import Head, IngestOptions
-from analyzer.ingest.flow import FileReport
+from analyzer.load.flow import FileReport
 from analyzer.model.formatting import money
 from analyzer.pipeline import ingest_paths
 from analyzer.views.verdicts import unstated, verdicts

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from analyzer.cli.main import cli
 from analyzer.engine.store import Store, open_store
 from analyzer.errors import InputError
-from analyzer.ingest import cline, cline_task, conversation_json
+from analyzer.formats import cline, cline_task, conversation_json
 from analyzer.ingest.base import Head, IngestOptions
-from analyzer.ingest.flow import FileReport, ingest_file
+from analyzer.load.flow import FileReport, ingest_file
 from analyzer.pipeline import ingest_paths
 from tests.helpers import counts, env_of, q
 from tests.test_properties import (

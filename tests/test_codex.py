@@ -11,7 +11,7 @@ import pytest
 
 from analyzer.engine.store import Store
 from analyzer.ingest.base import IngestOptions
-from analyzer.ingest.flow import FileReport
+from analyzer.load.flow import FileReport
 from analyzer.pipeline import ingest_paths
 from tests.helpers import shared_samples
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from analyzer.engine.store import Store, open_store
+from analyzer.formats.codex_forks import Lineage, lineage, uuid7_ms
 from analyzer.ingest.base import IngestOptions
-from analyzer.ingest.codex_forks import Lineage, lineage, uuid7_ms
-from analyzer.ingest.flow import FileReport
+from analyzer.load.flow import FileReport
 from analyzer.pipeline import ingest_paths
 from tests.helpers import assert_accounted, q
 

@@ -25,7 +25,7 @@ from analyzer.api import home as home_store
 from analyzer.cli.main import cli
 from analyzer.engine.default_store import this_machine
 from analyzer.engine.store import OFFLINE
-from analyzer.ingest import flow
+from analyzer.load import flow
 from tests.helpers import env_of, shared_samples
 from tests.test_own_data import CC_SAMPLE, fake_home
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import analyzer.ingest as registry
+import analyzer.formats as registry
 from analyzer.errors import InputError
 from analyzer.ingest.spec import KINDS, FormatSpec
 
@@ -46,8 +46,8 @@ def test_the_formats_in_sniffing_order() -> None:
 def test_every_module_that_loads_a_format_declares_its_spec() -> None:
     """A module with a ``sniff`` and a ``load`` is a format, and says so with ``SPEC`` (its
     own functions, not another module's)."""
-    for info in pkgutil.iter_modules(registry.__path__):
-        module = importlib.import_module(f"analyzer.ingest.{info.name}")
+    for info in pkgutil.walk_packages(registry.__path__, prefix="analyzer.formats."):
+        module = importlib.import_module(info.name)
         spec = vars(module).get("SPEC")
         if callable(vars(module).get("sniff")) and callable(vars(module).get("load")):
             assert isinstance(spec, FormatSpec), info.name

@@ -15,9 +15,9 @@ from click.testing import CliRunner
 
 from analyzer.cli.main import cli
 from analyzer.engine.store import Store, open_store
-from analyzer.ingest import gemini_cli
+from analyzer.formats import gemini_cli
 from analyzer.ingest.base import Head, IngestOptions
-from analyzer.ingest.flow import FileReport
+from analyzer.load.flow import FileReport
 from analyzer.pipeline import ingest_paths
 from tests.helpers import assert_accounted, counts, env_of, q, shared_samples
 

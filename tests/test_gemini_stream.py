@@ -17,10 +17,10 @@ import pytest
 
 from analyzer.engine.store import Store, open_store
 from analyzer.errors import InputError
-from analyzer.ingest import gemini_cli, gemini_stream
+from analyzer.formats import gemini_cli, gemini_stream
 from analyzer.ingest.base import Head, IngestOptions
-from analyzer.ingest.flow import FileReport
 from analyzer.ingest.reading import read_head
+from analyzer.load.flow import FileReport
 from analyzer.pipeline import ingest_paths
 from tests.helpers import assert_accounted, counts, q, shared_samples
 

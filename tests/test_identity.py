@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from analyzer.engine.store import Store, open_store
 from analyzer.errors import NothingFound
 from analyzer.ingest.base import IngestOptions
-from analyzer.ingest.flow import FileReport
+from analyzer.load.flow import FileReport
 from analyzer.pipeline import ingest_paths
 from tests.helpers import SAMPLE_DATA, assert_accounted, q, shared_samples
 

@@ -42,7 +42,7 @@ import duckdb
 import pytest
 
 from analyzer.engine.store import OFFLINE
-from analyzer.ingest.workers import ENV as WORKERS_ENV
+from analyzer.load.workers import ENV as WORKERS_ENV
 from tests.helpers import REPO
 
 pytestmark = pytest.mark.skipif(
@@ -60,7 +60,7 @@ LINE = re.compile(r"interrupted: this run stored ([\d,]+) of the ([\d,]+) files 
 # its statistics, which would skip the scan), and a line on stderr once it runs.
 _IN_A_STATEMENT = """
 import sys, threading, time
-import analyzer.ingest.batch as batch
+import analyzer.load.batch as batch
 real = batch.Sink.calls
 def calls(self, *args):
     found = real(self, *args)
@@ -84,7 +84,7 @@ batch.Sink.calls = calls
 # waits there for Ctrl-C (as if it came as ``COMMIT`` returned).
 _AFTER_COMMIT = """
 import sys, time
-import analyzer.ingest.batch as batch
+import analyzer.load.batch as batch
 real = batch.Batch.commit
 def commit(self, later=False):
     done = real(self, later)

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from analyzer.cli.main import cli
 from analyzer.engine.store import open_store
 from analyzer.ingest.base import IngestOptions
-from analyzer.ingest.flow import FileReport
+from analyzer.load.flow import FileReport
 from analyzer.pipeline import ingest_paths
 from tests.helpers import REPO, shared_samples
 

@@ -21,10 +21,12 @@ import duckdb
 import pytest
 
 from analyzer.engine.store import open_new_or_existing
-from analyzer.ingest import claude_code, flow, lowering
+from analyzer.formats import claude_code
+from analyzer.ingest import lowering
 from analyzer.ingest.base import IngestOptions
-from analyzer.ingest.batch import SourceIndex
-from analyzer.ingest.discovery import discover
+from analyzer.load import flow
+from analyzer.load.batch import SourceIndex
+from analyzer.load.discovery import discover
 from analyzer.pipeline import ingest_paths
 from tests.helpers import REPO
 
@@ -74,7 +76,7 @@ atexit.register(_peak)
 """
 # A batch written every BATCH_FILES files (2,000 by default): at test size, many batches, as
 # 100,000 files make 50.
-_BATCHES = "import analyzer.ingest.batch as b\nb.BATCH_FILES = int(sys.argv.pop(1))\n"
+_BATCHES = "import analyzer.load.batch as b\nb.BATCH_FILES = int(sys.argv.pop(1))\n"
 _MAIN = "from analyzer.cli.main import main\nmain()\n"
 needs_proc = pytest.mark.skipif(
     not Path("/proc/self/status").exists(), reason="reads the peak RSS from /proc"

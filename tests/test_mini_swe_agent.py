@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 from analyzer.cli.main import cli
 from analyzer.engine.store import Store, open_store
-from analyzer.ingest import conversation_json, mini_swe_agent
+from analyzer.formats import conversation_json, mini_swe_agent
 from analyzer.ingest.base import Head, IngestOptions
-from analyzer.ingest.flow import FileReport
+from analyzer.load.flow import FileReport
 from analyzer.pipeline import ingest_paths
 from tests.helpers import assert_accounted, q, shared_samples, truth_at_collection
 

@@ -10,8 +10,8 @@ import orjson
 
 from analyzer.engine.store import Store
 from analyzer.ingest.base import IngestOptions
-from analyzer.ingest.flow import FileReport
 from analyzer.ingest.lowering import result_hash
+from analyzer.load.flow import FileReport
 from analyzer.pipeline import ingest_paths
 from tests.helpers import SAMPLE_DATA
 

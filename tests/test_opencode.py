@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from analyzer.cli.main import cli
 from analyzer.engine.store import Store, open_store
 from analyzer.errors import InputError
-from analyzer.ingest import opencode
+from analyzer.formats import opencode
 from analyzer.ingest.base import Head, IngestOptions
-from analyzer.ingest.flow import FileReport
+from analyzer.load.flow import FileReport
 from analyzer.pipeline import ingest_paths
 from tests.helpers import assert_accounted, counts, env_of, q, shared_samples
 from tests.test_properties import JSON_DOC_MUTATIONS, PROPERTY_SETTINGS, check_drawn, mutate

@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import analyzer.ingest as registry
+import analyzer.formats as registry
 from analyzer.cli.main import cli
 from analyzer.engine.store import Store, open_store
 from analyzer.errors import InputError
-from analyzer.ingest import openhands
+from analyzer.formats import openhands
 from analyzer.ingest.base import IngestOptions
-from analyzer.ingest.flow import FileReport
 from analyzer.ingest.reading import read_head
+from analyzer.load.flow import FileReport
 from analyzer.pipeline import ingest_paths
 from tests.helpers import assert_accounted, counts, env_of, q, shared_samples
 

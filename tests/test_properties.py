@@ -39,7 +39,7 @@ from hypothesis import strategies as st
 from analyzer.engine.store import Store, open_store
 from analyzer.errors import ForensicsError, LoaderBug
 from analyzer.ingest.base import IngestOptions
-from analyzer.ingest.flow import FileReport, ingest_file
+from analyzer.load.flow import FileReport, ingest_file
 from analyzer.pipeline import ingest_paths
 from tests.helpers import HEADER, SAMPLE_DATA, csv_text, or_row
 

@@ -183,7 +183,7 @@ def test_a_loader_failure_is_one_line_naming_the_file(
     --traceback shows where it happened."""
     from dataclasses import replace
 
-    import analyzer.ingest as registry
+    import analyzer.formats as registry
 
     def broken(_ctx: object) -> None:
         raise TypeError("'int' object is not iterable")

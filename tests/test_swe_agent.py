@@ -16,10 +16,10 @@ import pytest
 
 from analyzer.engine.store import Store
 from analyzer.errors import InputError
-from analyzer.ingest import swe_agent
+from analyzer.formats import swe_agent
 from analyzer.ingest.base import IngestOptions
-from analyzer.ingest.flow import FileReport
 from analyzer.ingest.reading import read_head
+from analyzer.load.flow import FileReport
 from analyzer.pipeline import ingest_paths
 from tests.helpers import assert_accounted, counts, q, shared_samples
 

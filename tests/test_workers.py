@@ -1,4 +1,4 @@
-"""Small agent logs read in worker processes (``analyzer.ingest.workers``): the store holds
+"""Small agent logs read in worker processes (``analyzer.load.workers``): the store holds
 exactly what reading them in this process stores, in the same order, and errors still name the
 file and line."""
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-import analyzer.ingest.flow as flow
-import analyzer.ingest.workers as workers
+import analyzer.load.flow as flow
+import analyzer.load.workers as workers
 from analyzer.engine.store import Store, open_store
 from analyzer.errors import ForensicsError, StrictRejectError
 from analyzer.ingest.base import IngestOptions
@@ -101,7 +101,7 @@ def test_an_error_raised_in_a_worker_is_raised_by_the_writer_as_it_was(
     def broken(*_args: object) -> None:
         raise StrictRejectError("a bad line", path="shown/1.jsonl", line=7)
 
-    import analyzer.ingest.prepare as prepare
+    import analyzer.load.prepare as prepare
 
     monkeypatch.setattr(prepare, "read_staged", broken)
     found = workers.prepare(job, IngestOptions(progress=False))

@@ -40,7 +40,7 @@ from analyzer.engine.store import Store, open_new_or_existing, open_store
 from analyzer.guards.guard import Call, Decision, Guard
 from analyzer.guards.policy import Policy, all_policies
 from analyzer.ingest.base import IngestOptions
-from analyzer.ingest.flow import FileReport, Loaded
+from analyzer.load.flow import FileReport, Loaded
 from analyzer.model.incident import Incident
 from analyzer.model.timewindow import Window
 from analyzer.views.audit import Summary, build_summary

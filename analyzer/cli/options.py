@@ -20,8 +20,8 @@ from analyzer.engine.default_store import DB_ENV
 from analyzer.engine.engine import Engine
 from analyzer.engine.store import OFFLINE
 from analyzer.errors import ForensicsError
+from analyzer.formats import format_names
 from analyzer.guards.policy import Policy, all_policies
-from analyzer.ingest import format_names
 from analyzer.ingest.base import IngestOptions
 from analyzer.model.formatting import SEVERITIES, money, severity_rank
 from analyzer.model.incident import Incident

@@ -25,7 +25,7 @@ from typing import Any
 from analyzer.engine import cache
 from analyzer.engine.engine import Engine
 from analyzer.engine.store import Store
-from analyzer.ingest import billing_formats
+from analyzer.formats import billing_formats
 from analyzer.model.records import json_record
 
 WINDOW_S = 2

@@ -112,7 +112,7 @@ class LoadContext:
     source_id: int
     options: IngestOptions
     stage: Callable[[str], None] = lambda _step: None  # names the step under way (progress)
-    # Loaded with other files in one transaction (``analyzer.ingest.batch``): the loader
+    # Loaded with other files in one transaction (``analyzer.load.batch``): the loader
     # writes nothing, and leaves its rows (a ``Lowering``) in ``staged`` for the batch.
     batched: bool = False
     staged: Any = None

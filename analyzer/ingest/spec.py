@@ -41,7 +41,7 @@ class FormatSpec:
     # The file that reads ``path`` with it (an OpenHands event file is read with its
     # conversation's ``base_state.json``), or None.
     member_of: Callable[[Path], Path | None] | None = None
-    batch: bool = False  # small files are loaded many at a time (analyzer.ingest.batch)
+    batch: bool = False  # small files are loaded many at a time (analyzer.load.batch)
     # Its loader reads on from where the last read of a file that grew stopped, given the
     # state it saved there (``LoadContext.resume``; analyzer.ingest.resume).
     resumes: bool = False

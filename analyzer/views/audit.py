@@ -14,9 +14,9 @@ from analyzer.detect.detectors import load_incidents, wasted_once
 from analyzer.detect.link import reconciliation
 from analyzer.detect.reconcile import Totals, Unit, has_buckets, totals, units
 from analyzer.engine.store import Store
+from analyzer.formats import billing_formats
 from analyzer.guards.backtest import GuardRun
-from analyzer.ingest import billing_formats
-from analyzer.ingest.flow import FileReport
+from analyzer.load.flow import FileReport
 from analyzer.model.formatting import iso, money, printable, wrap
 from analyzer.model.incident import Incident
 from analyzer.model.pricing import unpriced_warning

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from analyzer.engine.store import Store
-from analyzer.ingest import billing_formats
+from analyzer.formats import billing_formats
 from analyzer.model.incident import Incident
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from analyzer.console import safe_line
-from analyzer.ingest.flow import FileReport
+from analyzer.load.flow import FileReport
 from analyzer.views.view import How, View
 
 

@@ -1,7 +1,7 @@
 -- The new requests (lf_ll_new) into calls, numbered in their streams and sessions (a
 -- session the log gives, else one inferred from silences), a count. Parameters: $prefix (of
 -- the call ids), $sid (the source), $fmt, $gap (seconds of silence that start a session).
--- Slot: numbered (lf_ll_new with seq and session_id, analyzer.ingest.sessions).
+-- Slot: numbered (lf_ll_new with seq and session_id, analyzer.formats.bills.sessions).
 INSERT INTO calls BY NAME
 SELECT
     $prefix || native_id AS call_id, $sid AS source_id, $fmt AS format,

@@ -2,7 +2,7 @@
 -- POSITIONAL JOIN lf_or_seq, both in rowid order), a count. The stream is api key, app, user
 -- and model, as new.sql makes it. Parameters: $prefix (of the call ids), $sid (the source),
 -- $fmt. Slot: session_id (a session's id from stream_key and session_start,
--- analyzer.ingest.sessions).
+-- analyzer.formats.bills.sessions).
 INSERT INTO calls BY NAME
 SELECT
     $prefix || generation_id AS call_id,

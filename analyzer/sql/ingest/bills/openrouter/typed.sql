@@ -4,7 +4,7 @@
 -- record's text is kept, as excerpt, for a reject only. What the reader refuses goes to its
 -- own table, lf_or_rej.
 -- Parameters: $path (the file), $max_tokens and $max_usd (a count or an amount at or above
--- them is a broken value). Slots, built from the header by analyzer.ingest.openrouter_csv:
+-- them is a broken value). Slots, built from the header by analyzer.formats.bills.openrouter_csv:
 -- columns (the reader's text columns c0..cN), delim and compression (quoted), limit (a line
 -- limit above the longest record, or nothing: the reader's own), cleaned (each cN without
 -- surrounding blanks, empty as NULL), named (each known column as in_<column>, NULL when the

@@ -22,7 +22,7 @@ Each line is ``{timestamp, type, payload}`` (as in the real rollouts the tests r
   came from (``parent_session_id``; a sub-agent's name in ``agent_id``), and the parent's history
   copied into it is the parent's, not the child's: those lines are skipped (``fork_replay``,
   ``fork_replay_call`` for a copied call) and only set the baseline of cumulative totals
-  (``analyzer.ingest.codex_forks`` says how the copy is told).
+  (``analyzer.formats.codex_forks`` says how the copy is told).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from typing import Any
 
 import orjson
 
+from analyzer.formats.codex_forks import Replay
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.codex_forks import Replay
 from analyzer.ingest.content import tool_call_said
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import (

@@ -40,8 +40,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from analyzer.formats.bills.buckets import Bucket, Buckets, count, dollars, read_csv, read_pages
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.buckets import Bucket, Buckets, count, dollars, read_csv, read_pages
 from analyzer.ingest.reading import read_text
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_str, parse_time

@@ -1,8 +1,8 @@
 """A file read for a batch, as Arrow tables: built where the file was read (in this process or
-in a worker, ``analyzer.ingest.workers``) and cheap to send between processes.
+in a worker, ``analyzer.load.workers``) and cheap to send between processes.
 
 The file's calls (every one its log wrote, in its order) and messages are turned into Arrow
-tables where the file is read; the batch (``analyzer.ingest.batch``) hands them to the sink,
+tables where the file is read; the batch (``analyzer.load.batch``) hands them to the sink,
 which settles their duplicates in SQL exactly as for a file loaded on its own. Either way, in a
 worker or not, the same code builds the same tables, so where a file was read changes nothing
 in the store.

@@ -1,5 +1,5 @@
 """An OpenRouter export read by DuckDB's CSV reader into the tables its loader types and stores
-from (analyzer.ingest.openrouter_csv): ``lf_or_typed``, a typed row per record read, in the
+from (analyzer.formats.bills.openrouter_csv): ``lf_or_typed``, a typed row per record read, in the
 file's order; ``lf_or_rej``, what the reader refused (its own table); and ``lf_or_fix``, the
 reasons of the lines the careful read stood in for. One pass reads and types
 (``sql/ingest/bills/openrouter/typed.sql``).
@@ -41,7 +41,7 @@ def stage(
 ) -> None:
     """Read the export, its header ``names`` split by ``delim``, into the tables (dropped
     first): ``typing`` and ``params`` are the slots and parameters of ``typed.sql`` that say
-    how the rows are typed (analyzer.ingest.openrouter_csv)."""
+    how the rows are typed (analyzer.formats.bills.openrouter_csv)."""
     src = ctx.source
     shape = (delim, len(names))
     engine.run("DROP TABLE IF EXISTS lf_or_fix")

@@ -20,7 +20,7 @@
   ``extra.timestamp``; its ``tool`` messages keep ``extra.returncode``, ``extra.timestamp``,
   ``extra.raw_output`` and ``extra.exception_info``; ``info`` says how the run ended
   (``exit_status``) and what it cost (``model_stats``): the run's own verdict, kept as a
-  ``runs`` row as for mini-swe-agent 1.x (``analyzer.ingest.mini_swe_agent``). Any
+  ``runs`` row as for mini-swe-agent 1.x (``analyzer.formats.mini_swe_agent``). Any
   conversation whose messages carry this ``extra`` is read so, whatever the file is called. A
   field of the message itself wins over the same field under ``extra``. What is read from
   there, and how sure its meaning is:
@@ -85,6 +85,7 @@ from typing import Any
 import orjson
 
 from analyzer.errors import InputError
+from analyzer.formats.mini_swe_agent import run_of_info
 from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.content import digest, run_start, tool_call_said
 from analyzer.ingest.lowering import (
@@ -95,7 +96,6 @@ from analyzer.ingest.lowering import (
     text_measure,
     tool_result_said,
 )
-from analyzer.ingest.mini_swe_agent import run_of_info
 from analyzer.ingest.reading import read_json_document
 from analyzer.ingest.rows import CallRow, MessageRow
 from analyzer.ingest.spec import FormatSpec

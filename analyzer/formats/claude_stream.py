@@ -53,7 +53,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analyzer.ingest import claude_code
+from analyzer.formats import claude_code
 from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import Lowering, brief, excerpt, text_measure

@@ -56,10 +56,14 @@ import pyarrow as pa
 from analyzer.console import warn
 from analyzer.engine.engine import Engine
 from analyzer.errors import InputError
+from analyzer.formats.bills.sessions import (
+    interleaved_streams_sql,
+    renumber_streams,
+    with_sessions_sql,
+)
 from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.csv_scan import UNTERMINATED, fields, table
 from analyzer.ingest.reading import read_text
-from analyzer.ingest.sessions import interleaved_streams_sql, renumber_streams, with_sessions_sql
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_str, parse_time
 from analyzer.model.formatting import cost

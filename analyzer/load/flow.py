@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import analyzer.ingest as registry  # read at call time: the registry imports this module
+import analyzer.formats as registry  # the formats this load sniffs for
 from analyzer.console import Counter, progress, warn
 from analyzer.engine import cache
 from analyzer.engine.default_store import this_machine
@@ -32,23 +32,8 @@ from analyzer.ingest.base import (
     SourceFile,
     Unchunkable,
 )
-from analyzer.ingest.batch import (
-    BATCH_FILE_BYTES,
-    Batch,
-    Pending,
-    SourceIndex,
-    check_accounting,
-    strict_error,
-)
-from analyzer.ingest.discovery import Found, Walk, discover
 from analyzer.ingest.encodings import ENCODING_NAMES, is_utf8
-from analyzer.ingest.interrupts import Run
-from analyzer.ingest.prepare import fingerprint, read_staged, run_loader, sniff
 from analyzer.ingest.reading import read_head, salvage_gzip
-from analyzer.ingest.reports import (
-    FileReport as FileReport,  # re-exported: what ingest reports of each file
-)
-from analyzer.ingest.reports import looks_like_data, no_calls_reason
 from analyzer.ingest.resume import (
     FIRST_READ,
     After,
@@ -60,8 +45,23 @@ from analyzer.ingest.resume import (
     point_of,
 )
 from analyzer.ingest.sink import FileFacts, Sink, SourceRow
-from analyzer.ingest.staged import from_wire
-from analyzer.ingest.workers import Job, Prepared, Workers, count
+from analyzer.load.batch import (
+    BATCH_FILE_BYTES,
+    Batch,
+    Pending,
+    SourceIndex,
+    check_accounting,
+    strict_error,
+)
+from analyzer.load.discovery import Found, Walk, discover
+from analyzer.load.interrupts import Run
+from analyzer.load.prepare import fingerprint, read_staged, run_loader, sniff
+from analyzer.load.reports import (
+    FileReport as FileReport,  # re-exported: what ingest reports of each file
+)
+from analyzer.load.reports import looks_like_data, no_calls_reason
+from analyzer.load.staged import from_wire
+from analyzer.load.workers import Job, Prepared, Workers, count
 
 PROGRESS_MIN_BYTES = 50 * 1024 * 1024
 
@@ -484,10 +484,10 @@ def load_files(
     store: Store, files: list[Found], options: IngestOptions, run: Run | None = None
 ) -> list[FileReport]:
     """Load ``files`` in order, counting them on a terminal (small agent logs a batch at a
-    time, see ``analyzer.ingest.batch``). Ctrl-C stops between two records of a file: nothing
+    time, see ``analyzer.load.batch``). Ctrl-C stops between two records of a file: nothing
     of that file is stored (its transaction is rolled back), the files read before it are (a
     second Ctrl-C leaves them out too), and ``Interrupted`` says how many files this ``run``
-    stored, as counted in the store (``analyzer.ingest.interrupts``). What is stored is marked
+    stored, as counted in the store (``analyzer.load.interrupts``). What is stored is marked
     as read on ``options.machine`` (default: this machine)."""
     run = run or Run(store)
     run.found = len(files)
@@ -555,7 +555,7 @@ def _load_files(store: Store, files: list[Found], options: IngestOptions) -> lis
 
 
 class _Ahead:
-    """The files the workers are asked to read ahead of the writer (``analyzer.ingest.workers``):
+    """The files the workers are asked to read ahead of the writer (``analyzer.load.workers``):
     the next ones not known to be unchanged, while the input asked for stays small."""
 
     def __init__(self, files: list[Found], options: IngestOptions, index: SourceIndex) -> None:

@@ -1,7 +1,7 @@
 """OpenAI's organisation usage and costs: a bill per time bucket, not per call.
 
 Read as a bucketed bill (``KIND = "bucket_bill"``), like Anthropic's reports
-(analyzer.ingest.anthropic_usage): never calls, shown in the spend views and reconciled with
+(analyzer.formats.bills.anthropic_usage): never calls, shown in the spend views and reconciled with
 the logged calls of each bucket (``usage reconcile``). Four shapes, found by content:
 
 * **Usage API, completions** (``GET /v1/organization/usage/completions``, saved as JSON: one
@@ -43,8 +43,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.buckets import (
+from analyzer.formats.bills.buckets import (
     Bucket,
     Buckets,
     Reading,
@@ -53,6 +52,7 @@ from analyzer.ingest.buckets import (
     read_csv,
     read_pages,
 )
+from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.reading import read_text
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_str, parse_time

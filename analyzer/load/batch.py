@@ -31,7 +31,7 @@ from analyzer.errors import ForensicsError, LoaderBug, StrictRejectError
 from analyzer.ingest.base import LoadResult
 from analyzer.ingest.resume import After, Prior, settle_all
 from analyzer.ingest.sink import FileFacts, Sink, SourceRow, in_order
-from analyzer.ingest.staged import Staged
+from analyzer.load.staged import Staged
 
 BATCH_FILE_BYTES = 8 << 20  # a bigger file is loaded on its own
 BATCH_BYTES = 48 << 20  # the input a batch holds in memory at most

@@ -6,10 +6,10 @@ unknown extra columns are ignored (and named once on stderr); only ``generation_
 
 The file is read by DuckDB's own CSV reader into a staging table of text columns (no Python per
 row: the same code takes a 10-million-row export), then typed and checked in SQL; when a stray
-quote or a record over its line limit made the reader lose records, it is read again, carefully
-(analyzer.ingest.openrouter_read). Rows the CSV reader cannot split (too few or too many fields,
-bad quoting, an unterminated quote, invalid UTF-8) and rows whose values do not parse go to
-``rejects`` with their line and reason; the rest load.
+quote or a record over its line limit made the reader lose records, it is read again,
+carefully (``openrouter_read``). Rows the CSV reader cannot split (too few or too many
+fields, bad quoting, an unterminated quote, invalid UTF-8) and rows whose values do not parse
+go to ``rejects`` with their line and reason; the rest load.
 
 Line numbers count CSV records with the header as line 1 (a quoted field spanning several
 physical lines counts once), the same convention DuckDB's reader uses for its own errors.
@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from analyzer.console import warn
 from analyzer.engine.engine import Engine
 from analyzer.errors import InputError, LoaderBug
-from analyzer.ingest.base import Head, LoadContext, LoadResult, SourceFile
-from analyzer.ingest.openrouter_read import UNITS, stage, store_refused
-from analyzer.ingest.sessions import (
+from analyzer.formats.bills.openrouter_read import UNITS, stage, store_refused
+from analyzer.formats.bills.sessions import (
     interleaved_streams_sql,
     numbered_sql,
     renumber_streams,
     session_id_sql,
 )
+from analyzer.ingest.base import Head, LoadContext, LoadResult, SourceFile
 from analyzer.ingest.spec import FormatSpec
 
 KNOWN_COLUMNS = (

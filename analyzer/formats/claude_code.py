@@ -595,6 +595,6 @@ SPEC = FormatSpec(
     load=load,
     homes=homes,
     agent_folders=(".claude",),  # a hidden folder a walk of a home folder enters
-    batch=True,  # small files are loaded many at a time (analyzer.ingest.batch)
+    batch=True,  # small files are loaded many at a time (analyzer.load.batch)
     resumes=True,  # a transcript that grew is read on from where it was read to
 )

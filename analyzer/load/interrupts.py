@@ -4,7 +4,7 @@ believed it was doing when the signal came (a batch whose ``COMMIT`` had just en
 read before the one under way that were then stored).
 
 The files are counted by their ``sources`` rows: a file is stored whole or not at all, with
-its row (``analyzer.ingest.flow``, ``analyzer.ingest.batch``).
+its row (``analyzer.load.flow``, ``analyzer.load.batch``).
 """
 
 from __future__ import annotations

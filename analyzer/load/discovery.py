@@ -8,7 +8,7 @@ from pathlib import Path
 
 from analyzer.console import warn
 from analyzer.errors import InputError
-from analyzer.ingest.reports import FileReport
+from analyzer.load.reports import FileReport
 
 
 def _named(arg: str, full_paths: bool) -> Path:

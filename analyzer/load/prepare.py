@@ -1,5 +1,5 @@
 """What is done to a file before it is stored, the same in this process and in a worker
-(``analyzer.ingest.workers``): its format sniffed, its bytes hashed and checked, and a loader
+(``analyzer.load.workers``): its format sniffed, its bytes hashed and checked, and a loader
 run, its failures turned into what the user is told."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-import analyzer.ingest as registry  # read at call time: the registry imports this module
+import analyzer.formats as registry  # the formats this load sniffs for
 from analyzer.engine.store import interrupted
 from analyzer.errors import DamagedGzipError, ForensicsError, InputError, LoaderBug
 from analyzer.ingest.base import (
@@ -24,10 +24,10 @@ from analyzer.ingest.base import (
     Unbatchable,
     Unchunkable,
 )
-from analyzer.ingest.checks import sha256_of
 from analyzer.ingest.encodings import LineEnds, Utf8Tally
 from analyzer.ingest.resume import PrefixDigests
-from analyzer.ingest.staged import Staged, stage
+from analyzer.load.checks import sha256_of
+from analyzer.load.staged import Staged, stage
 
 
 def fingerprint(

@@ -79,10 +79,10 @@ from typing import Any
 import orjson
 
 from analyzer.errors import InputError
+from analyzer.formats.openhands_events import Session, Usage, run_row, usages_of
 from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import Lowering, brief
-from analyzer.ingest.openhands_events import Session, Usage, run_row, usages_of
 from analyzer.ingest.reading import MAX_DOCUMENT_BYTES, read_json_document
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_list, as_str

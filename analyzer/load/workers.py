@@ -5,8 +5,8 @@ of it (``MIN_BYTES``) and cores to spare (up to two workers, as many as the core
 ingest starts; ``$LLM_FORENSICS_INGEST_WORKERS`` says how many instead, 0 for none),
 a few worker processes read the files ahead of the one that writes the store: each hashes a
 file, checks its bytes and, for a small file of a format that is loaded in batches, reads it
-into Arrow tables (``analyzer.ingest.staged``), exactly as this process would
-(``analyzer.ingest.prepare``). The writer takes the results in file order and decides
+into Arrow tables (``analyzer.load.staged``), exactly as this process would
+(``analyzer.load.prepare``). The writer takes the results in file order and decides
 everything else as before (unchanged files, duplicates, batches, errors), so the store's
 contents and the order files are written in do not depend on the workers' timing; a result it
 cannot use (the file changed since it was asked for, a worker that died) is computed here
@@ -80,9 +80,9 @@ class Prepared:
 def prepare(job: Job, options: IngestOptions) -> Prepared | None:
     """A file read as ``flow.ingest_file`` reads it; None when there is nothing to give (the
     writer then does it all itself)."""
-    from analyzer.ingest.prepare import fingerprint, read_staged, sniff
     from analyzer.ingest.reading import read_head
-    from analyzer.ingest.staged import to_wire
+    from analyzer.load.prepare import fingerprint, read_staged, sniff
+    from analyzer.load.staged import to_wire
 
     path = Path(job.path)
     try:
@@ -322,5 +322,5 @@ _START = (
     "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
     "hasattr(signal, 'pthread_sigmask') and "
     "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
-    f"import sys; sys.path.insert(0, {_ROOT!r}); from analyzer.ingest.workers import serve; serve()"
+    f"import sys; sys.path.insert(0, {_ROOT!r}); from analyzer.load.workers import serve; serve()"
 )
