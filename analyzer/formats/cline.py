@@ -52,16 +52,10 @@ from typing import Any
 
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.content import tool_call_said
-from analyzer.ingest.lowering import (
-    Lowering,
-    brief,
-    excerpt,
-    text_measure,
-    tool_result_said,
-)
+from analyzer.ingest.conversation import Conversation
+from analyzer.ingest.lowering import Lowering, brief, text_measure
 from analyzer.ingest.reading import read_json_document
-from analyzer.ingest.rows import CallRow, MessageRow
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.runs import outcome
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import (
@@ -144,17 +138,11 @@ def _result_text(content: object) -> str:
 
 class _Reader:
     def __init__(self, ctx: LoadContext) -> None:
+        name = Path(ctx.source.path).name
+        self.talk = Conversation(name.split(".", 1)[0] or name)  # the session's messages
         self.ctx = ctx
         self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
-        name = Path(ctx.source.path).name
-        self.session = name.split(".", 1)[0] or name
-        self.turn: str | None = None
-        self.idx = 0
         self.seq = 0
-
-    def next_idx(self) -> int:
-        self.idx += 1
-        return self.idx
 
     def message(self, n: int, m: dict[str, Any]) -> None:
         role = m.get("role")
@@ -175,44 +163,21 @@ class _Reader:
         if text or (not results and any(kind_of(b) in ("file", "image") for b in blocks)):
             agent = text.lstrip().startswith("[SYSTEM]")
             if not agent:
-                self.turn = f"{self.session}:{mid}"
-            chars, visible = text_measure(text)
-            self.low.add_message(
-                MessageRow(
-                    session_id=self.session,
-                    idx=self.next_idx(),
-                    role="user",
-                    kind="system" if agent else "prompt",
-                    ts=ts,
-                    turn_id=self.turn,
-                    text_chars=chars,
-                    visible_chars=visible,
-                    excerpt=excerpt(text),
-                    n_records=records,
-                )
-            )
+                self.talk.turn = f"{self.talk.session}:{mid}"
+            self.low.add_message(self.talk.prompt(text, ts=ts, agent=agent, records=records))
             records = 0
         for b in results:
             content = b.get("content")
             flag = b.get("is_error", False)
-            is_error = flag if isinstance(flag, bool) else None
-            rtext = _result_text(content)
-            chars, visible = text_measure(rtext)
             self.low.add_message(
-                MessageRow(
-                    session_id=self.session,
-                    idx=self.next_idx(),
-                    role="tool",
-                    kind="tool_result",
+                self.talk.tool_result(
+                    content,
+                    flag if isinstance(flag, bool) else None,
                     ts=ts,
-                    turn_id=self.turn,
-                    text_chars=chars,
-                    visible_chars=visible,
-                    tool_name=as_str(b.get("name")),
-                    tool_use_id=as_str(b.get("tool_use_id")),
-                    **tool_result_said(content, is_error),
-                    excerpt=excerpt(rtext),
-                    n_records=records,
+                    text=_result_text(content),
+                    use_id=as_str(b.get("tool_use_id")),
+                    name=as_str(b.get("name")),
+                    records=records,
                 )
             )
             records = 0
@@ -228,7 +193,7 @@ class _Reader:
         info = as_dict(m.get("modelInfo"))
         provider = as_str(info.get("provider"))
         metrics = as_dict(m.get("metrics"))
-        native = f"{self.session}:{mid}"
+        native = f"{self.talk.session}:{mid}"
         call_id = self.low.call_id(native)
         self.seq += 1
         call = CallRow(
@@ -236,9 +201,9 @@ class _Reader:
             response_id=None,
             line=n,
             ts=ts,
-            session_id=self.session,
-            stream_key=self.session,
-            turn_id=self.turn,
+            session_id=self.talk.session,
+            stream_key=self.talk.session,
+            turn_id=self.talk.turn,
             seq=self.seq,
             model=as_str(info.get("id")),
             provider=None if provider in _GATEWAYS else provider,
@@ -256,40 +221,22 @@ class _Reader:
             call.cost_usd, call.cost_basis = cost, "reported"
         self.low.add_call(call)
         if chars:
-            self.low.add_message(
-                MessageRow(
-                    session_id=self.session,
-                    idx=self.next_idx(),
-                    role="assistant",
-                    kind="text",
-                    ts=ts,
-                    turn_id=self.turn,
-                    text_chars=chars,
-                    visible_chars=visible,
-                    excerpt=excerpt(text),
-                    call_id=call_id,
-                    n_records=0,
-                )
-            )
+            self.low.add_message(self.talk.said(text, ts=ts, call_id=call_id))
         for b in tools:
-            args = b.get("input")
             self.low.add_message(
-                MessageRow(
-                    session_id=self.session,
-                    idx=self.next_idx(),
-                    role="assistant",
+                self.talk.tool_call(
+                    as_str(b.get("name")),
+                    b.get("input"),
+                    as_str(b.get("id")),
                     ts=ts,
-                    turn_id=self.turn,
                     call_id=call_id,
-                    **tool_call_said(as_str(b.get("name")), args, as_str(b.get("id"))),
-                    n_records=0,
                 )
             )
 
 
 def _load_session(ctx: LoadContext, doc: dict[str, Any]) -> LoadResult:
     reader = _Reader(ctx)
-    reader.session = as_str(doc.get("sessionId")) or reader.session
+    reader.talk.session = as_str(doc.get("sessionId")) or reader.talk.session
     for n, m in enumerate(doc["messages"], 1):
         reader.low.read()
         if isinstance(m, dict):
