@@ -1,7 +1,8 @@
 """The layers are a contract: checked here over every import in analyzer/.
 
-cli -> pipeline -> report / summary -> backtest / detect / link -> ingest -> store -> the
-foundation (sql, pricing, errors, formatting). A module may import modules of its own layer
+cli -> pipeline (api, sample) -> report and views -> analysis (detect, guards) -> load (reading
+files into the store) -> formats (one module per input format) -> ingest (the machinery a format
+is written with) -> engine (the store, the SQL) -> the foundation (model, errors, console). A module may import modules of its own layer
 or any layer below, never one above; and no module imports itself round a circle. The size
 rule is on functions, not files: the figures of ``tests/architecture_figures.py`` (functions
 over 80 lines among them) may only fall.
@@ -222,16 +223,53 @@ def test_no_fmt_skip() -> None:
     assert measure()["fmt_skip"] == 0
 
 
+FORMAT_MODULES = sorted(p for p in (PACKAGE / "formats").rglob("*.py"))
+
+
 def test_a_format_is_given_an_engine_never_a_connection() -> None:
-    """The input formats (each module declaring a ``SPEC``) run SQL through the load's engine
+    """The input formats (``analyzer/formats/``) run SQL through the load's engine
     (``LoadContext.engine``): none imports duckdb or reaches for a raw connection."""
-    formats = [
-        p
-        for p in sorted((PACKAGE / "formats").rglob("*.py"))
-        if "SPEC = FormatSpec(" in p.read_text()
-    ]
-    assert len(formats) >= 18
-    for path in formats:
+    specs = [p for p in FORMAT_MODULES if "SPEC = FormatSpec(" in p.read_text()]
+    assert len(specs) >= 18
+    for path in FORMAT_MODULES:
         text = path.read_text(encoding="utf-8")
         assert "import duckdb" not in text, path.name
         assert ".con)" not in text and "ctx.con" not in text and ".con." not in text, path.name
+
+
+# What a format may import besides the machinery's public pieces: other formats, the
+# foundation, and the type of the engine it is handed.
+FORMAT_MAY_IMPORT = (
+    "analyzer.formats",
+    "analyzer.errors",
+    "analyzer.console",
+    "analyzer.model",
+    "analyzer.engine.engine",
+)
+
+
+def test_a_format_imports_only_the_machinerys_public_pieces() -> None:
+    """A format imports of ``analyzer.ingest`` only the modules its ``PUBLIC`` names (never
+    the sink, its Arrow tables or the masks behind the content keys), and nothing of the
+    load, the analysis or above."""
+    from analyzer.ingest import PUBLIC
+
+    wrong: dict[str, list[str]] = {}
+    for m in MODULES:
+        if not m.startswith("analyzer.formats"):
+            continue
+        for dep in sorted(GRAPH[m]):
+            if dep.startswith("analyzer.ingest."):
+                ok = dep.split(".")[2] in PUBLIC
+            else:
+                ok = any(dep == a or dep.startswith(a + ".") for a in FORMAT_MAY_IMPORT)
+            if not ok:
+                wrong.setdefault(m, []).append(dep)
+    assert wrong == {}, f"formats importing what is not the machinery's public pieces: {wrong}"
+
+
+def test_a_format_says_what_was_said_through_the_conversation_builder() -> None:
+    """No format builds a message row by hand: it says what a session said with the builder
+    (``ingest/conversation.py``), which numbers, measures and excerpts every message alike."""
+    by_hand = [p.name for p in FORMAT_MODULES if "MessageRow" in p.read_text(encoding="utf-8")]
+    assert by_hand == [], f"message rows built by hand in: {by_hand}"

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from analyzer.engine.engine import fill, statements, unit_text
+from analyzer.errors import ForensicsError
 from analyzer.guards.primitives.live import Tracker
 
 # One call of the replay: what a policy's expressions may use, with its type.
@@ -111,9 +112,15 @@ class Primitive:
     always_listed: ClassVar[tuple[str, ...]] = ()
     sweepable: ClassVar[tuple[str, ...]] = ()
     expressions: ClassVar[tuple[str, ...]] = ()  # settings that are SQL over one call
+    # Settings a policy must give, and what each is (for the error that says it is missing).
+    required: ClassVar[dict[str, str]] = {}
 
     def check(self, raw: dict[str, Any], where: str) -> None:
-        """Raise a ForensicsError naming ``where`` if ``raw`` (a policy's TOML) is wrong."""
+        """Raise a ForensicsError naming ``where`` if ``raw`` (a policy's TOML) is wrong: by
+        default, if it lacks one of the ``required`` settings."""
+        for name, what in self.required.items():
+            if not raw.get(name):
+                raise ForensicsError(f"{where}: a {self.name} needs '{name}' ({what})")
 
     def listed(self, p: Settings) -> dict[str, Any]:
         out = {}
@@ -128,6 +135,11 @@ class Primitive:
         before the call) for the calls where the value can reach a new threshold: the primitive's
         unit ``sql/guards/trace_<name>.sql``, filled (``seen_sql`` gives what it reads)."""
         raise NotImplementedError
+
+    def traced(self, p: Settings, carry: dict[str, str], unit: str, **names: str) -> str:
+        """The trace unit ``sql/guards/<unit>.sql`` filled: what it reads (``seen_sql``), the
+        columns it keeps, and the primitive's own ``names``."""
+        return unit_sql(f"guards/{unit}.sql", seen=seen_sql(p, carry), keep=keep(carry), **names)
 
     def tracker(self, p: Settings) -> Tracker:
         """The value kept call by call by a live guard, as the trace computes it (a class of

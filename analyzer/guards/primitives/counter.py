@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from analyzer.errors import ForensicsError
-from analyzer.guards.primitives.base import Primitive, Settings, as_bool, keep, seen_sql, unit_sql
+from analyzer.guards.primitives.base import Primitive, Settings, as_bool
 from analyzer.guards.primitives.live import Seen, Step, Tracker
 
 
@@ -22,25 +21,23 @@ class Counter(Primitive):
     always_listed: ClassVar[tuple[str, ...]] = ("weight",)
     expressions: ClassVar[tuple[str, ...]] = ("count", "reset", "weight")
 
-    def check(self, raw: dict[str, Any], where: str) -> None:
-        if not raw.get("count"):
-            raise ForensicsError(f"{where}: a {self.name} needs 'count' (what it counts)")
+    required: ClassVar[dict[str, str]] = {"count": "what it counts"}
 
     def trace(self, p: Settings, carry: dict[str, str]) -> str:
         # A counter's value only rises at the calls that count, so only those are traced: each
         # counts from the unit's last reset before it. Counting by one, a running count over
         # the replay (no sort); any other weight sums in the unit's own order.
         names = {
-            "seen": seen_sql(p, carry),
-            "keep": keep(carry),
             "count": as_bool(p.setting("count"), "true"),
             "reset": as_bool(p.setting("reset"), "false"),
         }
         if self.unit_steps(p):
-            return unit_sql("guards/trace_counter.sql", **names)
+            return self.traced(p, carry, "trace_counter", **names)
         segment = "max(CASE WHEN rst THEN pos END) OVER r" if p.setting("reset") else None
-        return unit_sql(
-            "guards/trace_counter_weighted.sql",
+        return self.traced(
+            p,
+            carry,
+            "trace_counter_weighted",
             **names,
             weight=str(p.setting("weight")),
             segment=segment or "NULL::BIGINT",
@@ -65,8 +62,7 @@ class Budget(Counter):
     name: ClassVar[str] = "budget"
     defaults: ClassVar[dict[str, Any]] = {"count": "true", "reset": None, "weight": "cost_usd"}
 
-    def check(self, raw: dict[str, Any], where: str) -> None:
-        pass
+    required: ClassVar[dict[str, str]] = {}
 
     def describe(self, p: Settings, value: float) -> str:
         if str(p.setting("weight")) == "cost_usd":

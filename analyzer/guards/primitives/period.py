@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from analyzer.errors import ForensicsError
-from analyzer.guards.primitives.base import Settings, keep, seen_sql, unit_sql
+from analyzer.guards.primitives.base import Settings
 from analyzer.guards.primitives.live import Seen, Step, Tracker
 from analyzer.guards.primitives.run_length import RunLength
 
@@ -29,13 +29,8 @@ class Period(RunLength):
             raise ForensicsError(f"{where}: 'period' is a whole number of calls, at least 2")
 
     def trace(self, p: Settings, carry: dict[str, str]) -> str:
-        return unit_sql(
-            "guards/trace_period.sql",
-            seen=seen_sql(p, carry),
-            keep=keep(carry),
-            key=str(p.setting("key")),
-            period=str(int(p.setting("period"))),
-        )
+        key, period = str(p.setting("key")), str(int(p.setting("period")))
+        return self.traced(p, carry, "trace_period", key=key, period=period)
 
     def tracker(self, p: Settings) -> Tracker:
         return PeriodTracker(period=int(p.setting("period")))

@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from analyzer.errors import ForensicsError
-from analyzer.guards.primitives.base import Primitive, Settings, keep, seen_sql, unit_sql
+from analyzer.guards.primitives.base import Primitive, Settings
 from analyzer.guards.primitives.live import Seen, Step, Tracker
 
 
@@ -19,17 +18,10 @@ class RunLength(Primitive):
     defaults: ClassVar[dict[str, Any]] = {"key": None}
     expressions: ClassVar[tuple[str, ...]] = ("key",)
 
-    def check(self, raw: dict[str, Any], where: str) -> None:
-        if not raw.get("key"):
-            raise ForensicsError(f"{where}: a {self.name} needs 'key' (what must repeat)")
+    required: ClassVar[dict[str, str]] = {"key": "what must repeat"}
 
     def trace(self, p: Settings, carry: dict[str, str]) -> str:
-        return unit_sql(
-            "guards/trace_run_length.sql",
-            seen=seen_sql(p, carry),
-            keep=keep(carry),
-            key=str(p.setting("key")),
-        )
+        return self.traced(p, carry, "trace_run_length", key=str(p.setting("key")))
 
     def unit_steps(self, p: Settings) -> bool:
         return True

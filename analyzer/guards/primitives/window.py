@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from analyzer.errors import ForensicsError
-from analyzer.guards.primitives.base import Primitive, Settings, as_bool, keep, seen_sql, unit_sql
+from analyzer.guards.primitives.base import Primitive, Settings, as_bool
 from analyzer.guards.primitives.live import Seen, Step, Tracker, micros
 
 
@@ -24,23 +24,20 @@ class Window(Primitive):
     sweepable: ClassVar[tuple[str, ...]] = ("size", "seconds")
     expressions: ClassVar[tuple[str, ...]] = ("count",)
 
+    required: ClassVar[dict[str, str]] = {"count": "what it counts"}
+
     def check(self, raw: dict[str, Any], where: str) -> None:
-        if not raw.get("count"):
-            raise ForensicsError(f"{where}: a window needs 'count'")
+        super().check(raw, where)
         if ("size" in raw) == ("seconds" in raw):
             raise ForensicsError(f"{where}: a window needs one of 'size' (calls) or 'seconds'")
 
     def trace(self, p: Settings, carry: dict[str, str]) -> str:
-        names = {
-            "seen": seen_sql(p, carry),
-            "keep": keep(carry),
-            "count": as_bool(p.setting("count"), "true"),
-        }
+        count = as_bool(p.setting("count"), "true")
         size = p.setting("size")
         if size is not None:
-            return unit_sql("guards/trace_window_size.sql", **names, size=str(int(size)))
-        seconds = float(p.setting("seconds") or 0)
-        return unit_sql("guards/trace_window_seconds.sql", **names, seconds=str(seconds))
+            return self.traced(p, carry, "trace_window_size", count=count, size=str(int(size)))
+        seconds = str(float(p.setting("seconds") or 0))
+        return self.traced(p, carry, "trace_window_seconds", count=count, seconds=seconds)
 
     def unit_steps(self, p: Settings) -> bool:
         # A window of seconds can jump where the calls' clock runs backwards.
