@@ -142,6 +142,10 @@ def test_detect_replaces_its_incidents_and_filters(ingested_sample_db: Path) -> 
         (["--fail-on", "info", "--only", "session_cost_outlier"], 0),
         (["--fail-on-waste", "10"], 1),
         (["--fail-on-waste", "1000"], 0),
+        (["--fail-on-waste", "$1,000"], 0),  # read as dollars, exactly (a Decimal)
+        (["--fail-on-waste", "-1"], 2),
+        (["--fail-on-waste", "lots"], 2),
+        (["--fail-on-waste", "nan"], 2),
         (["--only", "no_such_detector"], 2),
         (["--param", "constant_input_low_output.nope=1"], 2),
         (["--param", "constant_input_low_output.min_run=many"], 2),

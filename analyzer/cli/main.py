@@ -262,7 +262,7 @@ def audit(
     view: View,
     selection: Selection,
     fail_on: str | None,
-    fail_on_waste: float | None,
+    fail_on_waste: Decimal | None,
     output: str | None,
     report_format: str | None,
     top_incidents: int,
@@ -362,7 +362,7 @@ def detect_command(
     folder: str | None,
     master: str | None,
     fail_on: str | None,
-    fail_on_waste: float | None,
+    fail_on_waste: Decimal | None,
     as_json: bool,
 ) -> None:
     """Run the detectors over the store and record their incidents.

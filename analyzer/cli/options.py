@@ -34,6 +34,29 @@ from analyzer.views.view import View as Shown
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr)?\s*$", re.IGNORECASE)
 
 
+class Dollars(click.ParamType[Decimal]):
+    """An amount of US dollars, exact: a ``Decimal``, never below 0 (``--fail-on-waste``,
+    ``--max-false-usd``), so it is compared with the store's exact sums as it was written."""
+
+    name = "usd"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> Decimal:
+        if isinstance(value, Decimal):
+            return value
+        try:
+            amount = Decimal(str(value).strip().removeprefix("$").replace(",", ""))
+        except ArithmeticError:
+            amount = None
+        if amount is None or not amount.is_finite() or amount < 0:
+            self.fail(f"{value!r} is not an amount of dollars (a number, 0 or more)", param, ctx)
+        return amount
+
+
+DOLLARS = Dollars()
+
+
 def parse_duration(text: str) -> int:
     """``90s``, ``30m``, ``2h``, or a bare number of minutes, as whole seconds.
 
@@ -234,7 +257,7 @@ def detector_options(f: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--fail-on-waste",
-            type=float,
+            type=DOLLARS,
             default=None,
             metavar="USD",
             help="Exit 1 if the incidents waste at least this many dollars.",
@@ -416,7 +439,7 @@ def policies_named(files: tuple[str, ...], only: tuple[str, ...] = ()) -> list[P
 def failing(
     incidents: list[Incident],
     fail_on: str | None,
-    fail_on_waste: float | None,
+    fail_on_waste: Decimal | None,
     wasted: Decimal | None = None,
 ) -> bool:
     """Whether the run fails (exit 1) under --fail-on / --fail-on-waste; says why on stderr.
@@ -434,7 +457,7 @@ def failing(
     if fail_on_waste is not None:
         if wasted is None:
             wasted = sum((i.wasted_usd for i in incidents), Decimal(0))
-        if float(wasted) >= fail_on_waste:
+        if wasted >= fail_on_waste:
             click.echo(
                 f"exit 1: the incidents wasted {money(wasted)}, at least "
                 f"--fail-on-waste {fail_on_waste:g}",

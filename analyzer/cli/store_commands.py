@@ -13,6 +13,7 @@ import click
 
 from analyzer.api import home
 from analyzer.cli.options import (
+    DOLLARS,
     Option,
     View,
     chatter_options,
@@ -147,7 +148,7 @@ def _budget_option(name: str, kind: click.ParamType[Any], metavar: str, allows: 
 )
 @_budget_option(
     "--max-false-usd",
-    click.FloatRange(min=0),
+    DOLLARS,
     "USD",
     "false trips that kill at most this much work instead",
 )
@@ -162,7 +163,7 @@ def backtest_command(
     labels: str | None,
     recommend: bool,
     max_false_trips: int | None,
-    max_false_usd: float | None,
+    max_false_usd: Decimal | None,
     as_json: bool,
 ) -> None:
     """Replay the stored calls through guard policies: which would have stopped each incident,
@@ -222,7 +223,7 @@ def _recommend(
     policies: list[Policy],
     sweeps: dict[str, tuple[str, list[float]]],
     max_false_trips: int | None,
-    max_false_usd: float | None,
+    max_false_usd: Decimal | None,
     as_json: bool,
 ) -> None:
     from analyzer.guards.recommend import Budget, recommend

@@ -38,11 +38,11 @@ class Budget:
     """How much harm a recommendation may do: false trips in number or in dollars."""
 
     max_false_trips: int | None = None
-    max_false_usd: float | None = None
+    max_false_usd: Decimal | None = None
 
     def allows(self, r: Result) -> bool:
         if self.max_false_usd is not None:
-            return r.usd_false_trips <= Decimal(str(self.max_false_usd))
+            return r.usd_false_trips <= self.max_false_usd
         return r.false_trips <= (self.max_false_trips or 0)
 
     def describe(self) -> str:
