@@ -2,10 +2,10 @@
 
 cli -> pipeline (api, sample) -> report and views -> analysis (detect, guards) -> load (reading
 files into the store) -> formats (one module per input format) -> ingest (the machinery a format
-is written with) -> engine (the store, the SQL) -> the foundation (model, errors, console). A module may import modules of its own layer
-or any layer below, never one above; and no module imports itself round a circle. The size
-rule is on functions, not files: the figures of ``tests/architecture_figures.py`` (functions
-over 80 lines among them) may only fall.
+is written with) -> engine (the store, the SQL) -> the foundation (model, errors, console). A
+module may import modules of its own layer or any layer below, never one above; and no module
+imports itself round a circle. The size rule is on functions, not files: the figures of
+``tests/architecture_figures.py`` (functions over 80 lines among them) may only fall.
 """
 
 from __future__ import annotations

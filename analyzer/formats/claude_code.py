@@ -55,20 +55,13 @@ from analyzer.ingest.base import (
     Unchunkable,
 )
 from analyzer.ingest.content import args_text
+from analyzer.ingest.conversation import Conversation
 from analyzer.ingest.jsonl import checkpoint, head_objects, json_lines
-from analyzer.ingest.lowering import (
-    EXCERPT_CHARS,
-    Lowering,
-    args_hash,
-    brief,
-    excerpt,
-    text_measure,
-    tool_result_said,
-)
+from analyzer.ingest.lowering import EXCERPT_CHARS, Lowering, args_hash, brief
 from analyzer.ingest.output_estimate import OutputTally, settle
 from analyzer.ingest.reading import LineEnds
 from analyzer.ingest.resume import Closed
-from analyzer.ingest.rows import CallRow, MessageRow
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_str, as_text, kind_of, parse_time
@@ -111,20 +104,21 @@ def sniff(head: Head) -> bool:
     return False
 
 
-class _Session:
-    """Per (session, agent) state while reading a file."""
+class _Session(Conversation):
+    """Per (session, agent) state while reading a file: the session's messages (its turn and
+    the place of its last message), where it came from, and the number of its calls."""
+
+    session: str  # (a session here always has its id)
 
     def __init__(self, session_id: str, parent: str | None, agent: str | None) -> None:
-        self.session_id = session_id
+        super().__init__(session_id)
         self.parent = parent
         self.agent = agent
-        self.turn: str | None = None
-        self.idx = 0
         self.seq = 0
 
     def saved(self) -> list[Any]:
         """The session as JSON values (see ``restored``)."""
-        return [self.session_id, self.parent, self.agent, self.turn, self.idx, self.seq]
+        return [self.session, self.parent, self.agent, self.turn, self.idx, self.seq]
 
     @classmethod
     def restored(cls, saved: list[Any]) -> _Session:
@@ -132,10 +126,6 @@ class _Session:
         s = cls(str(session_id), parent, agent)
         s.turn, s.idx, s.seq = turn, int(idx), int(seq)
         return s
-
-    def next_idx(self) -> int:
-        self.idx += 1
-        return self.idx
 
 
 def _result_text(content: object) -> str:
@@ -276,17 +266,8 @@ class _Reader:
             _user(low, obj, self.session_of(obj), self.tz)
         elif kind == "system" and obj.get("subtype") == "compact_boundary":
             s = self.session_of(obj)
-            low.add_message(
-                MessageRow(
-                    session_id=s.session_id,
-                    idx=s.next_idx(),
-                    role="system",
-                    kind="compaction",
-                    ts=parse_time(obj.get("timestamp")),
-                    turn_id=s.turn,
-                    n_records=1,
-                )
-            )
+            ts = parse_time(obj.get("timestamp"))
+            low.add_message(s.message("system", "compaction", ts=ts, n_records=1))
         else:
             low.skip(str(kind_of(obj) or "untyped"))
 
@@ -407,8 +388,8 @@ def _new_call(
         response_id=msg_id,
         line=lineno,
         ts=parse_time(obj.get("timestamp"), tz),
-        session_id=s.session_id,
-        stream_key=s.session_id,
+        session_id=s.session,
+        stream_key=s.session,
         turn_id=s.turn,
         seq=s.seq,
         agent_id=s.agent,
@@ -463,36 +444,17 @@ def _said(
     """The content blocks of an assistant line: its text and tool calls as messages, its
     thinking measured."""
     ts = call.ts
-    call_id = None
+    call_id = low.call_id(str(call.native_id))
     for block in blocks:
         if not isinstance(block, dict):
             continue
         btype = block.get("type")
         if btype == "text":
-            said = block.get("text")
-            if isinstance(said, str):  # (as ``text_measure`` and ``excerpt``, inline)
-                chars = len(said)
-                visible = sum(map(len, said.split())) if chars else 0
-                cut: str | None = said[:EXCERPT_CHARS]
-            else:
-                chars = visible = 0
-                cut = None
-            call.add(content_chars=chars, visible_chars=visible)
+            row = s.said(block.get("text"), ts=ts, call_id=call_id)
+            low.add_message(row)
+            chars = row.text_chars or 0  # (measured once: the message's measures are the call's)
+            call.add(content_chars=chars, visible_chars=row.visible_chars or 0)
             tally.text_chars += chars
-            low.add_message(
-                MessageRow(
-                    session_id=s.session_id,
-                    idx=s.next_idx(),
-                    role="assistant",
-                    kind="text",
-                    ts=ts,
-                    turn_id=s.turn,
-                    text_chars=chars,
-                    visible_chars=visible,
-                    call_id=call_id or (call_id := low.call_id(str(call.native_id))),
-                    excerpt=cut,
-                )
-            )
         elif btype in ("thinking", "redacted_thinking"):
             call.add(
                 reasoning_chars=len(as_text(block.get("thinking")) or as_text(block.get("data")))
@@ -503,19 +465,17 @@ def _said(
             args = block.get("input")
             args_said = args_text(args)  # (once: measured, and its start kept as the excerpt)
             tally.add_args(block.get("name"), args_said)
+            # (not ``s.tool_call``: these rows have never had a meaning_key, which it adds)
             low.add_message(
-                MessageRow(
-                    session_id=s.session_id,
-                    idx=s.next_idx(),
-                    role="assistant",
-                    kind="tool_call",
+                s.message(
+                    "assistant",
+                    "tool_call",
                     ts=ts,
-                    turn_id=s.turn,
                     tool_name=as_str(block.get("name")),
                     tool_args_hash=args_hash(args),
                     excerpt=None if args_said is None else args_said[:EXCERPT_CHARS],
                     tool_use_id=as_str(block.get("id")),
-                    call_id=call_id or (call_id := low.call_id(str(call.native_id))),
+                    call_id=call_id,
                 )
             )
 
@@ -537,50 +497,28 @@ def _user(low: Lowering, obj: dict[str, Any], s: _Session, tz: str) -> None:
                     texts.append(b)
     elif isinstance(content, str):
         texts.append({"type": "text", "text": content})
-    first = True  # the line's first message accounts for it (n_records)
+    records = 1  # the line's first message accounts for it
 
     if texts and not results and not meta:
-        s.turn = f"{s.session_id}:{as_str(obj.get('uuid')) or s.idx + 1}"
+        s.turn = f"{s.session}:{as_str(obj.get('uuid')) or s.idx + 1}"
     for b in texts:
-        chars, visible = text_measure(b.get("text"))
-        low.add_message(
-            MessageRow(
-                kind="system" if meta else "prompt",
-                turn_id=s.turn,
-                text_chars=chars,
-                visible_chars=visible,
-                excerpt=excerpt(b.get("text")),
-                session_id=s.session_id,
-                idx=s.next_idx(),
-                role="user",
-                ts=ts,
-                n_records=1 if first else 0,
-            )
-        )
-        first = False
+        low.add_message(s.prompt(b.get("text"), ts=ts, agent=meta, records=records))
+        records = 0
     for b in results:
         result = b.get("content")
-        text = _result_text(result)
-        chars, visible = text_measure(text)
-        is_error = bool(b.get("is_error"))
         low.add_message(
-            MessageRow(
-                kind="tool_result",
-                turn_id=s.turn,
-                text_chars=chars,
-                visible_chars=visible,
-                tool_use_id=as_str(b.get("tool_use_id")),
-                **tool_result_said(result, is_error),
-                excerpt=excerpt(text),
-                session_id=s.session_id,
-                idx=s.next_idx(),
-                role="user",
+            s.tool_result(
+                result,
+                bool(b.get("is_error")),
                 ts=ts,
-                n_records=1 if first else 0,
+                text=_result_text(result),
+                use_id=as_str(b.get("tool_use_id")),
+                role="user",
+                records=records,
             )
         )
-        first = False
-    if first:  # nothing kept from this line (an image, an empty message)
+        records = 0
+    if records:  # nothing kept from this line (an image, an empty message)
         low.skip("user_without_text")
 
 

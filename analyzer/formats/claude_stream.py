@@ -56,8 +56,7 @@ from typing import Any
 from analyzer.formats import claude_code
 from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.jsonl import head_objects, json_lines
-from analyzer.ingest.lowering import Lowering, brief, excerpt, text_measure
-from analyzer.ingest.rows import MessageRow
+from analyzer.ingest.lowering import Lowering, brief, excerpt
 from analyzer.ingest.runs import outcome
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import MAX_COST, as_dict, as_int, as_str, kind_of
@@ -173,24 +172,11 @@ class _Stream:
         if msg.get("model") == SYNTHETIC and not as_str(msg.get("id")):
             # the CLI's own reply with no id to make a call of: what the run answered
             text = claude_code._result_text(msg.get("content"))
-            chars, visible = text_measure(text)
-            self.low.add_message(
-                MessageRow(
-                    session_id=s.session_id,
-                    idx=s.next_idx(),
-                    role="assistant",
-                    kind="synthetic",
-                    turn_id=s.turn,
-                    text_chars=chars,
-                    visible_chars=visible,
-                    excerpt=excerpt(text),
-                    n_records=1,
-                )
-            )
+            self.low.add_message(s.text("assistant", "synthetic", text, ts=None, records=1))
             return
         call = claude_code._assistant(self.low, obj, line, s, self.book, self.tz)
         if call is not None:
-            call.project = self.runs[s.parent or s.session_id].get("project")
+            call.project = self.runs[s.parent or s.session].get("project")
             if s.parent is None:
                 call.stream_key = self.stream
 

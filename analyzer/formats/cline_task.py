@@ -68,16 +68,10 @@ import orjson
 
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.content import tool_call_said
-from analyzer.ingest.lowering import (
-    Lowering,
-    brief,
-    excerpt,
-    text_measure,
-    tool_result_said,
-)
+from analyzer.ingest.conversation import Conversation
+from analyzer.ingest.lowering import Lowering, brief
 from analyzer.ingest.reading import read_json_document
-from analyzer.ingest.rows import CallRow, MessageRow
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_str, as_text, parse_time, stated_cost
 
@@ -162,9 +156,9 @@ class _Reader:
         self.ctx = ctx
         self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         path = Path(ctx.source.path)
-        self.session = path.parent.name if path.name == "ui_messages.json" else path.stem
+        # the task's messages (the session: the task folder's name, else the file's)
+        self.talk = Conversation(path.parent.name if path.name == "ui_messages.json" else path.stem)
         self.app = next((a for e, a in EXTENSIONS.items() if e in path.parts), None)
-        self.turn: str | None = None
         self.call: CallRow | None = None  # the request being read (added when done)
         # ... its provider id (where its own model is given) and its ``ClineApiReqInfo``
         self.provider: str | None = None
@@ -172,12 +166,7 @@ class _Reader:
         self.model: tuple[str | None, str | None] = (None, None)  # the last seen
         self.command: str | None = None  # the tool_use_id of the last command / MCP call
         self.mcp: str | None = None
-        self.idx = 0
         self.seq = 0
-
-    def next_idx(self) -> int:
-        self.idx += 1
-        return self.idx
 
     def see_model(self, m: dict[str, Any]) -> None:
         info = as_dict(m.get("modelInfo"))
@@ -218,7 +207,7 @@ class _Reader:
         if kind in _TURN_KINDS or (n == 1 and mtype == "say" and kind == "text"):
             self.prompt(m, ts, text)
         elif mtype == "say" and kind == "text":
-            self.content("text", ts, text)
+            self.content(ts, text)
         elif mtype == "say" and kind == "reasoning" and self.call is not None:
             self.call.add(reasoning_chars=len(as_text(text)), n_records=1)
         elif mtype == "ask" and kind == "api_req_failed" and self.call is not None:
@@ -257,7 +246,7 @@ class _Reader:
         self.flush()
         raw_ts = m.get("ts")
         ok = isinstance(raw_ts, int) and not isinstance(raw_ts, bool)
-        native = f"{self.session}:{raw_ts if ok else f'#{n}'}"
+        native = f"{self.talk.session}:{raw_ts if ok else f'#{n}'}"
         self.seq += 1
         reason = as_str(info.get("cancelReason"))
         failed = reason in _ERROR_REASONS or bool(as_str(info.get("streamingFailedMessage")))
@@ -265,9 +254,9 @@ class _Reader:
             native_id=native,
             line=n,
             ts=ts,
-            session_id=self.session,
-            stream_key=self.session,
-            turn_id=self.turn,
+            session_id=self.talk.session,
+            stream_key=self.talk.session,
+            turn_id=self.talk.turn,
             seq=self.seq,
             model=as_str(info.get("modelId")),
             app=self.app or ("roo-code" if "apiProtocol" in info else "cline"),
@@ -289,74 +278,33 @@ class _Reader:
         """The id of the call being built (None before the turn's first call)."""
         return self.low.call_id(str(self.call.native_id)) if self.call else None
 
-    def said(self, ts: Any, role: str, kind: str, text: object, measure: tuple[int, int]) -> None:
-        """A message of text (``measure``: its characters and visible characters), tied to the
-        call being built."""
-        chars, visible = measure
-        self.low.add_message(
-            MessageRow(
-                session_id=self.session,
-                idx=self.next_idx(),
-                role=role,
-                kind=kind,
-                ts=ts,
-                turn_id=self.turn,
-                text_chars=chars,
-                visible_chars=visible,
-                call_id=self.call_ref(),
-                excerpt=excerpt(text),
-                n_records=1,
-            )
-        )
-
     def prompt(self, m: dict[str, Any], ts: Any, text: object) -> None:
         self.flush()
         raw_ts = m.get("ts")
-        self.turn = f"{self.session}:{raw_ts if isinstance(raw_ts, int) else self.idx + 1}"
-        self.said(ts, "user", "prompt", text, text_measure(text))
+        turn = raw_ts if isinstance(raw_ts, int) else self.talk.idx + 1
+        self.talk.turn = f"{self.talk.session}:{turn}"
+        self.low.add_message(self.talk.prompt(text, ts=ts))
 
-    def content(self, kind: str, ts: Any, text: object) -> None:
-        chars, visible = text_measure(text)
+    def content(self, ts: Any, text: object) -> None:
+        row = self.talk.said(text, ts=ts, call_id=self.call_ref(), records=1)
         if self.call is not None:
-            self.call.add(content_chars=chars, visible_chars=visible)
-        self.said(ts, "assistant", kind, text, (chars, visible))
+            self.call.add(content_chars=row.text_chars or 0, visible_chars=row.visible_chars or 0)
+        self.low.add_message(row)
 
     def tool(self, ts: Any, name: str | None, args: object, tid: str | None = None) -> str:
-        idx = self.next_idx()
-        tid = tid or f"{self.session}#{idx}"
+        """A tool call's message; returns its id (else one of the place it is written at)."""
+        tid = tid or f"{self.talk.session}#{self.talk.idx + 1}"
         if self.call is not None:
             self.call.add(tool_call_count=1)
         self.low.add_message(
-            MessageRow(
-                session_id=self.session,
-                idx=idx,
-                role="assistant",
-                ts=ts,
-                turn_id=self.turn,
-                call_id=self.call_ref(),
-                **tool_call_said(name, args, tid),
-                n_records=1,
-            )
+            self.talk.tool_call(name, args, tid, ts=ts, call_id=self.call_ref(), records=1)
         )
         return tid
 
     def result(self, ts: Any, name: str | None, tid: str | None, text: object) -> None:
-        chars, visible = text_measure(text)
         self.low.add_message(
-            MessageRow(
-                session_id=self.session,
-                idx=self.next_idx(),
-                role="tool",
-                kind="tool_result",
-                ts=ts,
-                turn_id=self.turn,
-                text_chars=chars,
-                visible_chars=visible,
-                tool_name=name,
-                tool_use_id=tid,
-                **tool_result_said(as_text(text), None),
-                excerpt=excerpt(text),
-                n_records=1,
+            self.talk.tool_result(
+                as_text(text), None, ts=ts, text=text, use_id=tid, name=name, records=1
             )
         )
 

@@ -37,16 +37,10 @@ import orjson
 
 from analyzer.formats.codex_forks import Replay
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.content import tool_call_said
+from analyzer.ingest.conversation import Conversation
 from analyzer.ingest.jsonl import head_objects, json_lines
-from analyzer.ingest.lowering import (
-    Lowering,
-    brief,
-    excerpt,
-    text_measure,
-    tool_result_said,
-)
-from analyzer.ingest.rows import CallRow, MessageRow
+from analyzer.ingest.lowering import Lowering, brief
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_int, as_list, as_str, as_text, kind_of, parse_time
@@ -101,30 +95,26 @@ class _Reader:
         self.ctx = ctx
         self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         m = _UUID.search(Path(ctx.source.path).name)
-        self.session = m.group(0) if m else Path(ctx.source.path).stem
+        self.talk = Conversation(m.group(0) if m else Path(ctx.source.path).stem)  # its messages
         self.model: str | None = None
         self.cwd: str | None = None
-        self.turn: str | None = None
         self.prev_total: dict[str, int] | None = None
-        self.idx = 0
         self.n_calls = 0
         self.call: CallRow | None = None  # the call of the current step
-        self.pending: list[tuple[dict[str, int], MessageRow | None]] = []
+        # The items waiting for their call: their effects on it, and their messages (rows of
+        # ``self.talk``, numbered where the item is; ``Any``: the builder names no row type).
+        self.pending: list[tuple[dict[str, int], Any]] = []
         self.replay = Replay()
         self.meta_seen = False
 
-    def next_idx(self) -> int:
-        self.idx += 1
-        return self.idx
-
     # An item's effect on its call, applied once the call is known.
-    def attach(self, call_effect: dict[str, int], message: MessageRow | None) -> None:
+    def attach(self, call_effect: dict[str, int], message: Any) -> None:
         if self.call is None:
             self.pending.append((call_effect, message))
         else:
             self._apply(self.call, call_effect, message)
 
-    def _apply(self, call: CallRow, effect: dict[str, int], message: MessageRow | None) -> None:
+    def _apply(self, call: CallRow, effect: dict[str, int], message: Any) -> None:
         call.add(**effect)
         call.parts = (call.parts or call.n_records or 0) + 1  # this item shaped it
         if message is not None:
@@ -153,7 +143,7 @@ class _Reader:
         if kind == "session_meta" and not self.meta_seen:  # the rollout's own: Codex's rule too
             self.meta_seen = True
             if as_str(p.get("id")):
-                self.session = str(p["id"])
+                self.talk.session = str(p["id"])
             self.cwd = as_str(p.get("cwd")) or self.cwd
             self.replay.own_meta(p, ts, self.ctx.options.tz)
             low.skip("session_meta")
@@ -170,30 +160,16 @@ class _Reader:
         elif kind == "event_msg" and ptype == "token_count":
             self.token_count(lineno, ts, p)
         elif kind == "event_msg" and ptype == "user_message":
-            self.turn = f"{self.session}:{lineno}"
-            low.add_message(self.said("user", "prompt", ts, p.get("message")))
+            self.talk.turn = f"{self.talk.session}:{lineno}"
+            low.add_message(self.talk.prompt(p.get("message"), ts=ts))
         elif kind == "response_item" and self.response_item(ptype, p, ts):
             pass
         elif kind == "compacted":  # Codex replaced the history by its summary: a compaction
-            low.add_message(self.said("system", "compaction", ts, p.get("message")))
+            low.add_message(
+                self.talk.text("system", "compaction", p.get("message"), ts=ts, records=1)
+            )
         else:
             low.skip(f"{kind}:{ptype}" if ptype else str(kind))
-
-    def said(self, role: str, kind: str, ts: datetime | None, text: object) -> MessageRow:
-        """A message of text (one line of the log) at ``ts``."""
-        chars, visible = text_measure(text)
-        return MessageRow(
-            session_id=self.session,
-            idx=self.next_idx(),
-            role=role,
-            kind=kind,
-            ts=ts,
-            turn_id=self.turn,
-            text_chars=chars,
-            visible_chars=visible,
-            excerpt=excerpt(text),
-            n_records=1,
-        )
 
     def response_item(self, ptype: str | None, p: dict[str, Any], ts: datetime | None) -> bool:
         """A ``response_item`` line of the kinds read (False: a kind skipped)."""
@@ -203,10 +179,10 @@ class _Reader:
                 for c in as_list(p.get("content"))
                 if isinstance(c, dict) and c.get("type") in ("output_text", "text")
             )
-            chars, visible = text_measure(text)
+            said = self.talk.said(text, ts=ts, call_id=None, records=1)  # (its call: ``attach``)
             self.attach(
-                {"content_chars": chars, "visible_chars": visible},
-                self.said("assistant", "text", ts, text),
+                {"content_chars": said.text_chars or 0, "visible_chars": said.visible_chars or 0},
+                said,
             )
         elif ptype == "reasoning":
             summary = "".join(
@@ -216,46 +192,29 @@ class _Reader:
             self.low.skip("reasoning_item")  # its size is on the call; nothing else is kept
         elif ptype in _TOOL_ITEMS:
             args = p.get("arguments", p.get("input", p.get("action")))
+            name = as_str(p.get("name")) or _TOOL_NAMES.get(ptype, ptype)
             self.attach(
                 {"tool_call_count": 1},
-                MessageRow(
-                    session_id=self.session,
-                    idx=self.next_idx(),
-                    role="assistant",
-                    ts=ts,
-                    turn_id=self.turn,
-                    **tool_call_said(
-                        as_str(p.get("name")) or _TOOL_NAMES.get(ptype, ptype),
-                        args,
-                        as_str(p.get("call_id")),
-                    ),
-                    n_records=1,
-                ),
+                self.talk.tool_call(name, args, as_str(p.get("call_id")), ts=ts, records=1),
             )
         elif ptype in _RESULT_ITEMS:
-            self.low.add_message(self.tool_result(p, ts))
+            self.tool_result(p, ts)
         else:
             return False
         return True
 
-    def tool_result(self, p: dict[str, Any], ts: datetime | None) -> MessageRow:
+    def tool_result(self, p: dict[str, Any], ts: datetime | None) -> None:
+        """A tool's output, measured as the model was shown it (text, or its JSON)."""
         output = p.get("output")
-        text = output if isinstance(output, str) else brief(output, limit=10**9)
-        chars, visible = text_measure(text)
-        is_error = _output_is_error(output)
-        return MessageRow(
-            session_id=self.session,
-            idx=self.next_idx(),
-            role="tool",
-            kind="tool_result",
-            ts=ts,
-            turn_id=self.turn,
-            text_chars=chars,
-            visible_chars=visible,
-            tool_use_id=as_str(p.get("call_id")),
-            **tool_result_said(output, is_error),
-            excerpt=excerpt(text),
-            n_records=1,
+        self.low.add_message(
+            self.talk.tool_result(
+                output,
+                _output_is_error(output),
+                ts=ts,
+                text=output if isinstance(output, str) else brief(output, limit=10**9),
+                use_id=as_str(p.get("call_id")),
+                records=1,
+            )
         )
 
     def copied(self, kind: str | None, ptype: str | None, p: dict[str, Any]) -> None:
@@ -290,12 +249,12 @@ class _Reader:
             self.prev_total = total
         self.n_calls += 1
         call = CallRow(
-            native_id=f"{self.session}:{self.n_calls}",
+            native_id=f"{self.talk.session}:{self.n_calls}",
             line=lineno,
             ts=ts,
-            session_id=self.session,
-            stream_key=self.session,
-            turn_id=self.turn,
+            session_id=self.talk.session,
+            stream_key=self.talk.session,
+            turn_id=self.talk.turn,
             seq=self.n_calls,
             model=self.model,
             provider="openai",

@@ -87,17 +87,11 @@ import orjson
 from analyzer.errors import InputError
 from analyzer.formats.mini_swe_agent import run_of_info
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.content import digest, run_start, tool_call_said
-from analyzer.ingest.lowering import (
-    Lowering,
-    brief,
-    excerpt,
-    refusal_said,
-    text_measure,
-    tool_result_said,
-)
+from analyzer.ingest.content import digest, run_start
+from analyzer.ingest.conversation import Conversation
+from analyzer.ingest.lowering import Lowering, brief, text_measure
 from analyzer.ingest.reading import read_json_document
-from analyzer.ingest.rows import CallRow, MessageRow
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_dict, as_list, as_str, as_text, parse_time, stated_cost
@@ -186,20 +180,15 @@ def _kind_of(
     return "system" if role in ("system", "developer") else role
 
 
-def _result_fields(
-    m: dict[str, Any], meta: dict[str, Any], extra: dict[str, Any]
-) -> dict[str, Any]:
-    """A tool result's columns. An error flag the message carries wins; else a command's exit
-    status."""
+def _result_error(m: dict[str, Any], meta: dict[str, Any], extra: dict[str, Any]) -> bool | None:
+    """Whether a tool result message is an error: a flag the message carries wins; else a
+    command's exit status."""
     is_error = _flag(m.get("is_error"))
     if is_error is None:
         is_error = _flag(meta.get("is_error"))
     if is_error is None:
         is_error = _exit_error(extra)
-    return {
-        "tool_use_id": as_str(m.get("tool_call_id")),  # none in Penguin's
-        **tool_result_said(m.get("content"), is_error),
-    }
+    return is_error
 
 
 def _account(
@@ -252,14 +241,13 @@ class _Reader:
         if isinstance(doc, dict):
             msgs = doc.get("messages")
             self.messages = msgs if isinstance(msgs, list) else []
-        self.session = _session(self.doc, self.messages, Path(ctx.source.path))
+        # the conversation's messages
+        self.talk = Conversation(_session(self.doc, self.messages, Path(ctx.source.path)))
         self.model = as_str(self.doc.get("model"))
         self.penguin = "llm_request_lifecycles" in self.doc or any(
             isinstance(m, dict) and "category" in m for m in self.messages[:20]
         )
         self.app = "penguin" if self.penguin else as_str(self.doc.get("app"))
-        self.turn: str | None = None
-        self.idx = 0
         self.seq = 0
         self.last_call_id: str | None = None  # the latest assistant message's call
 
@@ -271,17 +259,6 @@ class _Reader:
             if ts is not None:
                 return ts
         return parse_time(as_dict(obj.get("extra")).get("timestamp"), tz)
-
-    def next_idx(self) -> int:
-        self.idx += 1
-        return self.idx
-
-    def message_row(self, **row: Any) -> None:
-        row.setdefault("session_id", self.session)
-        row.setdefault("turn_id", self.turn)
-        row.setdefault("idx", self.next_idx())
-        row.setdefault("n_records", 0)
-        self.low.add_message(MessageRow(**row))
 
     def run(self) -> LoadResult:
         lifecycles = self.doc.get("llm_request_lifecycles")
@@ -312,7 +289,7 @@ class _Reader:
             self.low.read()
             model = as_str(as_dict(as_dict(info.get("config")).get("model")).get("model_name"))
             stated = any(c.cost_basis for c, _m in calls)
-            self.low.add_run(run_of_info(info, self.session, model, stated))
+            self.low.add_run(run_of_info(info, self.talk.session, model, stated))
         return self.low.finish()
 
     def other(self, m: dict[str, Any]) -> None:
@@ -321,7 +298,7 @@ class _Reader:
         content = m.get("content")
         results = _blocks(content, "tool_result")
         text = _text(content)
-        chars, visible = text_measure(text)
+        visible = text_measure(text)[1]
         meta = as_dict(m.get("metadata"))
         extra = as_dict(m.get("extra"))
         # mini-swe-agent's text-based mode: a command's output, and the agent's own complaint
@@ -332,50 +309,41 @@ class _Reader:
         if refusal:
             # mini-swe-agent 2.x refusing the reply before it (no tool call, a malformed one):
             # its FormatError message, tied to the refused call.
-            self.message_row(
-                role=role,
-                kind="format_error",
-                ts=ts,
-                text_chars=chars,
-                visible_chars=visible,
-                excerpt=excerpt(text),
-                n_records=1,
-                call_id=self.last_call_id,
-                **refusal_said(content),
+            self.low.add_message(
+                self.talk.refusal(content, ts=ts, role=role, call_id=self.last_call_id, text=text)
             )
             return
         injected = observation or agent_text
         kind = _kind_of(m, role, bool(results), bool(visible), observation, injected)
         if kind == "prompt":
-            self.turn = f"{self.session}:{self.idx + 1}"
+            self.talk.turn = f"{self.talk.session}:{self.talk.idx + 1}"
         first = True
         if not results or text:
-            tool = _result_fields(m, meta, extra) if kind == "tool_result" else {}
-            self.message_row(
-                role=role,
-                kind=kind,
-                ts=ts,
-                text_chars=chars,
-                visible_chars=visible,
-                excerpt=excerpt(text),
-                n_records=1,
-                **tool,
-            )
+            if kind == "tool_result":
+                row = self.talk.tool_result(
+                    content,
+                    _result_error(m, meta, extra),
+                    ts=ts,
+                    text=text,
+                    use_id=as_str(m.get("tool_call_id")),  # none in Penguin's
+                    role=role,
+                    records=1,
+                )
+            else:
+                row = self.talk.text(role, kind, text, ts=ts, records=1)
+            self.low.add_message(row)
             first = False
         for b in results:
-            rtext = _text(b.get("content"))
-            rchars, rvisible = text_measure(rtext)
-            is_error = bool(b.get("is_error"))
-            self.message_row(
-                role=role,
-                kind="tool_result",
-                ts=ts,
-                text_chars=rchars,
-                visible_chars=rvisible,
-                tool_use_id=as_str(b.get("tool_use_id")),
-                **tool_result_said(b.get("content"), is_error),
-                excerpt=excerpt(rtext),
-                n_records=int(first),
+            self.low.add_message(
+                self.talk.tool_result(
+                    b.get("content"),
+                    bool(b.get("is_error")),
+                    ts=ts,
+                    text=_text(b.get("content")),
+                    use_id=as_str(b.get("tool_use_id")),
+                    role=role,
+                    records=int(first),
+                )
             )
             first = False
 
@@ -391,7 +359,8 @@ class _Reader:
         text = _text(content)
         placeholder = bool(meta.get("was_empty")) or text.strip() in PLACEHOLDERS
         native = (
-            f"{self.session}:{as_str(meta.get('request_id')) or as_str(m.get('id')) or self.seq}"
+            f"{self.talk.session}:"
+            f"{as_str(meta.get('request_id')) or as_str(m.get('id')) or self.seq}"
         )
         own_id = m.get("id")
         call = CallRow(
@@ -399,9 +368,9 @@ class _Reader:
             response_id=own_id if isinstance(own_id, str) else as_str(response.get("id")),
             line=self.seq,
             ts=ts,
-            session_id=self.session,
-            stream_key=self.session,
-            turn_id=self.turn,
+            session_id=self.talk.session,
+            stream_key=self.talk.session,
+            turn_id=self.talk.turn,
             seq=self.seq,
             model=as_str(m.get("model")) or as_str(response.get("model")) or self.model,
             provider=as_str(m.get("provider")),
@@ -419,12 +388,7 @@ class _Reader:
         tools = self.tools(m, text, placeholder)
         call.tool_call_count = len(tools)
         for name, args, use_id in tools:
-            self.message_row(
-                role="assistant",
-                ts=ts,
-                call_id=call_id,
-                **tool_call_said(name, args, use_id),
-            )
+            self.low.add_message(self.talk.tool_call(name, args, use_id, ts=ts, call_id=call_id))
         _account(call, m, response, extra)
         return call
 
@@ -438,33 +402,15 @@ class _Reader:
         call_id: str,
     ) -> None:
         """The reply's text: measured on the call, and a message (a placeholder's too)."""
-        content = m.get("content")
         if placeholder:
             # The model's reply was empty; the text is the agent's stand-in for it.
             call.content_chars, call.visible_chars = 0, 0
-            chars, visible = text_measure(text)
-            self.message_row(
-                role="assistant",
-                kind="placeholder",
-                ts=ts,
-                text_chars=chars,
-                visible_chars=visible,
-                call_id=call_id,
-                excerpt=excerpt(text),
-            )
-        else:
-            chars, visible = text_measure(text)
-            call.content_chars, call.visible_chars = chars, visible
-            if chars or not (m.get("tool_calls") or _blocks(content, "tool_use")):
-                self.message_row(
-                    role="assistant",
-                    kind="text",
-                    ts=ts,
-                    text_chars=chars,
-                    visible_chars=visible,
-                    call_id=call_id,
-                    excerpt=excerpt(text),
-                )
+            self.low.add_message(self.talk.placeholder(text, ts=ts, call_id=call_id))
+            return
+        chars, visible = text_measure(text)
+        call.content_chars, call.visible_chars = chars, visible
+        if chars or not (m.get("tool_calls") or _blocks(m.get("content"), "tool_use")):
+            self.low.add_message(self.talk.said(text, ts=ts, call_id=call_id))
 
     def tools(
         self, m: dict[str, Any], text: str, placeholder: bool
@@ -536,13 +482,13 @@ class _Reader:
             if i in used:
                 continue
             self.seq += 1
-            native = f"{self.session}:{as_str(lc.get('request_id')) or f'request-{i}'}"
+            native = f"{self.talk.session}:{as_str(lc.get('request_id')) or f'request-{i}'}"
             call = CallRow(
                 native_id=native,
                 line=None,
                 ts=parse_time(lc.get("started_at")),
-                session_id=self.session,
-                stream_key=self.session,
+                session_id=self.talk.session,
+                stream_key=self.talk.session,
                 turn_id=None,
                 seq=None,
                 model=as_str(lc.get("model")) or self.model,

@@ -68,17 +68,11 @@ import orjson
 
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.content import tool_call_said
+from analyzer.ingest.conversation import Conversation
 from analyzer.ingest.jsonl import head_objects, json_lines
-from analyzer.ingest.lowering import (
-    Lowering,
-    brief,
-    excerpt,
-    text_measure,
-    tool_result_said,
-)
+from analyzer.ingest.lowering import Lowering, brief, text_measure
 from analyzer.ingest.reading import read_json_document
-from analyzer.ingest.rows import CallRow, MessageRow
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_dict, as_int, as_list, as_str, as_text, kind_of, parse_time
@@ -189,28 +183,22 @@ class _Reader:
         self.ctx = ctx
         self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         self.path = Path(ctx.source.path)
-        self.session = self.path.stem
+        self.talk = Conversation(self.path.stem)  # the session's messages
         self.folder = _project_folder(self.path)
         self.project = self.folder
         self.agent: str | None = None
         self.parent: str | None = None
-        self.turn: str | None = None
-        self.idx = 0
         self.seq = 0
         # The message being read: [id, its last copy, its first line, copies, written before]
         self.pending: list[Any] | None = None
         self.done: set[str] = set()  # the ids of messages already lowered
         self.replies: set[str] = set()  # ... of which gemini replies (calls)
 
-    def next_idx(self) -> int:
-        self.idx += 1
-        return self.idx
-
     def header(self, obj: dict[str, Any]) -> None:
-        self.session = as_str(obj.get("sessionId")) or self.session
+        self.talk.session = as_str(obj.get("sessionId")) or self.talk.session
         self.project = self.folder or as_str(obj.get("projectHash")) or self.project
         if obj.get("kind") == "subagent":
-            self.agent = self.session
+            self.agent = self.talk.session
             chats = self.path.parent.parent.name == "chats"
             self.parent = self.path.parent.name if chats else None
 
@@ -245,12 +233,12 @@ class _Reader:
         self.done.add(mid)
         kind = kind_of(obj)
         if again and kind == "gemini" and mid in self.replies:  # Lowering: a duplicate call
-            native = f"{self.session}:{mid}"
+            native = f"{self.talk.session}:{mid}"
             self.low.add_call(
                 CallRow(
                     native_id=native,
-                    session_id=self.session,
-                    stream_key=self.session,  # (Lowering's default: the session)
+                    session_id=self.talk.session,
+                    stream_key=self.talk.session,  # (Lowering's default: the session)
                     n_records=copies,
                 )
             )
@@ -266,29 +254,16 @@ class _Reader:
 
     def user(self, mid: str, obj: dict[str, Any], copies: int) -> None:
         text = _text(obj.get("content"))
-        chars, visible = text_measure(text)
         agent = text.strip() in _AGENT_PROMPTS
         if not agent:
-            self.turn = f"{self.session}:{mid}"
-        self.low.add_message(
-            MessageRow(
-                session_id=self.session,
-                idx=self.next_idx(),
-                role="user",
-                kind="system" if agent else "prompt",
-                ts=parse_time(obj.get("timestamp"), self.ctx.options.tz),
-                turn_id=self.turn,
-                text_chars=chars,
-                visible_chars=visible,
-                excerpt=excerpt(text),
-                n_records=copies,
-            )
-        )
+            self.talk.turn = f"{self.talk.session}:{mid}"
+        ts = parse_time(obj.get("timestamp"), self.ctx.options.tz)
+        self.low.add_message(self.talk.prompt(text, ts=ts, agent=agent, records=copies))
 
     def gemini(self, mid: str, obj: dict[str, Any], line: int, copies: int) -> None:
         tz = self.ctx.options.tz
         ts = parse_time(obj.get("timestamp"), tz)
-        native = f"{self.session}:{mid}"
+        native = f"{self.talk.session}:{mid}"
         call_id = self.low.call_id(native)
         text = _text(obj.get("content"))
         chars, visible = text_measure(text)
@@ -301,9 +276,9 @@ class _Reader:
             response_id=mid,
             line=line,
             ts=ts,
-            session_id=self.session,
-            stream_key=self.session,
-            turn_id=self.turn,
+            session_id=self.talk.session,
+            stream_key=self.talk.session,
+            turn_id=self.talk.turn,
             seq=self.seq,
             agent_id=self.agent,
             parent_session_id=self.parent,
@@ -326,34 +301,18 @@ class _Reader:
         # Text first, then the tool calls, then their results: a later copy of the message only
         # adds to the end of what an earlier one gave (a log read again once it grew).
         if chars:
-            self.low.add_message(
-                MessageRow(
-                    session_id=self.session,
-                    idx=self.next_idx(),
-                    role="assistant",
-                    kind="text",
-                    ts=ts,
-                    turn_id=self.turn,
-                    text_chars=chars,
-                    visible_chars=visible,
-                    call_id=call_id,
-                    excerpt=excerpt(text),
-                )
-            )
+            self.low.add_message(self.talk.said(text, ts=ts, call_id=call_id))
         self.tool_messages(tools, ts, call_id)
 
     def tool_messages(self, tools: list[dict[str, Any]], ts: datetime | None, call_id: str) -> None:
         """A message's tool calls, then the results of those that finished."""
         for tc in tools:
-            args = tc.get("args")
             self.low.add_message(
-                MessageRow(
-                    session_id=self.session,
-                    idx=self.next_idx(),
-                    role="assistant",
+                self.talk.tool_call(
+                    as_str(tc.get("name")),
+                    tc.get("args"),
+                    as_str(tc.get("id")),
                     ts=ts,
-                    turn_id=self.turn,
-                    **tool_call_said(as_str(tc.get("name")), args, as_str(tc.get("id"))),
                     call_id=call_id,
                 )
             )
@@ -361,22 +320,14 @@ class _Reader:
             if tc.get("result") is None:  # not finished when the message was last written
                 continue
             payload, rtext = _result(tc["result"])
-            rchars, rvisible = text_measure(rtext)
             status = tc.get("status")
-            is_error = _TOOL_ERROR.get(status) if isinstance(status, str) else None
             self.low.add_message(
-                MessageRow(
-                    session_id=self.session,
-                    idx=self.next_idx(),
-                    role="tool",
-                    kind="tool_result",
+                self.talk.tool_result(
+                    payload,
+                    _TOOL_ERROR.get(status) if isinstance(status, str) else None,
                     ts=parse_time(tc.get("timestamp"), self.ctx.options.tz) or ts,
-                    turn_id=self.turn,
-                    text_chars=rchars,
-                    visible_chars=rvisible,
-                    tool_use_id=as_str(tc.get("id")),
-                    **tool_result_said(payload, is_error),
-                    excerpt=excerpt(rtext),
+                    text=rtext,
+                    use_id=as_str(tc.get("id")),
                 )
             )
 

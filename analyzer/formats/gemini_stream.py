@@ -80,16 +80,10 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.content import tool_call_said
+from analyzer.ingest.conversation import Conversation
 from analyzer.ingest.jsonl import head_objects, json_lines
-from analyzer.ingest.lowering import (
-    Lowering,
-    brief,
-    excerpt,
-    text_measure,
-    tool_result_said,
-)
-from analyzer.ingest.rows import CallRow, MessageRow
+from analyzer.ingest.lowering import Lowering, brief, excerpt, text_measure
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.runs import estimate_of_totals, outcome
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_str, as_text, kind_of, parse_time
@@ -126,18 +120,22 @@ def sniff(head: Head) -> bool:
 
 @dataclass
 class _Run:
-    """One process of the CLI: its session and what its lines said so far."""
+    """One process of the CLI: its session and what its lines said so far (``talk``: the
+    session's messages, its turn under way)."""
 
     session: str
     seq: int
     line: int
     model: str | None = None
     n_records: int = 0
-    turn: str | None = None
     open: bool = True  # its result line not read yet
     last_error: str | None = None  # an error line's text, when nothing came after it
     verdict: dict[str, Any] = field(default_factory=dict)
     billed_output: int | None = None  # output tokens as billed: thinking included
+    talk: Conversation = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.talk = Conversation(self.session)
 
 
 @dataclass
@@ -146,7 +144,7 @@ class _Response:
 
     call: CallRow
     call_id: str  # (its id in the store, for its messages)
-    messages: list[MessageRow]
+    messages: list[Any]  # its messages' rows (the builder's), written after the call
     text: list[str]
 
 
@@ -160,7 +158,6 @@ class _Stream:
         self.runs: dict[str, _Run] = {}
         self.run: _Run | None = None
         self.stream: str | None = None
-        self.idx: dict[str, int] = {}
         self.seq = 0
         self.response: _Response | None = None
         self.natives: dict[str, int] = {}  # call ids given, with how many times
@@ -194,11 +191,6 @@ class _Stream:
         n = self.natives[key] = self.natives.get(key, 0) + 1
         return key if n == 1 else f"{key}#{n}"
 
-    def next_idx(self, run: _Run) -> int:
-        """The place of the run's next message in its session."""
-        idx = self.idx[run.session] = self.idx.get(run.session, 0) + 1
-        return idx
-
     # -- the lines -------------------------------------------------------------------------
 
     def init(self, line: int, obj: dict[str, Any]) -> None:
@@ -217,23 +209,8 @@ class _Stream:
         if run is None or not run.open:  # the CLI writes init first and result last
             self.low.skip("message_outside_run")
             return
-        run.turn, run.last_error = f"{run.session}:{line}", None
-        text = as_text(obj.get("content"))
-        chars, visible = text_measure(text)
-        self.low.add_message(
-            MessageRow(
-                session_id=run.session,
-                idx=self.next_idx(run),
-                role="user",
-                kind="prompt",
-                ts=ts,
-                turn_id=run.turn,
-                text_chars=chars,
-                visible_chars=visible,
-                excerpt=excerpt(text),
-                n_records=1,
-            )
-        )
+        run.talk.turn, run.last_error = f"{run.session}:{line}", None
+        self.low.add_message(run.talk.prompt(as_text(obj.get("content")), ts=ts))
 
     def respond(self, line: int, ts: datetime | None) -> _Response:
         """The response being read, or a new one beginning at ``line``."""
@@ -246,7 +223,7 @@ class _Stream:
                 native_id=native,
                 session_id=run.session,
                 stream_key=self.stream,
-                turn_id=run.turn,
+                turn_id=run.talk.turn,
                 seq=self.seq,
                 line=line,
                 ts=ts,
@@ -263,36 +240,20 @@ class _Stream:
     def assistant(self, line: int, obj: dict[str, Any], ts: datetime | None) -> None:
         r = self.respond(line, ts)
         if not r.text:  # the text's message takes its place before the calls that follow
-            run = self.current(line)
-            r.messages.append(
-                MessageRow(
-                    session_id=run.session,
-                    idx=self.next_idx(run),
-                    role="assistant",
-                    kind="text",
-                    ts=ts,
-                    turn_id=run.turn,
-                    call_id=r.call_id,
-                    n_records=0,
-                )
-            )
+            # (measured and cut when the response ends: ``close``)
+            r.messages.append(self.current(line).talk.said(None, ts=ts, call_id=r.call_id))
         r.text.append(as_text(obj.get("content")))
 
     def tool_use(self, line: int, obj: dict[str, Any], ts: datetime | None) -> None:
         r = self.respond(line, ts)
         r.call.add(tool_call_count=1)
-        args = obj.get("parameters")
-        run = self.current(line)
         r.messages.append(
-            MessageRow(
-                session_id=run.session,
-                idx=self.next_idx(run),
-                role="assistant",
+            self.current(line).talk.tool_call(
+                as_str(obj.get("tool_name")),
+                obj.get("parameters"),
+                as_str(obj.get("tool_id")),
                 ts=ts,
-                turn_id=run.turn,
-                **tool_call_said(as_str(obj.get("tool_name")), args, as_str(obj.get("tool_id"))),
                 call_id=r.call_id,
-                n_records=0,
             )
         )
 
@@ -312,22 +273,10 @@ class _Stream:
         err = as_dict(error)
         text = as_text(output) or as_text(err.get("message"))
         shown = f"{as_str(err.get('type')) or 'error'}: {text}" if is_error else text
-        chars, visible = text_measure(text)
         payload = output if error is None else {"output": output, "error": error}
         self.low.add_message(
-            MessageRow(
-                session_id=run.session,
-                idx=self.next_idx(run),
-                role="tool",
-                kind="tool_result",
-                ts=ts,
-                turn_id=run.turn,
-                text_chars=chars,
-                visible_chars=visible,
-                tool_use_id=tool_id,
-                **tool_result_said(payload, is_error),
-                excerpt=excerpt(shown),
-                n_records=1,
+            run.talk.tool_result(
+                payload, is_error, ts=ts, text=text, use_id=tool_id, records=1, shown=shown
             )
         )
 
@@ -335,22 +284,8 @@ class _Stream:
         """The CLI's own note (a warning or an error): a ``system`` message of its run."""
         run = self.current(line)
         text = as_text(obj.get("message"))
-        severity = as_str(obj.get("severity")) or "error"
-        chars, visible = text_measure(text)
-        self.low.add_message(
-            MessageRow(
-                session_id=run.session,
-                idx=self.next_idx(run),
-                role="system",
-                kind="system",
-                ts=ts,
-                turn_id=run.turn,
-                text_chars=chars,
-                visible_chars=visible,
-                excerpt=excerpt(f"{severity}: {text}"),
-                n_records=1,
-            )
-        )
+        shown = f"{as_str(obj.get('severity')) or 'error'}: {text}"
+        self.low.add_message(run.talk.text("system", "system", text, ts=ts, records=1, shown=shown))
         run.last_error = text or None
 
     def result(self, line: int, obj: dict[str, Any]) -> None:

@@ -59,17 +59,11 @@ from typing import Any
 
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.content import digest, run_start, tool_call_said
-from analyzer.ingest.lowering import (
-    Lowering,
-    brief,
-    excerpt,
-    refusal_said,
-    text_measure,
-    tool_result_said,
-)
+from analyzer.ingest.content import digest, run_start
+from analyzer.ingest.conversation import Conversation
+from analyzer.ingest.lowering import Lowering, brief, excerpt, text_measure
 from analyzer.ingest.reading import read_json_document
-from analyzer.ingest.rows import CallRow, MessageRow
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.runs import outcome
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
@@ -124,7 +118,7 @@ def template_prefix(template: object, default: str) -> str:
 
 
 def run_of_info(
-    info: dict[str, Any], session: str, model: str | None, calls_state_cost: bool
+    info: dict[str, Any], session: str | None, model: str | None, calls_state_cost: bool
 ) -> dict[str, Any]:
     """The run row of a mini-swe-agent trajectory's ``info`` (either trajectory format)."""
     stats = as_dict(info.get("model_stats"))
@@ -167,17 +161,12 @@ class _Reader:
             agent.get("format_error_template"), DEFAULT_FORMAT_ERROR
         )
         self.timeout = template_prefix(agent.get("timeout_template"), "The last command")
-        self.session = _session(doc, Path(ctx.source.path).stem.removesuffix(".traj"))
-        self.turn: str | None = None
-        self.idx = 0
+        # the run's messages
+        self.talk = Conversation(_session(doc, Path(ctx.source.path).stem.removesuffix(".traj")))
         self.seq = 0
         self.pending: _Pending | None = None  # the last reply, until the agent answers it
         self.stated = False  # a call states its own cost
         self.tools: frozenset[str] = frozenset()
-
-    def next_idx(self) -> int:
-        self.idx += 1
-        return self.idx
 
     def run(self) -> LoadResult:
         messages = self.doc.get("messages")
@@ -193,12 +182,15 @@ class _Reader:
             if m["role"] == "assistant":
                 self.reply(m, i)
             elif m["role"] == "system":
-                self.said(m, "system", "system")
+                text = text_of(m.get("content"))
+                self.low.add_message(
+                    self.talk.text("system", "system", text, ts=self.time(m), records=1)
+                )
                 # The functions its prompt shows the model (a fork's Python-style tools).
-                self.tools |= frozenset(_ANY_CALL.findall(text_of(m.get("content"))))
-            elif m["role"] == "user" and self.turn is None:
-                self.turn = f"{self.session}:{i}"
-                self.said(m, "user", "prompt")
+                self.tools |= frozenset(_ANY_CALL.findall(text))
+            elif m["role"] == "user" and self.talk.turn is None:
+                self.talk.turn = f"{self.talk.session}:{i}"
+                self.low.add_message(self.talk.prompt(text_of(m.get("content")), ts=self.time(m)))
             elif m["role"] == "user":
                 self.answer(m)
             else:
@@ -206,26 +198,8 @@ class _Reader:
         if self.pending is not None:  # the last reply, never answered: its action stands
             self.act(self.pending)
         self.low.read()  # ``info``: the run
-        self.low.add_run(run_of_info(self.info, self.session, self.model, self.stated))
+        self.low.add_run(run_of_info(self.info, self.talk.session, self.model, self.stated))
         return self.low.finish()
-
-    def said(self, m: dict[str, Any], role: str, kind: str) -> None:
-        text = text_of(m.get("content"))
-        chars, visible = text_measure(text)
-        self.low.add_message(
-            MessageRow(
-                session_id=self.session,
-                idx=self.next_idx(),
-                role=role,
-                kind=kind,
-                ts=self.time(m),
-                turn_id=self.turn,
-                text_chars=chars,
-                visible_chars=visible,
-                excerpt=excerpt(text),
-                n_records=1,
-            )
-        )
 
     def time(self, m: dict[str, Any]) -> datetime | None:
         response = as_dict(as_dict(m.get("extra")).get("response"))
@@ -242,7 +216,7 @@ class _Reader:
         usage = response.get("usage")
         text = text_of(m.get("content"))
         chars, visible = text_measure(text)
-        native = f"{self.session}:{self.seq}"
+        native = f"{self.talk.session}:{self.seq}"
         choice = (
             as_dict(as_list(response.get("choices"))[0]) if as_list(response.get("choices")) else {}
         )
@@ -252,9 +226,9 @@ class _Reader:
             response_id=as_str(response.get("id")),
             line=number,
             ts=self.time(m),
-            session_id=self.session,
-            stream_key=self.session,
-            turn_id=self.turn,
+            session_id=self.talk.session,
+            stream_key=self.talk.session,
+            turn_id=self.talk.turn,
             seq=self.seq,
             model=as_str(response.get("model")) or self.model,
             provider=as_str(response.get("provider")),
@@ -276,21 +250,7 @@ class _Reader:
             call.cost_basis = "billed" if billed is not None else "reported"
             self.stated = True
         call_id = self.low.call_id(native)
-        self.low.add_message(
-            MessageRow(
-                session_id=self.session,
-                idx=self.next_idx(),
-                role="assistant",
-                kind="text",
-                ts=call.ts,
-                turn_id=self.turn,
-                text_chars=chars,
-                visible_chars=visible,
-                call_id=call_id,
-                excerpt=excerpt(text),
-                n_records=0,
-            )
-        )
+        self.low.add_message(self.talk.said(text, ts=call.ts, call_id=call_id))
         found = self.action.findall(text)
         action: tuple[str, str] | None = None
         if len(found) == 1:
@@ -310,16 +270,7 @@ class _Reader:
         tool_id = f"{pending.call.native_id}:action"
         pending.call.tool_call_count = 1
         self.low.add_message(
-            MessageRow(
-                session_id=self.session,
-                idx=self.next_idx(),
-                role="assistant",
-                ts=pending.ts,
-                turn_id=self.turn,
-                call_id=pending.call_id,
-                **tool_call_said(name, args, tool_id),
-                n_records=0,
-            )
+            self.talk.tool_call(name, args, tool_id, ts=pending.ts, call_id=pending.call_id)
         )
         return tool_id
 
@@ -327,62 +278,20 @@ class _Reader:
         """What the agent said after a reply: its observation, its refusal, or (after that)
         the message of the exception that ended the run."""
         text = text_of(m.get("content"))
-        chars, visible = text_measure(text)
         ts = self.time(m)
         pending, self.pending = self.pending, None
         if pending is None:  # a second message after one reply: the run's ending
-            self.low.add_message(
-                MessageRow(
-                    session_id=self.session,
-                    idx=self.next_idx(),
-                    role="user",
-                    kind="system",
-                    ts=ts,
-                    turn_id=self.turn,
-                    text_chars=chars,
-                    visible_chars=visible,
-                    excerpt=excerpt(text),
-                    n_records=1,
-                )
-            )
+            self.low.add_message(self.talk.prompt(text, ts=ts, agent=True))
             return
         if text.lstrip().startswith(self.format_error):
-            self.low.add_message(
-                MessageRow(
-                    session_id=self.session,
-                    idx=self.next_idx(),
-                    role="user",
-                    kind="format_error",
-                    ts=ts,
-                    turn_id=self.turn,
-                    text_chars=chars,
-                    visible_chars=visible,
-                    call_id=pending.call_id,
-                    **refusal_said(text),
-                    excerpt=excerpt(text),
-                    n_records=1,
-                )
-            )
+            self.low.add_message(self.talk.refusal(text, ts=ts, call_id=pending.call_id))
             return
         tool_id = self.act(pending)
         code = _RETURNCODE.search(text[:200])
         timed_out = text.lstrip().startswith(self.timeout)
         is_error = timed_out or (code is not None and int(code.group(1)) != 0)
         self.low.add_message(
-            MessageRow(
-                session_id=self.session,
-                idx=self.next_idx(),
-                role="user",
-                kind="tool_result",
-                ts=ts,
-                turn_id=self.turn,
-                text_chars=chars,
-                visible_chars=visible,
-                tool_use_id=tool_id,
-                **tool_result_said(text, is_error),
-                excerpt=excerpt(text),
-                n_records=1,
-            )
+            self.talk.tool_result(text, is_error, ts=ts, use_id=tool_id, role="user", records=1)
         )
 
 

@@ -38,16 +38,11 @@ from typing import Any
 import orjson
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.content import digest, tool_call_said
+from analyzer.ingest.content import digest
+from analyzer.ingest.conversation import Conversation
 from analyzer.ingest.jsonl import head_objects, json_lines
-from analyzer.ingest.lowering import (
-    Lowering,
-    brief,
-    excerpt,
-    text_measure,
-    tool_result_said,
-)
-from analyzer.ingest.rows import CallRow, MessageRow
+from analyzer.ingest.lowering import Lowering, brief, text_measure
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import (
@@ -100,31 +95,25 @@ class _Reader:
         folder = Path(ctx.source.path).resolve().parent
         self.agent: str | None = None
         self.parent: str | None = None
+        session = folder.name
         if folder.name.startswith("subagent_"):
             self.agent = folder.name.removeprefix("subagent_")
             self.parent = folder.parent.name
-            self.session = f"{self.parent}:{folder.name}"
-        else:
-            self.session = folder.name
+            session = f"{self.parent}:{folder.name}"
+        self.talk = Conversation(session)  # the session's messages
         self.call: CallRow | None = None
         self.seen_messages = 0
-        self.idx = 0
-        self.turn: str | None = None
         self.text: list[str] = []
         self.prev_call_id: str | None = None
         self.seq = 0
         self.natives: dict[str, int] = {}  # call ids given, with how many times
-
-    def next_idx(self) -> int:
-        self.idx += 1
-        return self.idx
 
     def native_id(self, request: dict[str, Any]) -> str:
         """A request's call id: its session and a digest of the request line (its time to the
         microsecond and the payload it sent), numbered among the file's equal lines - never
         its line number, which a log rewritten, rotated or replaced gives to another
         request."""
-        key = f"{self.session}:{digest(request, 16)}"
+        key = f"{self.talk.session}:{digest(request, 16)}"
         n = self.natives[key] = self.natives.get(key, 0) + 1
         return key if n == 1 else f"{key}#{n}"
 
@@ -155,9 +144,9 @@ class _Reader:
             native_id=self.native_id(obj),
             line=lineno,
             ts=ts,
-            session_id=self.session,
-            stream_key=self.session,
-            turn_id=self.turn,
+            session_id=self.talk.session,
+            stream_key=self.talk.session,
+            turn_id=self.talk.turn,
             seq=self.seq,
             agent_id=self.agent,
             parent_session_id=self.parent,
@@ -171,51 +160,32 @@ class _Reader:
         if not isinstance(m, dict):
             return
         role = as_str(m.get("role")) or ""
-        text = _content_text(m.get("content"))
+        content = m.get("content")
+        text = _content_text(content)
         chars, visible = text_measure(text)
         tool_calls = as_list(m.get("tool_calls"))
-        if role == "user" and isinstance(m.get("content"), str | list) and visible:
-            self.turn = f"{self.session}:{self.idx + 1}"
+        if role == "user" and isinstance(content, str | list) and visible:
+            self.talk.turn = f"{self.talk.session}:{self.talk.idx + 1}"  # named after its place
         kind = {"user": "prompt", "assistant": "text", "tool": "tool_result"}.get(role, role)
-        if role != "assistant" or not tool_calls or chars:
-            row = MessageRow(
-                session_id=self.session,
-                idx=self.next_idx(),
-                role=role,
-                kind=kind,
-                ts=ts,
-                turn_id=self.turn,
-                text_chars=chars,
-                visible_chars=visible,
-                call_id=self.prev_call_id if role == "assistant" else None,
-                excerpt=excerpt(text),
-                n_records=0,
+        if kind == "tool_result":  # (its content hashed, its text measured)
+            use_id = as_str(m.get("tool_call_id"))
+            self.low.add_message(
+                self.talk.tool_result(content, None, ts=ts, text=text, use_id=use_id, role=role)
             )
-            if kind == "tool_result":
-                row.tool_use_id = as_str(m.get("tool_call_id"))
-                said = tool_result_said(m.get("content"), None)
-                row.is_error = said["is_error"]
-                row.tool_result_hash = said["tool_result_hash"]
-                row.meaning_key = said["meaning_key"]
-            self.low.add_message(row)
+        elif role != "assistant" or not tool_calls or chars:
+            call_id = self.prev_call_id if role == "assistant" else None
+            self.low.add_message(self.talk.text(role, kind, text, ts=ts, call_id=call_id))
         for tc in tool_calls:
             fn = as_dict(tc.get("function") if isinstance(tc, dict) else None)
-            self.low.add_message(
-                MessageRow(
-                    session_id=self.session,
-                    idx=self.next_idx(),
-                    role=role,
-                    ts=ts,
-                    turn_id=self.turn,
-                    **tool_call_said(
-                        as_str(fn.get("name")),
-                        fn.get("arguments"),
-                        as_str(tc.get("id")) if isinstance(tc, dict) else None,
-                    ),
-                    call_id=self.prev_call_id,
-                    n_records=0,
-                )
+            row = self.talk.tool_call(
+                as_str(fn.get("name")),
+                fn.get("arguments"),
+                as_str(tc.get("id")) if isinstance(tc, dict) else None,
+                ts=ts,
+                call_id=self.prev_call_id,
             )
+            row.role = role  # the role of the message that carries it (the assistant's, seen)
+            self.low.add_message(row)
 
     def chunk(self, chunk: object) -> None:
         call = self.call

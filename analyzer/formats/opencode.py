@@ -70,16 +70,10 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.content import tool_call_said
-from analyzer.ingest.lowering import (
-    Lowering,
-    brief,
-    excerpt,
-    text_measure,
-    tool_result_said,
-)
+from analyzer.ingest.conversation import Conversation
+from analyzer.ingest.lowering import Lowering, brief
 from analyzer.ingest.reading import read_json_document
-from analyzer.ingest.rows import CallRow, MessageRow
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_status, as_str, parse_time
 
@@ -221,18 +215,12 @@ class _Reader:
         tz = self.ctx.options.tz
         ts = parse_time(time.get("created"), tz)
         order = _clock(mid, time.get("created"))
-        if role == "user":
-            self.low.add_message(
-                MessageRow(
-                    session_id=session,
-                    idx=None if order is None else order * 2,
-                    role="user",
-                    kind="prompt",
-                    ts=ts,
-                    turn_id=f"{session}:{mid}",
-                    n_records=1,
-                )
-            )
+        if role == "user":  # a turn's prompt (its text is in its parts: not measured here)
+            talk = Conversation(session)
+            talk.turn = f"{session}:{mid}"
+            prompt = talk.message("user", "prompt", ts=ts, n_records=1)
+            prompt.idx = None if order is None else order * 2  # placed, not counted (see part)
+            self.low.add_message(prompt)
             return
         parent = as_str(doc.get("parentID"))
         nested = as_dict(doc.get("model"))
@@ -290,42 +278,30 @@ class _Reader:
         idx = None if order is None else order * 2
         ts = parse_time(times.get("start"), tz)
         use_id = as_str(doc.get("callID"))
-        args = state.get("input")
-        self.low.add_message(
-            MessageRow(
-                session_id=session,
-                idx=idx,
-                role="assistant",
-                ts=ts,
-                turn_id=None,
-                **tool_call_said(as_str(doc.get("tool")), args, use_id),
-                call_id=self.low.call_id(message),
-                n_records=1,
-            )
+        # The part's call and result, of no turn. OpenCode's messages are placed by their ids'
+        # clocks (None: no clock), not counted: their rows' places are set here.
+        talk = Conversation(session)
+        call = talk.tool_call(
+            as_str(doc.get("tool")),
+            state.get("input"),
+            use_id,
+            ts=ts,
+            call_id=self.low.call_id(message),
+            records=1,
         )
+        call.idx = idx
+        self.low.add_message(call)
         status = state.get("status")
         if status not in ("completed", "error"):  # pending or running: no result yet
             return
         is_error = status == "error"
         result = state.get("error" if is_error else "output")
         text = result if isinstance(result, str) else brief(result, limit=10**9)
-        chars, visible = text_measure(text)
-        self.low.add_message(
-            MessageRow(
-                session_id=session,
-                idx=None if idx is None else idx + 1,
-                role="tool",
-                kind="tool_result",
-                ts=parse_time(times.get("end"), tz) or ts,
-                turn_id=None,
-                text_chars=chars,
-                visible_chars=visible,
-                tool_use_id=use_id,
-                **tool_result_said(result, is_error),
-                excerpt=excerpt(text),
-                n_records=0,
-            )
+        done = talk.tool_result(
+            result, is_error, ts=parse_time(times.get("end"), tz) or ts, text=text, use_id=use_id
         )
+        done.idx = None if idx is None else idx + 1
+        self.low.add_message(done)
 
 
 def load(ctx: LoadContext) -> LoadResult:

@@ -17,16 +17,9 @@ from typing import Any
 
 import orjson
 
-from analyzer.ingest.content import tool_call_said
-from analyzer.ingest.lowering import (
-    Lowering,
-    ToolResultSaid,
-    excerpt,
-    refusal_said,
-    text_measure,
-    tool_result_said,
-)
-from analyzer.ingest.rows import CallRow, MessageRow
+from analyzer.ingest.conversation import Conversation
+from analyzer.ingest.lowering import Lowering, excerpt, text_measure
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.runs import outcome
 from analyzer.ingest.values import (
     as_dict,
@@ -145,7 +138,8 @@ class Session:
     """The rows of one OpenHands run (see the module's docstring)."""
 
     def __init__(self, low: Lowering, session: str, tz: str, usages: list[Usage]) -> None:
-        self.low, self.session, self.tz, self.usages = low, session, tz, usages
+        self.low, self.tz, self.usages = low, tz, usages
+        self.talk = Conversation(session)  # the run's messages
         self.natives: dict[str, str] = {}
         for u in usages:
             if u.rid is not None:
@@ -153,8 +147,7 @@ class Session:
         self.replies: dict[str, Reply] = {}
         self.tools: dict[str, str] = {}  # V0: an action event's id -> its tool_use_id
         self.tids: set[str] = set()
-        self.idx = self.pos = 0
-        self.turn: str | None = None
+        self.pos = 0  # the events met
         self.first: datetime | None = None
         self.last: datetime | None = None
         self.errors: list[str] = []  # V1 ConversationErrorEvents, "code: detail"
@@ -163,10 +156,6 @@ class Session:
         self.final: str | None = None  # the finish action's message
 
     # -- rows ------------------------------------------------------------------------------
-
-    def next_idx(self) -> int:
-        self.idx += 1
-        return self.idx
 
     def said(
         self,
@@ -177,34 +166,18 @@ class Session:
         text: str,
         *,
         call_id: str | None = None,
-        tool_name: str | None = None,
-        tool_use_id: str | None = None,
         is_error: bool | None = None,
-        result: ToolResultSaid | None = None,
     ) -> None:
-        """A message of text (``records``: the input records it accounts for)."""
-        chars, visible = text_measure(text)
-        row = MessageRow(
-            session_id=self.session,
-            idx=self.next_idx(),
-            role=role,
-            kind=kind,
-            ts=ts,
-            turn_id=self.turn,
-            text_chars=chars,
-            visible_chars=visible,
-            tool_name=tool_name,
-            tool_use_id=tool_use_id,
-            is_error=is_error,
-            call_id=call_id,
-            excerpt=excerpt(text),
-            n_records=records,
-        )
-        if result is not None:  # a tool's result or a refusal: what it says and means
-            row.is_error = result["is_error"]
-            row.tool_result_hash = result["tool_result_hash"]
-            row.meaning_key = result["meaning_key"]
+        """A message of text (``records``: the input records it accounts for; ``is_error``:
+        it tells of an error)."""
+        row = self.talk.text(role, kind, text, ts=ts, records=records, call_id=call_id)
+        row.is_error = is_error
         self.low.add_message(row)
+
+    def prompt(self, ev: dict[str, Any], ts: datetime | None, records: int, text: str) -> None:
+        """The user's message: it starts a turn."""
+        self.talk.turn = f"{self.talk.session}:{as_str(ev.get('id')) or self.pos}"
+        self.low.add_message(self.talk.prompt(text, ts=ts, records=records))
 
     def tool_call(
         self,
@@ -216,16 +189,7 @@ class Session:
         call_id: str | None,
     ) -> None:
         self.low.add_message(
-            MessageRow(
-                session_id=self.session,
-                idx=self.next_idx(),
-                role="assistant",
-                ts=ts,
-                turn_id=self.turn,
-                call_id=call_id,
-                **tool_call_said(name, args, tid),
-                n_records=records,
-            )
+            self.talk.tool_call(name, args, tid, ts=ts, call_id=call_id, records=records)
         )
         if name == "finish" and isinstance(args, dict):
             self.final = as_str(args.get("message")) or as_str(args.get("final_thought"))
@@ -239,15 +203,8 @@ class Session:
         text: str,
         is_error: bool,
     ) -> None:
-        self.said(
-            records,
-            "tool",
-            "tool_result",
-            ts,
-            text,
-            tool_name=name,
-            tool_use_id=tid,
-            result=tool_result_said(text, is_error),
+        self.low.add_message(
+            self.talk.tool_result(text, is_error, ts=ts, use_id=tid, name=name, records=records)
         )
 
     def when(self, ev: dict[str, Any]) -> datetime | None:
@@ -266,7 +223,7 @@ class Session:
             return None, None
         reply = self.replies.get(rid)
         if reply is None:
-            reply = self.replies[rid] = Reply(self.pos, line, ts, self.turn)
+            reply = self.replies[rid] = Reply(self.pos, line, ts, self.talk.turn)
         native = self.natives.get(rid)
         return (None if native is None else self.low.call_id(native)), reply
 
@@ -329,8 +286,7 @@ class Session:
         text = content_text(msg.get("content"))
         source = as_str(ev.get("source"))
         if source == "user":
-            self.turn = f"{self.session}:{as_str(ev.get('id')) or self.pos}"
-            self.said(records, "user", "prompt", ts, text)
+            self.prompt(ev, ts, records, text)
         elif source == "agent":
             call_id, reply = self.reply(as_str(ev.get("llm_response_id")), ts, line)
             if reply is not None:
@@ -378,8 +334,7 @@ class Session:
         source = as_str(ev.get("source"))
         args = as_dict(ev.get("args"))
         if action == "message" and source == "user":
-            self.turn = f"{self.session}:{as_str(ev.get('id')) or self.pos}"
-            self.said(records, "user", "prompt", ts, as_text(args.get("content")))
+            self.prompt(ev, ts, records, as_text(args.get("content")))
         elif action == "system":
             self.said(records, "system", "system", ts, as_text(args.get("content")))
         elif action == "condensation":
@@ -453,14 +408,7 @@ class Session:
             self.note_stuck(text)
             self.said(records, "user", "system", ts, text, is_error=True)
         elif observation == "error":  # the agent refused a reply (an invalid tool call) and said so
-            self.said(
-                records,
-                "user",
-                "format_error",
-                ts,
-                text,
-                result=refusal_said(text),
-            )
+            self.low.add_message(self.talk.refusal(text, ts=ts, call_id=None, records=records))
         else:
             return observation
         return None
@@ -483,7 +431,7 @@ class Session:
             native = self.natives.get(u.rid) if u.rid is not None else None
             reply = self.replies.get(u.rid) if u.rid is not None else None
             if native is None or native in used:  # no id, or a second usage of one response
-                native, reply = f"{self.session}:#{u.order}", None
+                native, reply = f"{self.talk.session}:#{u.order}", None
             used.add(native)
             turn = reply.turn if reply is not None else turn
             self.low.add_call(self.call_row(u, native, seq, reply, turn, line))
@@ -501,8 +449,8 @@ class Session:
         row = CallRow(
             native_id=native,
             response_id=u.rid,
-            session_id=self.session,
-            stream_key=self.session,
+            session_id=self.talk.session,
+            stream_key=self.talk.session,
             turn_id=turn,
             seq=seq,
             app=APP,
@@ -537,8 +485,8 @@ def run_row(
     span = (s.last - s.first).total_seconds() * 1000 if s.first and s.last else None
     stated = any(u.cost is not None for u in s.usages)
     return {
-        "session_id": s.session,
-        "stream_key": s.session,
+        "session_id": s.talk.session,
+        "stream_key": s.talk.session,
         "seq": 1,
         "agent": APP,
         "exit_status": exit_status,

@@ -89,16 +89,10 @@ import orjson
 
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.content import tool_call_said
-from analyzer.ingest.lowering import (
-    Lowering,
-    brief,
-    excerpt,
-    text_measure,
-    tool_result_said,
-)
+from analyzer.ingest.conversation import Conversation
+from analyzer.ingest.lowering import Lowering, brief, excerpt, text_measure
 from analyzer.ingest.reading import read_json_document
-from analyzer.ingest.rows import CallRow, MessageRow
+from analyzer.ingest.rows import CallRow
 from analyzer.ingest.runs import divide, outcome
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import as_dict, as_int, as_list, as_str, as_text, stated_cost
@@ -213,14 +207,12 @@ class _Reader:
         stem = name.split(".traj")[0] if ".traj" in name else Path(name).stem
         instance = as_str(ps.get("id")) or stem or name
         first = _first_reply(doc)
-        self.session = (
+        self.talk = Conversation(  # the run's messages
             instance
             if first is None
             else f"{instance}@{hashlib.sha256(first.encode('utf-8', 'replace')).hexdigest()[:8]}"
         )
-        self.idx = 0
         self.seq = 0
-        self.turn: str | None = None
         self.expect_prompt = True
         self.pending: _Pending | None = None
         self.stand_in: str | None = None  # SWE-agent's last stand-in text (why it stopped)
@@ -228,10 +220,6 @@ class _Reader:
         # Each call with what the file shows of its size: the characters it was sent and
         # the characters of its reply (the weights its run's stated tokens are divided by).
         self.sizes: list[tuple[CallRow, int, int]] = []
-
-    def next_idx(self) -> int:
-        self.idx += 1
-        return self.idx
 
     def run(self) -> LoadResult:
         attempts = self.doc.get("attempts")
@@ -325,7 +313,7 @@ class _Reader:
             elif m["role"] == "system":
                 self.expect_prompt = True
                 self.close_pending()
-                self.text_row(m, "system", 1)
+                self.text_row(m, "system")
             elif m["role"] in ("user", "tool"):
                 self.user(m)
             else:
@@ -351,52 +339,28 @@ class _Reader:
                 return i
         return None
 
-    def text_row(self, m: dict[str, Any], kind: str, n_records: int) -> None:
-        text = _text(m.get("content"))
-        chars, visible = text_measure(text)
+    def text_row(self, m: dict[str, Any], kind: str) -> None:
+        """A history entry said as text (the system prompt, the instance prompt)."""
         self.low.add_message(
-            MessageRow(
-                session_id=self.session,
-                idx=self.next_idx(),
-                role=as_str(m.get("role")),
-                kind=kind,
-                turn_id=self.turn,
-                text_chars=chars,
-                visible_chars=visible,
-                excerpt=excerpt(text),
-                n_records=n_records,
-            )
+            self.talk.text(m["role"], kind, _text(m.get("content")), ts=None, records=1)
         )
 
     def user(self, m: dict[str, Any]) -> None:
         if self.expect_prompt:  # the instance prompt (the issue): the turn starts
             self.expect_prompt = False
-            self.turn = f"{self.session}:{self.idx + 1}"
-            self.text_row(m, "prompt", 1)
+            self.talk.turn = f"{self.talk.session}:{self.talk.idx + 1}"
+            self.text_row(m, "prompt")
             return
         pending, self.pending = self.pending, None
         ids = [as_str(i) for i in as_list(m.get("tool_call_ids"))]
         use_id = next((i for i in ids if i), None) or (pending.use_id if pending else None)
         text = _text(m.get("content"))
         raw = pending.observation if pending and pending.observation is not None else text
-        self.result_row(as_str(m.get("role")), use_id, raw, 1)
+        self.result_row(m["role"], use_id, raw, 1)
 
-    def result_row(self, role: str | None, use_id: str | None, raw: str, n: int) -> None:
-        chars, visible = text_measure(raw)
+    def result_row(self, role: str, use_id: str | None, raw: str, n: int) -> None:
         self.low.add_message(
-            MessageRow(
-                session_id=self.session,
-                idx=self.next_idx(),
-                role=role,
-                kind="tool_result",
-                turn_id=self.turn,
-                text_chars=chars,
-                visible_chars=visible,
-                tool_use_id=use_id,
-                **tool_result_said(raw, None),
-                excerpt=excerpt(raw),
-                n_records=n,
-            )
+            self.talk.tool_result(raw, None, ts=None, use_id=use_id, role=role, records=n)
         )
 
     def close_pending(self) -> None:
@@ -419,7 +383,7 @@ class _Reader:
             # 0.x after its last refused reply: the stand-in keeps that reply as content.
             self.call(line, m, [], None, n, refused=True, sent=_sent(step))
             return
-        native = f"{self.session}:{self.seq + 1}"
+        native = f"{self.talk.session}:{self.seq + 1}"
         tools: list[tuple[str | None, object, str]] = []
         for i, tc in enumerate(as_list(m.get("tool_calls"))):
             fn = as_dict(as_dict(tc).get("function"))
@@ -439,7 +403,7 @@ class _Reader:
         if _is_stand_in(thought or response, action) or s.get("query") == [{}]:
             self.synthetic(response or thought, 1, None)
             return
-        native = f"{self.session}:{self.seq + 1}"
+        native = f"{self.talk.session}:{self.seq + 1}"
         tools: list[tuple[str | None, object, str]] = []
         if action.strip():
             tools.append((action.split()[0], action, native))
@@ -457,20 +421,7 @@ class _Reader:
 
     def synthetic(self, text: str, n: int, observation: str | None) -> None:
         self.stand_in = text or self.stand_in
-        chars, visible = text_measure(text)
-        self.low.add_message(
-            MessageRow(
-                session_id=self.session,
-                idx=self.next_idx(),
-                role="assistant",
-                kind="synthetic",
-                turn_id=self.turn,
-                text_chars=chars,
-                visible_chars=visible,
-                excerpt=excerpt(text),
-                n_records=n,
-            )
-        )
+        self.low.add_message(self.talk.text("assistant", "synthetic", text, ts=None, records=n))
         self.pending = _Pending(None, observation)  # what followed is tied to no call
 
     def call(
@@ -484,7 +435,7 @@ class _Reader:
         sent: int | None = None,
     ) -> None:
         self.seq += 1
-        native = f"{self.session}:{self.seq}"
+        native = f"{self.talk.session}:{self.seq}"
         call_id = self.low.call_id(native)
         text = _text(m.get("content"))
         chars, visible = text_measure(text)
@@ -492,9 +443,9 @@ class _Reader:
             native_id=native,
             line=line,
             ts=None,
-            session_id=self.session,
-            stream_key=self.session,
-            turn_id=self.turn,
+            session_id=self.talk.session,
+            stream_key=self.talk.session,
+            turn_id=self.talk.turn,
             seq=self.seq,
             model=self.model,
             app=AGENT,
@@ -508,33 +459,11 @@ class _Reader:
         self.low.add_call(row)
         self.sizes.append((row, self.sent if sent is None else sent, len(text)))
         if refused or chars or not tools:
-            self.low.add_message(
-                MessageRow(
-                    session_id=self.session,
-                    idx=self.next_idx(),
-                    role="assistant",
-                    # (refused: SWE-agent refused the reply and asked the model again)
-                    kind="format_error" if refused else "text",
-                    turn_id=self.turn,
-                    text_chars=chars,
-                    visible_chars=visible,
-                    call_id=call_id,
-                    excerpt=excerpt(text),
-                    n_records=0,
-                )
-            )
+            # (refused: SWE-agent refused the reply and asked the model again)
+            kind = "format_error" if refused else "text"
+            self.low.add_message(self.talk.text("assistant", kind, text, ts=None, call_id=call_id))
         for name, args, use_id in tools:
-            self.low.add_message(
-                MessageRow(
-                    session_id=self.session,
-                    idx=self.next_idx(),
-                    role="assistant",
-                    turn_id=self.turn,
-                    **tool_call_said(name, args, use_id),
-                    call_id=call_id,
-                    n_records=0,
-                )
-            )
+            self.low.add_message(self.talk.tool_call(name, args, use_id, ts=None, call_id=call_id))
         self.pending = _Pending(tools[0][2] if tools else None, observation)
 
     def run_row(self, info: dict[str, Any]) -> dict[str, Any]:
@@ -550,8 +479,8 @@ class _Reader:
             result = excerpt(self.stand_in)
         retry_loop = as_dict(as_dict(self.config.get("agent")).get("retry_loop"))
         return {
-            "session_id": self.session,
-            "stream_key": self.session,
+            "session_id": self.talk.session,
+            "stream_key": self.talk.session,
             "seq": 1,
             "line": None,
             "agent": AGENT,
