@@ -37,7 +37,7 @@ import orjson
 
 from analyzer.formats.codex_forks import Replay
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.conversation import Conversation
+from analyzer.ingest.conversation import Conversation, Message
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import Lowering, brief
 from analyzer.ingest.rows import CallRow
@@ -102,19 +102,19 @@ class _Reader:
         self.n_calls = 0
         self.call: CallRow | None = None  # the call of the current step
         # The items waiting for their call: their effects on it, and their messages (rows of
-        # ``self.talk``, numbered where the item is; ``Any``: the builder names no row type).
-        self.pending: list[tuple[dict[str, int], Any]] = []
+        # ``self.talk``, numbered where the item is).
+        self.pending: list[tuple[dict[str, int], Message | None]] = []
         self.replay = Replay()
         self.meta_seen = False
 
     # An item's effect on its call, applied once the call is known.
-    def attach(self, call_effect: dict[str, int], message: Any) -> None:
+    def attach(self, call_effect: dict[str, int], message: Message | None) -> None:
         if self.call is None:
             self.pending.append((call_effect, message))
         else:
             self._apply(self.call, call_effect, message)
 
-    def _apply(self, call: CallRow, effect: dict[str, int], message: Any) -> None:
+    def _apply(self, call: CallRow, effect: dict[str, int], message: Message | None) -> None:
         call.add(**effect)
         call.parts = (call.parts or call.n_records or 0) + 1  # this item shaped it
         if message is not None:

@@ -80,7 +80,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.ingest.base import Head, LoadContext, LoadResult
-from analyzer.ingest.conversation import Conversation
+from analyzer.ingest.conversation import Conversation, Message
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import Lowering, brief, excerpt, text_measure
 from analyzer.ingest.rows import CallRow
@@ -144,7 +144,7 @@ class _Response:
 
     call: CallRow
     call_id: str  # (its id in the store, for its messages)
-    messages: list[Any]  # its messages' rows (the builder's), written after the call
+    messages: list[Message]  # its messages' rows, written after the call
     text: list[str]
 
 
@@ -338,8 +338,8 @@ class _Stream:
         chars, visible = text_measure(text)
         r.call.content_chars, r.call.visible_chars = chars, visible
         for m in r.messages:
-            if m.kind == "text":
-                m.text_chars, m.visible_chars, m.excerpt = chars, visible, excerpt(text)
+            if m.kind == "text":  # placed when the response began, its text known now
+                Conversation.fill(m, text)
         self.low.add_call(r.call)
         for m in r.messages:
             self.low.add_message(m)

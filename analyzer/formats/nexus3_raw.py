@@ -183,8 +183,8 @@ class _Reader:
                 as_str(tc.get("id")) if isinstance(tc, dict) else None,
                 ts=ts,
                 call_id=self.prev_call_id,
+                role=role,  # the role of the message that carries it (the assistant's, seen)
             )
-            row.role = role  # the role of the message that carries it (the assistant's, seen)
             self.low.add_message(row)
 
     def chunk(self, chunk: object) -> None:

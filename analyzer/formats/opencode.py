@@ -218,9 +218,8 @@ class _Reader:
         if role == "user":  # a turn's prompt (its text is in its parts: not measured here)
             talk = Conversation(session)
             talk.turn = f"{session}:{mid}"
-            prompt = talk.message("user", "prompt", ts=ts, n_records=1)
-            prompt.idx = None if order is None else order * 2  # placed, not counted (see part)
-            self.low.add_message(prompt)
+            place = None if order is None else order * 2  # placed, not counted (see part)
+            self.low.add_message(talk.message("user", "prompt", ts=ts, at=place, n_records=1))
             return
         parent = as_str(doc.get("parentID"))
         nested = as_dict(doc.get("model"))
@@ -279,7 +278,7 @@ class _Reader:
         ts = parse_time(times.get("start"), tz)
         use_id = as_str(doc.get("callID"))
         # The part's call and result, of no turn. OpenCode's messages are placed by their ids'
-        # clocks (None: no clock), not counted: their rows' places are set here.
+        # clocks (None: no clock), not counted: their rows' places are given here.
         talk = Conversation(session)
         call = talk.tool_call(
             as_str(doc.get("tool")),
@@ -288,8 +287,8 @@ class _Reader:
             ts=ts,
             call_id=self.low.call_id(message),
             records=1,
+            at=idx,
         )
-        call.idx = idx
         self.low.add_message(call)
         status = state.get("status")
         if status not in ("completed", "error"):  # pending or running: no result yet
@@ -298,9 +297,13 @@ class _Reader:
         result = state.get("error" if is_error else "output")
         text = result if isinstance(result, str) else brief(result, limit=10**9)
         done = talk.tool_result(
-            result, is_error, ts=parse_time(times.get("end"), tz) or ts, text=text, use_id=use_id
+            result,
+            is_error,
+            ts=parse_time(times.get("end"), tz) or ts,
+            text=text,
+            use_id=use_id,
+            at=None if idx is None else idx + 1,
         )
-        done.idx = None if idx is None else idx + 1
         self.low.add_message(done)
 
 

@@ -170,9 +170,11 @@ class Session:
     ) -> None:
         """A message of text (``records``: the input records it accounts for; ``is_error``:
         it tells of an error)."""
-        row = self.talk.text(role, kind, text, ts=ts, records=records, call_id=call_id)
-        row.is_error = is_error
-        self.low.add_message(row)
+        self.low.add_message(
+            self.talk.text(
+                role, kind, text, ts=ts, records=records, call_id=call_id, is_error=is_error
+            )
+        )
 
     def prompt(self, ev: dict[str, Any], ts: datetime | None, records: int, text: str) -> None:
         """The user's message: it starts a turn."""

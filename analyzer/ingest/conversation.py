@@ -27,6 +27,9 @@ from analyzer.ingest.content import excerpt, refusal_said, text_measure, tool_ca
 from analyzer.ingest.content import tool_result_said as tool_result_said
 from analyzer.ingest.rows import MessageRow
 
+# A message row, as the builder builds it (what a format keeps of one, waiting for its call).
+Message = MessageRow
+
 
 class _Same:
     """The default of ``shown``: the excerpt is cut from the text measured."""
@@ -54,11 +57,15 @@ class Conversation:
         self.idx += 1
         return self.idx
 
-    def message(self, role: str, kind: str, *, ts: datetime | None, **columns: Any) -> MessageRow:
-        """A message of any kind, with the columns given (the others' defaults)."""
+    def message(
+        self, role: str, kind: str, *, ts: datetime | None, at: object = SAME, **columns: Any
+    ) -> MessageRow:
+        """A message of any kind, with the columns given (the others' defaults). ``at`` is its
+        place where the log says it (a message placed, not counted; None: no place), by
+        default the next place of the session."""
         return MessageRow(
             session_id=self.session,
-            idx=self.next_idx(),
+            idx=self.next_idx() if isinstance(at, _Same) else _place(at),
             role=role,
             kind=kind,
             ts=ts,
@@ -76,20 +83,20 @@ class Conversation:
         records: int = 0,
         call_id: str | None = None,
         shown: object = SAME,
+        is_error: bool | None = None,
     ) -> MessageRow:
         """A message of text (``role`` and ``kind`` as the format tells them apart), measured,
-        and cut for a person."""
-        chars, visible = text_measure(text)
-        return self.message(
-            role,
-            kind,
-            ts=ts,
-            text_chars=chars,
-            visible_chars=visible,
-            excerpt=excerpt(text if shown is SAME else shown),
-            call_id=call_id,
-            n_records=records,
-        )
+        and cut for a person (``is_error``: a note that says it reports an error)."""
+        row = self.message(role, kind, ts=ts, call_id=call_id, n_records=records, is_error=is_error)
+        return self.fill(row, text, shown=shown)
+
+    @staticmethod
+    def fill(row: MessageRow, text: object, shown: object = SAME) -> MessageRow:
+        """``row`` with its text measured and cut for a person: a message placed when it began
+        whose text is known when it ends (a reply streamed in parts)."""
+        row.text_chars, row.visible_chars = text_measure(text)
+        row.excerpt = excerpt(text if shown is SAME else shown)
+        return row
 
     def prompt(
         self, text: object, *, ts: datetime | None, agent: bool = False, records: int = 1
@@ -127,12 +134,13 @@ class Conversation:
         ts: datetime | None,
         call_id: str | None = None,
         records: int = 0,
+        role: str = "assistant",
+        at: object = SAME,
     ) -> MessageRow:
         """A tool the model called, with its arguments (hashed, and cut for a person)."""
         said: dict[str, Any] = dict(tool_call_said(name, args, use_id))
-        return self.message(
-            "assistant", said.pop("kind"), ts=ts, call_id=call_id, n_records=records, **said
-        )
+        kind = said.pop("kind")
+        return self.message(role, kind, ts=ts, at=at, call_id=call_id, n_records=records, **said)
 
     def tool_result(
         self,
@@ -147,6 +155,7 @@ class Conversation:
         records: int = 0,
         call_id: str | None = None,
         shown: object = SAME,
+        at: object = SAME,
     ) -> MessageRow:
         """What a tool returned (``content``, as the log holds it) and whether the agent saw an
         error; measured on ``text`` (what the model was shown of it: by default the content)."""
@@ -156,6 +165,7 @@ class Conversation:
             role,
             "tool_result",
             ts=ts,
+            at=at,
             text_chars=chars,
             visible_chars=visible,
             tool_name=name,
@@ -191,3 +201,10 @@ class Conversation:
             n_records=records,
             **refusal_said(content),
         )
+
+
+def _place(at: object) -> int | None:
+    """A place a format gave (``message(at=...)``): a whole number or None."""
+    if at is None or (isinstance(at, int) and not isinstance(at, bool)):
+        return at
+    raise TypeError(f"a message's place is a whole number or None, not {at!r}")
