@@ -228,7 +228,7 @@ def load(ctx: LoadContext) -> LoadResult:
     return reader.low.finish()
 
 
-# What this module is to the registry (analyzer.ingest).
+# What this module is to the registry (analyzer.formats).
 SPEC = FormatSpec(
     name="aider",
     title="Aider analytics log (JSONL, --analytics-log)",

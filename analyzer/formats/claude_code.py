@@ -383,14 +383,11 @@ def _new_call(
     add to it)."""
     s.seq += 1
     synthetic = msg.get("model") == SYNTHETIC
-    return CallRow(
-        native_id=f"{msg_id}:{request}" if request else msg_id,
+    return s.call(
+        f"{msg_id}:{request}" if request else msg_id,
         response_id=msg_id,
         line=lineno,
         ts=parse_time(obj.get("timestamp"), tz),
-        session_id=s.session,
-        stream_key=s.session,
-        turn_id=s.turn,
         seq=s.seq,
         agent_id=s.agent,
         parent_session_id=s.parent,
@@ -522,7 +519,7 @@ def _user(low: Lowering, obj: dict[str, Any], s: _Session, tz: str) -> None:
         low.skip("user_without_text")
 
 
-# What this module is to the registry (analyzer.ingest).
+# What this module is to the registry (analyzer.formats).
 SPEC = FormatSpec(
     name="claude_code",
     title="Claude Code transcript (JSONL)",

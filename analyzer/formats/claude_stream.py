@@ -209,7 +209,7 @@ def load(ctx: LoadContext) -> LoadResult:
     return st.finish()
 
 
-# What this module is to the registry (analyzer.ingest).
+# What this module is to the registry (analyzer.formats).
 SPEC = FormatSpec(
     name="claude_stream_json",
     title="Claude Code stream-json output (claude -p --output-format stream-json)",

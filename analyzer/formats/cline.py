@@ -55,7 +55,6 @@ from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.conversation import Conversation
 from analyzer.ingest.lowering import Lowering, brief, text_measure
 from analyzer.ingest.reading import read_json_document
-from analyzer.ingest.rows import CallRow
 from analyzer.ingest.runs import outcome
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.values import (
@@ -196,14 +195,11 @@ class _Reader:
         native = f"{self.talk.session}:{mid}"
         call_id = self.low.call_id(native)
         self.seq += 1
-        call = CallRow(
-            native_id=native,
+        call = self.talk.call(
+            native,
             response_id=None,
             line=n,
             ts=ts,
-            session_id=self.talk.session,
-            stream_key=self.talk.session,
-            turn_id=self.talk.turn,
             seq=self.seq,
             model=as_str(info.get("id")),
             provider=None if provider in _GATEWAYS else provider,
@@ -282,7 +278,7 @@ def load(ctx: LoadContext) -> LoadResult:
     raise InputError("a JSON document without a list of messages", ctx.source.display)
 
 
-# What this module is to the registry (analyzer.ingest).
+# What this module is to the registry (analyzer.formats).
 SPEC = FormatSpec(
     name="cline",
     title="Cline SDK/CLI session messages (JSON)",

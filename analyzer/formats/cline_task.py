@@ -250,13 +250,10 @@ class _Reader:
         self.seq += 1
         reason = as_str(info.get("cancelReason"))
         failed = reason in _ERROR_REASONS or bool(as_str(info.get("streamingFailedMessage")))
-        self.call = CallRow(
-            native_id=native,
+        self.call = self.talk.call(
+            native,
             line=n,
             ts=ts,
-            session_id=self.talk.session,
-            stream_key=self.talk.session,
-            turn_id=self.talk.turn,
             seq=self.seq,
             model=as_str(info.get("modelId")),
             app=self.app or ("roo-code" if "apiProtocol" in info else "cline"),
@@ -324,7 +321,7 @@ def load(ctx: LoadContext) -> LoadResult:
     return reader.low.finish()
 
 
-# What this module is to the registry (analyzer.ingest).
+# What this module is to the registry (analyzer.formats).
 SPEC = FormatSpec(
     name="cline_task",
     title="Cline / Roo Code task messages (ui_messages.json)",

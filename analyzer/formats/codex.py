@@ -248,13 +248,10 @@ class _Reader:
         if total is not None:
             self.prev_total = total
         self.n_calls += 1
-        call = CallRow(
-            native_id=f"{self.talk.session}:{self.n_calls}",
+        call = self.talk.call(
+            f"{self.talk.session}:{self.n_calls}",
             line=lineno,
             ts=ts,
-            session_id=self.talk.session,
-            stream_key=self.talk.session,
-            turn_id=self.talk.turn,
             seq=self.n_calls,
             model=self.model,
             provider="openai",
@@ -284,7 +281,7 @@ def load(ctx: LoadContext) -> LoadResult:
     return reader.finish()
 
 
-# What this module is to the registry (analyzer.ingest).
+# What this module is to the registry (analyzer.formats).
 SPEC = FormatSpec(
     name="codex",
     title="OpenAI Codex CLI rollout (JSONL)",

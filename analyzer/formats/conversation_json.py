@@ -363,14 +363,11 @@ class _Reader:
             f"{as_str(meta.get('request_id')) or as_str(m.get('id')) or self.seq}"
         )
         own_id = m.get("id")
-        call = CallRow(
-            native_id=native,
+        call = self.talk.call(
+            native,
             response_id=own_id if isinstance(own_id, str) else as_str(response.get("id")),
             line=self.seq,
             ts=ts,
-            session_id=self.talk.session,
-            stream_key=self.talk.session,
-            turn_id=self.talk.turn,
             seq=self.seq,
             model=as_str(m.get("model")) or as_str(response.get("model")) or self.model,
             provider=as_str(m.get("provider")),
@@ -530,7 +527,7 @@ def load(ctx: LoadContext) -> LoadResult:
     return _Reader(ctx, doc).run()
 
 
-# What this module is to the registry (analyzer.ingest).
+# What this module is to the registry (analyzer.formats).
 SPEC = FormatSpec(
     name="conversation_json",
     title="saved conversation (JSON: OpenAI or Anthropic messages, Penguin session)",

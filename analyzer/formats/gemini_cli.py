@@ -271,14 +271,11 @@ class _Reader:
         tools = [t for t in as_list(obj.get("toolCalls")) if isinstance(t, dict)]
         tokens = obj.get("tokens")
         self.seq += 1
-        call = CallRow(
-            native_id=native,
+        call = self.talk.call(
+            native,
             response_id=mid,
             line=line,
             ts=ts,
-            session_id=self.talk.session,
-            stream_key=self.talk.session,
-            turn_id=self.talk.turn,
             seq=self.seq,
             agent_id=self.agent,
             parent_session_id=self.parent,
@@ -363,7 +360,7 @@ def load(ctx: LoadContext) -> LoadResult:
     return reader.finish()
 
 
-# What this module is to the registry (analyzer.ingest).
+# What this module is to the registry (analyzer.formats).
 SPEC = FormatSpec(
     name="gemini_cli",
     title="Gemini CLI saved chat (JSON or JSONL)",

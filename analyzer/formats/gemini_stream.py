@@ -410,7 +410,7 @@ def load(ctx: LoadContext) -> LoadResult:
     return st.finish()
 
 
-# What this module is to the registry (analyzer.ingest).
+# What this module is to the registry (analyzer.formats).
 SPEC = FormatSpec(
     name="gemini_stream_json",
     title="Gemini CLI stream-json output (gemini --output-format stream-json)",

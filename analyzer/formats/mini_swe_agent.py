@@ -221,14 +221,11 @@ class _Reader:
             as_dict(as_list(response.get("choices"))[0]) if as_list(response.get("choices")) else {}
         )
         reasoning = as_text(as_dict(choice.get("message")).get("reasoning"))
-        call = CallRow(
-            native_id=native,
+        call = self.talk.call(
+            native,
             response_id=as_str(response.get("id")),
             line=number,
             ts=self.time(m),
-            session_id=self.talk.session,
-            stream_key=self.talk.session,
-            turn_id=self.talk.turn,
             seq=self.seq,
             model=as_str(response.get("model")) or self.model,
             provider=as_str(response.get("provider")),
@@ -370,7 +367,7 @@ def load(ctx: LoadContext) -> LoadResult:
     return _Reader(ctx, doc).run()
 
 
-# What this module is to the registry (analyzer.ingest).
+# What this module is to the registry (analyzer.formats).
 SPEC = FormatSpec(
     name="mini_swe_agent",
     title="mini-swe-agent 1.x trajectory (JSON, trajectory_format mini-swe-agent-1)",

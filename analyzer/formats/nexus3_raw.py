@@ -140,13 +140,10 @@ class _Reader:
         for m in new:
             self.message(m, ts)
         self.seq += 1
-        self.call = CallRow(
-            native_id=self.native_id(obj),
+        self.call = self.talk.call(
+            self.native_id(obj),
             line=lineno,
             ts=ts,
-            session_id=self.talk.session,
-            stream_key=self.talk.session,
-            turn_id=self.talk.turn,
             seq=self.seq,
             agent_id=self.agent,
             parent_session_id=self.parent,
@@ -293,7 +290,7 @@ def load(ctx: LoadContext) -> LoadResult:
     return reader.low.finish()
 
 
-# What this module is to the registry (analyzer.ingest).
+# What this module is to the registry (analyzer.formats).
 SPEC = FormatSpec(
     name="nexus3_raw",
     title="NEXUS3 raw API log (raw.jsonl)",

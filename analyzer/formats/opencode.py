@@ -313,7 +313,7 @@ def load(ctx: LoadContext) -> LoadResult:
     return reader.low.finish()
 
 
-# What this module is to the registry (analyzer.ingest).
+# What this module is to the registry (analyzer.formats).
 SPEC = FormatSpec(
     name="opencode",
     title="OpenCode stored message, part or session (JSON)",

@@ -372,7 +372,7 @@ def _member(ctx: LoadContext) -> LoadResult:
     return low.finish()
 
 
-# What this module is to the registry (analyzer.ingest).
+# What this module is to the registry (analyzer.formats).
 SPEC = FormatSpec(
     name="openhands",
     title="OpenHands evaluation output.jsonl, or conversation (base_state.json + events/)",

@@ -439,13 +439,10 @@ class _Reader:
         call_id = self.low.call_id(native)
         text = _text(m.get("content"))
         chars, visible = text_measure(text)
-        row = CallRow(
-            native_id=native,
+        row = self.talk.call(
+            native,
             line=line,
             ts=None,
-            session_id=self.talk.session,
-            stream_key=self.talk.session,
-            turn_id=self.talk.turn,
             seq=self.seq,
             model=self.model,
             app=AGENT,
@@ -513,7 +510,7 @@ def load(ctx: LoadContext) -> LoadResult:
     return _Reader(ctx, doc).run()
 
 
-# What this module is to the registry (analyzer.ingest).
+# What this module is to the registry (analyzer.formats).
 SPEC = FormatSpec(
     name="swe_agent",
     title="SWE-agent trajectory (.traj, JSON)",

@@ -6,7 +6,8 @@ turn under way and the place of the last message, and each of its methods builds
 one thing said, which the reader hands to its ``Lowering`` (``low.add_message(row)``) or keeps
 for its call. What a row keeps of content (hashes, what it means, whether a result is an
 error) is ``content``'s; the numbering, the session, the turn, the time, the measures of text
-and the excerpt are here, so a format is parsing, not building rows.
+and the excerpt are here, so a format is parsing, not building rows. ``call`` starts the row of
+a call of the session (its session, stream and turn filled in), which the format completes.
 
 >>> talk = Conversation("s1")
 >>> talk.turn = "s1:1"
@@ -25,7 +26,7 @@ from typing import Any
 
 from analyzer.ingest.content import excerpt, refusal_said, text_measure, tool_call_said
 from analyzer.ingest.content import tool_result_said as tool_result_said
-from analyzer.ingest.rows import MessageRow
+from analyzer.ingest.rows import CallRow, MessageRow
 
 # A message row, as the builder builds it (what a format keeps of one, waiting for its call).
 Message = MessageRow
@@ -56,6 +57,17 @@ class Conversation:
         """The place of the next message of the session."""
         self.idx += 1
         return self.idx
+
+    def call(self, native_id: str | None, **columns: Any) -> CallRow:
+        """A call the model answered in this session, in the turn under way (its stream is the
+        session's), with the columns given."""
+        return CallRow(
+            native_id=native_id,
+            session_id=self.session,
+            stream_key=self.session,
+            turn_id=self.turn,
+            **columns,
+        )
 
     def message(
         self, role: str, kind: str, *, ts: datetime | None, at: object = SAME, **columns: Any

@@ -211,7 +211,7 @@ def load(ctx: LoadContext) -> LoadResult:
     return out.finish()
 
 
-# What this module is to the registry (analyzer.ingest).
+# What this module is to the registry (analyzer.formats).
 SPEC = FormatSpec(
     name="anthropic_usage",
     title="Anthropic usage or cost report (Console CSV export, or the Admin API's JSON)",

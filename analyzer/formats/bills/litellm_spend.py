@@ -391,7 +391,7 @@ def load(ctx: LoadContext) -> LoadResult:
     return result
 
 
-# What this module is to the registry (analyzer.ingest).
+# What this module is to the registry (analyzer.formats).
 SPEC = FormatSpec(
     name="litellm_spend",
     title="LiteLLM proxy spend log (LiteLLM_SpendLogs as CSV, JSON or JSON Lines)",

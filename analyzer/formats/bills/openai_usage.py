@@ -200,7 +200,7 @@ def load(ctx: LoadContext) -> LoadResult:
     return out.finish()
 
 
-# What this module is to the registry (analyzer.ingest).
+# What this module is to the registry (analyzer.formats).
 SPEC = FormatSpec(
     name="openai_usage",
     title="OpenAI usage or costs (the organisation Usage/Costs API's JSON, or the dashboard's CSV)",

@@ -294,7 +294,7 @@ def load(ctx: LoadContext) -> LoadResult:
     return result
 
 
-# What this module is to the registry (analyzer.ingest).
+# What this module is to the registry (analyzer.formats).
 SPEC = FormatSpec(
     name="openrouter_csv",
     title="OpenRouter activity export (CSV)",
