@@ -171,22 +171,18 @@ class Conversation:
     ) -> MessageRow:
         """What a tool returned (``content``, as the log holds it) and whether the agent saw an
         error; measured on ``text`` (what the model was shown of it: by default the content)."""
-        said = content if text is SAME else text
-        chars, visible = text_measure(said)
-        return self.message(
+        row = self.message(
             role,
             "tool_result",
             ts=ts,
             at=at,
-            text_chars=chars,
-            visible_chars=visible,
             tool_name=name,
             tool_use_id=use_id,
             call_id=call_id,
-            excerpt=excerpt(said if shown is SAME else shown),
             n_records=records,
             **tool_result_said(content, is_error),
         )
+        return self.fill(row, content if text is SAME else text, shown=shown)
 
     def refusal(
         self,
@@ -200,19 +196,10 @@ class Conversation:
     ) -> MessageRow:
         """The agent's refusal of a reply it could not parse (its ``format_error`` message),
         tied to the refused call."""
-        said = content if text is SAME else text
-        chars, visible = text_measure(said)
-        return self.message(
-            role,
-            "format_error",
-            ts=ts,
-            text_chars=chars,
-            visible_chars=visible,
-            excerpt=excerpt(said),
-            call_id=call_id,
-            n_records=records,
-            **refusal_said(content),
+        row = self.message(
+            role, "format_error", ts=ts, call_id=call_id, n_records=records, **refusal_said(content)
         )
+        return self.fill(row, content if text is SAME else text)
 
 
 def _place(at: object) -> int | None:
