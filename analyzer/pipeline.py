@@ -189,26 +189,28 @@ def _say_no_calls(reports: list[FileReport]) -> None:
     empty = [
         r for r in reports if r.status == "loaded" and r.calls == 0 and r.reason and not r.expected
     ]
-    for r in empty[:NO_CALLS_SHOWN]:
-        title = format_by_name(r.format).title if r.format else "?"
-        note(f"{r.path}: recognised as {title}, 0 calls: {r.reason}")
-    if len(empty) > NO_CALLS_SHOWN:
-        note(
-            f"and {len(empty) - NO_CALLS_SHOWN:,} more files with no calls "
-            "(--verbose lists every file)"
-        )
+    lines = [
+        f"{r.path}: recognised as {format_by_name(r.format).title if r.format else '?'}, "
+        f"0 calls: {r.reason}"
+        for r in empty
+    ]
+    _say_first(lines, "files with no calls")
 
 
 def _say_unknown_data(reports: list[FileReport]) -> None:
     """Name each file of data no reader recognises, in one line (it is input not read)."""
     unknown = [r for r in reports if r.status == "unrecognised" and r.data]
-    for r in unknown[:NO_CALLS_SHOWN]:
-        note(f"{r.path}: not read: {r.reason}")
-    if len(unknown) > NO_CALLS_SHOWN:
-        note(
-            f"and {len(unknown) - NO_CALLS_SHOWN:,} more files of data no reader recognises "
-            "(--verbose lists every file)"
-        )
+    _say_first(
+        [f"{r.path}: not read: {r.reason}" for r in unknown], "files of data no reader recognises"
+    )
+
+
+def _say_first(lines: list[str], what: str) -> None:
+    """The first ``NO_CALLS_SHOWN`` of ``lines``, then how many more ``what`` there are."""
+    for line in lines[:NO_CALLS_SHOWN]:
+        note(line)
+    if len(lines) > NO_CALLS_SHOWN:
+        note(f"and {len(lines) - NO_CALLS_SHOWN:,} more {what} (--verbose lists every file)")
 
 
 def _first_in_full(said: list[str]) -> str:
