@@ -66,14 +66,36 @@ from analyzer.load.workers import Job, Prepared, Workers, count
 PROGRESS_MIN_BYTES = 50 * 1024 * 1024
 
 
+@dataclass(frozen=True)
+class _Read:
+    """A file read now: its format, the file, the options of the load, the name it is stored
+    by, its SHA-256 and its stat key."""
+
+    fmt: registry.Format
+    src: SourceFile
+    options: IngestOptions
+    name: str
+    digest: str
+    file_stat: str
+
+    def facts(self) -> FileFacts:
+        """What the store keeps of the file, beside its accounting."""
+        src, options = self.src, self.options
+        return FileFacts(
+            path=self.name,
+            format=self.fmt.name,
+            sha256=self.digest,
+            bytes=src.size,
+            ingested_at=datetime.now(UTC).replace(tzinfo=None),
+            encoding=src.head.encoding,
+            options=json.dumps({"tz": options.tz, "session_gap_s": options.session_gap_s}),
+            file_stat=self.file_stat,
+        )
+
+
 def _load(
     store: Store,
-    fmt: registry.Format,
-    src: SourceFile,
-    options: IngestOptions,
-    name: str,
-    digest: str,
-    file_stat: str,
+    read: _Read,
     tail: tuple[int, str] | None = None,
     seen: Seen | None = None,
     whole: bool = False,
@@ -82,6 +104,7 @@ def _load(
     nothing. ``tail`` is a reject for the unreadable end of a damaged file; ``seen``, how the
     file was read before (read on from its resume point, or whole: ``analyzer.ingest.resume``);
     ``whole``: its calls are not written in parts as it is read (``Unchunkable``)."""
+    fmt, src, options = read.fmt, read.src, read.options
     display, size, con = src.display, src.size, store.con
     grow = seen.grow if seen is not None else FIRST_READ
     with store.transaction():
@@ -110,33 +133,11 @@ def _load(
             )
             assert earliest is not None  # there are rejects
             raise strict_error(display, result.rows_rejected, *earliest)
-        facts = _facts(fmt, src, options, name, digest, file_stat)
-        Sink(store.engine).sources([SourceRow.of(source_id, result, facts)])
+        Sink(store.engine).sources([SourceRow.of(source_id, result, read.facts())])
         if seen is not None:
-            seen.after(result.checkpoint, digest).settle(store.engine, source_id)
+            seen.after(result.checkpoint, read.digest).settle(store.engine, source_id)
         cache.bump(store, cache.DATA)
     return source_id, result
-
-
-def _facts(
-    fmt: registry.Format,
-    src: SourceFile,
-    options: IngestOptions,
-    name: str,
-    digest: str,
-    file_stat: str,
-) -> FileFacts:
-    """What the store keeps of a file read now, beside its accounting."""
-    return FileFacts(
-        path=name,
-        format=fmt.name,
-        sha256=digest,
-        bytes=src.size,
-        ingested_at=datetime.now(UTC).replace(tzinfo=None),
-        encoding=src.head.encoding,
-        options=json.dumps({"tz": options.tz, "session_gap_s": options.session_gap_s}),
-        file_stat=file_stat,
-    )
 
 
 def _regular(path: Path, display: str, explicit: bool) -> os.stat_result | FileReport:
@@ -233,10 +234,10 @@ def ingest_file(
 
     if not is_utf8(head.encoding):
         warn(f"{display}: not UTF-8; read as {ENCODING_NAMES.get(head.encoding, head.encoding)}")
-    stored_as = name or display
+    read = _Read(fmt, src, options, name or display, digest, file_stat)
     batchable = fmt.batch and head.compression is None
     if batch is not None and batchable and size <= BATCH_FILE_BYTES:
-        pending = _stage(store, fmt, src, options, stored_as, digest, file_stat, pre, seen)
+        pending = _stage(store, read, pre, seen)
         if pending is not None:
             batch.add(pending)
             index.add(pending, digest, file_stat)
@@ -245,9 +246,7 @@ def ingest_file(
             return report
     if batch is not None:
         _commit(batch, index)  # what was read before this file is stored before it
-    source_id, result = _load_whole(
-        store, fmt, src, options, stored_as, digest, file_stat, damage, seen
-    )
+    source_id, result = _load_whole(store, read, damage, seen)
     index.add(source_id, digest, file_stat)
     return _report(display, fmt.name, size, source_id, result)
 
@@ -312,41 +311,26 @@ def _known_content(
 
 
 def _load_whole(
-    store: Store,
-    fmt: registry.Format,
-    src: SourceFile,
-    options: IngestOptions,
-    name: str,
-    digest: str,
-    file_stat: str,
-    damage: str | None,
-    seen: Seen | None = None,
+    store: Store, read: _Read, damage: str | None, seen: Seen | None = None
 ) -> tuple[int, LoadResult]:
     """The file loaded on its own (``_load``). A compressed log cut short (its writer was
     killed), or unpacking to more than a file may (``damage``): what decompresses (up to the
     limit) is loaded, and the rest of the file is one reject that says where it ends. A read
     that goes on from a resume point and meets what it cannot go on with is done again whole."""
+    src = read.src
     try:
         if damage is not None:
             raise DamagedGzipError(damage, path=src.display)
-        return _in_parts(store, fmt, src, options, name, digest, file_stat, seen=seen)
+        return _in_parts(store, read, seen=seen)
     except DamagedGzipError as exc:
         with salvage_gzip(src) as (salvaged, lines):
             warn(f"{src.display}: {exc.message}; loading the {lines:,} whole lines before it")
             tail = (lines + 1, f"{exc.message}: the file cannot be read past line {lines:,}")
-            return _in_parts(store, fmt, salvaged, options, name, digest, file_stat, tail)
+            return _in_parts(store, replace(read, src=salvaged), tail)
 
 
 def _in_parts(
-    store: Store,
-    fmt: registry.Format,
-    src: SourceFile,
-    options: IngestOptions,
-    name: str,
-    digest: str,
-    file_stat: str,
-    tail: tuple[int, str] | None = None,
-    seen: Seen | None = None,
+    store: Store, read: _Read, tail: tuple[int, str] | None = None, seen: Seen | None = None
 ) -> tuple[int, LoadResult]:
     """``_load``, a long log's calls written in parts as it is read, a grown file read on from
     its resume point; nothing of a read that fails so is stored, and it is done again: whole
@@ -355,7 +339,7 @@ def _in_parts(
     whole = False
     while True:
         try:
-            return _load(store, fmt, src, options, name, digest, file_stat, tail, seen, whole=whole)
+            return _load(store, read, tail, seen, whole=whole)
         except CannotResume:
             if seen is None or seen.grow.resume is None:
                 raise
@@ -393,15 +377,7 @@ def _unchanged(display: str, fmt: str | None, prior: int | Pending, size: int) -
 
 
 def _stage(
-    store: Store,
-    fmt: registry.Format,
-    src: SourceFile,
-    options: IngestOptions,
-    name: str,
-    digest: str,
-    file_stat: str,
-    pre: Prepared | None = None,
-    seen: Seen | None = None,
+    store: Store, read: _Read, pre: Prepared | None = None, seen: Seen | None = None
 ) -> Pending | None:
     """The file read into memory for a batch (nothing written), or None when it is too big
     to keep there. ``pre``: what a worker read of it; ``seen``: how it was read before."""
@@ -411,19 +387,19 @@ def _stage(
     else:
         try:
             resume = seen.grow.resume if seen is not None else None
-            staged = read_staged(fmt, src, options, store.engine, resume)
+            staged = read_staged(read.fmt, read.src, read.options, store.engine, resume)
         except CannotResume:
             assert seen is not None
             seen = seen.whole()
-            staged = read_staged(fmt, src, options, store.engine)
+            staged = read_staged(read.fmt, read.src, read.options, store.engine)
     if staged is None:
         return None
     return Pending(
         low=staged,
-        facts=_facts(fmt, src, options, name, digest, file_stat),
-        display=src.display,
-        strict=options.strict,
-        after=seen.after(staged.result.checkpoint, digest) if seen is not None else None,
+        facts=read.facts(),
+        display=read.src.display,
+        strict=read.options.strict,
+        after=seen.after(staged.result.checkpoint, read.digest) if seen is not None else None,
     )
 
 
