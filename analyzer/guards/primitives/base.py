@@ -137,9 +137,10 @@ class Primitive:
         raise NotImplementedError
 
     def traced(self, p: Settings, carry: dict[str, str], unit: str, **names: str) -> str:
-        """The trace unit ``sql/guards/<unit>.sql`` filled: what it reads (``seen_sql``), the
-        columns it keeps, and the primitive's own ``names``."""
-        return unit_sql(f"guards/{unit}.sql", seen=seen_sql(p, carry), keep=keep(carry), **names)
+        """The trace unit ``sql/<unit>`` filled: what it reads (``seen_sql``), the columns it
+        keeps, and the primitive's own ``names``. (The unit is named whole, as a literal, so
+        the cache keys the replay by it.)"""
+        return unit_sql(unit, seen=seen_sql(p, carry), keep=keep(carry), **names)
 
     def tracker(self, p: Settings) -> Tracker:
         """The value kept call by call by a live guard, as the trace computes it (a class of

@@ -32,12 +32,12 @@ class Counter(Primitive):
             "reset": as_bool(p.setting("reset"), "false"),
         }
         if self.unit_steps(p):
-            return self.traced(p, carry, "trace_counter", **names)
+            return self.traced(p, carry, "guards/trace_counter.sql", **names)
         segment = "max(CASE WHEN rst THEN pos END) OVER r" if p.setting("reset") else None
         return self.traced(
             p,
             carry,
-            "trace_counter_weighted",
+            "guards/trace_counter_weighted.sql",
             **names,
             weight=str(p.setting("weight")),
             segment=segment or "NULL::BIGINT",

@@ -30,7 +30,7 @@ class Period(RunLength):
 
     def trace(self, p: Settings, carry: dict[str, str]) -> str:
         key, period = str(p.setting("key")), str(int(p.setting("period")))
-        return self.traced(p, carry, "trace_period", key=key, period=period)
+        return self.traced(p, carry, "guards/trace_period.sql", key=key, period=period)
 
     def tracker(self, p: Settings) -> Tracker:
         return PeriodTracker(period=int(p.setting("period")))

@@ -21,7 +21,7 @@ class RunLength(Primitive):
     required: ClassVar[dict[str, str]] = {"key": "what must repeat"}
 
     def trace(self, p: Settings, carry: dict[str, str]) -> str:
-        return self.traced(p, carry, "trace_run_length", key=str(p.setting("key")))
+        return self.traced(p, carry, "guards/trace_run_length.sql", key=str(p.setting("key")))
 
     def unit_steps(self, p: Settings) -> bool:
         return True

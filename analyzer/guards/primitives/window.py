@@ -35,9 +35,13 @@ class Window(Primitive):
         count = as_bool(p.setting("count"), "true")
         size = p.setting("size")
         if size is not None:
-            return self.traced(p, carry, "trace_window_size", count=count, size=str(int(size)))
+            return self.traced(
+                p, carry, "guards/trace_window_size.sql", count=count, size=str(int(size))
+            )
         seconds = str(float(p.setting("seconds") or 0))
-        return self.traced(p, carry, "trace_window_seconds", count=count, seconds=seconds)
+        return self.traced(
+            p, carry, "guards/trace_window_seconds.sql", count=count, seconds=seconds
+        )
 
     def unit_steps(self, p: Settings) -> bool:
         # A window of seconds can jump where the calls' clock runs backwards.
