@@ -271,6 +271,7 @@ def test_a_format_imports_only_the_machinerys_public_pieces() -> None:
 def test_a_format_says_what_was_said_through_the_conversation_builder() -> None:
     """No format builds a message row by hand: it says what a session said with the builder
     (``ingest/conversation.py``), which numbers, measures and excerpts every message alike."""
+
     def builds_rows(path: Path) -> bool:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call):
