@@ -317,15 +317,8 @@ def stages(store: Store, label: str, enabled: bool = True) -> AbstractContextMan
 
 
 def apply_window(store: Store, window: Window | None, incidents: bool = True) -> None:
-    """Let every later step see only the calls in ``window`` (and, with ``incidents``, the
-    incidents that start in it: for commands that read the incidents found earlier)."""
-    if window:
-        store.restrict(
-            window.predicate(),
-            window.key(),
-            incidents=window.predicate("start_ts") if incidents else None,
-            buckets=window.predicate("bucket_start"),
-        )
+    """Let every later step see only the calls in ``window`` (``Store.see_only``)."""
+    store.see_only(window, incidents)
 
 
 @on_its_console

@@ -64,3 +64,14 @@ def test_a_store_that_must_exist_and_does_not_is_an_error(tmp_path: Path) -> Non
     ):
         pass
     assert not (tmp_path / "none.duckdb").exists()
+
+
+def test_the_public_names_are_loaded_when_asked_for() -> None:
+    """``analyzer.api`` names its public objects and loads each where it is defined when it
+    is first asked for (``api.home``, the default store, loads none of them)."""
+    import analyzer.api as api
+
+    for name in api.__all__:
+        assert getattr(api, name).__name__ == name
+    with pytest.raises(AttributeError):
+        api.NoSuchThing  # noqa: B018

@@ -330,3 +330,22 @@ def test_ingest_of_a_log_does_not_import_pandas(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", after], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_pandas_is_skipped_when_pyarrow_is_loaded_later() -> None:
+    """The CLI asks to skip pandas before it knows whether the command will load pyarrow (a
+    warm view never does): the skip waits for pyarrow's import, then leaves no trace."""
+    script = (
+        "import sys\n"
+        "from analyzer.engine.arrow_setup import skip_pandas\n"
+        "skip_pandas()\n"
+        "assert 'pyarrow' not in sys.modules\n"
+        "import pyarrow as pa\n"
+        "t = pa.table({'k': pa.array(['a', None])})\n"
+        "assert 'pandas' not in sys.modules\n"
+        "assert not any(type(f).__name__ == '_WhenPyarrowLoads' for f in sys.meta_path)\n"
+        "assert type(t.to_pandas()).__module__.startswith('pandas')\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

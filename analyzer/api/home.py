@@ -125,10 +125,10 @@ def refresh(
     ``detect``, says here that the refresh was skipped). If the store cannot be written (a
     read-only mount, a team's store), it is read as it is, saying so - a ``writer`` stops
     there."""
-    from analyzer import pipeline
-
     if not choice.default or not enabled:
         return None
+    from analyzer import pipeline
+
     inputs = pipeline.default_inputs(os.environ, Path.home())
     if not inputs.paths and not Path(choice.path).exists():
         places = ", ".join(inputs.absent) or "none known"

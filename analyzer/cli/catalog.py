@@ -79,6 +79,3 @@ def policies_command(policy_files: tuple[str, ...], as_json: bool) -> None:
     from analyzer.views.catalog import policies_view
 
     emit(policies_view(policies_named(policy_files)), output_choice(as_json))
-
-
-COMMANDS = [detectors_command, sample, policies_command]

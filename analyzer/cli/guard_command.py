@@ -102,6 +102,3 @@ def claude_hook_command(policy: str | None, policies_file: str | None, tail_mib:
         click.echo(said.stdout)
     if said.stderr:
         click.echo(said.stderr, err=True)
-
-
-COMMANDS = (guard_group,)

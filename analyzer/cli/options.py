@@ -9,27 +9,26 @@ from dataclasses import dataclass
 from decimal import Decimal
 from functools import wraps
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import duckdb
 
+from analyzer.cli import CONSOLE
 from analyzer.console import Console, csv_out, current, out, width
-from analyzer.detect.detectors import ParamError, Selection, select
 from analyzer.engine.default_store import DB_ENV
-from analyzer.engine.engine import Engine
-from analyzer.engine.store import OFFLINE
 from analyzer.errors import ForensicsError
-from analyzer.formats import format_names
-from analyzer.guards.policy import Policy, all_policies
-from analyzer.ingest.base import IngestOptions
 from analyzer.model.formatting import SEVERITIES, money, severity_rank
-from analyzer.model.incident import Incident
 from analyzer.model.timewindow import Window, parse_when
-from analyzer.report.pages import REPORT_FORMATS, STDOUT, format_for
-from analyzer.report.render import render, write_file
+from analyzer.report.render import STDOUT, render, write_file
 from analyzer.views.view import How
 from analyzer.views.view import View as Shown
+
+if TYPE_CHECKING:
+    # (What only some commands need is imported where it is used: a command loads only what
+    # it uses, and ``usage`` starts without the detectors, the formats or pyarrow.)
+    from analyzer.detect.detectors import Selection
+    from analyzer.guards.policy import Policy
+    from analyzer.model.incident import Incident
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr)?\s*$", re.IGNORECASE)
 
@@ -73,6 +72,11 @@ def parse_duration(text: str) -> int:
 def _check_tz(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     if value == "UTC":  # the default: no database opened to check it (a warm command's time)
         return value
+    import duckdb
+
+    from analyzer.engine.engine import Engine
+    from analyzer.engine.store import OFFLINE
+
     try:
         Engine(duckdb.connect(config=OFFLINE)).run(
             "SELECT timezone(?, TIMESTAMP '2000-01-01')", [value]
@@ -146,6 +150,8 @@ def bundle(
 
 
 def _ingest_meaning(kwargs: dict[str, Any]) -> None:
+    from analyzer.ingest.base import IngestOptions
+
     kwargs["options"] = IngestOptions(
         tz=kwargs.pop("input_tz"),
         session_gap_s=parse_duration(kwargs.pop("session_gap")),
@@ -156,6 +162,8 @@ def _ingest_meaning(kwargs: dict[str, Any]) -> None:
 
 
 def ingest_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    from analyzer.formats import format_names
+
     options = [
         click.option(
             "--input-tz",
@@ -201,6 +209,8 @@ def _selection(
 ) -> Selection:
     """The detectors to run, their names and parameters checked once, before anything runs:
     a wrong one is a usage error."""
+    from analyzer.detect.detectors import ParamError, select
+
     try:
         return select(list(only), list(params), list(queries))
     except ParamError as exc:
@@ -273,6 +283,8 @@ def _selection_meaning(kwargs: dict[str, Any]) -> None:
 
 
 def report_options(output_required: bool) -> Callable[[Callable[..., Any]], Any]:
+    from analyzer.report.pages import REPORT_FORMATS
+
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
         options = [
             click.option(
@@ -386,9 +398,6 @@ def run_console(ctx: click.Context) -> Console:
     return found if isinstance(found, Console) else current()
 
 
-CONSOLE = "lf.console"  # the key of the run's console in the click context's meta
-
-
 def _set_quiet(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
     if value:
         run_console(ctx).quiet = True
@@ -423,6 +432,8 @@ def chatter_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def policies_named(files: tuple[str, ...], only: tuple[str, ...] = ()) -> list[Policy]:
     """The built-in policies and those of ``files`` (only those named in ``only``, if any)."""
+    from analyzer.guards.policy import all_policies
+
     found = all_policies(list(files))
     if only:
         names = {p.name for p in found}
@@ -470,6 +481,8 @@ def failing(
 def output_format(output: str, fmt: str | None) -> str:
     """The format ``-o FILE`` is written in (``--format``, else its extension); an extension
     no format has is a usage error naming those that do."""
+    from analyzer.report.pages import format_for
+
     try:
         return format_for(output, fmt)
     except ValueError as exc:

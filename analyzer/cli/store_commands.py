@@ -11,7 +11,6 @@ from typing import Any
 
 import click
 
-from analyzer.api import home
 from analyzer.cli.options import (
     DOLLARS,
     Option,
@@ -26,41 +25,17 @@ from analyzer.cli.options import (
     policies_named,
     policies_option,
     refresh_option,
-    refreshing,
     report_options,
     view_options,
 )
+from analyzer.cli.reading import opened, reading
 from analyzer.console import note
 from analyzer.detect.detectors import load_incidents, wasted_once
 from analyzer.engine.store import Store
 from analyzer.errors import ForensicsError
 from analyzer.guards.policy import Policy
-from analyzer.ingest.base import IngestOptions
-from analyzer.model.formatting import SEVERITIES, money, severity_rank
-from analyzer.pipeline import apply_window, stages
-from analyzer.views.bill_views import BILL_VIEWS
-from analyzer.views.usage import PERIODS, VIEWS
-
-
-def _reading(db: str | None, view: View, incidents: bool = True, detect: bool = False) -> Store:
-    """The store opened read-only, seeing only ``view``'s window (with ``incidents``, only
-    the incidents that start in it). Without ``--db``, the default store, refreshed first
-    (and with ``detect``, its incidents found again where its calls changed)."""
-    store = _opened(db, detect)
-    store.keep_cache = click.get_current_context().meta.get("lf.keep_cache", True)
-    try:
-        apply_window(store, view.window, incidents=incidents)
-    except BaseException:
-        store.close()
-        raise
-    return store
-
-
-def _opened(db: str | None, detect: bool) -> Store:
-    """The store at ``db`` (or the default store, refreshed first), opened read-only."""
-    choice = home.choose(db)
-    busy = home.refresh(choice, IngestOptions(), incidents=detect, enabled=refreshing())
-    return home.open_reading(choice, busy)
+from analyzer.model.formatting import SEVERITIES, severity_rank
+from analyzer.pipeline import stages
 
 
 def _no_incidents_note(store: Store) -> None:
@@ -101,7 +76,7 @@ def report_command(
 
     policies = policies_named(policy_files)
     fmt = output_format(output, report_format)
-    with _reading(db, view, detect=True) as store:
+    with reading(db, view, detect=True) as store:
         _no_incidents_note(store)
         pipeline.report(store, Path(output), fmt, top_incidents, policies)
     if output != "-":
@@ -204,7 +179,7 @@ def backtest_command(
         parsed[name] = (param, values)
     if parsed and not only:  # a sweep shows the swept policies, not every preset
         policies = [p for p in policies if p.name in parsed]
-    with _reading(db, view, detect=True) as store:
+    with reading(db, view, detect=True) as store:
         _no_incidents_note(store)
         with stages(store, "backtest") as shown:
             shown.stage("replaying guards")
@@ -232,85 +207,6 @@ def _recommend(
     budget = Budget(max_false_trips, max_false_usd)
     rec, weighed, within = recommend(store, policies, budget, sweeps)
     emit(RecommendView(rec, budget, weighed, within), output_choice(as_json))
-
-
-@click.command("usage")
-@click.argument(
-    "view_name",
-    metavar="VIEW",
-    type=click.Choice((*VIEWS, *BILL_VIEWS)),
-)
-@db_option()
-@refresh_option
-@view_options
-@keep_cache_option
-@click.option("--breakdown", is_flag=True, help="Each row's models below it.")
-@click.option("--csv", "as_csv", is_flag=True, help="Print CSV on stdout.")
-@chatter_options
-@json_option
-def usage_command(
-    view_name: str, db: str | None, view: View, breakdown: bool, as_csv: bool, as_json: bool
-) -> None:
-    """Tokens, calls and dollars by day, week, month, session, project or model; and the
-    providers' bills per time bucket (bills), against the logs (reconcile).
-
-    Tokens: input (fresh prompt), cache write, cache read, output (reasoning included) and
-    reasoning; dollars by cost basis (billed, reported by the log, estimated from list
-    prices), and the calls left unpriced. A project is the Claude Code project folder, the
-    Codex working directory or the OpenRouter app. Days and weeks (from Monday) are counted
-    in --tz.
-
-    bills: what Anthropic's usage and cost reports and OpenAI's usage and costs say per
-    bucket (a day, an hour) and model: tokens, requests, dollars billed, and the tokens at
-    list prices. They are not calls: the other views never count them. reconcile: per bucket
-    and model, the bill against the logged calls of that provider and model in the bucket,
-    and the dollars no log explains, named. Buckets are in UTC, as the providers bill them.
-
-    \b
-    Examples:
-      llm-forensics usage daily --breakdown
-      llm-forensics usage session --since 7d --json
-      llm-forensics usage reconcile
-    """
-    from analyzer.views.terminal import UsageView
-    from analyzer.views.usage import usage
-
-    fmt = output_choice(as_json, as_csv)
-    if view_name in BILL_VIEWS:
-        _bill_view(view_name, db, view, fmt)
-        return
-    with _reading(db, view) as store:
-        u = usage(store, view_name, view.tz, breakdown)
-        bucketed = _bucketed_note(store) if view_name in PERIODS else ""
-    before = [view.window.describe(view.tz)] if view.window else []
-    emit(UsageView(u, before, [bucketed] if bucketed else []), fmt)
-
-
-def _bucketed_note(store: Store) -> str:
-    """The line under a period view when the store holds bills per bucket (not in it)."""
-    from analyzer.detect.reconcile import bills
-
-    rows = bills(store)
-    if not rows:
-        return ""
-    billed = sum((r.billed_usd or r.estimate_usd or Decimal(0) for r in rows), Decimal(0))
-    return (
-        f"Not in this table: {money(billed)} of provider bills per bucket ({len(rows):,} "
-        "buckets): `usage bills`, and `usage reconcile` against the logs"
-    )
-
-
-def _bill_view(name: str, db: str | None, view: View, fmt: str) -> None:
-    from analyzer.detect.reconcile import bills, totals, units
-    from analyzer.views.bill_views import BillsView, ReconcileView
-
-    with _reading(db, view) as store:
-        if name == "bills":
-            shown: BillsView | ReconcileView = BillsView(bills(store))
-        else:
-            found = units(store)
-            shown = ReconcileView(found, totals(found))
-    emit(shown, fmt)
 
 
 @click.command("incidents")
@@ -350,7 +246,7 @@ def incidents_command(
     """
     from analyzer.views.terminal import IncidentsView
 
-    with _reading(db, view, detect=True) as store:
+    with reading(db, view, detect=True) as store:
         found = load_incidents(store, list(detector) if detector else None)
         if severity:
             found = [i for i in found if severity_rank(i.severity) >= severity_rank(severity)]
@@ -384,7 +280,7 @@ def show_command(
     from analyzer.views.show import find, gather
 
     policies = policies_named(policy_files)
-    with _reading(db, view, incidents=False, detect=True) as store:
+    with reading(db, view, incidents=False, detect=True) as store:
         inc = find(store, ident)
         with stages(store, "show") as shown:
             shown.stage("replaying guards")
@@ -414,7 +310,7 @@ def rejects_command(db: str | None, file: str | None, as_json: bool) -> None:
     """
     from analyzer.views.terminal import RejectsView, rejects
 
-    with _opened(db, detect=False) as store:
+    with opened(db, detect=False) as store:
         rows = rejects(store, file)
     emit(RejectsView(rows), output_choice(as_json))
 
@@ -450,18 +346,7 @@ def export_command(db: str | None, view: View, folder: str) -> None:
     from analyzer.engine.export_layout import read_manifest
     from analyzer.views.export import ExportView, export_parquet
 
-    with _reading(db, view, detect=True) as store:
+    with reading(db, view, detect=True) as store:
         written = export_parquet(store, Path(folder))
     emit(ExportView(Path(folder), read_manifest(Path(folder))))
     note(f"wrote {len(written):,} files and {Path(folder) / 'manifest.json'}")
-
-
-COMMANDS = [
-    report_command,
-    backtest_command,
-    usage_command,
-    incidents_command,
-    show_command,
-    rejects_command,
-    export_command,
-]

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from importlib.machinery import ModuleSpec
+from importlib.abc import Loader
+from importlib.machinery import ModuleSpec, PathFinder
 from types import ModuleType
 
 
@@ -29,14 +30,55 @@ class _NoPandas:
 
 
 def skip_pandas() -> None:
-    """Make pyarrow's one look for pandas find none (unless pandas is already imported)."""
+    """Make pyarrow's one look for pandas find none (unless pandas is already imported): at
+    once if pyarrow is loaded, else when it is (a command that never builds an Arrow table
+    never imports pyarrow for it)."""
     if "pandas" in sys.modules:
         return
-    import pyarrow as pa
+    if "pyarrow" in sys.modules:
+        _first_conversion(sys.modules["pyarrow"])
+    elif not any(isinstance(f, _WhenPyarrowLoads) for f in sys.meta_path):
+        sys.meta_path.insert(0, _WhenPyarrowLoads())
 
+
+def _first_conversion(pa: ModuleType) -> None:
+    """pyarrow's first conversion, with pandas not to be found."""
+    if "pandas" in sys.modules:
+        return
     finder = _NoPandas()
     sys.meta_path.insert(0, finder)
     try:
         pa.array([0])  # the first conversion: pyarrow looks for pandas here, once
     finally:
         sys.meta_path.remove(finder)
+
+
+class _WhenPyarrowLoads:
+    """A finder that waits for ``import pyarrow``: it lets the import run as it would, then
+    makes pyarrow's first conversion (``_first_conversion``), and leaves ``sys.meta_path``."""
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if name != "pyarrow":
+            return None
+        sys.meta_path.remove(self)
+        spec = PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        spec.loader = _ThenSkip(spec.loader)
+        return spec
+
+
+class _ThenSkip(Loader):
+    """pyarrow's own loader, then its first conversion."""
+
+    def __init__(self, loader: Loader) -> None:
+        self.loader = loader
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.loader.exec_module(module)
+        _first_conversion(module)

@@ -24,10 +24,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
+
+if TYPE_CHECKING:  # (a command that builds no Arrow table never imports pyarrow)
+    import pyarrow as pa
 
 from analyzer.errors import ForensicsError
 

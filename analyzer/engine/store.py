@@ -10,7 +10,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -20,6 +20,9 @@ from analyzer.engine.engine import Engine, Params
 from analyzer.engine.files import os_error
 from analyzer.errors import ForensicsError
 from analyzer.model.formatting import money
+
+if TYPE_CHECKING:
+    from analyzer.model.timewindow import Window
 
 MEMORY_ENV = "LLM_FORENSICS_MEMORY_LIMIT"
 # DuckDB's own default is 80% of the machine; a forensics run shares the machine with the user's
@@ -114,6 +117,17 @@ class Store:
         if incidents is not None:
             self.engine.run("store/restrict_incidents.sql", db=db, condition=incidents)
         self.window = key
+
+    def see_only(self, window: Window | None, incidents: bool = True) -> None:
+        """Let every later step see only the calls in ``window`` (and, with ``incidents``, the
+        incidents that start in it: for commands that read the incidents found earlier)."""
+        if window:
+            self.restrict(
+                window.predicate(),
+                window.key(),
+                incidents=window.predicate("start_ts") if incidents else None,
+                buckets=window.predicate("bucket_start"),
+            )
 
     def close(self) -> None:
         self.con.close()

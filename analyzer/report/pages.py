@@ -19,7 +19,7 @@ import click
 from analyzer.engine import cache
 from analyzer.engine.store import Store
 from analyzer.errors import ForensicsError
-from analyzer.report.render import render, render_text, write_file
+from analyzer.report.render import STDOUT, render, render_text, write_file
 from analyzer.report.templates import html_env as html_env
 from analyzer.report.templates import md_env as md_env
 from analyzer.report.templates import md_escape as md_escape
@@ -38,7 +38,6 @@ _EXTENSIONS = {
     "csv": "csv",
     "parquet": "parquet",
 }
-STDOUT = "-"
 
 
 def format_for(output: str | Path, fmt: str | None = None) -> str:

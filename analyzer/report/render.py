@@ -25,6 +25,8 @@ from analyzer.model.formatting import json_text
 from analyzer.views.table import arrow_table, csv_text
 from analyzer.views.view import How, View
 
+STDOUT = "-"  # the output named "-" is stdout
+
 
 @dataclass(frozen=True)
 class Renderer:

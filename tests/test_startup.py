@@ -1,0 +1,73 @@
+"""What a command loads before it does its work (issue 48): each command imports only what it
+uses, so ``--version`` loads nothing of the library and a view of a store named with ``--db``
+loads neither pyarrow, numpy, the detectors nor the formats. Times are the bench's
+(``bench/run.py``: ``start-up: --version`` and ``usage daily --db STORE``); here, what is
+imported, which does not depend on the machine."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from analyzer.cli.main import COMMANDS, cli
+from tests.helpers import REPO
+
+# What a command that only reads a store must not load.
+HEAVY = ("pyarrow", "numpy", "pandas", "jinja2", "analyzer.formats", "analyzer.detect.detectors")
+
+
+def _loaded(args: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], dict]:
+    """Run the command line in a fresh interpreter as the installed script does; what it
+    printed, and which of the modules of interest were loaded when it ended."""
+    report = tmp_path / "loaded.json"
+    script = (
+        "import atexit, json, sys\n"
+        f"def said():\n"
+        f"    names = [m for m in sys.modules if m.startswith('analyzer')]\n"
+        f"    heavy = [m for m in {[*HEAVY, 'duckdb']!r} if m in sys.modules]\n"
+        f"    open({str(report)!r}, 'w').write(json.dumps({{'analyzer': names, 'heavy': heavy}}))\n"
+        "atexit.register(said)\n"
+        "from analyzer.cli.main import main\n"
+        f"sys.argv = ['llm-forensics', *{args!r}]\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
+    return done, json.loads(report.read_text())
+
+
+def test_version_loads_nothing_of_the_library(tmp_path: Path) -> None:
+    done, loaded = _loaded(["--version"], tmp_path)
+    assert done.returncode == 0 and "llm-forensics, version" in done.stdout
+    assert loaded["heavy"] == []  # not even DuckDB
+    assert len(loaded["analyzer"]) <= 10, loaded["analyzer"]
+
+
+@pytest.mark.parametrize("view", ["daily", "session", "bills", "reconcile"])
+def test_a_view_of_a_named_store_loads_no_pyarrow(
+    ingested_sample_db: Path, tmp_path: Path, view: str
+) -> None:
+    done, loaded = _loaded(["usage", view, "--db", str(ingested_sample_db), "--json"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert loaded["heavy"] == ["duckdb"], loaded["heavy"]
+    shown = json.loads(done.stdout)
+    assert shown["view"] == view if isinstance(shown, dict) else isinstance(shown, list)
+
+
+def test_every_command_is_where_the_group_says() -> None:
+    """The group imports a command only when it is asked for: each name it lists is a click
+    command of that name, and ``--help`` lists them all."""
+    ctx = click.Context(cli)
+    for name in COMMANDS:
+        command = cli.get_command(ctx, name)
+        assert isinstance(command, click.Command) and command.name == name, name
+    assert cli.get_command(ctx, "no-such-command") is None
+    shown = CliRunner().invoke(cli, ["--help"]).output
+    assert all(f"  {name}" in shown for name in COMMANDS)
