@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from analyzer.cli.main import cli
 from analyzer.engine.store import Store, open_store
 from analyzer.errors import InputError
-from analyzer.formats import cline, conversation_json
+from analyzer.formats import cline, conversation_json, places
 from analyzer.ingest.base import Head, IngestOptions
 from analyzer.load.flow import FileReport, ingest_file
 from analyzer.pipeline import ingest_paths
@@ -296,11 +296,11 @@ def test_the_seeds_load_cleanly() -> None:
 
 def test_homes() -> None:
     home = Path("/home/me")
-    assert cline.homes({}, home) == [home / ".cline" / "data" / "sessions"]
-    assert cline.homes({"CLINE_DIR": "/srv/c"}, home) == [Path("/srv/c/data/sessions")]
-    assert cline.homes({"CLINE_DATA_DIR": "/d", "CLINE_DIR": "/c"}, home) == [Path("/d/sessions")]
+    assert places.cline({}, home) == [home / ".cline" / "data" / "sessions"]
+    assert places.cline({"CLINE_DIR": "/srv/c"}, home) == [Path("/srv/c/data/sessions")]
+    assert places.cline({"CLINE_DATA_DIR": "/d", "CLINE_DIR": "/c"}, home) == [Path("/d/sessions")]
     env = {"CLINE_SESSION_DATA_DIR": "/s", "CLINE_DATA_DIR": "/d"}
-    assert cline.homes(env, home) == [Path("/s")]
+    assert places.cline(env, home) == [Path("/s")]
 
 
 def cline_home(root: Path) -> Path:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from analyzer.cli.main import cli
 from analyzer.engine.store import Store, open_store
 from analyzer.errors import InputError
-from analyzer.formats import cline, cline_task, conversation_json
+from analyzer.formats import cline, cline_task, conversation_json, places
 from analyzer.ingest.base import Head, IngestOptions
 from analyzer.load.flow import FileReport, ingest_file
 from analyzer.pipeline import ingest_paths
@@ -424,13 +424,13 @@ def test_the_seeds_load_cleanly() -> None:
 def test_homes() -> None:
     home = Path("/home/me")
     storage = home / ".config" / "Code" / "User" / "globalStorage"
-    assert cline_task.homes({}, home, "linux") == [
+    assert places.cline_task({}, home, "linux") == [
         storage / "saoudrizwan.claude-dev" / "tasks",
         storage / "rooveterinaryinc.roo-cline" / "tasks",
     ]
-    xdg = cline_task.homes({"XDG_CONFIG_HOME": "/cfg"}, home, "linux")
+    xdg = places.cline_task({"XDG_CONFIG_HOME": "/cfg"}, home, "linux")
     assert xdg[0] == Path("/cfg/Code/User/globalStorage/saoudrizwan.claude-dev/tasks")
-    mac = cline_task.homes({}, home, "darwin")
+    mac = places.cline_task({}, home, "darwin")
     assert mac[1] == home / "Library/Application Support/Code/User/globalStorage" / (
         "rooveterinaryinc.roo-cline/tasks"
     )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import pytest
 
 import analyzer.formats as registry
 from analyzer.errors import InputError
+from analyzer.formats import cline_task, places
 from analyzer.ingest.spec import KINDS, FormatSpec
 
 # The sniffing order is part of what a file is read as: a change of it is a change of behaviour.
@@ -79,8 +82,7 @@ def test_what_the_specs_say_of_agents_folders_and_files() -> None:
     }
     assert [f.name for f in registry.FORMATS if f.batch] == ["claude_code"]
     assert [f.name for f in registry.FORMATS if f.member_of is not None] == ["openhands"]
-    homes = {f.name for f in registry.FORMATS if f.homes is not None}
-    assert homes == {
+    assert list(places.HOMES) == [
         "claude_code",
         "codex",
         "nexus3_raw",
@@ -89,7 +91,32 @@ def test_what_the_specs_say_of_agents_folders_and_files() -> None:
         "cline",
         "cline_task",
         "openhands",
-    }
+    ]
+
+
+def test_the_default_places_are_formats_in_sniffing_order() -> None:
+    """The places are declared apart from the formats (found without importing one): each is
+    a format's, in the formats' order (the order a refresh names them in)."""
+    names = registry.format_names()
+    for declared in (places.HOMES, places.AGENT_FOLDERS):
+        assert set(declared) <= set(names)
+        assert list(declared) == [n for n in names if n in declared]
+    assert list(cline_task.EXTENSIONS)[:2] == list(places._VSCODE_EXTENSIONS)
+
+
+def test_the_default_places_need_no_format() -> None:
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "import analyzer.formats as registry\n"
+        "assert registry.default_homes({}, Path('/home/u'))\n"
+        "assert '.claude' in registry.agent_folders()\n"
+        "loaded = [m for m in sys.modules if m.startswith('analyzer.formats.')]\n"
+        "assert loaded == ['analyzer.formats.places'], loaded\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
     assert registry.agent_own_file(Path("x/logs.json")) == (
         "Gemini CLI saved chat (JSON or JSONL): a file of its own that holds no call"
     )

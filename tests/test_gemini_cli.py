@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from analyzer.cli.main import cli
 from analyzer.engine.store import Store, open_store
-from analyzer.formats import gemini_cli
+from analyzer.formats import gemini_cli, places
 from analyzer.ingest.base import Head, IngestOptions
 from analyzer.load.flow import FileReport
 from analyzer.pipeline import ingest_paths
@@ -472,8 +472,8 @@ def test_a_sub_agent_chat_names_its_parent(store: Store, tmp_path: Path) -> None
 
 def test_homes() -> None:
     home = Path("/home/me")
-    assert gemini_cli.homes({}, home) == [home / ".gemini" / "tmp"]
-    assert gemini_cli.homes({"GEMINI_CLI_HOME": "/srv/g"}, home) == [Path("/srv/g/.gemini/tmp")]
+    assert places.gemini_cli({}, home) == [home / ".gemini" / "tmp"]
+    assert places.gemini_cli({"GEMINI_CLI_HOME": "/srv/g"}, home) == [Path("/srv/g/.gemini/tmp")]
 
 
 def gemini_home(root: Path) -> Path:

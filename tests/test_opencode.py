@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from analyzer.cli.main import cli
 from analyzer.engine.store import Store, open_store
 from analyzer.errors import InputError
-from analyzer.formats import opencode
+from analyzer.formats import opencode, places
 from analyzer.ingest.base import Head, IngestOptions
 from analyzer.load.flow import FileReport
 from analyzer.pipeline import ingest_paths
@@ -439,9 +439,9 @@ def test_a_cut_off_file_is_one_error_naming_it(store: Store, tmp_path: Path) -> 
 def test_homes() -> None:
     home = Path("/home/me")
     share = home / ".local" / "share" / "opencode" / "storage"
-    assert opencode.homes({}, home) == [share / "message", share / "part"]
+    assert places.opencode({}, home) == [share / "message", share / "part"]
     xdg = Path("/srv/data/opencode/storage")
-    assert opencode.homes({"XDG_DATA_HOME": "/srv/data"}, home) == [xdg / "message", xdg / "part"]
+    assert places.opencode({"XDG_DATA_HOME": "/srv/data"}, home) == [xdg / "message", xdg / "part"]
 
 
 def test_audit_with_no_path_reads_opencodes_storage(runner: CliRunner, tmp_path: Path) -> None:

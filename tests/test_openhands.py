@@ -18,7 +18,7 @@ import analyzer.formats as registry
 from analyzer.cli.main import cli
 from analyzer.engine.store import Store, open_store
 from analyzer.errors import InputError
-from analyzer.formats import openhands
+from analyzer.formats import openhands, places
 from analyzer.ingest.base import IngestOptions
 from analyzer.ingest.reading import read_head
 from analyzer.load.flow import FileReport
@@ -800,12 +800,12 @@ def test_an_sdk_benchmark_output_line(store: Store, tmp_path: Path) -> None:
 
 def test_homes() -> None:
     home = Path("/home/me")
-    assert openhands.homes({}, home) == [home / ".openhands" / "conversations"]
-    assert openhands.homes({"OPENHANDS_PERSISTENCE_DIR": "/srv/oh"}, home) == [
+    assert places.openhands({}, home) == [home / ".openhands" / "conversations"]
+    assert places.openhands({"OPENHANDS_PERSISTENCE_DIR": "/srv/oh"}, home) == [
         Path("/srv/oh/conversations")
     ]
     env = {"OPENHANDS_PERSISTENCE_DIR": "/srv/oh", "OPENHANDS_CONVERSATIONS_DIR": "/srv/c"}
-    assert openhands.homes(env, home) == [Path("/srv/c")]
+    assert places.openhands(env, home) == [Path("/srv/c")]
     assert ".openhands" in registry.agent_folders()
 
 

@@ -13,9 +13,12 @@ import importlib
 import pkgutil
 from collections.abc import Mapping
 from fnmatch import fnmatch
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from analyzer.errors import InputError
+from analyzer.formats import places
 from analyzer.ingest.spec import FormatSpec
 
 # The type of a format, as the rest of the package names it.
@@ -36,26 +39,39 @@ def _discover() -> tuple[FormatSpec, ...]:
     return tuple(sorted(found, key=lambda f: (f.sniff_order, f.name)))
 
 
-# Every supported input format, in sniffing order.
-FORMATS: tuple[FormatSpec, ...] = _discover()
+@cache
+def formats() -> tuple[FormatSpec, ...]:
+    """Every supported input format, in sniffing order (their modules imported the first time
+    they are asked for: the default places and the agents' folders need none, ``places``)."""
+    return _discover()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FORMATS":  # (``registry.FORMATS``: the formats, imported when first read)
+        return formats()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    FORMATS: tuple[FormatSpec, ...]
 
 
 def format_names() -> list[str]:
-    return [f.name for f in FORMATS]
+    return [f.name for f in formats()]
 
 
 def billing_formats() -> list[str]:
     """The formats that are bills per call (a gateway's: ``kind = "bill"``)."""
-    return [f.name for f in FORMATS if f.gateway_bill]
+    return [f.name for f in formats() if f.gateway_bill]
 
 
 def bucket_bill_formats() -> list[str]:
     """The formats that are bills per time bucket (``kind = "bucket_bill"``)."""
-    return [f.name for f in FORMATS if f.kind == "bucket_bill"]
+    return [f.name for f in formats() if f.kind == "bucket_bill"]
 
 
 def format_by_name(name: str) -> FormatSpec:
-    for fmt in FORMATS:
+    for fmt in formats():
         if name == fmt.name:
             return fmt
     raise InputError(f"unknown format {name!r} (known: {', '.join(format_names())})")
@@ -64,14 +80,14 @@ def format_by_name(name: str) -> FormatSpec:
 def agent_folders() -> frozenset[str]:
     """The hidden folders that are an agent's own (``.claude``, ``.codex``...): a walk of a
     home folder enters them."""
-    return frozenset(d for f in FORMATS for d in f.agent_folders)
+    return frozenset(d for folders in places.AGENT_FOLDERS.values() for d in folders)
 
 
 def owner_of(path: Path) -> tuple[str, Path] | None:
     """The format and the file that read ``path`` with them (an OpenHands event file is read
     with its conversation's ``base_state.json``: the ``member_of`` of the specs that declare
     one), or None."""
-    for f in FORMATS:
+    for f in formats():
         owner = f.member_of(path) if f.member_of is not None else None
         if owner is not None:
             return f.name, owner
@@ -82,7 +98,7 @@ def agent_own_file(path: Path) -> str | None:
     """What an unrecognised file is when it belongs to an agent but holds no call (an index,
     settings, a prompt log): named by a format's ``own_files`` (name patterns), or lying in an
     agent's own hidden folder (``.claude``, ``.gemini``...). None: unknown."""
-    for f in FORMATS:
+    for f in formats():
         if any(fnmatch(path.name, p) for p in f.own_files):
             return f"{f.title}: a file of its own that holds no call"
     inside = set(path.parts[:-1]) & agent_folders()
@@ -92,15 +108,11 @@ def agent_own_file(path: Path) -> str | None:
 
 
 def default_homes(env: Mapping[str, str], home: Path) -> list[tuple[str, Path]]:
-    """Where each agent format keeps its logs by default (the ``homes`` of the specs that
-    declare them), whether they exist or not: ``audit`` with no path reads those that do."""
-    found: list[tuple[str, Path]] = []
-    for f in FORMATS:
-        if f.homes is not None:
-            found += [(f.name, p) for p in f.homes(env, home)]
-    return found
+    """Where each agent format keeps its logs by default (``places.HOMES``), whether they
+    exist or not: ``audit`` with no path reads those that do. No format is imported."""
+    return [(name, p) for name, homes in places.HOMES.items() for p in homes(env, home)]
 
 
 def expected_formats() -> str:
     """The formats a file could have been, for a message."""
-    return "; ".join(f"{f.title} [{f.name}]" for f in FORMATS)
+    return "; ".join(f"{f.title} [{f.name}]" for f in formats())

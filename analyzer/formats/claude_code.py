@@ -41,7 +41,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,16 +80,6 @@ _LINE_TYPES = {
     "turn_end",
 }
 _API_ERROR = re.compile(r"API Error:?\s*(\d{3})")
-
-
-def homes(env: Mapping[str, str], home: Path) -> list[Path]:
-    """Where Claude Code keeps its transcripts: each folder of ``$CLAUDE_CONFIG_DIR``
-    (comma-separated, as Claude Code allows), else ``~/.config/claude`` and ``~/.claude``."""
-    dirs = [Path(d.strip()).expanduser() for d in env.get("CLAUDE_CONFIG_DIR", "").split(",")]
-    dirs = [d for d in dirs if str(d) not in ("", ".")]
-    if not dirs:
-        dirs = [home / ".config" / "claude", home / ".claude"]
-    return [d / "projects" for d in dirs]
 
 
 def sniff(head: Head) -> bool:
@@ -528,8 +518,6 @@ SPEC = FormatSpec(
     call_prefix="cc",
     sniff=sniff,
     load=load,
-    homes=homes,
-    agent_folders=(".claude",),  # a hidden folder a walk of a home folder enters
     batch=True,  # small files are loaded many at a time (analyzer.load.batch)
     resumes=True,  # a transcript that grew is read on from where it was read to
 )

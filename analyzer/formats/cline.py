@@ -46,7 +46,6 @@ A reject's line is the message's number in ``messages`` (the first 1).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -79,18 +78,6 @@ _MANIFEST_KEYS = tuple(
     re.compile(rb'"%s"\s*:' % k)
     for k in (b"version", b"session_id", b"started_at", b"status", b"messages_path")
 )
-
-
-def homes(env: Mapping[str, str], home: Path) -> list[Path]:
-    """Where the Cline SDK and CLI keep their sessions (``shared/src/storage/paths.ts``):
-    ``$CLINE_SESSION_DATA_DIR``, else ``$CLINE_DATA_DIR/sessions``, else
-    ``$CLINE_DIR/data/sessions``, else ``~/.cline/data/sessions``."""
-    if env.get("CLINE_SESSION_DATA_DIR", "").strip():
-        return [Path(env["CLINE_SESSION_DATA_DIR"].strip()).expanduser()]
-    if env.get("CLINE_DATA_DIR", "").strip():
-        return [Path(env["CLINE_DATA_DIR"].strip()).expanduser() / "sessions"]
-    base = Path(env["CLINE_DIR"].strip()).expanduser() if env.get("CLINE_DIR", "").strip() else None
-    return [(base or home / ".cline") / "data" / "sessions"]
 
 
 def sniff(head: Head) -> bool:
@@ -287,8 +274,6 @@ SPEC = FormatSpec(
     call_prefix="cline",
     sniff=sniff,
     load=load,
-    homes=homes,
-    agent_folders=(".cline",),  # a hidden folder a walk of a home folder enters
     # Files of its layout that hold no call (named as such, never counted as input not read).
     own_files=("sessions.index.json",),
 )

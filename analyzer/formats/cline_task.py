@@ -59,8 +59,6 @@ A reject's line is the message's number in the array (the first 1): the file is 
 from __future__ import annotations
 
 import re
-import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -94,19 +92,6 @@ _ERROR_REASONS = {"streaming_failed", "retries_exhausted"}
 _TOOL_ASKS = {"followup": "ask_followup_question", "plan_mode_respond": "plan_mode_respond"}
 _START = re.compile(rb'^\s*\[\s*\{\s*"(?:ts|type|say|ask)"\s*:')
 _FIRST = (re.compile(rb'"ts"\s*:\s*\d'), re.compile(rb'"type"\s*:\s*"(?:say|ask)"'))
-
-
-def homes(env: Mapping[str, str], home: Path, platform: str = sys.platform) -> list[Path]:
-    """Where VS Code keeps Cline's and Roo Code's tasks: its user data folder
-    (``~/Library/Application Support/Code`` on macOS, else ``$XDG_CONFIG_HOME/Code`` or
-    ``~/.config/Code``, as Electron's ``appData``), ``User/globalStorage/<extension>/tasks``."""
-    if platform == "darwin":
-        base = home / "Library" / "Application Support"
-    else:
-        xdg = env.get("XDG_CONFIG_HOME", "").strip()
-        base = Path(xdg).expanduser() if xdg else home / ".config"
-    storage = base / "Code" / "User" / "globalStorage"
-    return [storage / ext / "tasks" for ext in list(EXTENSIONS)[:2]]
 
 
 def sniff(head: Head) -> bool:
@@ -330,7 +315,6 @@ SPEC = FormatSpec(
     call_prefix="clinetask",
     sniff=sniff,
     load=load,
-    homes=homes,
     # Files of its layout that hold no call (named as such, never counted as input not read).
     own_files=("task_metadata.json",),
 )

@@ -28,7 +28,6 @@ Each line is ``{timestamp, type, payload}`` (as in the real rollouts the tests r
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -51,12 +50,6 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 _TOOL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "web_search_call"}
 _TOOL_NAMES = {"web_search_call": "web_search"}  # items that carry no name of their own
 _RESULT_ITEMS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
-
-
-def homes(env: Mapping[str, str], home: Path) -> list[Path]:
-    """Where Codex keeps its rollouts: ``$CODEX_HOME/sessions``, else ``~/.codex/sessions``."""
-    base = Path(env["CODEX_HOME"]).expanduser() if env.get("CODEX_HOME") else home / ".codex"
-    return [base / "sessions"]
 
 
 _USAGE_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens")
@@ -290,6 +283,4 @@ SPEC = FormatSpec(
     call_prefix="codex",
     sniff=sniff,
     load=load,
-    homes=homes,
-    agent_folders=(".codex",),  # a hidden folder a walk of a home folder enters
 )

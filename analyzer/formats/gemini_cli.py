@@ -59,7 +59,6 @@ A reject's line is the file's line (JSON Lines) or the message's number (one JSO
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -85,13 +84,6 @@ _TOOL_ERROR = {"success": False, "error": True, "cancelled": True}
 _DOC_START = re.compile(rb"^\s*\{")
 _DOC_KEYS = (re.compile(rb'"sessionId"\s*:'), re.compile(rb'"projectHash"\s*:'))
 _DOC_BODY = re.compile(rb'"messages"\s*:|"type"\s*:\s*"gemini"')
-
-
-def homes(env: Mapping[str, str], home: Path) -> list[Path]:
-    """Where Gemini CLI keeps its chats: ``$GEMINI_CLI_HOME/.gemini/tmp`` (the variable stands
-    for the home folder, Gemini CLI's ``paths.ts``), else ``~/.gemini/tmp``."""
-    base = Path(env["GEMINI_CLI_HOME"]).expanduser() if env.get("GEMINI_CLI_HOME") else home
-    return [base / ".gemini" / "tmp"]
 
 
 def _is_header(obj: dict[str, Any]) -> bool:
@@ -369,8 +361,6 @@ SPEC = FormatSpec(
     call_prefix="gemini",
     sniff=sniff,
     load=load,
-    homes=homes,
-    agent_folders=(".gemini",),  # a hidden folder a walk of a home folder enters
     # Files of its layout that hold no call: the prompt log (named, never counted as not read).
     own_files=("logs.json",),
 )

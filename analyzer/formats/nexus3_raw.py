@@ -30,7 +30,6 @@ at places the old log had are taken for the old ones.)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -58,11 +57,6 @@ from analyzer.ingest.values import (
 
 APP = "nexus3"
 _TYPES = {"request", "response", "stream_chunk", "stream_complete"}
-
-
-def homes(env: Mapping[str, str], home: Path) -> list[Path]:
-    """Where NEXUS3 writes its raw logs (with ``--raw-log``): ``~/.nexus3/logs``."""
-    return [home / ".nexus3" / "logs"]
 
 
 def sniff(head: Head) -> bool:
@@ -299,6 +293,4 @@ SPEC = FormatSpec(
     call_prefix="nexus3",
     sniff=sniff,
     load=load,
-    homes=homes,
-    agent_folders=(".nexus3",),  # a hidden folder a walk of a home folder enters
 )

@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -95,15 +94,6 @@ _ID_CLOCK = re.compile(r"^(?:msg|prt)_([0-9a-f]{12})")
 _FINISH = {"tool-calls": "tool_calls", "content-filter": "content_filter"}
 _ABORTED = "MessageAbortedError"
 _ID_BITS = 2**48  # OpenCode's ids keep the low 48 bits of (ms * 4096 + counter)
-
-
-def homes(env: Mapping[str, str], home: Path) -> list[Path]:
-    """Where OpenCode keeps its messages and their parts: ``$XDG_DATA_HOME/opencode/storage``
-    (as ``xdg-basedir`` reads the variable: any non-empty value), else
-    ``~/.local/share/opencode/storage``."""
-    data = Path(env["XDG_DATA_HOME"]) if env.get("XDG_DATA_HOME") else home / ".local" / "share"
-    storage = data / "opencode" / "storage"
-    return [storage / "message", storage / "part"]
 
 
 def sniff(head: Head) -> bool:
@@ -322,5 +312,4 @@ SPEC = FormatSpec(
     call_prefix="opencode",
     sniff=sniff,
     load=load,
-    homes=homes,
 )

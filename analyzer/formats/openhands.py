@@ -72,7 +72,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -106,16 +106,6 @@ _EVENT_KIND = re.compile(
     rb'"kind"\s*:\s*"[A-Za-z]*(Event|Observation|Condensation|Request)"'
     rb'|"system_prompt"\s*:'
 )
-
-
-def homes(env: Mapping[str, str], home: Path) -> list[Path]:
-    """Where the OpenHands CLI keeps its conversations (``openhands_cli/locations.py``):
-    ``$OPENHANDS_CONVERSATIONS_DIR``, else ``$OPENHANDS_PERSISTENCE_DIR/conversations``, else
-    ``~/.openhands/conversations``."""
-    if env.get("OPENHANDS_CONVERSATIONS_DIR"):
-        return [Path(env["OPENHANDS_CONVERSATIONS_DIR"]).expanduser()]
-    base = env.get("OPENHANDS_PERSISTENCE_DIR")
-    return [(Path(base).expanduser() if base else home / ".openhands") / "conversations"]
 
 
 def _is_file(path: Path) -> bool:
@@ -381,7 +371,5 @@ SPEC = FormatSpec(
     call_prefix="oh",
     sniff=sniff,
     load=load,
-    homes=homes,
-    agent_folders=(".openhands",),  # a hidden folder a walk of a home folder enters
     member_of=member_of,
 )

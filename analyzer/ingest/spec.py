@@ -1,11 +1,11 @@
 """What a format module declares about itself: one ``FormatSpec``, named ``SPEC`` at module
-level. The registry (``analyzer.ingest``) collects the specs of the package's modules; sniffing,
-``--format``'s choices, the walk of a home folder and the bills' lists read them, and nothing
+level. The registry (``analyzer.formats``) collects the specs of the package's modules; sniffing,
+``--format``'s choices and the bills' lists read them, and nothing
 probes a module for the members it happens to have."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,8 +16,6 @@ from analyzer.ingest.base import Head, LoadContext, LoadResult
 # what a provider charged per time bucket (``bill_buckets``: no calls, reconciled with the
 # logged calls of the bucket); "log": an agent's own record.
 KINDS = ("bill", "bucket_bill", "log")
-
-Homes = Callable[[Mapping[str, str], Path], list[Path]]
 
 
 @dataclass(frozen=True)
@@ -34,9 +32,8 @@ class FormatSpec:
     # Lower the file into the canonical tables, inside the transaction the caller holds, and
     # account for every record.
     load: Callable[[LoadContext], LoadResult]
-    # Where the agent keeps its logs by default (``homes(env, home)``), whether they exist or not.
-    homes: Homes | None = None
-    agent_folders: tuple[str, ...] = ()  # hidden folders of its own that a walk enters
+    # (Where the agent keeps its logs by default, and its own hidden folders: in
+    # ``analyzer.formats.places``, read without importing the format.)
     own_files: tuple[str, ...] = ()  # name patterns of its files that hold no call
     # The file that reads ``path`` with it (an OpenHands event file is read with its
     # conversation's ``base_state.json``), or None.
