@@ -8,7 +8,7 @@ earlier run when nothing it was computed from has changed (``analyzer.engine.cac
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import wraps
@@ -20,10 +20,12 @@ from analyzer.detect.detectors import Selection, detect, load_incidents, select
 from analyzer.detect.link import link_if_needed
 from analyzer.engine.store import Store
 from analyzer.errors import NothingFound
-from analyzer.formats import default_homes
 from analyzer.guards.policy import Policy
 from analyzer.ingest.base import IngestOptions
 from analyzer.load.flow import FileReport, Loaded, find_files, load_files
+from analyzer.load.inputs import Inputs as Inputs
+from analyzer.load.inputs import default_inputs as default_inputs
+from analyzer.load.inputs import refreshed
 from analyzer.load.interrupts import LINKING, Run
 from analyzer.model.incident import Incident
 from analyzer.model.timewindow import Window
@@ -51,42 +53,6 @@ def on_its_console(step: Callable[Concatenate[Store, P], R]) -> Callable[Concate
 # Calls from which the steps after loading show what they are doing (on a terminal, unless
 # --quiet): below it every step takes well under a second.
 BIG_STORE = 10_000
-
-
-@dataclass
-class Inputs:
-    """What to read: the user's paths, or the places agents keep their logs by default."""
-
-    paths: list[str]
-    labels: dict[str, str] = field(default_factory=dict)  # path -> how to name it (~/.claude/..)
-    absent: list[str] = field(default_factory=list)  # default places looked at, not there
-
-    @property
-    def defaults(self) -> bool:
-        return bool(self.labels)
-
-
-def _tilde(path: Path, home: Path) -> str:
-    try:
-        return "~/" + str(path.relative_to(home))
-    except ValueError:
-        return str(path)
-
-
-def default_inputs(env: Mapping[str, str], home: Path) -> Inputs:
-    """The default places of every agent format that exist (``~/.claude/projects``,
-    ``~/.codex/sessions``...), each once."""
-    found = Inputs([])
-    for _fmt, place in default_homes(env, home):
-        label = _tilde(place, home)
-        if str(place) in found.labels or label in found.absent:
-            continue
-        if place.is_dir():
-            found.paths.append(str(place))
-            found.labels[str(place)] = label
-        else:
-            found.absent.append(label)
-    return found
 
 
 @on_its_console
@@ -153,27 +119,6 @@ def refresh(store: Store, inputs: Inputs, options: IngestOptions, incidents: boo
             shown.stage("detecting")
             detect(store, select(), reuse=True)
     return reports
-
-
-def refreshed(reports: list[FileReport], before: set[str], places: list[str]) -> str:
-    """What a refresh read, in one line: ``refresh: read 2 new files and 1 grown (81
-    unchanged) from ~/.claude/projects``."""
-    loaded = [r for r in reports if r.status == "loaded"]
-    grown = sum(1 for r in loaded if r.path in before)
-    new = len(loaded) - grown
-    unchanged = sum(1 for r in reports if r.status == "unchanged")
-    failed = sum(1 for r in reports if r.status == "failed")
-    where = ", ".join(places)
-    if not loaded:
-        said = f"nothing new in {unchanged:,} {'file' if unchanged == 1 else 'files'}"
-    else:
-        parts = [f"{new:,} new {'file' if new == 1 else 'files'}"] if new else []
-        parts += [f"{grown:,} grown"] if grown else []
-        said = f"read {' and '.join(parts)} ({unchanged:,} unchanged)"
-    records = sum(r.rows_loaded for r in loaded)
-    more = f", {records:,} records loaded" if records else ""
-    failing = f"; {failed:,} could not be read (said above)" if failed else ""
-    return f"refresh: {said} from {where}{more}{failing}"
 
 
 NO_CALLS_SHOWN = 5  # files with no calls named one a line; the rest counted

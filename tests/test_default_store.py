@@ -366,3 +366,61 @@ def test_a_copy_of_an_earlier_format_while_the_store_is_written_is_one_line(
         "is writing this store, and there is no copy of an earlier refresh that this version "
         "can read to read meanwhile: run the command again when it has finished"
     )
+
+
+def _counting_refresh(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The full refresh, counted: each call adds the first of its default places."""
+    from analyzer import pipeline
+
+    full = pipeline.refresh
+    calls: list[str] = []
+
+    def counted(store: Any, inputs: Any, *args: Any) -> Any:
+        calls.append(inputs.paths[0])
+        return full(store, inputs, *args)
+
+    monkeypatch.setattr(pipeline, "refresh", counted)
+    return calls
+
+
+def test_nothing_new_is_told_without_the_full_refresh(
+    runner: CliRunner, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 48: when every file of the default places is in the store as it is now, the
+    refresh says so from a walk and the store (``load/unchanged.py``), the line the full
+    refresh says; a new file, a grown one, or a store not linked since it changed is the full
+    refresh's."""
+    calls = _counting_refresh(monkeypatch)
+    first = daily(runner, home)
+    assert len(calls) == 1  # (a new store: read in full)
+    again = daily(runner, home)
+    assert len(calls) == 1
+    assert again["stderr"].splitlines()[0] == (
+        "refresh: nothing new in 2 files from ~/.claude/projects, ~/.codex/sessions"
+    )
+    assert again["totals"] == first["totals"]
+
+    [transcript] = (home / ".claude" / "projects").rglob("*.jsonl")
+    with transcript.open("ab") as f:
+        f.write(transcript.read_bytes().splitlines(keepends=True)[-1])  # a line read again
+    grown = daily(runner, home)
+    assert len(calls) == 2 and grown["stderr"].startswith("refresh: read 1 grown")
+
+    with duckdb.connect(str(store_of(home)), config=OFFLINE) as con:
+        con.execute("DELETE FROM meta WHERE key = 'linked_version'")  # stopped before linking
+    daily(runner, home)
+    assert len(calls) == 3
+    daily(runner, home)
+    assert len(calls) == 3  # linked again by the full refresh: nothing new from then on
+
+
+def test_incidents_after_a_refresh_take_the_full_refresh(
+    runner: CliRunner, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command that reads incidents runs the detectors after the refresh (reused when
+    nothing changed): that is the full refresh's step."""
+    calls = _counting_refresh(monkeypatch)
+    daily(runner, home)
+    result = run(runner, home, "incidents", "--json")
+    assert result.exit_code == 0, result.output
+    assert len(calls) == 2

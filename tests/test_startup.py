@@ -7,6 +7,7 @@ imported, which does not depend on the machine."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,13 +17,29 @@ import pytest
 from click.testing import CliRunner
 
 from analyzer.cli.main import COMMANDS, cli
-from tests.helpers import REPO
+from tests.helpers import REPO, env_of
+from tests.test_own_data import fake_home
 
 # What a command that only reads a store must not load.
-HEAVY = ("pyarrow", "numpy", "pandas", "jinja2", "analyzer.formats", "analyzer.detect.detectors")
+HEAVY = (
+    "pyarrow",
+    "numpy",
+    "pandas",
+    "jinja2",
+    "analyzer.detect.detectors",
+    "analyzer.ingest.sink",
+)
+# Of the formats, a command that reads a store may load only the registry and the places.
+REGISTRY = {"analyzer.formats", "analyzer.formats.places"}
 
 
-def _loaded(args: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], dict]:
+def _no_format(loaded: dict) -> bool:
+    return {m for m in loaded["analyzer"] if m.startswith("analyzer.formats")} <= REGISTRY
+
+
+def _loaded(
+    args: list[str], tmp_path: Path, env: dict[str, str | None] | None = None
+) -> tuple[subprocess.CompletedProcess[str], dict]:
     """Run the command line in a fresh interpreter as the installed script does; what it
     printed, and which of the modules of interest were loaded when it ended."""
     report = tmp_path / "loaded.json"
@@ -37,8 +54,15 @@ def _loaded(args: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProces
         f"sys.argv = ['llm-forensics', *{args!r}]\n"
         "main()\n"
     )
+    run_env = {k: v for k, v in os.environ.items() if k not in (env or {})}
+    run_env.update({k: v for k, v in (env or {}).items() if v is not None})
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=120
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        env=run_env,
     )
     return done, json.loads(report.read_text())
 
@@ -56,7 +80,7 @@ def test_a_view_of_a_named_store_loads_no_pyarrow(
 ) -> None:
     done, loaded = _loaded(["usage", view, "--db", str(ingested_sample_db), "--json"], tmp_path)
     assert done.returncode == 0, done.stderr
-    assert loaded["heavy"] == ["duckdb"], loaded["heavy"]
+    assert loaded["heavy"] == ["duckdb"] and _no_format(loaded), loaded
     shown = json.loads(done.stdout)
     assert shown["view"] == view if isinstance(shown, dict) else isinstance(shown, list)
 
@@ -71,3 +95,17 @@ def test_every_command_is_where_the_group_says() -> None:
     assert cli.get_command(ctx, "no-such-command") is None
     shown = CliRunner().invoke(cli, ["--help"]).output
     assert all(f"  {name}" in shown for name in COMMANDS)
+
+
+def test_a_warm_default_store_loads_no_pyarrow(tmp_path: Path) -> None:
+    """``usage daily`` as a user types it, the second time: the refresh finds nothing new
+    without the load's machinery (``load/unchanged.py``), and the view reads the store."""
+    env = env_of(fake_home(tmp_path))
+    first, loaded = _loaded(["usage", "daily", "--json"], tmp_path, env)
+    assert first.returncode == 0, first.stderr
+    assert "pyarrow" in loaded["heavy"]  # the first run reads the files
+    again, loaded = _loaded(["usage", "daily", "--json"], tmp_path, env)
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.startswith("refresh: nothing new in 2 files")
+    assert loaded["heavy"] == ["duckdb"] and _no_format(loaded), loaded
+    assert json.loads(again.stdout)["totals"] == json.loads(first.stdout)["totals"]

@@ -41,6 +41,8 @@ from analyzer.engine.store import (
 )
 from analyzer.errors import ForensicsError, Interrupted, NothingFound
 from analyzer.ingest.base import IngestOptions
+from analyzer.load.inputs import default_inputs
+from analyzer.load.unchanged import nothing_new
 
 T = TypeVar("T")
 
@@ -127,9 +129,7 @@ def refresh(
     there."""
     if not choice.default or not enabled:
         return None
-    from analyzer import pipeline
-
-    inputs = pipeline.default_inputs(os.environ, Path.home())
+    inputs = default_inputs(os.environ, Path.home())
     if not inputs.paths and not Path(choice.path).exists():
         places = ", ".join(inputs.absent) or "none known"
         raise NothingFound(
@@ -141,6 +141,13 @@ def refresh(
 
     def refreshed() -> None:
         with open_new_or_existing(choice.path) as store:
+            # Nothing new (most runs): said from a walk and the store, nothing loaded.
+            said = None if incidents else nothing_new(store, inputs, options)
+            if said is not None:
+                note(said)
+                return
+            from analyzer import pipeline
+
             pipeline.refresh(store, inputs, options, incidents)
 
     try:

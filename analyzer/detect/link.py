@@ -53,8 +53,7 @@ def is_bill(column: str = "format") -> str:
 def link_if_needed(store: Store, loaded: bool) -> None:
     """Link after files were ``loaded`` - or when a run was stopped between loading its files
     and linking them (the store notes which data version was last linked)."""
-    linked = store.scalar("SELECT value FROM meta WHERE key = 'linked_version'")
-    if not loaded and linked == cache.version(store, cache.DATA):
+    if not loaded and cache.linked(store):
         return
     with store.transaction():
         link(store)

@@ -33,6 +33,14 @@ def version(store: Store, name: str) -> str:
     return str(value) if value is not None else "0"
 
 
+def linked(store: Store) -> bool:
+    """Whether what the store holds was linked (bills to logs) since it last changed: the
+    data version the last link noted is the store's (a run stopped between loading its files
+    and linking them leaves it behind)."""
+    noted = store.scalar("SELECT value FROM meta WHERE key = 'linked_version'")
+    return noted is not None and noted == version(store, DATA)
+
+
 def bump(store: Store, name: str) -> None:
     """Mark the store changed (call inside the transaction that changes it)."""
     store.engine.run(

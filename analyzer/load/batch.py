@@ -17,7 +17,6 @@ memory (their ``Lowering`` writes nothing), and a batch of them is settled and w
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from analyzer.ingest.base import LoadResult
 from analyzer.ingest.resume import After, Prior, settle_all
 from analyzer.ingest.sink import FileFacts, Sink, SourceRow, in_order
 from analyzer.load.staged import Staged
+from analyzer.load.unchanged import StatKeys
 
 BATCH_FILE_BYTES = 8 << 20  # a bigger file is loaded on its own
 BATCH_BYTES = 48 << 20  # the input a batch holds in memory at most
@@ -68,7 +68,7 @@ class SourceIndex:
         self.by_stat: dict[str, int | Pending] = {}
         self.by_sha: dict[str, list[Any]] = {}  # sha -> [source, whether its file_stat is NULL]
         self.formats: dict[int, str] = {}  # a stored file's format, by source id
-        self._folders: dict[str, str] = {}  # a folder's resolved path, once per run
+        self.keys = StatKeys()  # (sources.file_stat as a file is now)
         self.by_path: dict[str, Prior] = {}  # a file's latest read, by its resolved path
         rows = store.engine.rows(
             "SELECT source_id, sha256, file_stat, format, bytes FROM sources ORDER BY source_id"
@@ -80,21 +80,12 @@ class SourceIndex:
                 self.by_path[file_stat.rsplit("|", 2)[0]] = Prior(source_id, size, sha, fmt)
 
     def stat_key(self, path: Path, size: int, mtime_ns: int) -> str:
-        """How ``sources.file_stat`` names a file as it is now: its resolved path, size and
-        modification time. The path is ``path.resolve()``'s, its folder resolved once per run
-        (not a system call per folder above each of 100,000 files)."""
-        return f"{self.resolved(path)}|{size}|{mtime_ns}"
+        """How ``sources.file_stat`` names a file as it is now (``unchanged.StatKeys``)."""
+        return self.keys.key(path, size, mtime_ns)
 
     def resolved(self, path: Path) -> str:
         """``str(path.resolve())``, the folder resolved once per run."""
-        text = os.fspath(path)
-        folder, name = os.path.split(text)
-        if name in ("", ".", "..") or os.path.islink(text):
-            return str(path.resolve())
-        real = self._folders.get(folder)
-        if real is None:
-            real = self._folders[folder] = str(Path(folder or ".").resolve())
-        return os.path.join(real, name)
+        return self.keys.resolved(path)
 
     def format_of(self, source: int | Pending) -> str | None:
         """The format a stored (or pending) file was read as."""
