@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -424,3 +425,22 @@ def test_incidents_after_a_refresh_take_the_full_refresh(
     result = run(runner, home, "incidents", "--json")
     assert result.exit_code == 0, result.output
     assert len(calls) == 2
+
+
+def test_a_file_touched_is_hashed_once_then_known_by_its_stat(
+    runner: CliRunner, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same bytes with a new modification time (``touch``, a copy, an agent writing what
+    it had): read once to find it is known, its row's stat brought up to date, and from then
+    on known by its stat (the refresh with nothing new, ``load/unchanged.py``)."""
+    calls = _counting_refresh(monkeypatch)
+    first = daily(runner, home)
+    [transcript] = (home / ".claude" / "projects").rglob("*.jsonl")
+    later = transcript.stat().st_mtime_ns + 5_000_000_000
+    os.utime(transcript, ns=(later, later))
+    touched = daily(runner, home)
+    assert len(calls) == 2  # read in full: the stat is new
+    assert touched["stderr"].splitlines()[0].startswith("refresh: nothing new in 2 files")
+    again = daily(runner, home)
+    assert len(calls) == 2  # known by its stat now
+    assert again["totals"] == touched["totals"] == first["totals"]

@@ -298,15 +298,27 @@ def _known_content(
     size: int,
 ) -> FileReport:
     """A file whose content was loaded before (from a store that did not note the file's
-    stat, or touched since): its stat noted, and reported unchanged."""
-    if known[1] and isinstance(known[0], int):
+    stat, or touched since): its stat noted, and reported unchanged. A file touched since
+    its path was read (the same bytes, another modification time) has the stat of its own
+    row brought up to date, so the next run knows it by its stat and does not hash it again."""
+    prior = index.by_path.get(file_stat.rsplit("|", 2)[0])
+    touched = prior is not None and prior.sha256 == digest and file_stat not in index.by_stat
+    if (known[1] and isinstance(known[0], int)) or touched:
         if batch is not None:
             batch.wait()  # the store is free again
-        store.engine.run(
-            "UPDATE sources SET file_stat = ? WHERE source_id = ? AND file_stat IS NULL",
-            [file_stat, known[0]],
-        )
-        index.noted(digest, file_stat)
+        if touched:
+            assert prior is not None
+            store.engine.run(
+                "UPDATE sources SET file_stat = ? WHERE source_id = ?",
+                [file_stat, prior.source_id],
+            )
+            index.by_stat.setdefault(file_stat, prior.source_id)
+        else:
+            store.engine.run(
+                "UPDATE sources SET file_stat = ? WHERE source_id = ? AND file_stat IS NULL",
+                [file_stat, known[0]],
+            )
+            index.noted(digest, file_stat)
     return _unchanged(display, fmt, known[0], size)
 
 
