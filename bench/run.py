@@ -316,7 +316,7 @@ def agent_log_targets(
         ("agent logs, warm: usage daily, s", warm, 0.30),
         ("agent logs, warm: usage daily / ccusage daily", warm / ccusage_daily_s, 0.5),
         ("start-up: --version, s", version, 0.15),
-        ("agent logs, warm: usage daily --db STORE (no refresh), s", named, 0.30),
+        ("agent logs, warm: usage daily --db, s", named, 0.30),
         (f"agent logs, warm + a new {NEW_FILE_MIB:g} MiB file: usage daily, s", new, 0.8),
         ("agent logs: peak RSS (ingest, usage daily), MB", rss, 1024),
         ("agent logs: fixed cost of a file, ms", per_file_ms, 5.0),
