@@ -12,7 +12,6 @@ from analyzer import pipeline
 from analyzer.console import Console, use
 from analyzer.detect.detectors import Selection, select, wasted_once
 from analyzer.engine.store import Store, open_new_or_existing, open_store
-from analyzer.guards.guard import Call, Decision, Guard
 from analyzer.guards.policy import Policy, all_policies
 from analyzer.ingest.base import IngestOptions
 from analyzer.load.flow import FileReport, Loaded
@@ -23,17 +22,6 @@ from analyzer.views.audit import Summary, build_summary
 if TYPE_CHECKING:  # the guards are imported where used (ingest does without)
     from analyzer.guards.backtest import GuardRun
 
-__all__ = [
-    "Call",
-    "Console",
-    "Decision",
-    "Forensics",
-    "Guard",
-    "IngestOptions",
-    "Inputs",
-    "Window",
-    "detect_on_spark",
-]
 
 Inputs = pipeline.Inputs
 Paths = Sequence[str | Path] | pipeline.Inputs
