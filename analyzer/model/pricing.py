@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from functools import lru_cache
+from typing import Any
 
 import pyarrow as pa
 
@@ -97,9 +98,10 @@ def _calc(model: str, provider: str | None, when: datetime | None, **usage: int)
     return Decimal(result.total_price)
 
 
-def _tier_starts(model: str, provider: str | None, when: datetime | None) -> list[int]:
+def _model_price(model: str, provider: str | None, when: datetime | None) -> Any:
+    """The price data's entry for ``model`` at ``when`` (its ``ModelPrice``: what every price
+    of the model then follows from)."""
     from genai_prices import Usage, calc_price
-    from genai_prices.types import TieredPrices
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -109,11 +111,23 @@ def _tier_starts(model: str, provider: str | None, when: datetime | None) -> lis
             provider_id=_provider_id(model, provider),
             genai_request_timestamp=when,
         )
+    return result.model_price
+
+
+def _tier_starts(model_price: Any) -> list[int]:
+    from genai_prices.types import TieredPrices
+
     starts: set[int] = set()
-    for value in vars(result.model_price).values():
+    for value in vars(model_price).values():
         if isinstance(value, TieredPrices):
             starts.update(t.start for t in value.tiers)
     return sorted(starts)
+
+
+# The tiers of a model for each entry of the price data it was priced by (the entry kept, so
+# that its id names it): a model's prices change on a few dates, and the days between them are
+# priced alike without being worked out again (a history of 300 days asks for 300).
+_BY_ENTRY: dict[tuple[str, str | None, int], tuple[Any, tuple[TierPrice, ...]]] = {}
 
 
 def _candidates(model: str, provider: str | None) -> list[tuple[str, str | None]]:
@@ -141,10 +155,15 @@ def tier_prices(model: str, provider: str | None, day: date | None) -> tuple[Tie
     when = datetime(day.year, day.month, day.day, 12, tzinfo=UTC) if day else None
     for name, by in _candidates(model, provider):
         try:
-            starts = _tier_starts(name, by, when)
+            entry = _model_price(name, by, when)
         except Exception:  # genai-prices raises LookupError and friends for unknown models
             continue
-        return _tiers(name, by, when, starts)
+        known = _BY_ENTRY.get((name, by, id(entry)))
+        if known is not None and known[0] is entry:
+            return known[1]
+        tiers = _tiers(name, by, when, _tier_starts(entry))
+        _BY_ENTRY[name, by, id(entry)] = (entry, tiers)
+        return tiers
     return None
 
 
