@@ -9,6 +9,8 @@ import doctest
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analyzer.engine.store import open_store
 from analyzer.ingest import meaning
@@ -166,3 +168,58 @@ def test_a_real_run_whose_failures_say_exit_0_is_read_as_failing(tmp_path: Path)
                                    FROM messages WHERE kind = 'tool_result')""",
         )
     assert (results, errors, most) == (98, 91, 91)
+
+
+# Pieces of what the error rules read (and of what they must not), for texts that put them
+# together in every order: the words the prefilter looks for, the rules' other parts, and
+# ordinary output.
+_PIECES = [
+    "bash: line 3: foo: ",
+    "command not found",
+    "No such file or directory",
+    "no such file or directory",
+    "Permission denied",
+    "permission denied",
+    "syntax error",
+    "sh: 1: x: not found",
+    "bash: line 3: ./run: Permission denied",
+    "zsh: permission denied: ./run",
+    "cat: x.txt: No such file or directory",
+    "zsh: no such file or directory: ./run",
+    "zsh: ",
+    "SyntaxError: bad",
+    "Traceback (most recent call last):\n",
+    "KeyError: 'k'",
+    "SystemExit",
+    "KeyboardInterrupt",
+    'Traceback (most recent call last):\n  File "a.py"\nSystemExit',
+    'Traceback (most recent call last):\n  File "a.py"\nKeyboardInterrupt',
+    'Traceback (most recent call last):\n  File "a.py"\nfoo.BarException: x',
+    "ValueError",
+    "RuntimeException",
+    "python3: can't open file 'a.py': [Errno 2] No such file",
+    "cat: x.txt: ",
+    "fatal: not a git repository",
+    "error[E0425]: x",
+    "error: x",
+    "npm ERR! code 1",
+    "===== 2 failed, 3 passed in 0.1s =====",
+    "== 1 error in 2s ==",
+    "\n",
+    "\\n",
+    " ",
+    "ok",
+    "all good, 12 passed",
+    "x" * 40,
+    "Erro",
+    "rror",
+]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=12))
+@settings(max_examples=400, deadline=None)
+def test_the_prefilter_never_changes_what_a_text_says(parts: list[str]) -> None:
+    """``error_said`` skips the rules where none of the words they need is written: whatever
+    the text, the answer is the rules' own."""
+    text = "".join(parts)
+    assert error_said(text) == meaning._said_in(text.replace("\\n", "\n"))
