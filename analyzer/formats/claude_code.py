@@ -34,6 +34,13 @@ Facts from real transcripts (the public ones the tests read), all of which shape
 Records: ``assistant`` lines build calls, ``user`` lines build messages; ``progress``,
 ``file-history-snapshot``, ``queue-operation``, ``summary`` and ``system`` lines hold nothing
 the store keeps and are counted as skipped, by kind.
+
+Usage first (``IngestOptions.content`` false, ``analyzer.load.usage_first``): only the lines
+that can be ``assistant`` lines are parsed (``jsonl.Only``), and they build the same calls by
+the same code, every usage rule included (the output estimate measures what the call wrote as a
+full read does); no message is written and no content is hashed, calls have no turn (a turn
+starts at a user line), and the other lines are counted as skipped (``CONTENT_LATER``) until
+the file is read whole.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.ingest.base import (
+    CONTENT_LATER,
     CannotResume,
     Checkpoint,
     Head,
@@ -54,9 +62,9 @@ from analyzer.ingest.base import (
     LoadResult,
     Unchunkable,
 )
-from analyzer.ingest.content import args_text
+from analyzer.ingest.content import args_text, text_measure
 from analyzer.ingest.conversation import Conversation
-from analyzer.ingest.jsonl import checkpoint, head_objects, json_lines
+from analyzer.ingest.jsonl import Only, checkpoint, head_objects, json_lines
 from analyzer.ingest.lowering import EXCERPT_CHARS, Lowering, args_hash, brief
 from analyzer.ingest.output_estimate import OutputTally, settle
 from analyzer.ingest.reading import LineEnds
@@ -80,6 +88,7 @@ _LINE_TYPES = {
     "turn_end",
 }
 _API_ERROR = re.compile(r"API Error:?\s*(\d{3})")
+_USAGE_LINES = Only(b"assistant", CONTENT_LATER)
 
 
 def sniff(head: Head) -> bool:
@@ -191,14 +200,16 @@ class CallBook:
 
 def load(ctx: LoadContext) -> LoadResult:
     r = _Reader(ctx)
-    for lineno, obj in json_lines(ctx.source, r.low, ctx.resume, r.ends):
+    only = None if r.content else _USAGE_LINES
+    for lineno, obj in json_lines(ctx.source, r.low, ctx.resume, r.ends, only):
         r.line(lineno, obj)
     rest = [settle_call(call, tally) for call, tally in r.book.calls.values()]
     if r.parts is not None:
         r.parts.check(rest)
     for call in rest:
         r.low.add_call(call)
-    r.low.result.checkpoint = r.checkpoint()
+    # (a usage-first read leaves no resume point: its file is read whole with its content)
+    r.low.result.checkpoint = r.checkpoint() if r.content else None
     return r.low.finish()
 
 
@@ -217,6 +228,7 @@ class _Reader:
     def __init__(self, ctx: LoadContext) -> None:
         self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         self.tz = ctx.options.tz
+        self.content = ctx.options.content  # (else: usage first, see the module)
         self.sessions: dict[tuple[str, str | None], _Session] = {}
         self.parts = None if ctx.batched or ctx.whole else _Parts(self.low)
         self.book = CallBook(starting=self.starting, parts=self.parts)
@@ -247,11 +259,14 @@ class _Reader:
         low = self.low
         kind = obj.get("type")  # (only a string is one of these; see ``kind_of`` below)
         if kind == "assistant":
-            call = _assistant(low, obj, lineno, self.session_of(obj), self.book, self.tz)
+            s = self.session_of(obj)
+            call = _assistant(low, obj, lineno, s, self.book, self.tz, self.content)
             if call is not None and not call.project:
                 call.project = self.folder or as_str(obj.get("cwd")) or self.parent_name
             if self.parts is not None and len(self.book.calls) >= OPEN_CALLS:
                 self.parts.write(self.book)
+        elif not self.content:
+            low.skip(CONTENT_LATER)
         elif kind == "user":
             _user(low, obj, self.session_of(obj), self.tz)
         elif kind == "system" and obj.get("subtype") == "compact_boundary":
@@ -319,6 +334,7 @@ def _assistant(
     s: _Session,
     book: CallBook,
     tz: str,
+    content: bool = True,
 ) -> CallRow | None:
     msg = obj.get("message")
     msg_id = as_str(msg.get("id")) if isinstance(msg, dict) else None
@@ -352,11 +368,11 @@ def _assistant(
         text = _result_text(msg.get("content"))
         m = _API_ERROR.search(text)
         call.http_status = int(m.group(1)) if m else None
-    content = msg.get("content")
-    if isinstance(content, list):
-        _said(low, call, content, s, tally)
-    elif isinstance(content, str):
-        _said(low, call, ({"type": "text", "text": content},), s, tally)
+    blocks = msg.get("content")
+    if isinstance(blocks, list):
+        _said(low, call, blocks, s, tally, content)
+    elif isinstance(blocks, str):
+        _said(low, call, ({"type": "text", "text": blocks},), s, tally, content)
     return call
 
 
@@ -427,20 +443,26 @@ def _said(
     blocks: list[Any] | tuple[dict[str, Any], ...],
     s: _Session,
     tally: OutputTally,
+    content: bool = True,
 ) -> None:
     """The content blocks of an assistant line: its text and tool calls as messages, its
-    thinking measured."""
+    thinking measured. Without ``content`` (a usage-first read), only what the call's measures
+    and its output estimate count: the same figures, no message."""
     ts = call.ts
-    call_id = low.call_id(str(call.native_id))
+    call_id = low.call_id(str(call.native_id)) if content else None
     for block in blocks:
         if not isinstance(block, dict):
             continue
         btype = block.get("type")
         if btype == "text":
-            row = s.said(block.get("text"), ts=ts, call_id=call_id)
-            low.add_message(row)
-            chars = row.text_chars or 0  # (measured once: the message's measures are the call's)
-            call.add(content_chars=chars, visible_chars=row.visible_chars or 0)
+            if content:
+                row = s.said(block.get("text"), ts=ts, call_id=call_id)
+                low.add_message(row)
+                # (measured once: the message's measures are the call's)
+                chars, visible = row.text_chars or 0, row.visible_chars or 0
+            else:
+                chars, visible = text_measure(block.get("text"))
+            call.add(content_chars=chars, visible_chars=visible)
             tally.text_chars += chars
         elif btype in ("thinking", "redacted_thinking"):
             call.add(
@@ -452,6 +474,8 @@ def _said(
             args = block.get("input")
             args_said = args_text(args)  # (once: measured, and its start kept as the excerpt)
             tally.add_args(block.get("name"), args_said)
+            if not content:
+                continue
             # (not ``s.tool_call``: these rows have never had a meaning_key, which it adds)
             low.add_message(
                 s.message(
@@ -520,4 +544,5 @@ SPEC = FormatSpec(
     load=load,
     batch=True,  # small files are loaded many at a time (analyzer.load.batch)
     resumes=True,  # a transcript that grew is read on from where it was read to
+    usage_first=True,  # its calls can be read without their content (see the module)
 )

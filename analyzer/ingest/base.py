@@ -24,6 +24,10 @@ class IngestOptions:
     progress: bool = True  # show progress for big files (only on a terminal)
     full_paths: bool = False  # name files by absolute path (else relative to the path given)
     machine: str | None = None  # the machine whose files these are (None: this one)
+    # False: a format that can (``FormatSpec.usage_first``) reads only what the usage views
+    # show, and its content (messages, hashes, excerpts) is read when a command asks for it
+    # (``analyzer.load.usage_first``); True: every file is read whole.
+    content: bool = True
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,11 @@ class Accounting(TypedDict):
     rows_rejected: int
     rows_duplicate: int
     rows_skipped: int
+
+
+# The kind of skipped record a usage-first read leaves for the read of the file's content
+# (``IngestOptions.content``; analyzer.load.usage_first).
+CONTENT_LATER = "content (read when asked)"
 
 
 @dataclass

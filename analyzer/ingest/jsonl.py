@@ -6,6 +6,7 @@ import codecs
 import gzip
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -34,8 +35,26 @@ def head_objects(head: Head, limit: int = 8) -> list[dict[str, Any]]:
     return out
 
 
+@dataclass(frozen=True)
+class Only:
+    """The lines a reader wants parsed: those that hold ``marker``, a word of small letters, or
+    an escape that could spell one of them (``\\u0061`` to ``\\u007a``). Any other line is
+    counted as read and skipped as ``kind``, unparsed (a usage-first read, which wants the lines
+    of one type: ``"assistant"``)."""
+
+    marker: bytes
+    kind: str
+
+    def wanted(self, raw: bytes) -> bool:
+        return self.marker in raw or b"\\u006" in raw or b"\\u007" in raw
+
+
 def json_lines(
-    src: SourceFile, low: Lowering, start: Resume | None = None, ends: LineEnds | None = None
+    src: SourceFile,
+    low: Lowering,
+    start: Resume | None = None,
+    ends: LineEnds | None = None,
+    only: Only | None = None,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each line that holds a JSON object.
 
@@ -47,7 +66,8 @@ def json_lines(
 
     ``start``: read on from where an earlier read stopped (only what follows is read and
     counted). ``ends`` says where the lines read start and end, in the file's bytes where it
-    is UTF-8 and not compressed (see :func:`checkpoint`).
+    is UTF-8 and not compressed (see :func:`checkpoint`). ``only``: the lines to parse (the
+    others are skipped, unread: :class:`Only`).
     """
     records = 0
     ends = ends if ends is not None else LineEnds()
@@ -60,6 +80,9 @@ def json_lines(
                 fh.seek(start.offset)
             for lineno, raw, size in text_lines(fh, src.head.encoding, ends.lines, ends):
                 records += 1
+                if only is not None and not only.wanted(raw):
+                    low.skip(only.kind)
+                    continue
                 if size > MAX_LINE_BYTES:
                     warn(f"{src.display}:{lineno}: {too_long(size)} (rejected; the rest is read)")
                     low.reject(lineno, too_long(size), raw)

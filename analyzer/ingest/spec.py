@@ -42,6 +42,9 @@ class FormatSpec:
     # Its loader reads on from where the last read of a file that grew stopped, given the
     # state it saved there (``LoadContext.resume``; analyzer.ingest.resume).
     resumes: bool = False
+    # Its loader can read only what the usage views show (``IngestOptions.content`` false):
+    # the calls, with every usage rule, and no messages (``analyzer.load.usage_first``).
+    usage_first: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
