@@ -22,6 +22,7 @@ from analyzer.engine.store import Store
 from analyzer.errors import NothingFound
 from analyzer.guards.policy import Policy
 from analyzer.ingest.base import IngestOptions
+from analyzer.load import usage_first
 from analyzer.load.flow import FileReport, Loaded, find_files, load_files
 from analyzer.load.inputs import Inputs as Inputs
 from analyzer.load.inputs import default_inputs as default_inputs
@@ -104,6 +105,7 @@ def refresh(store: Store, inputs: Inputs, options: IngestOptions, incidents: boo
         note(f"refresh: no agent logs in their default places ({places}: not there)")
         return Loaded([], [])
     before = {str(p) for (p,) in store.engine.rows("SELECT DISTINCT path FROM sources")}
+    usage = usage_first.paths(store) if options.content else frozenset()
     run = Run(store)
     with run.said_on_ctrl_c():
         walk = find_files(inputs.paths, options, inputs.labels)
@@ -112,7 +114,7 @@ def refresh(store: Store, inputs: Inputs, options: IngestOptions, incidents: boo
         )
         run.step = LINKING
         link_if_needed(store, loaded=any(r.status == "loaded" for r in reports))
-    note(refreshed(reports, before, [inputs.labels[p] for p in inputs.paths]))
+    note(refreshed(reports, before, [inputs.labels[p] for p in inputs.paths], usage))
     _say_unknown_data(reports)
     if incidents:
         with stages(store, "refresh", options.progress) as shown:

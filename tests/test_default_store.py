@@ -63,7 +63,8 @@ def test_usage_daily_is_the_first_and_only_command(runner: CliRunner, home: Path
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines()[0] == (
         "refresh: read 2 new files (0 unchanged) from ~/.claude/projects, ~/.codex/sessions, "
-        "187 records loaded"
+        # (usage first: analyzer.load.usage_first; tests/test_usage_first.py)
+        "154 records loaded (usage first: 40 lines left for a command that needs their content)"
     )
     lines = result.stdout.splitlines()
     assert lines[0].split()[:3] == ["date", "calls", "input"]

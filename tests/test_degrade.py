@@ -98,7 +98,8 @@ def test_an_unreadable_folder_is_one_warning_and_the_rest_is_read(home: Path, lo
     assert shown.stderr.splitlines() == [
         warned,
         "refresh: read 2 new files (0 unchanged) from ~/.claude/projects, ~/.codex/sessions, "
-        "187 records loaded; 1 could not be read (said above)",
+        "154 records loaded (usage first: 40 lines left for a command that needs their content); "
+        "1 could not be read (said above)",
     ]
     assert json.loads(shown.stdout)["totals"]["calls"] == 65  # all the rest
     # `ingest` of the default places: read, but not all of it (exit 4, as for a file).
@@ -300,7 +301,7 @@ def test_ctrl_c_while_the_copy_is_made(home: Path) -> None:
     assert "Traceback" not in "\n".join(lines)
     assert lines == [
         "refresh: read 2 new files (0 unchanged) from ~/.claude/projects, ~/.codex/sessions, "
-        "187 records loaded",
+        "154 records loaded (usage first: 40 lines left for a command that needs their content)",
         "lf-test: copying",
         "interrupted: the store holds this run's work; its copy for readers "
         "(forensics.duckdb.last) is as it was (the next refresh brings it up to date)",

@@ -71,7 +71,7 @@ def usage_command(
     if view_name in BILL_VIEWS:
         _bill_view(view_name, db, view, fmt)
         return
-    with reading(db, view) as store:
+    with reading(db, view, content=False) as store:
         u = usage(store, view_name, view.tz, breakdown)
         bucketed = _bucketed_note(store) if view_name in PERIODS else ""
     before = [view.window.describe(view.tz)] if view.window else []
@@ -96,7 +96,7 @@ def _bill_view(name: str, db: str | None, view: View, fmt: str) -> None:
     from analyzer.detect.reconcile import bills, totals, units
     from analyzer.views.bill_views import BillsView, ReconcileView
 
-    with reading(db, view) as store:
+    with reading(db, view, content=False) as store:
         if name == "bills":
             shown: BillsView | ReconcileView = BillsView(bills(store))
         else:

@@ -30,6 +30,7 @@ from analyzer.errors import ForensicsError, LoaderBug, StrictRejectError
 from analyzer.ingest.base import LoadResult
 from analyzer.ingest.resume import After, Prior, settle_all
 from analyzer.ingest.sink import FileFacts, Sink, SourceRow, in_order
+from analyzer.load import usage_first
 from analyzer.load.staged import Staged
 from analyzer.load.unchanged import StatKeys
 
@@ -70,6 +71,7 @@ class SourceIndex:
         self.formats: dict[int, str] = {}  # a stored file's format, by source id
         self.keys = StatKeys()  # (sources.file_stat as a file is now)
         self.by_path: dict[str, Prior] = {}  # a file's latest read, by its resolved path
+        self.usage_reads = usage_first.reads(store)  # the usage-first reads (source ids)
         rows = store.engine.rows(
             "SELECT source_id, sha256, file_stat, format, bytes FROM sources ORDER BY source_id"
         )

@@ -3,7 +3,6 @@ transaction with every record accounted for (or nothing of it stored)."""
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from dataclasses import dataclass, replace
@@ -23,6 +22,7 @@ from analyzer.errors import (
     NothingFound,
 )
 from analyzer.ingest.base import (
+    CONTENT_LATER,
     CannotResume,
     Checkpoint,
     Head,
@@ -45,6 +45,7 @@ from analyzer.ingest.resume import (
     point_of,
 )
 from analyzer.ingest.sink import FileFacts, Sink, SourceRow
+from analyzer.load import usage_first
 from analyzer.load.batch import (
     BATCH_FILE_BYTES,
     Batch,
@@ -88,7 +89,7 @@ class _Read:
             bytes=src.size,
             ingested_at=datetime.now(UTC).replace(tzinfo=None),
             encoding=src.head.encoding,
-            options=json.dumps({"tz": options.tz, "session_gap_s": options.session_gap_s}),
+            options=usage_first.options_json(options, self.fmt.usage_first),
             file_stat=self.file_stat,
         )
 
@@ -226,6 +227,10 @@ def ingest_file(
         return _unrecognised(path, display, explicit, head, size)
     digest, damage, pre, seen = _fingerprinted(store, index, batch, ahead, number, st, fmt, src)
     head = src.head
+    before = index.by_path.get(index.resolved(path))
+    options = usage_first.for_file(
+        options, before.source_id if before is not None else None, index.usage_reads
+    )
     known = index.by_sha.get(digest)
     if known is not None:
         return _known_content(
@@ -374,6 +379,7 @@ def _report(display: str, fmt: str, size: int, source_id: int, result: LoadResul
         **result.accounting(),
         reason=no_calls_reason(result) if no_calls else None,
         expected=result.note is not None,
+        later=result.skipped_kinds.get(CONTENT_LATER, 0),
     )
 
 
@@ -486,6 +492,8 @@ def load_files(
 def _load_files(store: Store, files: list[Found], options: IngestOptions) -> list[FileReport]:
     counter = Counter("reading files", len(files), minimum=20 if options.progress else 10**12)
     reports: list[FileReport] = []
+    if options.content:  # the files read usage first before are read whole now
+        usage_first.drop(store, [f.path for f in files])
     index = SourceIndex(store)
     batch = Batch(store)
     ahead: _Ahead | None = None

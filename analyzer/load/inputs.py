@@ -47,12 +47,19 @@ def default_inputs(env: Mapping[str, str], home: Path) -> Inputs:
     return found
 
 
-def refreshed(reports: list[FileReport], before: set[str], places: list[str]) -> str:
+def refreshed(
+    reports: list[FileReport],
+    before: set[str],
+    places: list[str],
+    usage: frozenset[str] = frozenset(),
+) -> str:
     """What a refresh read, in one line: ``refresh: read 2 new files and 1 grown (81
-    unchanged) from ~/.claude/projects``."""
+    unchanged) from ~/.claude/projects``. ``usage``: the files of ``before`` that were read
+    usage first (``analyzer.load.usage_first``), read again now for their content."""
     loaded = [r for r in reports if r.status == "loaded"]
-    grown = sum(1 for r in loaded if r.path in before)
-    new = len(loaded) - grown
+    whole = sum(1 for r in loaded if r.path in usage)
+    grown = sum(1 for r in loaded if r.path in before) - whole
+    new = len(loaded) - grown - whole
     unchanged = sum(1 for r in reports if r.status == "unchanged")
     failed = sum(1 for r in reports if r.status == "failed")
     where = ", ".join(places)
@@ -61,8 +68,12 @@ def refreshed(reports: list[FileReport], before: set[str], places: list[str]) ->
     else:
         parts = [f"{new:,} new {'file' if new == 1 else 'files'}"] if new else []
         parts += [f"{grown:,} grown"] if grown else []
+        parts += [f"{whole:,} for {'its' if whole == 1 else 'their'} content"] if whole else []
         said = f"read {' and '.join(parts)} ({unchanged:,} unchanged)"
     records = sum(r.rows_loaded for r in loaded)
+    later = sum(r.later for r in loaded)
     more = f", {records:,} records loaded" if records else ""
+    if later:  # (a usage-first read: analyzer.load.usage_first)
+        more += f" (usage first: {later:,} lines left for a command that needs their content)"
     failing = f"; {failed:,} could not be read (said above)" if failed else ""
     return f"refresh: {said} from {where}{more}{failing}"

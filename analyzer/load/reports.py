@@ -30,6 +30,7 @@ class FileReport:
     reason: str | None = None  # why it was not read (failed, unrecognised), or holds no calls
     data: bool = False  # unrecognised, but its content is data (JSON or CSV), not prose or code
     expected: bool = False  # holds no call, as its format's files of this kind never do
+    later: int = 0  # records a usage-first read left for the read of its content
 
     def to_dict(self) -> dict[str, object]:
         return json_record(self)

@@ -20,6 +20,7 @@ from analyzer.engine import cache
 from analyzer.engine.store import Store
 from analyzer.formats import agent_folders
 from analyzer.ingest.base import IngestOptions
+from analyzer.load import usage_first
 from analyzer.load.discovery import discover
 from analyzer.load.inputs import Inputs, refreshed
 from analyzer.load.reports import FileReport
@@ -53,6 +54,8 @@ def nothing_new(store: Store, inputs: Inputs, options: IngestOptions) -> str | N
     them (see the module); None when the full refresh has something to do."""
     walk = discover(inputs.paths, options.full_paths, enter=agent_folders(), labels=inputs.labels)
     if walk.unreadable or not cache.linked(store):
+        return None
+    if options.content and usage_first.pending(store):  # files to read whole now
         return None
     known = {k for (k,) in store.engine.rows("SELECT file_stat FROM sources")}
     keys = StatKeys()
