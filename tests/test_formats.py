@@ -33,6 +33,7 @@ SNIFFING_ORDER = [
     "cline",
     "cline_task",
     "aider",
+    "aider_chat",
     "openhands",
     "swe_agent",
     "mini_swe_agent",
