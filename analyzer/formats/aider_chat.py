@@ -55,9 +55,9 @@ session's start (the usage views put a session's calls on the day it started). A
 accounting line (interrupted, or Aider failed to count it) is kept as what the model said, with
 no call; but in a session of an Aider before 0.46, which printed no accounting lines at all
 (``> Aider v0.45.1``; or, with no version said, a session without one), each reply is a call,
-its tokens and cost unknown. Records: the file's lines that are not blank; each is in one message, call or run,
-or skipped by kind (the announcements, commit lines, Aider's prompts), or rejected (an
-accounting line that does not read as one).
+its tokens and cost unknown. Records: the file's lines that are not blank; each is in one
+message, call or run, or skipped by kind (the announcements, commit lines, Aider's prompts),
+or rejected (an accounting line that does not read as one).
 """
 
 from __future__ import annotations

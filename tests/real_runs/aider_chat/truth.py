@@ -5,7 +5,8 @@ folder whose name ends in `.aider.chat.history.md` it counts, from the file's ow
 
 - sessions: lines starting `# aider chat started at`
 - accounting lines: lines starting `> Tokens:` (a quoted tool-output line), their sums of tokens
-  sent / cache write / cache hit / cached (a v0.50-era dev shape) / received and of the costs as the lines state them
+  sent / cache write / cache hit / cached (a v0.50-era dev shape) / received and of the costs
+  as the lines state them
   (`1.2k` -> 1200, `47k` -> 47000, `1,106` -> 1106, plain integers as themselves), and every
   distinct shape of the line (numbers replaced by N), with a count and the first example
 - `Only N reflections allowed` lines
@@ -44,9 +45,12 @@ TOKENS_RE = re.compile(
 COST_ALONE_RE = re.compile(
     r"^(?:> )?Cost: \$(?P<mc>[\d.]+) (?P<kind>message|request), \$(?P<sc>[\d.]+) session\.\s*$"
 )
-HEADER_RE = re.compile(r"^> (?P<kind>Main model|Model|Editor model): (?P<name>\S+) with (?P<fmt>.+?) edit format")
+HEADER_RE = re.compile(
+    r"^> (?P<kind>Main model|Model|Editor model): (?P<name>\S+) with (?P<fmt>.+?) edit format"
+)
 MODELS_OLD_RE = re.compile(
-    r"^> Models: (?P<name>\S+) with (?:\S+ )?(?P<fmt>\S+) edit format(?:, weak model (?P<weak>\S+))?"
+    r"^> Models: (?P<name>\S+) with (?:\S+ )?(?P<fmt>\S+) edit format"
+    r"(?:, weak model (?P<weak>\S+))?"
 )
 WEAK_RE = re.compile(r"^> Weak model: (?P<name>\S+)")
 REFLECT_RE = re.compile(r"Only (\d+) reflections allowed, stopping\.")
@@ -66,11 +70,11 @@ def tokens_value(text):
 def shape(line):
     body = line.rstrip("\n")
     stripped = body.rstrip()
-    trailing = body[len(stripped):]
+    trailing = body[len(stripped) :]
     out = re.sub(r"\$[\d.]+", "$N", stripped)
     out = re.sub(NUM, "N", out)
     if trailing:
-        out += "<%d trailing space%s>" % (len(trailing), "" if len(trailing) == 1 else "s")
+        out += f"<{len(trailing)} trailing space{'' if len(trailing) == 1 else 's'}>"
     return out
 
 
@@ -103,7 +107,13 @@ def measure(path):
         "user_lines": 0,
         "user_messages": 0,
         "models": {"main": [], "model": [], "weak": [], "editor": [], "models_old_header": []},
-        "model_header_lines": {"Main model": 0, "Model": 0, "Weak model": 0, "Editor model": 0, "Models": 0},
+        "model_header_lines": {
+            "Main model": 0,
+            "Model": 0,
+            "Weak model": 0,
+            "Editor model": 0,
+            "Models": 0,
+        },
         "edit_formats": [],
         "edit_format_failures": 0,
         "search_replace_failed_to_match": 0,
@@ -151,7 +161,7 @@ def measure(path):
             if m.group("weak"):
                 models["weak"].add(m.group("weak"))
             edit_formats.add(m.group("fmt"))
-        for r in REFLECT_RE.finditer(line):
+        for _ in REFLECT_RE.finditer(line):
             res["reflection_limit_lines"] += 1
             res["reflection_limit_texts"].append(line.rstrip())
         if line.startswith("> The LLM did not conform to the edit format"):
@@ -170,7 +180,9 @@ def measure(path):
             continue
         res["accounting_lines"] += 1
         sh = shape(line)
-        entry = res["tokens_line_shapes"].setdefault(sh, {"count": 0, "example": line, "line_no": i + 1})
+        entry = res["tokens_line_shapes"].setdefault(
+            sh, {"count": 0, "example": line, "line_no": i + 1}
+        )
         entry["count"] += 1
         m = TOKENS_RE.match(line)
         if not m:
@@ -222,7 +234,9 @@ def main():
         "tokens_line_shapes": sorted({s for v in out.values() for s in v["tokens_line_shapes"]}),
     }
     doc = {"files": out, "totals": totals}
-    (HERE / "truth.json").write_text(json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n")
+    (HERE / "truth.json").write_text(
+        json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+    )
     for name, v in out.items():
         print(
             f"{name}: sessions={v['sessions']} tokens_lines={v['accounting_lines']} "
