@@ -73,11 +73,7 @@ def ingest_paths(store: Store, inputs: Inputs | list[str], options: IngestOption
     with run.said_on_ctrl_c():
         walk = find_files(inputs.paths, options, inputs.labels)
         if inputs.defaults:
-            per_top = Counter(f.top for f in walk.files)
-            said = [
-                f"{per_top[p]:,} {'file' if per_top[p] == 1 else 'files'} from {inputs.labels[p]}"
-                for p in inputs.paths
-            ]
+            said = inputs.places(Counter(f.top for f in walk.files))
             note("reading " + _first_in_full(said))
         reports = Loaded(
             load_files(store, walk.files, options, run) + walk.unreadable, walk.hidden_skipped
@@ -114,7 +110,7 @@ def refresh(store: Store, inputs: Inputs, options: IngestOptions, incidents: boo
         )
         run.step = LINKING
         link_if_needed(store, loaded=any(r.status == "loaded" for r in reports))
-    note(refreshed(reports, before, [inputs.labels[p] for p in inputs.paths], usage))
+    note(refreshed(reports, before, inputs.places(), usage))
     _say_unknown_data(reports)
     if incidents:
         with stages(store, "refresh", options.progress) as shown:

@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "policies": "analyzer.cli.catalog:policies_command",
     "guard": "analyzer.cli.guard_command:guard_group",
     "watch": "analyzer.cli.watch_command:watch_command",
+    "config": "analyzer.cli.config_command:config_group",
 }
 
 

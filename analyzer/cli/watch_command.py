@@ -60,7 +60,7 @@ def _count(n: int, what: str) -> str:
 def _started(watcher: Watcher, found: Found, interval: float, throwaway: bool) -> str:
     """The first line: what is watched, into which store, and what is already there."""
     inputs = watcher.inputs()
-    places = ", ".join(inputs.labels.get(p, p) for p in inputs.paths)
+    places = ", ".join(inputs.places())
     if not places:
         places = "the agents' default places (none there yet)"
     store = "a throwaway store" if throwaway else _tilde(watcher.choice.path)

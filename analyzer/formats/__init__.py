@@ -83,6 +83,13 @@ def agent_folders() -> frozenset[str]:
     return frozenset(d for folders in places.AGENT_FOLDERS.values() for d in folders)
 
 
+def agent_files() -> frozenset[str]:
+    """The hidden files that are an agent's own and hold its calls
+    (``.aider.chat.history.md``): a walk of a folder reads them, and a refresh reads those of
+    its default places."""
+    return frozenset(f for files in places.AGENT_FILES.values() for f in files)
+
+
 def owner_of(path: Path) -> tuple[str, Path] | None:
     """The format and the file that read ``path`` with them (an OpenHands event file is read
     with its conversation's ``base_state.json``: the ``member_of`` of the specs that declare
@@ -108,8 +115,9 @@ def agent_own_file(path: Path) -> str | None:
 
 
 def default_homes(env: Mapping[str, str], home: Path) -> list[tuple[str, Path]]:
-    """Where each agent format keeps its logs by default (``places.HOMES``), whether they
-    exist or not: ``audit`` with no path reads those that do. No format is imported."""
+    """Where each agent format keeps its logs by default (``places.HOMES``: folders, and the
+    agents' own files under the roots the user named), whether they exist or not: ``audit``
+    with no path reads those that do. No format is imported."""
     return [(name, p) for name, homes in places.HOMES.items() for p in homes(env, home)]
 
 

@@ -1,16 +1,21 @@
-"""Where each agent keeps its logs by default, and the hidden folders of its own that a walk
-of a home folder enters: declared here, apart from the formats, so that finding the default
-places (a refresh before every command given no input) imports no format.
+"""Where each agent keeps its logs by default, the hidden folders of its own that a walk of a
+home folder enters, and the hidden files of its own that a walk of a folder reads: declared
+here, apart from the formats, so that finding the default places (a refresh before every
+command given no input) imports no format.
 
 ``HOMES`` lists them in the formats' sniffing order (the order a refresh names them in); the
 registry (``analyzer.formats``) reads them from here, and a test holds every name to a format.
+A place is a folder, or (an agent that writes one file into each project: Aider) a file.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
+
+from analyzer.engine import roots
 
 # Where an agent keeps its logs (``homes(env, home)``), whether they exist or not.
 Homes = Callable[[Mapping[str, str], Path], list[Path]]
@@ -18,6 +23,9 @@ Homes = Callable[[Mapping[str, str], Path], list[Path]]
 # The VS Code extensions whose tasks are read from their default place (Cline, Roo Code; a
 # Kilo Code task is read where it is given: ``cline_task.EXTENSIONS``).
 _VSCODE_EXTENSIONS = ("saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline")
+
+# The chat history Aider writes into every project folder it runs in.
+AIDER_CHAT = ".aider.chat.history.md"
 
 
 def claude_code(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -92,6 +100,37 @@ def openhands(env: Mapping[str, str], home: Path) -> list[Path]:
     return [(Path(base).expanduser() if base else home / ".openhands") / "conversations"]
 
 
+def aider_chat(env: Mapping[str, str], home: Path) -> list[Path]:
+    """Aider's chat histories. Aider keeps no central folder: it writes
+    ``.aider.chat.history.md`` into the project folder it runs in. So its places are under the
+    roots the user named (``llm-forensics config add-root DIR``, ``$LLM_FORENSICS_ROOTS``:
+    ``analyzer.engine.roots``): each root's own history, whether it exists or not, and those of
+    the folders one level below it (its projects) that have one."""
+    return [p for root in roots.all_roots(env, home) for p in chat_histories(root.path)]
+
+
+def chat_histories(root: Path) -> list[Path]:
+    """``ROOT/.aider.chat.history.md`` (there or not), then each ``ROOT/*/.aider.chat.history.md``
+    that is there, in name order (hidden folders are no projects; linked ones are). A root
+    that is gone or cannot be listed has only the first."""
+    found = [root / AIDER_CHAT]
+    try:
+        with os.scandir(root) as listed:
+            entries = sorted(
+                (e for e in listed if not e.name.startswith(".")), key=lambda e: e.name
+            )
+    except OSError:
+        return found
+    for entry in entries:
+        try:
+            project = entry.is_dir()
+        except OSError:
+            continue
+        if project and os.path.isfile(os.path.join(entry.path, AIDER_CHAT)):
+            found.append(root / entry.name / AIDER_CHAT)
+    return found
+
+
 # Each format's default places, in sniffing order.
 HOMES: dict[str, Homes] = {
     "claude_code": claude_code,
@@ -101,6 +140,7 @@ HOMES: dict[str, Homes] = {
     "opencode": opencode,
     "cline": cline,
     "cline_task": cline_task,
+    "aider_chat": aider_chat,
     "openhands": openhands,
 }
 
@@ -112,4 +152,10 @@ AGENT_FOLDERS: dict[str, tuple[str, ...]] = {
     "gemini_cli": (".gemini",),
     "cline": (".cline",),
     "openhands": (".openhands",),
+}
+
+# The hidden files that are an agent's own and hold its calls (a walk of a folder reads them;
+# other hidden files, such as Aider's ``.aider.input.history``, stay passed over).
+AGENT_FILES: dict[str, tuple[str, ...]] = {
+    "aider_chat": (AIDER_CHAT,),
 }

@@ -53,6 +53,7 @@ def discover(
     full_paths: bool = False,
     enter: frozenset[str] = frozenset(),
     labels: dict[str, str] | None = None,
+    take: frozenset[str] = frozenset(),
 ) -> Walk:
     """Expand the user's paths into the files to read.
 
@@ -60,11 +61,13 @@ def discover(
     folders), each real folder once: a link back up (a loop), or a second way to a folder
     already walked, adds nothing. Hidden files and folders are left out - except the agents'
     own folders named in ``enter`` (``.claude``, ``.codex``...), so that pointing at a home
-    folder finds its logs - and the hidden folders passed over are noted. A folder that cannot
-    be read is one warning and the rest is read; only a folder named by the user that cannot
-    be read is an error. A path with a label in ``labels`` (a default place such as
-    ``~/.claude/projects``) is named by it, in messages and in the store, and is no folder
-    the user named.
+    folder finds its logs, and the agents' own files named in ``take``
+    (``.aider.chat.history.md``), so that pointing at a project folder finds its chat history
+    - and the hidden folders passed over are noted. A folder that cannot be read is one
+    warning and the rest is read; only a folder named by the user that cannot be read is an
+    error. A path with a label in ``labels`` (a default place such as ``~/.claude/projects``,
+    or an agent's file in a project folder) is named by it, in messages and in the store, and
+    is no path the user named.
     """
     walk = Walk()
     labels = labels or {}
@@ -74,9 +77,9 @@ def discover(
         label = labels.get(arg)
         named = Path(label) if label and not full_paths else _named(arg, full_paths)
         if p.is_dir():
-            _Walker(walk, p, arg, label, named, enter, seen).run()
+            _Walker(walk, p, arg, label, named, enter, seen, take).run()
         elif p.exists():
-            walk.files.append(Found(p, label or arg, str(named), True, arg))
+            walk.files.append(Found(p, label or arg, str(named), label is None, arg))
         elif p.is_symlink():
             raise InputError("a symbolic link to nothing (broken, or a loop)", path=arg)
         else:
@@ -95,17 +98,18 @@ class _Walker:
     named: Path  # how the store names the top
     enter: frozenset[str]
     seen: set[str]
+    take: frozenset[str] = frozenset()  # the hidden files that are an agent's own
 
     def walk_files(self, root: Path, files: list[str]) -> None:
-        """The files of the folder ``root`` (not hidden), in order. Their names are made as
-        text, each folder's once (a Path per file and name cost seconds over 100,000 files):
-        the same text pathlib gives."""
+        """The files of the folder ``root`` (not hidden, unless an agent's own), in order.
+        Their names are made as text, each folder's once (a Path per file and name cost
+        seconds over 100,000 files): the same text pathlib gives."""
         within = root.relative_to(self.top)
         where = str(root)
         shown_in = str(Path(self.label) / within) if self.label else ""
         named_in = str(self.named / within)
         for fname in sorted(files):
-            if fname.startswith("."):
+            if fname.startswith(".") and fname not in self.take:
                 continue
             f = _child(where, fname)
             shown = _child(shown_in, fname) if self.label else f

@@ -463,8 +463,15 @@ class Loaded(list[FileReport]):
 def find_files(
     paths: list[str], options: IngestOptions, labels: dict[str, str] | None = None
 ) -> Walk:
-    """The files under ``paths``, walking into the agents' own hidden folders."""
-    return discover(paths, options.full_paths, enter=registry.agent_folders(), labels=labels)
+    """The files under ``paths``, walking into the agents' own hidden folders and reading
+    their own hidden files."""
+    return discover(
+        paths,
+        options.full_paths,
+        enter=registry.agent_folders(),
+        labels=labels,
+        take=registry.agent_files(),
+    )
 
 
 def load_paths(store: Store, paths: list[str], options: IngestOptions) -> Loaded:

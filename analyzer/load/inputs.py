@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analyzer.formats import default_homes
+from analyzer.formats import agent_files, default_homes
 from analyzer.load.reports import FileReport
 
 
@@ -18,10 +19,39 @@ class Inputs:
     paths: list[str]
     labels: dict[str, str] = field(default_factory=dict)  # path -> how to name it (~/.claude/..)
     absent: list[str] = field(default_factory=list)  # default places looked at, not there
+    # The paths that are an agent's own file rather than a folder (Aider's chat histories).
+    files: set[str] = field(default_factory=set)
 
     @property
     def defaults(self) -> bool:
         return bool(self.labels)
+
+    def places(self, counts: Mapping[str, int] | None = None) -> list[str]:
+        """How a refresh names what it read: each place by its label (with ``counts``, the
+        files found under each path: ``2 files from ~/.codex/sessions``), except that an
+        agent's files of one name in several folders side by side (Aider's chat histories,
+        one in each project) are named together: ``~/code/*/.aider.chat.history.md``."""
+        keys = {p: self._together(p) for p in self.paths}
+        shared = Counter(keys.values())
+        groups: dict[str, list[str]] = {}
+        for p in self.paths:
+            where = keys[p] if shared[keys[p]] > 1 else self.labels.get(p, p)
+            groups.setdefault(where, []).append(p)
+        if counts is None:
+            return list(groups)
+        said = []
+        for where, members in groups.items():
+            n = sum(counts.get(p, 0) for p in members)
+            said.append(f"{n:,} {'file' if n == 1 else 'files'} from {where}")
+        return said
+
+    def _together(self, path: str) -> str:
+        """The name a path's place shares with its like: ``A/*/NAME`` for an agent's file
+        ``A/x/NAME``; a folder's own label."""
+        label = Path(self.labels.get(path, path))
+        if path not in self.files:
+            return str(label)
+        return str(label.parent.parent / "*" / label.name)
 
 
 def _tilde(path: Path, home: Path) -> str:
@@ -33,15 +63,20 @@ def _tilde(path: Path, home: Path) -> str:
 
 def default_inputs(env: Mapping[str, str], home: Path) -> Inputs:
     """The default places of every agent format that exist (``~/.claude/projects``,
-    ``~/.codex/sessions``...), each once."""
+    ``~/.codex/sessions``...: folders; an agent's own file in a project folder under the roots
+    the user named, ``~/code/app/.aider.chat.history.md``), each once."""
     found = Inputs([])
+    own = agent_files()
     for _fmt, place in default_homes(env, home):
         label = _tilde(place, home)
         if str(place) in found.labels or label in found.absent:
             continue
-        if place.is_dir():
+        is_file = place.name in own and place.is_file()
+        if is_file or place.is_dir():
             found.paths.append(str(place))
             found.labels[str(place)] = label
+            if is_file:
+                found.files.add(str(place))
         else:
             found.absent.append(label)
     return found

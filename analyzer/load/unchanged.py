@@ -18,7 +18,7 @@ from pathlib import Path
 
 from analyzer.engine import cache
 from analyzer.engine.store import Store
-from analyzer.formats import agent_folders
+from analyzer.formats import agent_files, agent_folders
 from analyzer.ingest.base import IngestOptions
 from analyzer.load import usage_first
 from analyzer.load.discovery import discover
@@ -52,7 +52,13 @@ class StatKeys:
 def nothing_new(store: Store, inputs: Inputs, options: IngestOptions) -> str | None:
     """The refresh's line when nothing under the default places changed since the store read
     them (see the module); None when the full refresh has something to do."""
-    walk = discover(inputs.paths, options.full_paths, enter=agent_folders(), labels=inputs.labels)
+    walk = discover(
+        inputs.paths,
+        options.full_paths,
+        enter=agent_folders(),
+        labels=inputs.labels,
+        take=agent_files(),
+    )
     if walk.unreadable or not cache.linked(store):
         return None
     if options.content and usage_first.pending(store):  # files to read whole now
@@ -69,4 +75,4 @@ def nothing_new(store: Store, inputs: Inputs, options: IngestOptions) -> str | N
         if keys.key(found.path, st.st_size, st.st_mtime_ns) not in known:
             return None
     reports = [FileReport(f.display, None, "unchanged") for f in walk.files]
-    return refreshed(reports, set(), [inputs.labels[p] for p in inputs.paths])
+    return refreshed(reports, set(), inputs.places())
