@@ -37,6 +37,7 @@ SNIFFING_ORDER = [
     "openhands",
     "swe_agent",
     "mini_swe_agent",
+    "claude_merged",
     "conversation_json",
 ]
 
@@ -91,15 +92,17 @@ def test_what_the_specs_say_of_agents_folders_and_files() -> None:
         "opencode",
         "cline",
         "cline_task",
+        "aider_chat",
         "openhands",
     ]
+    assert registry.agent_files() == {".aider.chat.history.md"}
 
 
 def test_the_default_places_are_formats_in_sniffing_order() -> None:
     """The places are declared apart from the formats (found without importing one): each is
     a format's, in the formats' order (the order a refresh names them in)."""
     names = registry.format_names()
-    for declared in (places.HOMES, places.AGENT_FOLDERS):
+    for declared in (places.HOMES, places.AGENT_FOLDERS, places.AGENT_FILES):
         assert set(declared) <= set(names)
         assert list(declared) == [n for n in names if n in declared]
     assert list(cline_task.EXTENSIONS)[:2] == list(places._VSCODE_EXTENSIONS)

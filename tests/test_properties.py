@@ -413,6 +413,68 @@ MINI_SEED = orjson.dumps(
     option=orjson.OPT_INDENT_2,
 )
 
+# A Claude Code session converted to {"messages", "meta"} (meta.source "claude-jsonl-merged"):
+# a prompt, a reply's tool call and its result, a sub-agent's messages, a repeated entry.
+_CM_USAGE = {"input_tokens": 3, "cached_input_tokens": 900, "output_tokens": 40}
+CLAUDE_MERGED_SEED = orjson.dumps(
+    {
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "Fix the bug."}],
+                "_metadata": {"timestamp": "2026-04-09T10:00:00Z"},
+            },
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_call",
+                        "tool_call_id": "toolu_01",
+                        "name": "Bash",
+                        "arguments": '{"command": "ls"}',
+                    }
+                ],
+                "_metadata": {"timestamp": "2026-04-09T10:00:02Z"},
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "toolu_01",
+                "content": [{"type": "tool_output", "text": "a.py"}],
+                "_metadata": {"timestamp": "2026-04-09T10:00:03Z"},
+            },
+            {
+                "role": "assistant-subagent-a1",
+                "content": [{"type": "text", "text": "Looking."}],
+                "_metadata": {"timestamp": "2026-04-09T10:00:04Z", "original_role": "assistant"},
+            },
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Done."}],
+                "_metadata": {"timestamp": "2026-04-09T10:00:06Z"},
+            },
+        ],
+        "meta": {
+            "session_id": "s-1",
+            "session_meta": {"session_id": "s-1", "version": "2.1.97"},
+            "turn_contexts": [{"model": "claude-sonnet-4-6"}],
+            "source": "claude-jsonl-merged",
+            "token_counts": [
+                {
+                    "type": "token_count",
+                    "info": {"total_token_usage": u, "last_token_usage": u},
+                    "_timestamp": ts,
+                }
+                for u, ts in (
+                    (_CM_USAGE, "2026-04-09T10:00:01Z"),
+                    (_CM_USAGE, "2026-04-09T10:00:02Z"),
+                    ({**_CM_USAGE, "cached_input_tokens": 950}, "2026-04-09T10:00:06Z"),
+                )
+            ],
+        },
+    },
+    option=orjson.OPT_INDENT_2,
+)
+
 # --- Mutations --------------------------------------------------------------------------------
 
 # Bills per time bucket: Anthropic's Console exports and Admin API pages, OpenAI's API pages
@@ -720,6 +782,7 @@ NUMBERED_FORMATS = {
     "mini_swe_agent",
     "swe_agent",
     "openhands",
+    "claude_merged",
 }
 
 
@@ -856,6 +919,11 @@ def _check_loaded(store: Store, r: FileReport, raw: bytes) -> None:
         runs = _count(store, "SELECT count(*) FROM runs WHERE source_id = ?", [sid])
         assert r.rows_duplicate == 0 and runs == 1, (runs, r)
         assert records + said + runs == r.rows_loaded, (records, said, r)
+    elif r.format == "claude_merged":
+        # An entry that starts a call is its record (record_count 1; a repeat is skipped); a
+        # loaded message is its first message row (its other blocks count for nothing).
+        assert r.rows_duplicate == 0 and records == calls, (records, calls, r)
+        assert calls <= r.rows_loaded <= calls + messages, (calls, messages, r)
     elif r.format == "openhands":
         # An instance line (or a conversation's state) is the record of its run; its calls and
         # messages count for nothing (an event file is one record more).
@@ -1071,6 +1139,7 @@ def test_the_seeds_load_cleanly() -> None:
     seeds += [("spend", name, s) for name, s in LITELLM_SEEDS.items()]
     seeds += [("chats", name, s) for name, s in GEMINI_SEEDS.items()]
     seeds += [("bills", name, s) for name, s in BUCKET_SEEDS.items()]
+    seeds += [("sessions", "bugfix-1.json", CLAUDE_MERGED_SEED)]
     for folder, name, raw in seeds:
         with tempfile.TemporaryDirectory(prefix="lf-prop-") as tmp, open_store(":memory:") as s:
             path = Path(tmp) / folder / name
@@ -1206,6 +1275,13 @@ def test_damaged_mini_swe_agent_trajectory(data: st.DataObject) -> None:
     check_drawn(data, raw, "x__y-1", "x__y-1.traj.json")
 
 
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_damaged_converted_claude_session(data: st.DataObject) -> None:
+    raw = mutate(data, CLAUDE_MERGED_SEED, JSON_DOC_MUTATIONS)
+    check_drawn(data, raw, "sessions", "bugfix-1.json")
+
+
 def _helper_seeds() -> dict[str, tuple[str, bytes]]:
     """Seeds built by the formats' own tests: a SWE-agent 1.x trajectory, a Gemini CLI
     stream, an OpenHands evaluation line and conversation state (name -> (folder, bytes))."""
@@ -1239,3 +1315,30 @@ def test_damaged_swe_agent_gemini_stream_and_openhands(data: st.DataObject) -> N
     lines = name.endswith(".jsonl")
     raw = mutate(data, raw, JSONL_MUTATIONS if lines else JSON_DOC_MUTATIONS)
     check_drawn(data, raw, folder, name)
+
+
+def _aider_chat_seed() -> bytes:
+    """An Aider chat history as ``tests/test_aider_chat.py`` builds them: a prompt, an edit
+    applied, four replies refused for their edit format, the reflection limit."""
+    from tests.test_aider_chat import HEADER, _refused, _reply
+
+    lines = [
+        *HEADER,
+        "#### fix calc.py  ",
+        *_reply(
+            "calc.py\n```\nx = 2\n```",
+            "2.8k sent, 345 received. Cost: $0.01 message, $0.01 session.",
+            "Applied edit to calc.py",
+            "Commit 1a2b3c4 fix",
+        ),
+        *_refused(4),
+        "> Only 3 reflections allowed, stopping.  ",
+    ]
+    return ("\n".join(lines) + "\n").encode()
+
+
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_damaged_aider_chat_history(data: st.DataObject) -> None:
+    raw = mutate(data, _aider_chat_seed(), BYTE_MUTATIONS)
+    check_drawn(data, raw, "proj", ".aider.chat.history.md")

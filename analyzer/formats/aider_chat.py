@@ -631,4 +631,6 @@ SPEC = FormatSpec(
     call_prefix="aiderchat",
     sniff=sniff,
     load=load,
+    # (what the user typed, with times, beside the chat history: it holds no call)
+    own_files=(".aider.input.history",),
 )
