@@ -64,6 +64,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import agent_logs  # noqa: E402  (bench/agent_logs.py, beside this script)
 import spark_compare  # noqa: E402  (bench/spark_compare.py, beside this script)
+import stages as by_stage  # noqa: E402  (bench/stages.py, beside this script)
 
 CLI = [sys.executable, "-m", "analyzer"]
 # The incidents the billing export alone must give (seeds 000, 001, 003), at any --rows.
@@ -611,6 +612,17 @@ def main() -> None:
     floor_csv = by["floor: DuckDB scan of the CSV"]["seconds"]
     floor_jsonl = by["floor: line count of the JSONL"]["seconds"]
     page_mb = report.stat().st_size / 2**20
+    # Issue 48: the audit by stage (one run, its SQL timed) and DuckDB's floor for its writes.
+    stages_db, timings_file = work / "stages.duckdb", work / "timings.json"
+    fresh(stages_db)()
+    timed_env = {**env, "LLM_FORENSICS_TIMINGS": str(timings_file)}
+    audit_wall, _, _ = run(
+        [*CLI, "audit", str(csv), "--db", str(stages_db), "-o", str(report)], env=timed_env
+    )
+    audit_timings = json.loads(timings_file.read_text())
+    write_floor = by_stage.write_floor(stages_db)
+    read_floor = by_stage.read_floor(csv)
+    fresh(stages_db)()
 
     audit = json.loads(by["audit -o report.html (CSV, new store)"]["output"])
     missing, extra = check_incidents(audit["incidents"])
@@ -694,6 +706,14 @@ def main() -> None:
         ],
         "stages": table,
         "guard_decision": decision,
+        "audit_by_stage": {
+            "seconds": round(audit_wall, 2),
+            "stages": {k: round(v, 2) for k, v in by_stage.by_stage(audit_timings, audit_wall)},
+            "largest_units": by_stage.largest(audit_timings),
+            "write_floor_s": round(write_floor[0], 2),
+            "read_floor_s": round(read_floor, 2),
+            "calls": write_floor[1],
+        },
         "audit_incidents_ok": not missing and not extra,
         "checks": [{"what": c[0], "skipped": c[1], "differences": c[2]} for c in checks],
         "missing": missing,
@@ -712,6 +732,13 @@ def main() -> None:
         xf = "" if r["x_floor"] is None else f"{r['x_floor']:.2f}"
         print(f"{r['stage']:<46} {r['seconds']:>9.2f} {xf:>8} {r['peak_rss_mb']:>6} MB{extra_txt}")
     print(f"report page: {page_mb:.2f} MB")
+    print(
+        f"the audit of the export by stage (audit -o report.html into a new store, one run of "
+        f"{audit_wall:.2f} s with its SQL timed: LLM_FORENSICS_TIMINGS; x the CSV scan):"
+    )
+    print(
+        "\n".join(by_stage.describe(audit_timings, audit_wall, floor_csv, write_floor, read_floor))
+    )
     print(
         f"fixed cost of a file: {per_file_ms:.1f} ms ({n_small} files of 25 KiB against the "
         "same lines in one file)"

@@ -20,6 +20,7 @@ spec = importlib.util.spec_from_file_location("bench_run", REPO / "bench" / "run
 assert spec is not None and spec.loader is not None
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
+bench_stages = bench.by_stage  # (bench/stages.py, as run.py imports it)
 
 
 def _incidents(runner: CliRunner, csv: Path) -> list[dict]:
@@ -260,3 +261,35 @@ def test_the_recall_script_finds_every_labelled_loop_and_no_false_alarm() -> Non
     done = _recall(["--samples", str(shared_samples()), "--corpus", "real-loops"])
     assert "  labelled loops found 7/7 (100%)" in done.stdout
     assert "  false alarms 0 (on 0 files); unread 0;" in done.stdout
+
+
+def test_a_run_times_its_sql_by_unit_when_asked(tmp_path: Path) -> None:
+    """``$LLM_FORENSICS_TIMINGS`` (``analyzer.engine.timings``): each SQL unit's seconds and
+    runs, and the detectors by name, written when the process ends; unset, nothing."""
+    import os
+
+    db, said = tmp_path / "s.duckdb", tmp_path / "t.json"
+    env = {**os.environ, "LLM_FORENSICS_TIMINGS": str(said), "LLM_FORENSICS_DB": ""}
+    cmd = [sys.executable, "-m", "analyzer", "audit", str(SAMPLE_DATA / CSV_NAME), "--db", str(db)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    timed = json.loads(said.read_text())
+    units = timed["units"]
+    assert units["ingest/bills/openrouter/store.sql"]["runs"] == 1
+    assert units["detector constant_input_low_output"]["seconds"] >= 0
+    assert any(u.startswith("guards/") for u in units)
+    stages = dict(bench_stages.by_stage(timed, timed["wall_seconds"]))
+    assert list(stages)[:3] == ["ingest: SQL", "detectors", "guard replay"]
+    assert sum(stages.values()) == pytest.approx(timed["wall_seconds"], rel=1e-6)
+    assert stages["ingest: SQL"] >= units["ingest/bills/openrouter/store.sql"]["seconds"]
+    seconds, rows = bench_stages.write_floor(db)
+    assert rows > 0 and seconds > 0
+    read = bench_stages.read_floor(SAMPLE_DATA / CSV_NAME)
+    lines = bench_stages.describe(timed, timed["wall_seconds"], 1.0, (seconds, rows), read)
+    assert "the ingest's store.sql took" in lines[-2]
+    assert "the ingest's typed.sql took" in lines[-1]
+
+    said.unlink()
+    quiet = {k: v for k, v in env.items() if k != "LLM_FORENSICS_TIMINGS"}
+    done = subprocess.run([*cmd[:3], "usage", "daily", "--db", str(db)], env=quiet, cwd=REPO)
+    assert done.returncode == 0 and not said.exists()

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -37,7 +38,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from analyzer.engine import cache
+from analyzer.engine import cache, timings
 from analyzer.engine.engine import Params, unit_text
 from analyzer.engine.resources import resource_dir
 from analyzer.engine.store import Store
@@ -269,6 +270,7 @@ def run_detector(
 ) -> list[dict[str, Any]]:
     """The detector's rows, run on ``engine``, as dicts with the standard columns."""
     bound = {k: v for k, v in params.items() if k in det.placeholders}
+    started = time.perf_counter()
     try:
         names, rows = engine.table(det.sql, bound)
     except ForensicsError as exc:  # the engine's own words (Spark: SQL it cannot translate)
@@ -281,6 +283,8 @@ def run_detector(
             raise
         where = "" if engine.name == "DuckDB" else f" on {engine.name}"
         raise ForensicsError(f"detector failed{where}: {said}", path=det.path) from exc
+    if timings.ON:
+        timings.record(f"detector {det.name}", time.perf_counter() - started)
     return checked_rows(det, names, rows)
 
 
@@ -455,7 +459,10 @@ def stored_spans(store: Store, selection: Selection) -> list[Span]:
 def deferred(engine: DetectorEngine) -> set[str]:
     """The ids of the general detectors' incidents in ``lf_found`` that a named detector's
     incident already tells (``sql/detect/deferred.sql``), on ``engine``."""
+    started = time.perf_counter()
     _, rows = engine.table(unit_text("detect/deferred.sql"))
+    if timings.ON:
+        timings.record("detect/deferred.sql", time.perf_counter() - started)
     return {str(r[0]) for r in rows}
 
 

@@ -20,6 +20,7 @@ matters is stated in the SQL (``ORDER BY``, an explicit position), never left to
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from functools import cache
@@ -31,6 +32,7 @@ import duckdb
 if TYPE_CHECKING:  # (a command that builds no Arrow table never imports pyarrow)
     import pyarrow as pa
 
+from analyzer.engine import timings
 from analyzer.errors import ForensicsError
 
 SQL_DIR = Path(__file__).resolve().parents[1] / "sql"
@@ -129,8 +131,11 @@ class Engine:
     # -- running ------------------------------------------------------------------------
     def _cursor(self, sql: str, params: Params, names: Mapping[str, str]) -> Any:
         result = None
+        started = time.perf_counter() if timings.ON else 0.0
         for statement in self.text(sql, names):
             result = self.con.execute(statement, _bind(statement, params))
+        if timings.ON:
+            timings.record(sql, time.perf_counter() - started)
         if result is None:
             raise EngineError(f"no statement in {sql[:60]!r}")
         return result
@@ -142,7 +147,10 @@ class Engine:
     def many(self, sql: str, rows: Sequence[Sequence[object]], **names: str) -> None:
         """Run one statement once per row of parameters."""
         (statement,) = self.text(sql, names)
+        started = time.perf_counter() if timings.ON else 0.0
         self.con.executemany(statement, rows)
+        if timings.ON:
+            timings.record(sql, time.perf_counter() - started)
 
     def rows(self, sql: str, params: Params = None, **names: str) -> list[tuple[Any, ...]]:
         """The rows of the last statement of ``sql``."""
@@ -167,6 +175,15 @@ class Engine:
     def arrow(self, sql: str, params: Params = None, **names: str) -> pa.Table:
         """The result of the last statement (a query) as an Arrow table, read as a relation
         (a cursor's result would be copied once more on its way to Arrow)."""
+        if timings.ON:
+            started = time.perf_counter()
+            try:
+                return self._arrow(sql, params, names)
+            finally:
+                timings.record(sql, time.perf_counter() - started)
+        return self._arrow(sql, params, names)
+
+    def _arrow(self, sql: str, params: Params, names: Mapping[str, str]) -> pa.Table:
         *before, last = self.text(sql, names)
         for statement in before:
             self.con.execute(statement, _bind(statement, params))
@@ -182,7 +199,8 @@ class Engine:
 
     def table(self, sql: str, params: Params = None) -> tuple[list[str], list[tuple[Any, ...]]]:
         """The column names and rows of one query given as its text and run as it is: not
-        split at semicolons, no slots filled (a query from a user's file: a detector)."""
+        split at semicolons, no slots filled (a query from a user's file: a detector, whose
+        time its caller counts, ``timings``)."""
         cur = self.con.execute(sql, _bind(sql, params))
         return [d[0] for d in cur.description], list(cur.fetchall())
 
