@@ -29,6 +29,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -148,21 +150,28 @@ def serve() -> None:
         return
 
 
+@contextmanager
+def _sigint_held() -> Iterator[None]:
+    """SIGINT blocked in this thread while the block runs (a Ctrl-C meanwhile is taken by
+    another of this process's threads, or once unblocked; not on Windows: no such signals)."""
+    block = getattr(signal, "pthread_sigmask", None)
+    old = block(signal.SIG_BLOCK, {signal.SIGINT}) if block is not None else None
+    try:
+        yield
+    finally:
+        if block is not None and old is not None:
+            block(signal.SIG_SETMASK, old)
+
+
 def _start() -> subprocess.Popen[bytes]:
     """A worker process that never sees Ctrl-C. The terminal sends it to the whole process
     group, the workers too, and a worker still importing (before ``serve`` ignores it) would
     print a traceback: so it is started with SIGINT blocked (a child inherits the mask of the
-    thread that started it), and ignores it before it lets it through (``_START``). A Ctrl-C
-    meanwhile is this process's, taken by another of its threads or once unblocked."""
-    block = getattr(signal, "pthread_sigmask", None)  # (not on Windows: no such signals)
-    old = block(signal.SIG_BLOCK, {signal.SIGINT}) if block is not None else None
-    try:
-        return subprocess.Popen(
-            [sys.executable, "-c", _START], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-        )
-    finally:
-        if block is not None and old is not None:
-            block(signal.SIG_SETMASK, old)
+    thread that started it, ``_sigint_held`` by its caller), and ignores it before it lets it
+    through (``_START``)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _START], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
 
 
 class _Worker:
@@ -218,7 +227,10 @@ class Workers:
         self.workers: list[_Worker] = []
         try:
             for _ in range(count):
-                self.workers.append(_Worker(options, self.results, self.cv))
+                # (a Ctrl-C waits until the worker started is in the list that ``close`` stops:
+                # taken between its start and then, it would leave the process running)
+                with _sigint_held():
+                    self.workers.append(_Worker(options, self.results, self.cv))
         except BaseException:  # (no process to be had: the caller reads the files itself)
             self.close()
             raise
