@@ -44,6 +44,14 @@ def _ingest(tmp_path: Path, *files: Path) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(str(db), read_only=True)
 
 
+def _tools(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    """The tool calls and results stored, in order: (kind, tool, error, excerpt)."""
+    return con.execute(
+        "SELECT kind, tool_name, is_error, excerpt FROM messages WHERE kind LIKE 'tool%' "
+        "ORDER BY idx"
+    ).fetchall()
+
+
 def _reply(text: str, tokens: str, *after: str) -> list[str]:
     return ["", text, "", f"> Tokens: {tokens}  ", *(f"> {a}  " for a in after), ""]
 
@@ -169,10 +177,7 @@ def test_a_failed_search_replace_is_an_edit_that_failed(tmp_path: Path) -> None:
         *_reply("src/app.py\n```\n<<<<<<< SEARCH\n...", "9.9k sent, 99 received.", *error),
     ]
     con = _ingest(tmp_path, _write(tmp_path, lines))
-    said = con.execute(
-        "SELECT kind, tool_name, is_error, excerpt FROM messages WHERE kind LIKE 'tool%' "
-        "ORDER BY idx"
-    ).fetchall()
+    said = _tools(con)
     assert [s[:3] for s in said] == [("tool_call", "edit", None), ("tool_result", "edit", True)]
     assert said[0][3].startswith('{"path":"src/app.py"')
     assert said[1][3].startswith("# 1 SEARCH/REPLACE block failed to match!")
@@ -193,10 +198,7 @@ def test_lint_output_offered_for_fixing_is_a_failed_lint(tmp_path: Path) -> None
         ),
     ]
     con = _ingest(tmp_path, _write(tmp_path, lines))
-    said = con.execute(
-        "SELECT kind, tool_name, is_error, excerpt FROM messages WHERE kind LIKE 'tool%' "
-        "ORDER BY idx"
-    ).fetchall()
+    said = _tools(con)
     assert [s[:3] for s in said] == [
         ("tool_call", "edit", None),
         ("tool_result", "edit", False),

@@ -427,31 +427,16 @@ class _Reader:
     ) -> None:
         """An accounting line (``records``: with the cost on the next line): a call."""
         sent, write, hit, received = (_count(m.group(k)) for k in (1, 2, 3, 4))
-        s.calls += 1
-        s.replies_in_turn += 1
         s.sent += sent or 0
         s.received += received or 0
-        s.verdict, s.refused = None, False
-        editing = s.architect and s.editor and s.replies_in_turn > 1
-        model, provider = model_and_provider(s.editor if editing else s.model)
-        native = f"{s.talk.session}:{s.calls}"
-        row = s.talk.call(
-            native,
+        row = self.new_call(
+            s,
             line=line.no,
-            ts=s.start,
-            seq=s.calls,
-            model=model,
-            provider=provider,
-            app=APP,
-            project=self.project,
             input_tokens=sent,
             cached_input_tokens=hit,
             cache_write_tokens=write,
             output_tokens=received,
             output_final=received is not None,
-            content_chars=0,
-            visible_chars=0,
-            tool_call_count=0,
             n_records=records,
         )
         if cost is not None:
@@ -466,21 +451,23 @@ class _Reader:
                     row.cost_usd, row.cost_basis = message, "reported"
                 s.summed += message
                 s.priced += 1
-        self.call = _Call(row, self.low.call_id(native))
-        self.said_reply(self.call)
-        self.low.add_call(row)
+        self.made(row)
 
     def reply_call(self, s: _Session) -> None:
         """A reply of a session that has no accounting line (an Aider before 0.46 printed
         none): a call all the same, its tokens and cost unknown."""
+        self.made(self.new_call(s, n_records=0))
+
+    def new_call(self, s: _Session, **columns: object) -> CallRow:
+        """The session's next call, with ``columns``: by its main model, or by the editor
+        model for a reply after an architect's in the same turn."""
         s.calls += 1
         s.replies_in_turn += 1
         s.verdict, s.refused = None, False
         editing = s.architect and s.editor and s.replies_in_turn > 1
         model, provider = model_and_provider(s.editor if editing else s.model)
-        native = f"{s.talk.session}:{s.calls}"
-        row = s.talk.call(
-            native,
+        return s.talk.call(
+            f"{s.talk.session}:{s.calls}",
             ts=s.start,
             seq=s.calls,
             model=model,
@@ -490,9 +477,13 @@ class _Reader:
             content_chars=0,
             visible_chars=0,
             tool_call_count=0,
-            n_records=0,
+            **columns,
         )
-        self.call = _Call(row, self.low.call_id(native))
+
+    def made(self, row: CallRow) -> None:
+        """``row`` stored: the call the quoted lines after it are about, which says the reply
+        waiting for it."""
+        self.call = _Call(row, self.low.call_id(str(row.native_id)))
         self.said_reply(self.call)
         self.low.add_call(row)
 
