@@ -261,3 +261,14 @@ def test_the_site_builds_strict(tmp_path: Path) -> None:
     for page in PAGES:
         name = "index.html" if page.stem == "index" else f"{page.stem}/index.html"
         assert name in built, name
+        # the site opens offline: no script, style sheet or image from the network
+        html = (tmp_path / "site" / name).read_text(encoding="utf-8")
+        fetched = re.findall(r"<(?:script|link|img)\b[^>]*\b(?:src|href)=\"https?://[^\"]*", html)
+        assert not fetched, (name, fetched)
+
+
+def test_the_home_page_names_every_page() -> None:
+    """``docs/index.md`` says what each page holds: it links every other page."""
+    home = (DOCS / "index.md").read_text(encoding="utf-8")
+    linked = set(re.findall(r"\]\(([\w-]+\.md)\)", home))
+    assert linked == {p.name for p in PAGES} - {"index.md"}
