@@ -3,7 +3,7 @@
 Each case is a file (or folder) the tool must survive: it is either loaded with every record
 accounted for, or refused with exit 3 and one line naming the file. ``tests/test_corpus.py``
 asserts each outcome; ``python -m tests.corpus DIR`` writes the corpus and prints what the tool
-does with each case (the table in the README's "Reliability" section).
+does with each case (the table in docs/reliability.md).
 """
 
 from __future__ import annotations

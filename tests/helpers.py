@@ -34,6 +34,12 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE_DATA = REPO / "sample_data"
 SHARED_SAMPLES = REPO.parent / "shared" / "samples"
 SHARED_TOOLS = REPO.parent / "shared" / "tools"
+DOCS = REPO / "docs"
+
+
+def doc_text(page: str) -> str:
+    """The text of a page of the reference, ``docs/<page>`` (``"guards.md"``)."""
+    return (DOCS / page).read_text(encoding="utf-8")
 
 
 def shared_samples() -> Path:

@@ -50,8 +50,8 @@ MEMORY_BOUND = 1 * GB  # the old code peaked at 1.9-4 GB on these; now about 160
 
 
 def expansion_limit(compressed: int) -> int:
-    """What a compressed file may unpack to: 200 times its size, or 64 MB (as the README says;
-    ``reading.expansion_limit``)."""
+    """What a compressed file may unpack to: 200 times its size, or 64 MB (as
+    docs/reliability.md says; ``reading.expansion_limit``)."""
     return max(64 * MB, 200 * compressed)
 
 

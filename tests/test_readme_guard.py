@@ -1,5 +1,5 @@
-"""The README's agent loop guarded by a preset, run as written against a scripted model (an
-OpenAI-style client): a model that repeats its tool call is stopped at its third, as the
+"""The agent loop guarded by a preset in docs/guards.md, run as written against a scripted model
+(an OpenAI-style client): a model that repeats its tool call is stopped at its third, as the
 backtest replays it; one that works and answers goes through."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import io
 import json
 from typing import Any
 
-from tests.helpers import REPO
+from tests.helpers import doc_text
 
 START = "```python\n# An agent loop guarded by a preset"
 
 
 def readme_loop() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    text = doc_text("guards.md")
     begin = text.index(START) + len("```python\n")
     return text[begin : text.index("```", begin)]
 

@@ -208,7 +208,7 @@ def test_no_keep_cache_leaves_the_store_byte_for_byte(store: Path, tmp_path: Pat
         result = run.invoke(cli, [*args, "--db", str(store), "--no-keep-cache"])
         assert result.exit_code == 0, (args, result.output)
         assert digest(store) == before, args
-    # by default a page is kept for the next run, as the README says: the bytes change
+    # by default a page is kept for the next run, as docs/commands.md says: the bytes change
     kept = run.invoke(cli, ["report", "-o", str(tmp_path / "y.md"), "--db", str(store)])
     assert kept.exit_code == 0, kept.output
     con = duckdb.connect(str(store), read_only=True)

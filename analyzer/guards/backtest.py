@@ -2,7 +2,7 @@
 (the replay and its scoring are ``analyzer.guards.replay``; the primitives
 ``analyzer.guards.primitives``).
 
-Scoring rules (also in the README):
+Scoring rules (also in docs/guards.md):
 
 * A stop ends its unit (the stream, session or turn of the policy's scope) after the call that
   tripped it: the unit's later calls are saved - their count and dollars.

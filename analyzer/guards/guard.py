@@ -57,7 +57,7 @@ SCHEMA = pa.schema([(name, _ARROW[kind]) for name, kind in EVENT_COLUMNS.items()
 @dataclass(frozen=True)
 class Call:
     """One model call as a guard sees it: the replay's event fields an agent knows of the call
-    once its reply is in (the README's list of columns). Only ``call_id`` is required; what is
+    once its reply is in (docs/guards.md lists the columns). Only ``call_id`` is required; what is
     not known stays None, as in the replay. ``response_kind`` is one of ``text``,
     ``tool_call``, ``truncated_tool_call``, ``thinking_only``, ``empty`` (None: not known);
     ``tool_key`` names the tools it called and their arguments (equal calls, equal keys);

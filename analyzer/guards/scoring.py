@@ -1,8 +1,8 @@
 """Scoring a guard's trips against the ground truth: what it prevented, what it cost.
 
 Read the replay's tables (``analyzer.guards.replay``): the trips of every variant
-(``lf_trips``), the guard's trace (``lf_trace``), the events and the truth. The rules (also in the
-README):
+(``lf_trips``), the guard's trace (``lf_trace``), the events and the truth. The rules (also in
+docs/guards.md):
 
 * A stop ends its *reach* unit (the turn, session or stream the policy says) after the tripping
   call, and the sub-agent runs of that session the unit would still have started: their calls
