@@ -16,6 +16,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,9 +113,10 @@ def test_the_examples_are_parsed_as_written() -> None:
     assert missing_lines(["c", "a"], "a\nb\nc\n") == ["a"]
 
 
-def test_each_example_runs_as_written(tmp_path: Path) -> None:
-    home = real_world_home(tmp_path / "fake")
-    work = tmp_path / "work"
+def run_examples(root: Path) -> Iterator[tuple[Example, subprocess.CompletedProcess[str]]]:
+    """Each example of the README run as the module's docstring says, in ``root``."""
+    home = real_world_home(root / "fake")
+    work = root / "work"
     work.mkdir()
     (work / "sample_data").symlink_to(REPO / "sample_data")
     bin_dir = Path(sys.executable).parent
@@ -133,8 +136,14 @@ def test_each_example_runs_as_written(tmp_path: Path) -> None:
             text=True,
             timeout=300,
         )
+        yield example, done
+
+
+def test_each_example_runs_as_written(tmp_path: Path) -> None:
+    for example, done in run_examples(tmp_path):
         assert done.returncode == 0, (example.command, done.stdout[-2000:])
         assert missing_lines(example.shown, done.stdout) == [], (example.command, done.stdout)
+    work, home = tmp_path / "work", tmp_path / "fake" / "home"
     assert (work / "report.html").stat().st_size > 0
     assert (work / "sample.duckdb").is_file()
     assert (home / ".local" / "share" / "llm-forensics" / "forensics.duckdb").is_file()
@@ -194,3 +203,12 @@ def test_the_install_puts_the_command_on_path_in_a_new_shell(tmp_path: Path) -> 
     found, version = done.stdout.splitlines()
     assert found == str(home / ".local" / "bin" / "llm-forensics")
     assert version.startswith("llm-forensics, version ")
+
+
+if __name__ == "__main__":
+    # What each example prints today, to copy into the README when a command's output changes
+    # (python -m tests.test_front_page); the lines shown there are a choice of these.
+    with tempfile.TemporaryDirectory() as scratch:
+        for example, done in run_examples(Path(scratch)):
+            print(f"$ {example.command}   # exit {done.returncode}")
+            print(done.stdout, end="")
