@@ -184,10 +184,10 @@ def test_a_block_ends_five_hours_after_its_hour_and_a_silence_of_five_hours_is_a
         ("2026-03-01T04:00:00.000Z", 2),
         ("2026-03-01T09:00:00.000Z", 2),
         ("2026-03-01T14:00:00.000Z", 1),
-        ("gap-2026-03-01T19:05:00.000Z", 0),
         ("2026-03-01T19:00:00.000Z", 1),
+        ("gap-2026-03-01T19:05:00.000Z", 0),  # by start, as ccusage lists them
     ]
-    assert found[3]["endTime"] == "2026-03-01T19:06:00.000Z"
+    assert found[4]["endTime"] == "2026-03-01T19:06:00.000Z"
     assert [b["actualEndTime"] for b in found[:2]] == [
         "2026-03-01T08:59:00.000Z",
         "2026-03-01T14:00:00.000Z",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -241,14 +242,15 @@ def _block(r: tuple[Any, ...]) -> Block:
 
 
 def _with_gaps(found: list[Block]) -> list[Block]:
-    """``found`` with a gap block between two blocks more than 5 hours apart."""
+    """``found`` with a gap block between two blocks more than 5 hours apart, all by their
+    start, as ccusage orders them (a gap starts 5 hours after a block's last call, so it may
+    start after the next block's hour: it is then listed after that block)."""
     out: list[Block] = []
-    for b in found:
-        before = out[-1] if out else None
+    for before, b in zip([None, *found], found, strict=False):
         if before and before.last and b.first and b.first - before.last > LENGTH:
             out.append(Block(start=before.last + LENGTH, end=b.first, gap=True))
         out.append(b)
-    return out
+    return sorted(out, key=lambda b: b.start)
 
 
 def burn_rate(b: Block) -> BurnRate | None:
@@ -325,16 +327,37 @@ def parse_limit(text: str | None, found: list[Block]) -> int | None:
 # -- shown ----------------------------------------------------------------------------------
 
 
-def _duration(b: Block, at: datetime) -> str:
-    if b.active:
-        left = _round((b.end - at).total_seconds() / 60)
-        return f"active, {left} min left"
-    minutes = _round(((b.last or b.start) - b.start).total_seconds() / 60)
+def _span(d: timedelta) -> str:
+    """A length of time as ``4h 05m`` (``3d 2h`` from a day on).
+
+    >>> _span(timedelta(minutes=245)), _span(timedelta(hours=74, minutes=20))
+    ('4h 05m', '3d 2h')
+    """
+    minutes = _round(d.total_seconds() / 60)
+    if minutes >= 24 * 60:
+        return f"{minutes // (24 * 60):,}d {minutes % (24 * 60) // 60}h"
     return f"{minutes // 60}h {minutes % 60:02d}m"
 
 
+def _duration(b: Block, at: datetime) -> str:
+    """A block's length to its last call, or the active block's minutes left."""
+    if b.active:
+        return f"active, {_round((b.end - at).total_seconds() / 60)} min left"
+    return _span((b.last or b.start) - b.start)
+
+
+def _in_time(b: Block) -> tuple[datetime, bool]:
+    """Where a block is shown on a terminal: by its first call, a gap just before the call
+    that ends it (under the block before it)."""
+    return (b.end, False) if b.gap else (b.first or b.start, True)
+
+
+_DATED = re.compile(r"-20\d{6}$")  # a model's release date (claude-sonnet-4-5-20250929)
+
+
 def _models(b: Block) -> str:
-    return ", ".join(m.removeprefix("claude-") for m in b.models) or "-"
+    """The block's models, short (as ccusage shows them: no ``claude-``, no date)."""
+    return ", ".join(_DATED.sub("", m.removeprefix("claude-")) for m in b.models) or "-"
 
 
 class BlocksView(View):
@@ -367,12 +390,12 @@ class BlocksView(View):
         cols.append(TextColumn("$", 10, lambda b: money(b.usd)))
         rows: list[tuple[str, Block]] = []
         below: dict[int, str] = {}
-        for b in s.blocks:
+        for b in sorted(s.blocks, key=_in_time):
             if b.gap:
                 if rows:
-                    hours = _round((b.end - b.start).total_seconds() / 3600)
                     span = f"{self._when(b.start, how)} - {self._when(b.end, how)}"
-                    below[len(rows) - 1] = severity(f"  {span}  ({hours:,}h gap)", "info")
+                    gap = f"  {span}  (no calls: {_span(b.end - b.start)} gap)"
+                    below[len(rows) - 1] = severity(gap, "info")
                 continue
             rows.append((self._when(b.start, how), b))
             if b.active:
