@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
+import random
 import re
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -22,6 +24,7 @@ from tests.ccusage_side import ccusage_command, ccusage_json, ccusage_work, real
 from tests.helpers import env_of
 
 NOW = "LLM_FORENSICS_NOW"
+LENGTH = timedelta(hours=5)
 
 
 def blocks_json(db: Path, *args: str, now: str | None = None) -> dict[str, Any]:
@@ -331,3 +334,71 @@ def test_the_csv_has_every_field_of_the_json(tmp_path: Path) -> None:
     assert int(row["projection_total_tokens"]) == active["projection"]["totalTokens"]
     assert float(row["burn_rate_tokens_per_minute"]) == active["burnRate"]["tokensPerMinute"]
     assert row["token_limit_status"] == active["tokenLimitStatus"]["status"] == "exceeds"
+
+
+def _by_the_rule(times: list[datetime]) -> list[tuple[datetime, int]]:
+    """ccusage's rule, call by call: each block's start and number of calls."""
+    found: list[tuple[datetime, int]] = []
+    start: datetime | None = None
+    last: datetime | None = None
+    for t in sorted(times):
+        if start is None or last is None or t - start > LENGTH or t - last > LENGTH:
+            start = t.replace(minute=0, second=0, microsecond=0)
+            found.append((start, 0))
+        found[-1] = (start, found[-1][1] + 1)
+        last = t
+    return found
+
+
+def test_the_sql_follows_the_rule_call_by_call(tmp_path: Path) -> None:
+    """Calls at random over a week, many on the hour and on a block's end exactly: the SQL's
+    blocks are those of the rule applied one call at a time, and each gap lies between two
+    blocks more than 5 hours apart."""
+    rng = random.Random(50)
+    base = datetime(2026, 3, 1)
+    times: list[datetime] = []
+    t = base
+    for _ in range(300):
+        step = rng.choice(
+            [
+                timedelta(minutes=rng.randint(1, 50)),
+                timedelta(hours=rng.randint(1, 4)),
+                timedelta(hours=5),  # exactly a block's length after the call before
+                timedelta(hours=rng.randint(5, 9), minutes=rng.randint(0, 2)),
+            ]
+        )
+        t += step
+        if rng.random() < 0.3:  # on the hour: a block's end may fall on a call
+            t = t.replace(minute=0, second=0, microsecond=0)
+        times.append(t)
+    calls = [(f"{x.isoformat(timespec='milliseconds')}Z", 10, 1, 0, 0) for x in times]
+    db = _store(tmp_path, calls)
+    found = blocks_json(db, now="2027-01-01T00:00:00Z")["blocks"]
+    ours = [
+        (datetime.fromisoformat(b["startTime"].removesuffix("Z")), b["entries"])
+        for b in found
+        if not b["isGap"]
+    ]
+    expected = _by_the_rule(times)
+    assert len(expected) > 40
+    assert ours == expected
+    real = [b for b in found if not b["isGap"]]
+    gaps = {b["endTime"] for b in found if b["isGap"]}
+    assert gaps == {
+        _first_of(after, times)
+        for b, after in itertools.pairwise(real)
+        if _first(after, times) - _at(b["actualEndTime"]) > LENGTH
+    }
+
+
+def _at(text: str) -> datetime:
+    return datetime.fromisoformat(text.removesuffix("Z"))
+
+
+def _first(block: dict[str, Any], times: list[datetime]) -> datetime:
+    """A block's first call (the first of ``times`` at or after its start)."""
+    return min(t for t in times if t >= _at(block["startTime"]))
+
+
+def _first_of(block: dict[str, Any], times: list[datetime]) -> str:
+    return f"{_first(block, times).isoformat(timespec='milliseconds')}Z"

@@ -1,30 +1,40 @@
 -- ccusage's 5-hour billing blocks over the calls with a time (every call once), one row per
 -- block in time order. A block starts at its first call's time floored to the hour (UTC) and
 -- holds the calls up to 5 hours after that start; a call later than that, or more than 5 hours
--- after the call before it, starts the next block. Calls separated by more than 5 hours fall in
--- different runs (a window over the calls); within a run each block's first call is found from
--- the block before it (a recursive CTE: one step per block, not per call), and each call joins
--- the block whose first call is the last at or before it (ASOF). Tokens follow the usage
--- views' columns (views/usage.sql); dollars are the calls' cost_usd, and at_logged the
+-- after the call before it, starts the next block. Each block's first call is found from the
+-- block before it (a recursive CTE, one step per block, over the hours that have calls and the
+-- calls after a gap, both computed once: a step never reads the calls themselves), then each
+-- call joins the block whose first call is the last at or before it (ASOF). Tokens follow the
+-- usage views' columns (views/usage.sql); dollars are the calls' cost_usd, and at_logged the
 -- placeholder calls at their logged output (cost_logged_usd), as ccusage prices them.
 -- Columns are read by position (views/blocks.py, _block). No parameters.
-WITH RECURSIVE timed AS (
-    SELECT ts,
-           coalesce(ts - lag(ts) OVER (ORDER BY ts) > INTERVAL 5 HOUR, true)::INTEGER AS starts
+WITH RECURSIVE timed AS MATERIALIZED (
+    SELECT ts, ts - lag(ts) OVER (ORDER BY ts) > INTERVAL 5 HOUR AS after_gap
     FROM live_calls
     WHERE ts IS NOT NULL
-), runs AS (
-    SELECT ts, sum(starts) OVER (ORDER BY ts ROWS UNBOUNDED PRECEDING) AS run FROM timed
-), firsts(run, first_ts) AS (
-    SELECT run, min(ts) FROM runs GROUP BY run
+), hours AS MATERIALIZED (  -- the hours with calls: a block starts at one of them
+    SELECT date_trunc('hour', ts) AS hour,
+           min(ts) AS first_ts,
+           min(ts) FILTER (WHERE ts > date_trunc('hour', ts)) AS first_past_hour
+    FROM timed
+    GROUP BY 1
+), gaps AS MATERIALIZED (  -- the calls more than 5 hours after the call before them
+    SELECT ts FROM timed WHERE after_gap
+), firsts(first_ts) AS (
+    -- Each block's first call: the first call past the block before's end (its hour + 5 h),
+    -- or the first call after a gap, whichever comes first.
+    SELECT min(ts) FROM timed
     UNION ALL
-    SELECT f.run,
-           (SELECT min(r.ts) FROM runs r
-            WHERE r.run = f.run AND r.ts > date_trunc('hour', f.first_ts) + INTERVAL 5 HOUR)
+    SELECT least(
+        (SELECT min(CASE WHEN h.hour = date_trunc('hour', f.first_ts) + INTERVAL 5 HOUR
+                         THEN h.first_past_hour ELSE h.first_ts END)
+         FROM hours h
+         WHERE h.hour >= date_trunc('hour', f.first_ts) + INTERVAL 5 HOUR),
+        (SELECT min(g.ts) FROM gaps g WHERE g.ts > f.first_ts))
     FROM firsts f
     WHERE f.first_ts IS NOT NULL
 ), starts AS (
-    SELECT DISTINCT first_ts FROM firsts WHERE first_ts IS NOT NULL
+    SELECT first_ts FROM firsts WHERE first_ts IS NOT NULL
 ), placed AS (
     SELECT s.first_ts AS block_first, c.*,
            coalesce(c.model, '(no model)')
