@@ -126,6 +126,29 @@ def test_usage_blocks_is_the_same_view(side_by_side: tuple[dict[str, Any], Path]
     assert json.loads(result.stdout)["blocks"] == blocks_json(db)["blocks"]
 
 
+def test_since_and_until_take_the_calls_of_the_window(
+    side_by_side: tuple[dict[str, Any], Path],
+) -> None:
+    """The window is applied to the calls before they are cut into blocks (as ccusage's
+    --since/--until): the blocks of 2026-02-11 are those the whole store has that day."""
+    _, db = side_by_side
+    whole = [
+        b
+        for b in blocks_json(db)["blocks"]
+        if b["startTime"].startswith("2026-02-11") and not b["isGap"]
+    ]
+    day = blocks_json(db, "--since", "2026-02-11", "--until", "2026-02-11")["blocks"]
+    assert [b["id"] for b in day] == [b["id"] for b in whole] == ["2026-02-11T21:00:00.000Z"]
+    assert day[0]["entries"] == whole[0]["entries"]
+    assert day[0]["tokenCounts"] == whole[0]["tokenCounts"]
+    shown = CliRunner().invoke(
+        cli, ["blocks", "--db", str(db), "--since", "2026-02-11", "--tz", "Asia/Tokyo"]
+    )
+    assert shown.exit_code == 0, shown.output
+    assert "since 2026-02-11 00:00 Asia/Tokyo" in shown.stdout
+    assert "2026-02-12 06:00" in shown.stdout  # 21:00 UTC, the next morning in Tokyo
+
+
 # -- small transcripts, figures by hand ---------------------------------------------------------
 
 

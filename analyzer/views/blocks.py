@@ -209,7 +209,7 @@ class Blocks:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"blocks": [b.to_json() for b in self.blocks]}
-        if self.active_only and not self.blocks:
+        if self.active_only and self.any_calls and not self.blocks:  # (as ccusage says)
             out["message"] = "No active block"
         out["now"] = iso(self.now)
         out["tokenLimit"] = self.token_limit
