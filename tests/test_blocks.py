@@ -266,7 +266,7 @@ def test_the_active_block_burn_rate_and_projection(tmp_path: Path) -> None:
     assert (none["blocks"], none["message"]) == ([], "No active block")  # as ccusage says
     text = CliRunner().invoke(cli, ["blocks", "--db", str(db)], env={NOW: NOW_AT})
     assert text.exit_code == 0, text.output
-    assert "active, 240 min left" in text.stdout
+    assert "active, 240m left" in text.stdout
     assert "143,710 tokens" in text.stdout
     assert "gap" in text.stdout
 

@@ -342,7 +342,7 @@ def _span(d: timedelta) -> str:
 def _duration(b: Block, at: datetime) -> str:
     """A block's length to its last call, or the active block's minutes left."""
     if b.active:
-        return f"active, {_round((b.end - at).total_seconds() / 60)} min left"
+        return f"active, {_round((b.end - at).total_seconds() / 60)}m left"
     return _span((b.last or b.start) - b.start)
 
 
@@ -380,10 +380,10 @@ class BlocksView(View):
             return "".join(f"{line}\n" for line in self.before) + said + "\n"
         limit = s.token_limit
         cols = [
-            TextColumn("length", 19, lambda b: _duration(b, s.now)),
-            TextColumn("models", 26, lambda b: cut(printable(_models(b)), 26), 3),
+            TextColumn("length", 17, lambda b: _duration(b, s.now)),
+            TextColumn("models", 31, lambda b: cut(printable(_models(b)), 31), 3),
             TextColumn("calls", 7, lambda b: f"{b.calls:,}", 5),
-            TextColumn("tokens", 13, lambda b: f"{b.total_tokens:,}"),
+            TextColumn("tokens", 12, lambda b: f"{b.total_tokens:,}"),
         ]
         if limit:
             cols.append(TextColumn("% limit", 8, lambda b: f"{b.total_tokens / limit:.1%}", 4))
@@ -398,12 +398,10 @@ class BlocksView(View):
                     below[len(rows) - 1] = severity(gap, "info")
                 continue
             rows.append((self._when(b.start, how), b))
-            if b.active:
-                below[len(rows) - 1] = self._active(b, limit, how)
-        table = TextTable(f"block start ({how.tz})", cols, rows, below=below)
+        table = TextTable(f"start ({how.tz})", cols, rows, below=below)
         laid = lay_out(table, how.width)
         lines = laid.lines
-        notes = []
+        notes = [self._active(s.active, how)] if s.active is not None else []
         if laid.left_out:
             notes.append(
                 f"left out to fit {how.width} columns: {', '.join(laid.left_out)} "
@@ -434,18 +432,17 @@ class BlocksView(View):
         return f"{local(ts, how.tz):%Y-%m-%d %H:%M}"
 
     @staticmethod
-    def _active(b: Block, limit: int | None, how: How) -> str:
-        """The lines under the active block: its burn rate and projection."""
+    def _active(b: Block, how: How) -> str:
+        """The active block's burn rate and projection, in words."""
         if b.burn is None or b.projection is None:
-            return "  burn rate: not yet (one call, or all at one time)"
+            return "active block: no burn rate yet (one call, or all at one time)"
         p = b.projection
-        line = (
-            f"  {b.burn.tokens_per_minute:,.0f} tokens/min, {money(b.burn.cost_per_hour)}/h;"
-            f" at {local(b.end, how.tz):%H:%M}: {p.total_tokens:,} tokens, {money(p.total_cost)}"
+        limit = f" ({b.limit.percent:.1f}% of the token limit)" if b.limit is not None else ""
+        return (
+            f"active block: burn rate {b.burn.tokens_per_minute:,.0f} tokens/min, "
+            f"{money(b.burn.cost_per_hour)}/hour; projected by {local(b.end, how.tz):%H:%M} "
+            f"if it holds: {p.total_tokens:,} tokens{limit}, {money(p.total_cost)}"
         )
-        if limit and b.limit is not None:
-            line += f" ({b.limit.percent:.0f}% of limit)"
-        return line
 
     def table(self) -> Table:
         return blocks_table(self.shown)
