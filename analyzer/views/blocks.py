@@ -42,6 +42,7 @@ from analyzer.views.view import How, View
 NOW_ENV = "LLM_FORENSICS_NOW"
 LENGTH = timedelta(hours=5)  # a block's length (Anthropic's 5-hour usage window)
 RECENT = timedelta(days=3)  # --recent: the blocks started in the last 3 days (and the active)
+_STORED = Decimal("1e-10")  # dollars to the digits the store keeps (DECIMAL(18, 10))
 WARNING = 0.8  # a projection above this share of the token limit is a warning (as ccusage)
 
 
@@ -264,7 +265,7 @@ def burn_rate(b: Block) -> BurnRate | None:
     return BurnRate(
         tokens_per_minute=b.total_tokens / minutes,
         tokens_per_minute_for_indicator=(b.input + b.output) / minutes,
-        cost_per_hour=b.usd / Decimal(repr(minutes)) * 60,
+        cost_per_hour=(b.usd / Decimal(repr(minutes)) * 60).quantize(_STORED),
     )
 
 
