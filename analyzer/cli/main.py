@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "report": "analyzer.cli.store_commands:report_command",
     "backtest": "analyzer.cli.store_commands:backtest_command",
     "usage": "analyzer.cli.usage_command:usage_command",
+    "blocks": "analyzer.cli.blocks_command:blocks_command",
     "incidents": "analyzer.cli.store_commands:incidents_command",
     "show": "analyzer.cli.store_commands:show_command",
     "rejects": "analyzer.cli.store_commands:rejects_command",

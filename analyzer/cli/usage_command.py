@@ -30,7 +30,7 @@ from analyzer.views.usage import PERIODS, VIEWS
 @click.argument(
     "view_name",
     metavar="VIEW",
-    type=click.Choice((*VIEWS, *BILL_VIEWS)),
+    type=click.Choice((*VIEWS, "blocks", *BILL_VIEWS)),
 )
 @db_option()
 @refresh_option
@@ -58,6 +58,9 @@ def usage_command(
     and model, the bill against the logged calls of that provider and model in the bucket,
     and the dollars no log explains, named. Buckets are in UTC, as the providers bill them.
 
+    blocks: ccusage's 5-hour billing blocks (as `llm-forensics blocks`, which has their
+    options: --token-limit, --active, --recent).
+
     \b
     Examples:
       llm-forensics usage daily --breakdown
@@ -68,6 +71,11 @@ def usage_command(
     from analyzer.views.usage import usage
 
     fmt = output_choice(as_json, as_csv)
+    if view_name == "blocks":  # the 5-hour blocks: `blocks` has their own options
+        from analyzer.cli.blocks_command import show_blocks
+
+        show_blocks(db, view, fmt)
+        return
     if view_name in BILL_VIEWS:
         _bill_view(view_name, db, view, fmt)
         return
