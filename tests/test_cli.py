@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from analyzer.cli.main import COMMANDS, cli
+from analyzer.model.formatting import money
 from analyzer.sample import CSV_NAME
 from tests.helpers import HEADER, SAMPLE_DATA, or_row, write_csv
 
@@ -62,6 +63,31 @@ def test_audit_text_summary(runner: CliRunner) -> None:
     for title in ("Spend by model (top 3)", "Spend by app (top 3)", "Spend by API key (top 3)"):
         assert title in out
     assert "penguin-personal" in out
+
+
+def test_audit_leads_with_the_waste_and_counts_the_incidents_that_wasted(
+    runner: CliRunner, sample_db: Path
+) -> None:
+    """The sample's incidents: some wasted money, some (an empty stream, a pointer) none. The
+    summary leads with the dollars and says how many of the incidents wasted them; the list
+    is most wasted first, and an incident of no waste is not shown as a figure in bold."""
+    args = ["audit", str(SAMPLE_DATA), "--db", str(sample_db)]
+    data = json.loads(runner.invoke(cli, [*args, "--json"]).stdout)
+    incidents = data["incidents"]
+    wasting = [i for i in incidents if i["wasted_usd"] > 0]
+    assert 0 < len(wasting) < len(incidents)
+    assert data["incidents_with_waste"] == len(wasting)
+    text = runner.invoke(cli, [*args, "--top", "3"], env={"COLUMNS": "200"}).stdout
+    [line] = [line for line in text.splitlines() if line.startswith("Wasted ")]
+    share = data["wasted_usd"] / data["total_usd"]
+    assert line == (
+        f"Wasted   {money(Decimal(str(data['wasted_usd'])))} ({share:.1%}) in "
+        f"{len(wasting)} of {len(incidents)} incidents"
+    )
+    assert "most wasted first" in text
+    listed = json.loads(runner.invoke(cli, ["incidents", "--db", str(sample_db), "--json"]).stdout)
+    waste = [Decimal(str(i["wasted_usd"])) for i in listed]
+    assert waste == sorted(waste, reverse=True)
 
 
 def test_audit_keeps_the_store_only_when_asked(runner: CliRunner, tmp_path: Path) -> None:

@@ -180,15 +180,47 @@ def test_audit_of_a_file_keeps_its_throwaway_store(runner: CliRunner, home: Path
     assert not store_of(home).exists()
 
 
-def test_no_store_and_no_agent_logs_is_one_line(runner: CliRunner, tmp_path: Path) -> None:
+def test_no_store_and_no_agent_logs_is_no_usage_data(runner: CliRunner, tmp_path: Path) -> None:
+    """A new machine (no agent logs anywhere, no store): a view says in one line that it
+    found no usage data and where it looked, and exits 0 (as ccusage does); as JSON or CSV,
+    the view's own empty document (the line on stderr). A command that must write the store
+    (``detect``), or one that writes a file of it (``report``), still says it cannot, exit 3.
+    Nothing is written. (Until issue 50 a view exited 3 here.)"""
     empty = tmp_path / "empty-home"
     empty.mkdir()
     result = run(runner, empty, "usage", "daily")
-    assert result.exit_code == 3
-    [line] = result.stderr.splitlines()
-    assert "no store yet, and no agent logs in their default places" in line
-    assert "llm-forensics ingest PATH" in line
-    assert not store_of(empty).exists()
+    assert result.exit_code == 0, result.output
+    [line] = result.stdout.splitlines()
+    assert line.startswith("No usage data found: no agent logs in their default places (")
+    assert "~/.claude/projects, " in line and "~/.codex/sessions, " in line
+    assert line.endswith(
+        f"not there), and no store yet at ~/{store_of(empty).relative_to(empty)}; for logs "
+        "kept elsewhere: "
+        "`llm-forensics ingest PATH`"
+    )
+    assert result.stderr == ""
+    for args in (["incidents"], ["backtest"], ["usage", "session"], ["rejects"], ["audit"]):
+        said = run(runner, empty, *args)
+        assert said.exit_code == 0 and said.stdout.splitlines() == [line], args
+    as_json = run(runner, empty, "usage", "daily", "--json")
+    assert as_json.exit_code == 0 and as_json.stderr.splitlines() == [line]
+    document = json.loads(as_json.stdout)
+    assert document["rows"] == [] and document["totals"]["calls"] == 0
+    listed = run(runner, empty, "incidents", "--json")
+    assert listed.exit_code == 0 and json.loads(listed.stdout) == []
+    audited = run(runner, empty, "audit", "--json")
+    assert audited.exit_code == 0 and audited.stderr.splitlines() == [line]
+    summary = json.loads(audited.stdout)
+    assert summary["calls"] == 0 and summary["incidents"] == [] and summary["total_usd"] == 0
+    as_csv = run(runner, empty, "usage", "monthly", "--csv")
+    assert as_csv.exit_code == 0 and as_csv.stdout.splitlines()[-1].startswith("Total,")
+    for must_write in (["detect"], ["report", "-o", str(tmp_path / "r.html")]):
+        refused = run(runner, empty, *must_write)
+        assert refused.exit_code == 3, must_write
+        [error] = refused.stderr.splitlines()
+        assert "no store yet, and no agent logs in their default places" in error
+        assert "llm-forensics ingest PATH" in error
+    assert not store_of(empty).exists() and not (tmp_path / "r.html").exists()
 
 
 def test_the_store_lives_where_the_variables_say(runner: CliRunner, home: Path) -> None:

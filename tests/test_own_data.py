@@ -97,12 +97,26 @@ def test_walking_a_home_folder_enters_agent_folders_and_says_what_it_skipped(
     assert f"skipped hidden folders: {home / '.cache'} (name one to read it)" in result.stderr
 
 
-def test_nothing_found_is_exit_3_naming_what_was_looked_at(
-    runner: CliRunner, tmp_path: Path
-) -> None:
+def test_nothing_found_is_said_naming_what_was_looked_at(runner: CliRunner, tmp_path: Path) -> None:
+    """``audit`` on a new machine (no agent logs, no store): no usage data, said in one line
+    naming where it looked, exit 0 (until issue 50: exit 3). Asked for a report file of it, or
+    given a folder with nothing recognised in it: exit 3, naming what was looked at."""
     empty_home = tmp_path / "empty"
     empty_home.mkdir()
     result = runner.invoke(cli, ["audit"], env=env_of(empty_home))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == (
+        "No usage data found: no agent logs in their default places "
+        "(~/.config/claude/projects, ~/.claude/projects, ~/.codex/sessions, ~/.nexus3/logs, "
+        "~/.gemini/tmp, ~/.local/share/opencode/storage/message, "
+        "~/.local/share/opencode/storage/part, ~/.cline/data/sessions, "
+        "~/.config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks, "
+        "~/.config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks, "
+        "~/.openhands/conversations: not there), and no store yet at "
+        "~/.local/share/llm-forensics/forensics.duckdb; for logs kept elsewhere: "
+        "`llm-forensics ingest PATH`"
+    )
+    result = runner.invoke(cli, ["audit", "-o", str(tmp_path / "r.html")], env=env_of(empty_home))
     assert result.exit_code == 3
     assert result.stderr.strip() == (
         "Error: no input given, and no agent logs in their default places "

@@ -77,3 +77,13 @@ def test_on_the_sample_the_page_and_recommend_agree(tmp_path: Path) -> None:
     assert rec.exit_code == 0, rec.output
     doc = json.loads(rec.stdout)
     assert json.loads(out.read_text())["guards"]["recommended"] == [doc["policy"], doc["stop"]]
+
+
+def test_a_net_that_shows_as_no_cent_is_not_recommended() -> None:
+    """A guard whose net saving is under half a cent is shown as $0.00: it is not offered as a
+    recommendation (``best`` passes it over), and one that saves a cent is."""
+    crumbs = result("crumbs", 3, prevented=0.014, harm=0.0104, false_trips=0)
+    assert crumbs.net_usd > 0  # it saves money, on paper: $0.0036, shown as $0.00
+    assert best([("crumbs", 3.0, crumbs)], Budget()) is None
+    cent = result("cent", 3, prevented=0.014, harm=0.004, false_trips=0)
+    assert best([("crumbs", 3.0, crumbs), ("cent", 3.0, cent)], Budget()) == ("cent", 3.0, cent)

@@ -43,14 +43,23 @@ def loaded(real_world: Path, tmp_path_factory: pytest.TempPathFactory) -> Store:
 
 
 @pytest.fixture(scope="module")
-def audit(real_world: Path) -> dict[str, Any]:
-    result = CliRunner().invoke(cli, ["audit", str(real_world), "--json"])
+def audited(
+    real_world: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[dict[str, Any], Path]:
+    """``audit --json`` of the corpus, and the store it kept (for the other commands)."""
+    db = tmp_path_factory.mktemp("rw-audit") / "rw.duckdb"
+    result = CliRunner().invoke(cli, ["audit", str(real_world), "--json", "--db", str(db)])
     # Every log is read; the corpus's own truth.json is JSON no reader recognises: named, and
     # the run says some input was not read (exit 4).
     assert result.exit_code == 4, result.output
     assert "exit 4: 1 file not read (" in result.stderr and "truth.json)" in result.stderr
     data: dict[str, Any] = json.loads(result.stdout)
-    return data
+    return data, db
+
+
+@pytest.fixture(scope="module")
+def audit(audited: tuple[dict[str, Any], Path]) -> dict[str, Any]:
+    return audited[0]
 
 
 def per_file(store: Store) -> dict[str, tuple[int, int, int, Decimal | None]]:
@@ -105,6 +114,75 @@ def test_audit_reports_no_waste_on_healthy_work(audit: dict[str, Any]) -> None:
     # A long session may be pointed at, never called a loop.
     assert {i["detector"] for i in audit["incidents"]} <= {"session_cost_outlier"}
     assert audit["wasted_usd"] == 0
+
+
+def _said(db: Path, *args: str) -> str:
+    result = CliRunner().invoke(cli, [*args, "--db", str(db)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_incidents_of_no_waste_are_not_said_as_waste(
+    real_world: Path, audited: tuple[dict[str, Any], Path]
+) -> None:
+    """Healthy work with pointers (sessions that cost far more than the others): the summary
+    says no waste was found in them (never "Wasted $0.00 (0.0%) in 4 incidents"), the list
+    says none of them wasted money, ``show`` that there was nothing to prevent."""
+    data, db = audited
+    incidents = data["incidents"]
+    assert incidents and all(i["wasted_usd"] == 0 for i in incidents)
+    assert data["incidents_with_waste"] == 0
+    text = (
+        CliRunner()
+        .invoke(cli, ["audit", str(real_world), "--db", str(db)], env={"COLUMNS": "200"})
+        .stdout
+    )
+    n = len(incidents)
+    [line] = [line for line in text.splitlines() if line.startswith("Wasted ")]
+    assert line == (
+        f"Wasted   none found: {n} incidents ({n} session_cost_outlier), no call in them "
+        "counted as waste (findings to look at, not money lost)"
+    )
+    assert "$0.00 (0.0%)" not in text
+    head = f"Incidents ({n}; none of them wasted money; times in UTC; `llm-forensics show N`"
+    assert head in text and head in _said(db, "incidents")
+    shown = _said(db, "show", str(incidents[0]["number"]))
+    assert shown.split("Guards that would have stopped it\n")[1].startswith(
+        "  none: it wasted nothing, so there is nothing for a guard to prevent\n"
+    )
+
+
+def test_no_guard_is_recommended_where_none_saves_money(
+    audited: tuple[dict[str, Any], Path],
+) -> None:
+    """No incident wasted money, so no guard can save any: ``--recommend`` says so in a plain
+    sentence, and its JSON has no recommendation and the reason. The guards' false trips are
+    told in plain words, the preset's name after them, the most first."""
+    data, db = audited
+    assert data["wasted_usd"] == 0
+    answer = json.loads(_said(db, "backtest", "--recommend", "--json"))
+    assert answer["recommendation"] is None and answer["policy"] is None
+    assert answer["reason"].startswith("No guard would have saved money on this history: none ")
+    text = _said(db, "backtest", "--recommend")
+    assert text.replace("\n", " ").strip() == answer["reason"]
+    lines = _said(db, "backtest").splitlines()
+    assert lines[0].startswith("No incident with waste for the ")
+    assert lines[0].endswith("; these would have stopped healthy work (false trips):")
+    tripping = sorted(
+        (r for r in data["backtest"] if r["false_trips"]), key=lambda r: -r["false_trips"]
+    )
+    starts = [line for line in lines[1:] if not line.startswith("       ")]
+    assert len(starts) == len(tripping)
+    for line, r in zip(starts, tripping, strict=True):
+        assert line.startswith(f"{r['false_trips']:>5,}  ")
+        assert not line[7:].startswith(r["policy"])  # what it does first, then its name
+    said = " ".join(line.strip() for line in lines)
+    for r in tripping:
+        assert f" ({r['policy']})" in said
+    if any(r["policy"] == "session_cost_cap" for r in tripping):
+        assert "the session fails once its cost passes $5 (session_cost_cap)" in said
+    if any(r["policy"] == "opencode_doom_loop" for r in tripping):
+        assert "3 identical tool calls in a row stop the run (opencode_doom_loop)" in said
 
 
 def test_polling_is_no_loop(audit: dict[str, Any]) -> None:

@@ -130,11 +130,17 @@ def test_no_recommendation_says_why_in_text_and_json() -> None:
     from analyzer.views.backtest import RecommendView
 
     view = RecommendView(None, Budget(max_false_trips=0), 12, 0)
-    assert render(view, "text") == (
-        f"No policy prevents any waste with {Budget(0).describe()} (12 policy and threshold "
-        "pairs weighed, 0 within the budget).\n"
+    reason = (
+        "No guard would have saved money on this history: none of the 12 policy and threshold "
+        f"pairs weighed (0 of them within the budget, {Budget(0).describe()}) prevents waste "
+        "worth at least a cent more than the work it would kill."
     )
+    text = render(view, "text")
+    assert isinstance(text, str) and text.endswith(".\n")
+    assert " ".join(text.splitlines()) == reason  # wrapped to the terminal, a sentence
     assert view.json() == {
+        "recommendation": None,
+        "reason": reason,
         "policy": None,
         "budget": Budget(0).describe(),
         "variants_weighed": 12,

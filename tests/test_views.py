@@ -319,6 +319,33 @@ def test_show_gives_tool_calls_and_their_results(sample_db: Path) -> None:
     assert "-> (no output)" in text
 
 
+def test_show_promises_no_guard_it_cannot_name(sample_db: Path) -> None:
+    """An incident no guard stops: ``show`` says why in words that hold whatever
+    ``backtest --recommend`` then names (it weighs every incident at once): an incident that
+    wasted nothing has nothing to prevent; one that wasted money points to a sweep."""
+    runner = CliRunner()
+    audited = runner.invoke(cli, ["audit", str(SAMPLE_DATA), "--db", str(sample_db), "--json"])
+    unstopped = [i for i in json.loads(audited.stdout)["incidents"] if not i["stopped_by"]]
+    wasting = [i for i in unstopped if i["wasted_usd"] > 0]
+    costless = [i for i in unstopped if i["wasted_usd"] == 0]
+    assert wasting and costless  # the sample has both
+    for inc in unstopped:
+        result = runner.invoke(
+            cli, ["show", str(inc["number"]), "--db", str(sample_db)], env={"COLUMNS": "200"}
+        )
+        assert result.exit_code == 0, result.output
+        said = result.stdout.split("Guards that would have stopped it\n")[1].splitlines()[0]
+        assert "--recommend" not in said
+        if inc["wasted_usd"] > 0:
+            assert said == (
+                "  none of the guards replayed at their own thresholds stops it in time; "
+                "`llm-forensics backtest --sweep POLICY.stop=LO..HI` replays one at other "
+                "thresholds (`llm-forensics policies` lists them)"
+            )
+        else:
+            assert said == "  none: it wasted nothing, so there is nothing for a guard to prevent"
+
+
 def test_show_by_id_and_unknown_ids(sample_db: Path) -> None:
     runner = CliRunner()
     listed = json.loads(runner.invoke(cli, ["incidents", "--db", str(sample_db), "--json"]).stdout)

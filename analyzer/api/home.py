@@ -70,6 +70,44 @@ class StoreChoice:
         return Path(self.path + COPY_SUFFIX)
 
 
+class NoAgentLogs(NothingFound):
+    """No store yet, and no agent logs in their default places (a new machine, or a user
+    whose logs are kept elsewhere): an error for a command that must write the store; a view
+    says it found no usage data (:meth:`no_usage_data`) and shows nothing."""
+
+    def __init__(self, places: str, store: str) -> None:
+        super().__init__(
+            f"no store yet, and no agent logs in their default places ({places}: not there); "
+            "load a file or folder first: `llm-forensics ingest PATH`",
+            path=store,
+        )
+        self.places, self.store = places, store
+
+    def no_usage_data(self) -> str:
+        """What a view says instead, in one line: what was found, where it looked, and how to
+        read logs kept elsewhere."""
+        return (
+            f"No usage data found: no agent logs in their default places ({self.places}: "
+            f"not there), and no store yet at {_tilde(self.store)}; for logs kept elsewhere: "
+            "`llm-forensics ingest PATH`"
+        )
+
+
+def no_agent_logs(choice: StoreChoice) -> NoAgentLogs | None:
+    """For the default store: no store yet and no agent logs in their default places (what
+    :func:`refresh` raises), else None."""
+    inputs = default_inputs(os.environ, Path.home())
+    if not choice.default or inputs.paths or Path(choice.path).exists():
+        return None
+    return NoAgentLogs(", ".join(inputs.absent) or "none known", choice.path)
+
+
+def empty_store() -> Store:
+    """A store holding nothing, in memory (nothing is written): what a view shows as JSON or
+    CSV when there is no usage data (an empty document of its own shape)."""
+    return open_store(":memory:")
+
+
 def choose(
     db: str | None, env: Mapping[str, str] | None = None, home: Path | None = None
 ) -> StoreChoice:
@@ -131,12 +169,7 @@ def refresh(
         return None
     inputs = default_inputs(os.environ, Path.home())
     if not inputs.paths and not Path(choice.path).exists():
-        places = ", ".join(inputs.absent) or "none known"
-        raise NothingFound(
-            f"no store yet, and no agent logs in their default places ({places}: not there); "
-            "load a file or folder first: `llm-forensics ingest PATH`",
-            path=choice.path,
-        )
+        raise NoAgentLogs(", ".join(inputs.absent) or "none known", choice.path)
     made_ready(choice)
 
     def refreshed() -> None:

@@ -33,6 +33,7 @@ from analyzer.cli.options import (
     report_options,
     view_options,
 )
+from analyzer.cli.reading import nothing_found
 from analyzer.console import current, note, safe_line, verbose
 from analyzer.detect.detectors import Selection
 from analyzer.errors import NOT_ALL_READ_EXIT
@@ -180,6 +181,13 @@ def audit(
     """
     policies = policies_named(policy_files)
     fmt = output_format(output, report_format) if output else "html"
+    nothing = None if paths or db or output else home.no_agent_logs(home.choose(None))
+    if nothing is not None:  # a new machine: no usage data, said (exit 0), no store made
+        nothing_found(nothing)
+        with _library(":memory:") as lf:
+            shown = AuditView(lf.summary(top), lf.backtest(policies), [], view.window, view.tz)
+        emit(shown, "json")
+        return
     # Given paths, a throwaway store lives in memory (nothing to write twice), spilling to a
     # temporary folder past the memory limit; with none, the default store is kept.
     choice = home.choose(db) if db or not paths else None

@@ -76,7 +76,7 @@ def report_command(
 
     policies = policies_named(policy_files)
     fmt = output_format(output, report_format)
-    with reading(db, view, detect=True) as store:
+    with reading(db, view, detect=True, empty=False) as store:
         _no_incidents_note(store)
         pipeline.report(store, Path(output), fmt, top_incidents, policies)
     if output != "-":
@@ -280,7 +280,7 @@ def show_command(
     from analyzer.views.show import find, gather
 
     policies = policies_named(policy_files)
-    with reading(db, view, incidents=False, detect=True) as store:
+    with reading(db, view, incidents=False, detect=True, empty=False) as store:
         inc = find(store, ident)
         with stages(store, "show") as shown:
             shown.stage("replaying guards")
@@ -346,7 +346,7 @@ def export_command(db: str | None, view: View, folder: str) -> None:
     from analyzer.engine.export_layout import read_manifest
     from analyzer.views.export import ExportView, export_parquet
 
-    with reading(db, view, detect=True) as store:
+    with reading(db, view, detect=True, empty=False) as store:
         written = export_parquet(store, Path(folder))
     emit(ExportView(Path(folder), read_manifest(Path(folder))))
     note(f"wrote {len(written):,} files and {Path(folder) / 'manifest.json'}")

@@ -7,7 +7,8 @@ threshold as written). ``best`` is the one rule that ranks them, here and on the
 
 * a variant is admissible when its false trips (stops that prevented nothing) stay within the
   budget, in number (``--max-false-trips``, 0 by default) or in the dollars of work they would
-  have killed (``--max-false-usd``), and it prevents waste net of its harm (``net`` above 0);
+  have killed (``--max-false-usd``), and it saves money: it prevents waste net of its harm
+  (``net`` at least a cent, as shown: a net of $0.00 is no saving to offer);
 * among those, the most ``net`` wins (waste prevented less harm: a guard at a threshold so low
   that its true stops also kill productive work pays for it); then the most waste prevented,
   fewer false trips, and the higher (more patient) threshold; of variants equal in all of
@@ -19,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -108,6 +109,7 @@ class Recommendation:
         return "\n".join(lines) + "\n"
 
 
+CENT = Decimal("0.01")
 V = TypeVar("V")  # what names a variant: a policy's name, or the policy and its swept setting
 
 
@@ -115,6 +117,12 @@ def rank(r: Result, value: float) -> tuple[Decimal, Decimal, int, float]:
     """A variant's place (the higher the better): net, waste prevented, fewer false trips, the
     higher threshold ``value``. Dollars are exact (``Decimal``, as the store keeps them)."""
     return (r.net_usd, r.waste_prevented_usd, -r.false_trips, value)
+
+
+def saves_money(r: Result) -> bool:
+    """Whether ``r`` saves money: its net (waste prevented less harm) is at least a cent, as
+    it is shown (a net of $0.004 is shown $0.00: not a saving to offer)."""
+    return Decimal(r.net_usd).quantize(CENT, rounding=ROUND_HALF_EVEN) > 0
 
 
 def best(
@@ -126,7 +134,7 @@ def best(
     top: tuple[tuple[Decimal, Decimal, int, float], tuple[V, float, Result]] | None = None
     for variant in variants:
         _, value, r = variant
-        if not budget.allows(r) or r.waste_prevented_usd <= 0 or r.net_usd <= 0:
+        if not budget.allows(r) or r.waste_prevented_usd <= 0 or not saves_money(r):
             continue
         place = rank(r, value)
         if top is None or place > top[0]:

@@ -9,7 +9,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, ClassVar
 
-from analyzer.console import strong, warn
+from analyzer.console import warn
 from analyzer.detect.detectors import load_incidents, wasted_once
 from analyzer.detect.link import reconciliation
 from analyzer.detect.reconcile import Totals, Unit, has_buckets, totals, units
@@ -24,7 +24,7 @@ from analyzer.model.records import JsonForm, json_record
 from analyzer.model.timewindow import Window, local
 from analyzer.views.backtest import render_backtest
 from analyzer.views.bill_views import PROVIDERS
-from analyzer.views.terminal import render_incident_list
+from analyzer.views.terminal import render_incident_list, waste_line
 from analyzer.views.text_table import TextColumn, TextTable, lay_out
 from analyzer.views.usage import UsageRow, placeholder_text
 from analyzer.views.usage import totals as usage_totals
@@ -209,10 +209,7 @@ def render_text(s: Summary, tz: str = "UTC", width: int = 100) -> str:
     if not s.calls:
         return "No calls in the store.\n" + (f"Bills    {bills}\n" if bills else "")
     out = [_period(s, tz), *_facts(s, width, bills)]
-    share = float(s.wasted_usd / s.total_usd) if s.total_usd else 0.0
-    out.append(
-        f"Wasted   {strong(money(s.wasted_usd))} ({share:.1%}) in {len(s.incidents)} incidents"
-    )
+    out += _field("Wasted", waste_line(s.wasted_usd, s.total_usd, s.incidents), width)
     if s.rejects:
         out += _field(
             "Rejects",
@@ -365,6 +362,8 @@ class AuditView(View):
     def json(self) -> dict[str, Any]:
         data = self.summary.to_json()
         data["window"] = self.window.describe(self.tz)
+        # How many of the incidents wasted money (the others are findings that cost nothing).
+        data["incidents_with_waste"] = sum(1 for i in self.summary.incidents if i.wasted_usd > 0)
         data["backtest"] = [r.to_json() for r in self.guards.results]
         for inc in data["incidents"]:  # the guards that would have stopped it, as `show` has
             stops = self.guards.stops(inc["incident_id"]).stopped_by

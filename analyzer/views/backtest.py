@@ -3,6 +3,7 @@ figures, the notes under it, and ``--recommend``'s answer."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from analyzer.guards.recommend import Budget, Recommendation
@@ -45,15 +46,24 @@ class RecommendView(View):
     def text(self, how: How) -> str:
         if self.rec is not None:
             return self.rec.render(how.width)
+        return "\n".join(wrap(self.reason(), how.width)) + "\n"
+
+    def reason(self) -> str:
+        """Why there is no recommendation, in one sentence (the terminal's, and ``reason`` in
+        JSON)."""
         return (
-            f"No policy prevents any waste with {self.budget.describe()} ({self.weighed:,} "
-            f"policy and threshold pairs weighed, {self.within:,} within the budget).\n"
+            f"No guard would have saved money on this history: none of the {self.weighed:,} "
+            f"policy and threshold pairs weighed ({self.within:,} of them within the budget, "
+            f"{self.budget.describe()}) prevents waste worth at least a cent more than the "
+            "work it would kill."
         )
 
     def json(self) -> dict[str, Any]:
         if self.rec is not None:
-            return self.rec.to_json()
+            return {"recommendation": self.rec.policy.name, **self.rec.to_json()}
         return {
+            "recommendation": None,
+            "reason": self.reason(),
             "policy": None,
             "budget": self.budget.describe(),
             "variants_weighed": self.weighed,
@@ -154,11 +164,24 @@ def _backtest_notes(results: list[Result], width: int, sweep: bool) -> list[str]
 def _no_targets(results: list[Result], width: int) -> str:
     """The guards where there is no incident to stop: one line of what they would still have
     done (stopped healthy work), not a table of zeros."""
-    false = [(r.policy, r.false_trips) for r in results if r.false_trips]
+    false = sorted((r for r in results if r.false_trips), key=lambda r: -r.false_trips)
     text = f"No incident with waste for the {len(results)} guards to stop"
-    if false:
-        named = ", ".join(f"{p} ({n:,})" for p, n in false)
-        text += f"; these would have stopped healthy work (false trips): {named}"
-    else:
-        text += ", and none would have stopped healthy work"
-    return "\n".join(wrap(text + ".", width)) + "\n"
+    if not false:
+        return "\n".join(wrap(text + ", and none would have stopped healthy work.", width)) + "\n"
+    out = wrap(text + "; these would have stopped healthy work (false trips):", width)
+    for r in false:
+        lines = wrap(guard_words(r.policy, r.description), width, " " * 7)
+        out += [f"{r.false_trips:>5,}  {lines[0][7:]}", *lines[1:]]
+    return "\n".join(out) + "\n"
+
+
+def guard_words(name: str, description: str) -> str:
+    """A guard in plain words, its name after them (for those who would use it): what its
+    description says it does, without whose fix it was or the asides in brackets. "a reply
+    with no action tags completes the turn (penguin_no_action_completion)". A policy with no
+    description is its name."""
+    text = description.split(". ")[0]
+    if ": " in text:  # "Netclaw's fix: ..." - whose guard it was, before what it does
+        text = text.split(": ", 1)[1]
+    text = re.sub(r"\s*\([^()]*\)", "", text).strip().rstrip(".")
+    return f"{text} ({name})" if text else name

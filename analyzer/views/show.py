@@ -255,15 +255,24 @@ def _oneline(text: str) -> str:
     return re.sub(r"\s+", " ", printable(text.replace("\n", " "))).strip()
 
 
+def _none_stops(inc: Incident) -> str:
+    """Why no guard stops the incident, promising nothing a command would not then say: an
+    incident that wasted nothing has nothing to prevent; else no guard at its own threshold
+    stops it in time, and a sweep (not ``--recommend``, which weighs every incident at once
+    and may name a guard that misses this one) replays a guard at other thresholds."""
+    if inc.wasted_usd <= 0:
+        return "none: it wasted nothing, so there is nothing for a guard to prevent"
+    return (
+        "none of the guards replayed at their own thresholds stops it in time; "
+        "`llm-forensics backtest --sweep POLICY.stop=LO..HI` replays one at other thresholds "
+        "(`llm-forensics policies` lists them)"
+    )
+
+
 def _guards(s: Shown, width: int) -> list[str]:
     out = ["Guards that would have stopped it"]
     if not s.stopped_by:
-        out += wrap(
-            "none of the guards replayed stops it (`llm-forensics backtest --recommend` "
-            "suggests a threshold that would)",
-            width,
-            "  ",
-        )
+        out += wrap(_none_stops(s.incident), width, "  ")
     for g in s.stopped_by:
         text = (
             f"{g.policy}: after {g.latency_events:,} of its events "

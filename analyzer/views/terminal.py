@@ -239,14 +239,43 @@ def usage_csv(u: Usage) -> str:
 # -- incidents ------------------------------------------------------------------------------
 
 
+def waste_line(wasted: Decimal, spend: Decimal, incidents: list[Incident]) -> str:
+    """What the incidents wasted, in words that do not contradict their count: the dollars
+    first when there are any (and how many of the incidents wasted them), else that none of
+    them wasted money, and what kind of findings they are. The audit's ``Wasted`` line."""
+    n = len(incidents)
+    if not n:
+        return "nothing: no incident found"
+    wasting = sum(1 for i in incidents if i.wasted_usd > 0)
+    if wasted > 0:
+        share = float(wasted / spend) if spend else 0.0
+        of = f"{wasting:,} of {n:,}" if wasting < n else f"{n:,}"
+        return f"{strong(money(wasted))} ({share:.1%}) in {of} incident{'s' if n > 1 else ''}"
+    kinds: dict[str, int] = {}
+    for i in incidents:
+        kinds[i.detector] = kinds.get(i.detector, 0) + 1
+    named = ", ".join(f"{k:,} {d}" for d, k in sorted(kinds.items(), key=lambda x: -x[1]))
+    one = n == 1
+    return (
+        f"none found: {n:,} incident{'' if one else 's'} ({named}), no call in "
+        f"{'it' if one else 'them'} counted as waste (findings to look at, not money lost)"
+    )
+
+
 def incident_head(i: Incident, tz: str) -> str:
     """The first line of an incident in a list: number, severity, waste, time, detector."""
     when = f"{local(i.start_ts, tz):%Y-%m-%d %H:%M}" if i.start_ts else "(no time)".ljust(16)
     number = f"#{i.number}" if i.number is not None else "#?"
     return (
         f"{number:>4} {severity(f'{i.severity:<6}', i.severity)} "
-        f"{strong(f'{money(i.wasted_usd):>9}')}  {when}  {i.detector}"
+        f"{_wasted(i.wasted_usd)}  {when}  {i.detector}"
     )
+
+
+def _wasted(usd: Decimal) -> str:
+    """An incident's waste in the list: bold when it wasted money, plain $0.00 when not."""
+    text = f"{money(usd):>9}"
+    return strong(text) if usd > 0 else text
 
 
 def render_incident_list(
@@ -263,10 +292,12 @@ def render_incident_list(
         return "No incidents.\n"
     if total is None:
         total = sum((i.wasted_usd for i in incidents), Decimal(0))
-    out = [
-        f"Incidents ({len(incidents)}, {strong(money(total))} wasted), most wasted first "
-        f"(times in {tz}; `llm-forensics show N` for one)"
-    ]
+    how = f"times in {tz}; `llm-forensics show N` for one"
+    if total > 0:
+        head = f"Incidents ({len(incidents)}, {strong(money(total))} wasted), most wasted first"
+        out = [f"{head} ({how})"]
+    else:  # findings all the same (an outlier, an empty stream), none of them priced as waste
+        out = [f"Incidents ({len(incidents)}; none of them wasted money; {how})"]
     shown = incidents if limit is None else incidents[:limit]
     for i in shown:
         out.append(incident_head(i, tz))
