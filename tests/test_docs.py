@@ -72,7 +72,9 @@ def command_lines() -> list[tuple[str, str]]:
                 if text.startswith("llm-forensics "):
                     # the commands' list: the description follows two spaces or more
                     found.append((where, re.split(r"\s{2,}", text)[0]))
-                found += [(where, c) for c in re.findall(r'"(llm-forensics [^"]+)"', line)]
+                # a hook's command, by the bare name or the absolute path of the command
+                quoted = re.findall(r'"(?:/[^"\s]*/)?(llm-forensics [^"]+)"', line)
+                found += [(where, c) for c in quoted]
         for n, line in enumerate(page.read_text(encoding="utf-8").split("\n")):
             inline = re.findall(r"`(llm-forensics [^`]+)`", line)
             found += [(f"{page.name}:{n + 1}", c) for c in inline]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -422,16 +421,20 @@ def test_the_recommendation_says_how_to_run_it(
     (tmp_path / "guards.toml").write_text(rec["toml"])
     [entry] = rec["claude_code_settings"]["hooks"]["PostToolUse"]
     command = entry["hooks"][0]["command"]
-    assert entry["matcher"] == "*" and command.startswith("llm-forensics guard claude-hook")
+    # The installed command by its absolute path: Claude Code runs a hook with the PATH it
+    # was started with, which need not hold the venv.
+    program, rest = command.split(" ", 1)
+    assert entry["matcher"] == "*" and rest.startswith("guard claude-hook")
+    assert Path(program).is_absolute() and Path(program).name == "llm-forensics"
+    assert os.access(program, os.X_OK)
     assert f"--policy {name} " in command
-    # As Claude Code runs it: a shell, in the project, the hook's JSON on stdin.
-    ours = f"{shlex.quote(sys.executable)} -m analyzer"
+    # As Claude Code runs it: a shell, in the project, the hook's JSON on stdin, no venv on PATH.
     transcript = next((SAMPLE_DATA / "claude-code").rglob("*.jsonl"))
     payload = {"transcript_path": str(transcript), "hook_event_name": "PostToolUse"}
     done = subprocess.run(
-        ["bash", "-c", command.replace("llm-forensics", ours, 1)],
+        ["bash", "-c", command],
         input=json.dumps(payload),
-        env={**os.environ, "CLAUDE_PROJECT_DIR": str(tmp_path)},
+        env={**os.environ, "CLAUDE_PROJECT_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         check=False,

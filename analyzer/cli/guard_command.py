@@ -88,11 +88,12 @@ def claude_hook_command(policy: str | None, policies_file: str | None, tail_mib:
     false, "stopReason": ...} (a stop) or, after a tool, {"decision": "block", "reason": ...}
     (a nudge). Otherwise it says nothing. Any problem, a mistake in this command line too, is
     one line on stderr and exit 0: the hook never stops your work by its own error. Example,
-    in .claude/settings.json:
+    in .claude/settings.json, with the command's absolute path (`command -v llm-forensics`:
+    Claude Code runs hooks with the PATH it was started with):
 
     \b
       {"hooks": {"PostToolUse": [{"matcher": "*", "hooks": [{"type": "command",
-        "command": "llm-forensics guard claude-hook --policy NAME"}]}]}}
+        "command": "/home/you/.local/bin/llm-forensics guard claude-hook --policy NAME"}]}]}}
     """
     if not policy:  # (not click's usage error: its exit 2 would block Claude Code's tool)
         click.echo("llm-forensics guard: give --policy NAME (going on)", err=True)

@@ -18,12 +18,14 @@ threshold as written). ``best`` is the one rule that ranks them, here and on the
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
+from analyzer.engine.resources import command_path
 from analyzer.engine.store import Store
 from analyzer.guards.backtest import default_sweep
 from analyzer.guards.blindness import named_columns
@@ -227,8 +229,10 @@ def running(p: Policy) -> tuple[str, str | None]:
 
 def hook_settings(name: str, file: str | None) -> dict[str, Any]:
     """The lines of Claude Code's settings.json that run the guard after every tool call
-    (``llm-forensics guard claude-hook``; its answer follows Claude Code's hooks reference)."""
-    command = f"llm-forensics guard claude-hook --policy {name}"
+    (``llm-forensics guard claude-hook``, by the installed command's absolute path: Claude Code
+    runs it with the PATH it was started with; its answer follows Claude Code's hooks
+    reference)."""
+    command = f"{shlex.quote(command_path())} guard claude-hook --policy {name}"
     if file is not None:
         where = file if Path(file).is_absolute() else f'"$CLAUDE_PROJECT_DIR"/{file}'
         command += f" --policies {where}"
