@@ -9,6 +9,7 @@ import copy
 import json
 import re
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -204,3 +205,17 @@ def test_durations_in_words() -> None:
         duration(t, t + timedelta(seconds=s)) for s in (0, 59, 60, 3599, 3600 + 300, 49 * 3600)
     ] == ["0 s", "59 s", "1 min", "59 min", "1 h 05 min", "2 d 1 h"]
     assert duration(None, t) == ""
+
+
+def test_the_markdown_report_has_the_same_tables_and_words(
+    real: dict[str, Any], tmp_path: Path
+) -> None:
+    out = tmp_path / "r.md"
+    done = CliRunner().invoke(cli, ["report", "--db", str(real["db"]), "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    md = out.read_text(encoding="utf-8")
+    for u in real["usage"]["project"]["rows"]:
+        short = next(p.short for p in real["report"].spend.projects if p.name == u["key"])
+        assert f"| {short} | {u['calls']:,} | {u['total_tokens']:,} | ${u['usd']:,.2f} |" in md
+    assert "| none found | – |" in md  # the headline's waste, not "$0.00 | 0.0%"
+    assert "No guard would have saved money on this history: nothing was wasted" in md
