@@ -41,7 +41,8 @@ OWN_BLOCKS = {
     "td",
 }
 OWN_HEADINGS = re.compile(
-    r"LLM spend and runaway-loop incident report|Where the waste went|Provider bills per bucket|"
+    r"LLM spend and runaway-loop incident report|Spend by project|Spend by session|"
+    r"Where the waste went|Provider bills per bucket|"
     r"Incidents, most wasted first|Guards|Inputs|"
     r"#\d+ [^|]+ \((info|low|medium|high)\): -?\$[\d,.]+ wasted"
 )

@@ -125,8 +125,9 @@ def test_every_view_names_the_app_stored_at_detection_and_counts_its_waste_there
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "<dt>Where</dt><dd>zeta-big · key-b · m-loop</dd>" in html
     assert (
-        '<td class="name">zeta-big</td><td class="n">2</td><td class="n">$2.00</td><td '
-        'class="n">$2.21</td>' in html
+        '<td class="name" data-label="App">zeta-big</td><td class="n" data-label="Calls">2</td>'
+        '<td class="n" data-label="Spend">$2.00</td><td class="n" data-label="Wasted">$2.21</td>'
+        in html
     )
     run("report", "--db", db, "-o", str(tmp_path / "r.csv"))
     assert "zeta-big,key-b,m-loop,p-big" in (tmp_path / "r.csv").read_text(encoding="utf-8")

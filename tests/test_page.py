@@ -2,8 +2,10 @@
 the sample report and a report with no incident, at a phone's width, a laptop's and a wide
 screen's; and printed to PDF on A4.
 
-Screenshots of every width are written to ``build/screenshots/`` (``LF_SCREENSHOTS`` to put
-them elsewhere), to look at: a test can say the page does not overflow, not that it looks right.
+Screenshots of every width are written to ``build/screenshots/`` (``LLM_FORENSICS_SCREENSHOTS``
+to put them elsewhere), to look at: a test can say the page does not overflow, not that it looks
+right. The report of a home of real Claude Code logs (``ccusage_side.real_world_home``) is shot
+at a phone's width and a wide screen's, into the test's folder too.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import pytest
 from click.testing import CliRunner
 
 from analyzer.cli.main import cli
-from tests.helpers import REPO, SAMPLE_DATA, shared_samples
+from tests.ccusage_side import real_world_home
+from tests.helpers import REPO, SAMPLE_DATA, env_of, shared_samples
 from tests.test_report import chromium_or_skip
 
 # the page in a real browser at every width: CI runs it; the default run checks the page's content
@@ -31,7 +34,11 @@ ISO = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d)?Z?"
 
 
 def screenshots() -> Path:
-    folder = Path(os.environ.get("LF_SCREENSHOTS") or REPO / "build" / "screenshots")
+    folder = Path(
+        os.environ.get("LLM_FORENSICS_SCREENSHOTS")
+        or os.environ.get("LF_SCREENSHOTS")
+        or REPO / "build" / "screenshots"
+    )
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -151,7 +158,7 @@ def test_the_sample_page_shows_incidents_and_the_quiet_page_says_all_clear(
     assert "checked by" in page.locator("#no-incidents").inner_text()
     assert page.locator(".card.waste").count() == 0 and page.locator(".card.calm").count() == 1
     assert page.locator("table.guards").count() == 0  # a sentence, not a table of zeros
-    assert "No incident with waste" in page.locator("#guards-summary").inner_text()
+    assert "nothing was wasted" in page.locator("#guards-summary").inner_text()
     assert page.locator("table:not(:has(tbody tr))").count() == 0  # no header-only table
     page.close()
 
@@ -196,3 +203,55 @@ def test_printed_to_pdf_no_row_is_split(pages: dict[str, Path], browser: Any, na
     assert len(where) == rows, "a row's text is missing from the PDF"
     split = {tag: sorted(p) for tag, p in where.items() if len(p) > 1}
     assert split == {}, f"rows split across pages: {split}"
+
+
+# Every element that reaches past the window's right edge (or starts left of it).
+WIDER = """() => {
+  const w = window.innerWidth;
+  return [...document.querySelectorAll('body *')]
+    .filter(e => {
+      const r = e.getBoundingClientRect();
+      return r.right > w + 0.5 || r.left < -0.5;
+    })
+    .map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : ''))
+    .slice(0, 10);
+}"""
+
+
+@pytest.fixture(scope="module")
+def real_home_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report of a home of real Claude Code logs, as its user gets it: ``audit`` with the
+    home's default places (``HOME`` and ``XDG_DATA_HOME`` set to the fake home)."""
+    out = tmp_path_factory.mktemp("real-home")
+    home = real_world_home(out)
+    html = out / "report.html"
+    env = env_of(home, XDG_DATA_HOME=str(out / "data"), LLM_FORENSICS_DB=None)
+    result = CliRunner().invoke(cli, ["audit", "-q", "-o", str(html)], env=env)
+    assert result.exit_code == 0, result.output
+    return html
+
+
+@pytest.mark.parametrize("width", (390, 1400))
+def test_the_real_home_page_at_a_phone_and_a_wide_screen(
+    real_home_page: Path, browser: Any, width: int
+) -> None:
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.goto(real_home_page.as_uri())
+    seen = page.evaluate(MEASURE)
+    wider = page.evaluate(WIDER)
+    tables = {
+        name: page.locator(f"#spend-{name}").is_visible()
+        and page.locator(f"#spend-{name} tbody tr").first.is_visible()
+        for name in ("projects", "sessions")
+    }
+    rows = page.locator("#spend-sessions tbody tr").count()
+    shot = real_home_page.parent / f"real-home-{width}.png"
+    page.screenshot(path=str(shot), full_page=True)
+    page.close()
+    (screenshots() / shot.name).write_bytes(shot.read_bytes())
+    assert seen["scrollWidth"] <= seen["innerWidth"], f"the page is wider than {width} px"
+    assert wider == [], f"wider than the window at {width} px: {wider}"
+    assert tables == {"projects": True, "sessions": True}
+    assert rows == 16  # the top 15 sessions and the rest in one line
+    assert seen["broken"] == [], "timestamps broken across lines"
+    assert shot.stat().st_size > 10_000

@@ -64,6 +64,8 @@ def test_the_page_recommends_what_backtest_recommend_does(tmp_path: Path) -> Non
 
     chosen = best(run.variants(), Budget())
     assert chosen is not None and (chosen[0], chosen[1]) == page.recommended
+    # What it saves, as the page says it: net of its harm, above $0.
+    assert page.recommended_net_usd == chosen[2].net_usd > 0 and page.no_saving == ""
     # The page's sweep (its chart) holds the recommended point.
     assert (0.30004, 4.5, 0, 0.5) in page.sweep["cap"]
 

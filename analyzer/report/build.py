@@ -12,6 +12,7 @@ The page makes no request: CSS and charts are inline, there are no scripts and n
 
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -21,8 +22,10 @@ from analyzer.detect.reconcile import BillRow, Unit, bill_totals, bills
 from analyzer.engine.store import Store
 from analyzer.guards.backtest import GuardRun
 from analyzer.guards.recommend import Budget, best
+from analyzer.guards.scoring import Result
 from analyzer.model.formatting import SEVERITIES, iso_seconds, label, mask_keys, shown
 from analyzer.model.incident import Incident
+from analyzer.model.projects import short_names
 from analyzer.report.figures import draw
 from analyzer.report.model import (
     Breakdown,
@@ -36,10 +39,13 @@ from analyzer.report.model import (
     IncidentGuards,
     IncidentRow,
     IncidentSection,
+    ProjectSpend,
     RejectRow,
     RunRow,
     Runs,
+    SessionSpend,
     SourceRow,
+    Spend,
 )
 from analyzer.report.model import (
     Report as Report,  # re-exported: pages takes it from here
@@ -61,6 +67,8 @@ MAX_CALLS_SHOWN = 60  # per incident section: the first and last 30 calls
 MAX_REJECTS_SHOWN = 20
 MAX_RUNS_SHOWN = 20  # runs that did not complete, listed on the page
 MAX_BUCKETS_SHOWN = 100  # bills per bucket and their units, listed (the totals are of all)
+TOP_PROJECTS = 10  # projects by spend, listed (the rest summed in one line)
+TOP_SESSIONS = 15  # sessions by spend, listed (the rest summed in one line)
 
 
 def _clean(value: Any) -> Any:
@@ -78,6 +86,78 @@ def _breakdown(store: Store, column: str, top: int) -> list[Breakdown]:
     attributed to each value (the one each incident names: ``sql/attribute.sql``)."""
     rows = store.engine.rows("report/breakdown.sql", {"top": top}, column=column)
     return [Breakdown(_clean(str(n)), int(c), _d(u), _d(w), int(k)) for n, c, u, w, k in rows]
+
+
+def _share(usd: Decimal, total: Decimal) -> float:
+    return float(usd / total) if total else 0.0
+
+
+def duration(first: datetime | None, last: datetime | None) -> str:
+    """From a session's first call to its last, in words: ``45 s``, ``12 min``, ``3 h 05 min``,
+    ``2 d 4 h``; "" without both times."""
+    if first is None or last is None:
+        return ""
+    seconds = int((last - first).total_seconds())
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes:02d} min"
+    return f"{hours // 24} d {hours % 24} h"
+
+
+def _spend(store: Store, total: Decimal) -> Spend | None:
+    """Spend by project and by session (``sql/report/projects.sql``, ``sessions.sql``: the
+    figures of ``usage project`` and ``usage session``), the top of each and the rest summed;
+    project names as a person tells them apart, over every name the page shows."""
+    projects = store.engine.rows("report/projects.sql", {"top": TOP_PROJECTS})
+    sessions = store.engine.rows("report/sessions.sql", {"top": TOP_SESSIONS})
+    if not projects:
+        return None
+    names = [str(r[0]) for r in projects if r[0] is not None]
+    names += [str(r[2]) for r in sessions if r[2] is not None]
+    short = short_names(names)
+    return Spend(
+        projects=[
+            ProjectSpend(
+                name=None if name is None else _clean(str(name)),
+                short=_clean(short[str(name)]) if name is not None else "",
+                count=int(count),
+                calls=int(calls),
+                tokens=int(tokens),
+                usd=_d(usd),
+                wasted_usd=_d(wasted),
+                incidents=int(n),
+                share=_share(_d(usd), total),
+            )
+            for name, count, calls, tokens, usd, wasted, n in projects
+        ],
+        projects_total=sum(int(r[1]) for r in projects),
+        sessions=[
+            SessionSpend(
+                session_id=None if key is None else _clean(str(key)),
+                project=None if project is None else _clean(str(project)),
+                project_short=_clean(short[str(project)]) if project is not None else "",
+                count=int(count),
+                first_ts=iso_seconds(first),
+                last_ts=iso_seconds(last),
+                duration=duration(first, last) if key is not None else "",
+                calls=int(calls),
+                tokens=int(tokens),
+                usd=_d(usd),
+                wasted_usd=_d(wasted),
+                incidents=int(n),
+                models=[_clean(str(m)) for m in models or []],
+                share=_share(_d(usd), total),
+            )
+            for key, count, project, first, last, calls, tokens, usd, wasted, n, models in sessions
+        ],
+        sessions_total=sum(int(r[1]) for r in sessions),
+        total_usd=total,
+    )
 
 
 def _call_rows(rows: list[tuple[Any, ...]]) -> tuple[list[CallRow], int]:
@@ -158,7 +238,30 @@ def _guards(run: GuardRun, incidents: list[IncidentRow]) -> Guards:
         )
     # The recommendation: the rule of ``backtest --recommend``, with its default budget.
     chosen = best(variants, Budget())
-    return Guards(rows, per_incident, sweep, None if chosen is None else chosen[:2])
+    if chosen is not None:
+        return Guards(rows, per_incident, sweep, chosen[:2], chosen[2].net_usd)
+    return Guards(rows, per_incident, sweep, no_saving=_no_saving([r for _, _, r in variants]))
+
+
+def no_saving_reason(prevented: list[tuple[Decimal, int, Decimal]]) -> str:
+    """Why no guard saves money, from each replayed threshold's (waste prevented, false trips,
+    net): none reaches the waste, or every one that does trips on healthy work too or costs
+    more than it saves ("" when one saves money without a false trip)."""
+    reaching = [(p, f, n) for p, f, n in prevented if p > 0]
+    if not reaching:
+        return "no guard, at any threshold replayed, stops a wasted call before it is made"
+    if any(f == 0 and n > 0 for _, f, n in reaching):
+        return ""
+    if all(f > 0 for _, f, _n in reaching):
+        return "every guard that stops the waste also trips on healthy work (false trips)"
+    return (
+        "every guard that stops the waste either trips on healthy work too (false trips) or "
+        "kills more healthy work than the waste it prevents"
+    )
+
+
+def _no_saving(results: list[Result]) -> str:
+    return no_saving_reason([(r.waste_prevented_usd, r.false_trips, r.net_usd) for r in results])
 
 
 def _runs(store: Store, by_outcome: dict[str, int]) -> Runs | None:
@@ -255,6 +358,7 @@ def build_report(
     if guards is not None:
         report.guards = _guards(guards, incidents)
     report.runs = _runs(store, summary.runs_by_outcome)
+    report.spend = _spend(store, headline.total_usd)
     report.bucket_bills = _bucket_bills(store, summary)
     if charts_on:
         draw(report)

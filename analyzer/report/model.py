@@ -50,6 +50,55 @@ class Breakdown:
 
 
 @dataclass
+class ProjectSpend:
+    """A project's line of the page's spend by project (``usage project``'s figures), or the
+    rest summed in one line (``name`` None, ``count`` the projects it sums)."""
+
+    name: str | None  # the full name (in the cell's title), as ``usage project`` keys it
+    short: str  # as a person tells it apart (``analyzer.model.projects.short_names``)
+    count: int
+    calls: int
+    tokens: int
+    usd: Decimal
+    wasted_usd: Decimal  # of the incidents attributed to it
+    incidents: int
+    share: float  # of the total spend
+
+
+@dataclass
+class SessionSpend:
+    """A session's line of the page's spend by session (``usage session``'s figures), or the
+    rest summed in one line (``session_id`` None, ``count`` the sessions it sums)."""
+
+    session_id: str | None
+    project: str | None  # the full name (in the cell's title)
+    project_short: str
+    count: int
+    first_ts: str | None
+    last_ts: str | None
+    duration: str  # from the first call to the last, in words ("1 h 05 min"), or ""
+    calls: int
+    tokens: int
+    usd: Decimal
+    wasted_usd: Decimal  # of the incidents found in it
+    incidents: int
+    models: list[str]
+    share: float  # of the total spend
+
+
+@dataclass
+class Spend:
+    """Spend by project and by session, the first question of a lead with a surprising bill:
+    the top ``shown`` of each, most dollars first, the rest summed in one line."""
+
+    projects: list[ProjectSpend]
+    projects_total: int
+    sessions: list[SessionSpend]
+    sessions_total: int
+    total_usd: Decimal
+
+
+@dataclass
 class IncidentRow:
     rank: int
     incident_id: str
@@ -187,6 +236,9 @@ class Guards:
     # The (policy, stop) ``backtest --recommend`` names with its default budget (no false
     # trip), by its rule (``analyzer.guards.recommend.best``), if any.
     recommended: tuple[str, float] | None = None
+    recommended_net_usd: Decimal | None = None  # what the recommended guard saves, net of harm
+    # Why no guard is recommended, when there was waste to stop (a clause; "" otherwise).
+    no_saving: str = ""
 
     @property
     def any_waste(self) -> bool:
@@ -256,7 +308,7 @@ class Report(View):
     name = "report"
     template = "report"  # reports/report.html.j2, report.md.j2, report.css
     JSON_FORM: ClassVar[JsonForm] = JsonForm(
-        omit=("charts",), unless_none=("guards", "runs", "bucket_bills")
+        omit=("charts",), unless_none=("guards", "runs", "bucket_bills", "spend")
     )
 
     title: str
@@ -275,6 +327,7 @@ class Report(View):
     reconciliation: dict[str, int] | None
     guards: Guards | None = None  # the backtest's results; without them the section is absent
     runs: Runs | None = None  # how runs ended, where logs say (else the section is absent)
+    spend: Spend | None = None  # spend by project and by session (absent with no call)
     # The providers' bills per bucket against the logs, when a usage or cost report is loaded.
     bucket_bills: BucketBills | None = None
     charts: dict[str, str] = field(default_factory=dict)
