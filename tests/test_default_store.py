@@ -27,7 +27,7 @@ from analyzer.cli.main import cli
 from analyzer.engine.default_store import this_machine
 from analyzer.engine.store import OFFLINE
 from analyzer.load import flow
-from tests.helpers import env_of, shared_samples
+from tests.helpers import SAMPLE_DATA, env_of, shared_samples
 from tests.test_own_data import CC_SAMPLE, fake_home
 
 OTHER_CC = "oneryalcin__fasthooks__sample_main_transcript.jsonl"
@@ -477,3 +477,20 @@ def test_a_file_touched_is_hashed_once_then_known_by_its_stat(
     again = daily(runner, home)
     assert len(calls) == 2  # known by its stat now
     assert again["totals"] == touched["totals"] == first["totals"]
+
+
+def test_a_store_of_ingested_files_on_a_machine_without_agent_logs(tmp_path: Path) -> None:
+    """A default store filled by ``ingest PATH`` on a machine where no agent keeps logs: the
+    refresh says there were none to read (not ``nothing new in 0 files from``)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    runner = CliRunner()
+    env = env_of(home)
+    loaded = runner.invoke(cli, ["ingest", "-q", str(SAMPLE_DATA / "claude-code")], env=env)
+    assert loaded.exit_code == 0, loaded.output
+    shown = runner.invoke(cli, ["usage", "daily"], env=env)
+    assert shown.exit_code == 0, shown.output
+    assert shown.stderr.splitlines()[0] == (
+        "refresh: no agent logs in their default places; the store holds what was read into it"
+    )
+    assert "Total" in shown.stdout

@@ -97,6 +97,10 @@ def refreshed(
     new = len(loaded) - grown - whole
     unchanged = sum(1 for r in reports if r.status == "unchanged")
     failed = sum(1 for r in reports if r.status == "failed")
+    if not places and not reports:  # a store filled by `ingest PATH`, no agent log here
+        return (
+            "refresh: no agent logs in their default places; the store holds what was read into it"
+        )
     where = ", ".join(places)
     if not loaded:
         said = f"nothing new in {unchanged:,} {'file' if unchanged == 1 else 'files'}"
