@@ -67,7 +67,7 @@ def test_usage_daily_is_the_first_and_only_command(runner: CliRunner, home: Path
         "154 records loaded (usage first: 40 lines left for a command that needs their content)"
     )
     lines = result.stdout.splitlines()
-    assert lines[0].split()[:3] == ["date", "calls", "input"]
+    assert lines[0].split()[:4] == ["date", "calls", "models", "input"]
     assert lines[-len(lines) + 1].startswith("2025-")
     total = next(line for line in lines if line.startswith("Total"))
     assert total.split()[1] == "65"  # 30 Claude Code calls and 35 Codex calls

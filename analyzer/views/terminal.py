@@ -103,7 +103,7 @@ def _models_column(u: Usage, parts: set[int], short: bool) -> TextColumn:
 
     w = max([len(named(r)) for r in u.rows] + [len("models")])
     w = min(w, 20 if short else 40)
-    return TextColumn("models", w, lambda r: cut(named(r), w), 5)
+    return TextColumn("models", w, lambda r: cut(named(r), w), 5)  # after the cache columns
 
 
 def _usage_columns(u: Usage, models: TextColumn | None = None) -> list[TextColumn]:
@@ -113,20 +113,20 @@ def _usage_columns(u: Usage, models: TextColumn | None = None) -> list[TextColum
         TextColumn("calls", 7, lambda r: f"{r.calls:,}"),
         TextColumn("input", 11, lambda r: f"{r.input:,}", 6),
         TextColumn("cache write", 11, lambda r: f"{r.cache_write:,}", 4),
-        TextColumn("cache read", 13, lambda r: f"{r.cache_read:,}", 5),
+        TextColumn("cache read", 13, lambda r: f"{r.cache_read:,}", 4),
         TextColumn("output", 11, lambda r: f"{r.output:,}", 7),
         TextColumn("reasoning", 11, lambda r: f"{r.reasoning:,}", 2),
         TextColumn("total", 13, lambda r: f"{r.total_tokens:,}", 3),
         TextColumn("$", 10, lambda r: money(r.total_usd)),
     ]
+    if models is not None:  # after the calls, as ccusage shows them (never trailing blanks)
+        cols.insert(1, models)
     if not u.total.reasoning:  # no output was reasoning (or none was logged as such)
         cols = [c for c in cols if c.heading != "reasoning"]
     if len(bases) > 1:
         cols += [TextColumn(f"$ {b}", max(11, len(b) + 2), _basis(b), 1) for b in bases]
     if u.total.unpriced_calls:
         cols.append(TextColumn("unpriced", 8, lambda r: f"{r.unpriced_calls:,}", 8))
-    if models is not None:
-        cols.append(models)
     if u.view == "session":
         cols.append(TextColumn("last activity", 16, lambda r: _last(u, r), 6))
     if any(r.run is not None for r in u.rows):
