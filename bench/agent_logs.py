@@ -298,7 +298,7 @@ CCUSAGE_DAY = ("inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadT
 def daily_differences(ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
     """Days whose tokens differ between our ``usage daily --json`` and ccusage's
     ``daily --json`` (input, output, cache creation, cache read), and days only one has."""
-    a = {r["key"]: tuple(r[k] for k in OUR_DAY) for r in ours["rows"]}
+    a = {r["key"]: tuple(r[k] for k in OUR_DAY) for r in ours["daily"]}
     b = {d.get("period", d.get("date")): tuple(d[k] for k in CCUSAGE_DAY) for d in theirs["daily"]}
     names = "(input, output, cache creation, cache read)"
     return [

@@ -214,7 +214,7 @@ def usage_problems(r: Result, calls: int) -> list[str]:
     (each with 3 input tokens and 400 written to the cache)."""
     if r["exit"] != 0:
         return [f"exit {r['exit']}: {r['said']}"]
-    rows = json.loads(r["output"])["rows"]
+    rows = json.loads(r["output"])["daily"]
     found = tuple(sum(row[k] for row in rows) for k in ("calls", "input", "cache_write"))
     want = (calls, 3 * calls, 400 * calls)
     return [] if found == want else [f"calls, input, cache writes {found}, expected {want}"]

@@ -106,7 +106,7 @@ def _day(key: str, tokens: tuple[int, int, int, int]) -> tuple[dict, dict]:
 
 def test_the_daily_tables_are_compared_token_by_token() -> None:
     one, two = _day("2026-01-01", (3, 4, 400, 9000)), _day("2026-01-02", (1, 2, 3, 4))
-    ours = {"rows": [one[0], two[0]]}
+    ours = {"daily": [one[0], two[0]]}
     assert bench.agent_logs.daily_differences(ours, {"daily": [one[1], two[1]]}) == []
     off = _day("2026-01-02", (1, 2, 3, 5))[1]
     assert bench.agent_logs.daily_differences(ours, {"daily": [one[1], off]}) == [

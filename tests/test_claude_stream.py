@@ -560,7 +560,7 @@ def test_a_cut_off_run_priced_beyond_what_the_file_states_is_said(tmp_path: Path
         "list prices), beyond the $0.01 stated in the same file for the other runs"
     ) in " ".join(text.split())
     session = CliRunner().invoke(cli, ["usage", "session", "--db", str(db), "--json"])
-    rows = json.loads(session.stdout, parse_float=Decimal)["rows"]
+    rows = json.loads(session.stdout, parse_float=Decimal)["session"]
     runs = {r["key"]: r["run"] for r in rows if "run" in r}  # (not the sub-agent's session)
     assert runs["c"]["estimated_usd"] == usd and runs["a"]["estimated_usd"] is None
     table = CliRunner().invoke(cli, ["usage", "session", "--db", str(db)]).stdout

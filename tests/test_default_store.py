@@ -67,7 +67,7 @@ def test_usage_daily_is_the_first_and_only_command(runner: CliRunner, home: Path
         "154 records loaded (usage first: 40 lines left for a command that needs their content)"
     )
     lines = result.stdout.splitlines()
-    assert lines[0].split()[:3] == ["date", "calls", "input"]
+    assert lines[0].split()[:4] == ["date", "calls", "models", "input"]
     assert lines[-len(lines) + 1].startswith("2025-")
     total = next(line for line in lines if line.startswith("Total"))
     assert total.split()[1] == "65"  # 30 Claude Code calls and 35 Codex calls
@@ -127,7 +127,7 @@ def test_a_file_deleted_from_the_home_still_counts(runner: CliRunner, home: Path
     assert after["totals"]["calls"] == first["totals"]["calls"] == 65
     assert after["totals"]["usd"] == first["totals"]["usd"]
     assert after["totals"]["calls_from_deleted_files"] == 35
-    gone = [r for r in after["rows"] if r["calls_from_deleted_files"]]
+    gone = [r for r in after["daily"] if r["calls_from_deleted_files"]]
     assert gone and all(r["models"] == ["gpt-5-codex"] for r in gone)
     text = run(runner, home, "usage", "daily").stdout
     assert "from files no longer on disk: 35 calls, in 2025-09-25 (35)" in text
@@ -149,7 +149,7 @@ def test_two_machines_one_history(runner: CliRunner, home: Path, tmp_path: Path)
     only_other = daily(runner, home)  # (the same again: nothing read twice)
     assert only_other["totals"] == both["totals"]
     by_machine: dict[str, int] = {}
-    for row in both["rows"]:
+    for row in both["daily"]:
         for part in row["breakdown"]:
             by_machine[part["key"]] = by_machine.get(part["key"], 0) + part["calls"]
     assert by_machine == {mine: first["totals"]["calls"], theirs: extra}

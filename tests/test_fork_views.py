@@ -3,6 +3,7 @@ started by (issue 32); on the forked Codex rollouts of ``tests/fixtures/codex_fo
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -22,26 +23,34 @@ def run(runner: CliRunner, *args: str) -> str:
 def test_usage_session_shows_the_fork(runner: CliRunner, tmp_path: Path) -> None:
     db = str(tmp_path / "s.duckdb")
     run(runner, "ingest", str(FIXTURES), "--db", db, "-q")
-    rows = {
-        r["key"]: r
-        for r in json.loads(run(runner, "usage", "session", "--db", db, "--json"))["rows"]
-    }
+    args = ("usage", "session", "--db", db, "--json")
+    rows = {r["key"]: r for r in json.loads(run(runner, *args, "--sub-agents"))["session"]}
     assert rows[F]["parent"] == {"session_id": P, "relation": "forked_from"}
     assert rows[S]["parent"] == {"session_id": P, "relation": "subagent_of"}
     assert rows[R]["parent"] == {"session_id": Q, "relation": "subagent_of"}
     assert "parent" not in rows[P] and "parent" not in rows[Q]
     assert [rows[k]["calls"] for k in (P, F, S, Q, R)] == [5, 2, 2, 2, 1]
+    # By default a sub-agent's calls count in the session that started it; a fork stays apart
+    # (its copy of the parent's history is the parent's, counted there once).
+    folded = {r["key"]: r for r in json.loads(run(runner, *args))["session"]}
+    assert {k: (r["calls"], r["sub_agents"]) for k, r in folded.items()} == {
+        P: (5 + 2, 1),
+        F: (2, 0),
+        Q: (2 + 1, 1),
+    }
+    assert folded[F]["parent"] == {"session_id": P, "relation": "forked_from"}
     totals = json.loads(run(runner, "usage", "daily", "--db", db, "--json"))["totals"]
     assert totals["calls"] == 12
-    text = run(runner, "usage", "session", "--db", db)
+    text = run(runner, "usage", "session", "--db", db, "--sub-agents")
     assert f"  ↳ forked from {P}" in text
     assert f"  ↳ sub-agent of {P}" in text
     listed = text.splitlines()
     fork_row = next(i for i, x in enumerate(listed) if x.startswith(F[:8]))
     assert listed[fork_row + 1] == f"  ↳ forked from {P}"
     table = run(runner, "usage", "session", "--db", db, "--csv").splitlines()
-    assert table[0].endswith(",parent_session_id,parent_relation")
-    assert next(x for x in table if x.startswith(F)).endswith(f",{P},forked_from")
+    assert ",parent_session_id,parent_relation," in table[0]
+    fork = next(r for r in csv.DictReader(table) if r["session"] == F)
+    assert (fork["parent_session_id"], fork["parent_relation"]) == (P, "forked_from")
 
 
 def _rec(ts: str, kind: str, payload: dict[str, Any]) -> dict[str, Any]:

@@ -82,12 +82,14 @@ def usage_json(db: Path, *args: str) -> dict:  # type: ignore[type-arg]
 
 def test_daily_tokens_agree_with_ccusage(cc_db: Path) -> None:
     data = usage_json(cc_db, "daily")
-    assert {r["key"]: tuple(r[t] for t in TOKENS) for r in data["rows"]} == CCUSAGE_DAILY
+    assert {r["key"]: tuple(r[t] for t in TOKENS) for r in data["daily"]} == CCUSAGE_DAILY
 
 
 def test_session_tokens_agree_with_ccusage(cc_db: Path) -> None:
-    data = usage_json(cc_db, "session")
-    ours = {r["key"]: tuple(r[t] for t in TOKENS) for r in data["rows"]}
+    # (ccusage names a session by its file: these sub-agents' files lie beside the others, not
+    # in their parent's folder, so ccusage does not count them in it; --sub-agents nor do we)
+    data = usage_json(cc_db, "session", "--sub-agents")
+    ours = {r["key"]: tuple(r[t] for t in TOKENS) for r in data["session"]}
     assert ours == {CC_FILES[f]: figures for f, figures in CCUSAGE_SESSIONS.items()}
 
 
@@ -96,7 +98,7 @@ def test_dollars_at_the_logged_output_agree_with_ccusage_and_ours_price_the_esti
 ) -> None:
     """The logged figure equals ccusage's (to 1e-8 dollars); ours is the estimate, above it by
     exactly what the placeholder calls' estimated output adds."""
-    for r in usage_json(cc_db, "daily")["rows"]:
+    for r in usage_json(cc_db, "daily")["daily"]:
         ph = r["placeholder_output"]
         assert 0 < ph["calls"] <= r["calls"]
         at_logged = r["usd"] - ph["usd_at_estimated_output"] + ph["usd_at_logged_output"]
@@ -107,14 +109,14 @@ def test_dollars_at_the_logged_output_agree_with_ccusage_and_ours_price_the_esti
 
 def test_weekly_starts_on_monday_and_monthly_adds_up(cc_db: Path) -> None:
     weekly = usage_json(cc_db, "weekly")
-    assert [r["key"] for r in weekly["rows"]] == ["2025-10-20", "2025-12-29", "2026-02-09"]
+    assert [r["key"] for r in weekly["weekly"]] == ["2025-10-20", "2025-12-29", "2026-02-09"]
     monthly = usage_json(cc_db, "monthly")
-    assert [r["key"] for r in monthly["rows"]] == ["2025-10", "2026-01", "2026-02"]
-    assert monthly["rows"][2]["input"] == 219 + 3  # both February days
+    assert [r["key"] for r in monthly["monthly"]] == ["2025-10", "2026-01", "2026-02"]
+    assert monthly["monthly"][2]["input"] == 219 + 3  # both February days
     # A zone moves calls across days: 2025-10-26 is one UTC day; in Tokyo some fall on the 27th.
     tokyo = usage_json(cc_db, "daily", "--tz", "Asia/Tokyo")
-    assert sum(r["calls"] for r in tokyo["rows"]) == sum(
-        r["calls"] for r in usage_json(cc_db, "daily")["rows"]
+    assert sum(r["calls"] for r in tokyo["daily"]) == sum(
+        r["calls"] for r in usage_json(cc_db, "daily")["daily"]
     )
 
 
@@ -141,15 +143,15 @@ def test_every_view_agrees_with_sql_over_calls_to_the_cent(sample_db: Path, view
     assert round(Decimal(str(total["usd_billed"])), 2) == round(billed, 2)
     assert round(Decimal(str(total["usd_estimated"])), 2) == round(estimated, 2)
     # The rows add up to the totals, and each row's models add up to the row.
-    assert sum(r["calls"] for r in data["rows"]) == calls
-    assert sum(r["usd"] for r in data["rows"]) == pytest.approx(total["usd"], abs=0.005)
-    for row in data["rows"]:
+    assert sum(r["calls"] for r in data[view]) == calls
+    assert sum(r["usd"] for r in data[view]) == pytest.approx(total["usd"], abs=0.005)
+    for row in data[view]:
         assert sum(b["calls"] for b in row["breakdown"]) == row["calls"]
         assert sum(b["output"] for b in row["breakdown"]) == row["output"]
 
 
 def test_project_view_names_projects_apps_and_cwds(sample_db: Path) -> None:
-    keys = {r["key"] for r in usage_json(sample_db, "project")["rows"]}
+    keys = {r["key"] for r in usage_json(sample_db, "project")["project"]}
     # The Claude Code project folder, the OpenRouter apps, the NEXUS3 app (no project).
     assert {"-home-dev-koda", "CodeSmith", "Penguin", "nexus3"} <= keys
 
@@ -179,7 +181,7 @@ def test_usage_table_fits_the_terminal_with_a_totals_row(cc_db: Path) -> None:
 
 def test_since_and_until_filter_every_reader(sample_db: Path) -> None:
     day = usage_json(sample_db, "daily", "--since", "2025-12-13", "--until", "2025-12-13")
-    assert [r["key"] for r in day["rows"]] == ["2025-12-13"]
+    assert [r["key"] for r in day["daily"]] == ["2025-12-13"]
     runner = CliRunner()
     found = runner.invoke(
         cli,

@@ -8,13 +8,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from analyzer.console import severity, strong
 from analyzer.engine.store import Store
 from analyzer.model.formatting import cut, money, printable, wrap
 from analyzer.model.incident import Incident
+from analyzer.model.projects import tail
 from analyzer.model.timewindow import local
 from analyzer.views.table import Column, Table, csv_text
 from analyzer.views.text_table import TextColumn, TextTable, lay_out
@@ -64,36 +64,71 @@ class UsageView(View):
 
 def render_usage(u: Usage, width: int = 100) -> str:
     """A usage view as a table with a totals row; with a breakdown, each row's models below
-    it. On a narrow terminal the least needed columns give way (never calls or dollars), then
-    the key column is cut."""
+    it. On a narrow terminal the models are named short (``opus-4-6``), then the least needed
+    columns give way (never calls or dollars), then the key column is cut."""
     rows, said = _usage_rows(u)
-    table = TextTable(_HEADS[u.view], _usage_columns(u), rows, ("Total", u.total), said, squeeze=30)
-    laid = lay_out(table, width)
+    parts = {id(part) for found in u.breakdown.values() for part in found}
+    for short in (False, True):
+        columns = _usage_columns(u, _models_column(u, parts, short))
+        table = TextTable(_HEADS[u.view], columns, rows, ("Total", u.total), said, squeeze=30)
+        laid = lay_out(table, width)
+        if not laid.left_out:
+            break
     lines, dropped = laid.lines, laid.left_out
     for n in filter(None, _usage_notes(u, width, dropped, bool(said))):
         lines += wrap(n, width)
     return "\n".join(lines) + "\n"
 
 
-def _usage_columns(u: Usage) -> list[TextColumn]:
+_MODEL_DATE = re.compile(r"-\d{8}$")
+
+
+def short_model(name: str) -> str:
+    """A model's name as ccusage shortens it for a narrow table: no ``claude-``, no date.
+
+    >>> short_model("claude-sonnet-4-5-20250929"), short_model("gpt-5-codex")
+    ('sonnet-4-5', 'gpt-5-codex')
+    """
+    return _MODEL_DATE.sub("", name.removeprefix("claude-"))
+
+
+def _models_column(u: Usage, parts: set[int], short: bool) -> TextColumn:
+    """The column of each row's models (a breakdown's line and the totals: blank), named
+    whole or ``short``."""
+
+    def named(r: UsageRow) -> str:
+        if r is u.total or id(r) in parts:
+            return ""
+        return ", ".join(printable(short_model(m) if short else m) for m in r.models)
+
+    w = max([len(named(r)) for r in u.rows] + [len("models")])
+    w = min(w, 20 if short else 40)
+    return TextColumn("models", w, lambda r: cut(named(r), w), 5)  # after the cache columns
+
+
+def _usage_columns(u: Usage, models: TextColumn | None = None) -> list[TextColumn]:
     """The columns a usage view shows (the lowest ``keep`` gives way first)."""
     bases = u.bases()
     cols = [
         TextColumn("calls", 7, lambda r: f"{r.calls:,}"),
         TextColumn("input", 11, lambda r: f"{r.input:,}", 6),
         TextColumn("cache write", 11, lambda r: f"{r.cache_write:,}", 4),
-        TextColumn("cache read", 13, lambda r: f"{r.cache_read:,}", 5),
+        TextColumn("cache read", 13, lambda r: f"{r.cache_read:,}", 4),
         TextColumn("output", 11, lambda r: f"{r.output:,}", 7),
         TextColumn("reasoning", 11, lambda r: f"{r.reasoning:,}", 2),
         TextColumn("total", 13, lambda r: f"{r.total_tokens:,}", 3),
         TextColumn("$", 10, lambda r: money(r.total_usd)),
     ]
+    if models is not None:  # after the calls, as ccusage shows them (never trailing blanks)
+        cols.insert(1, models)
     if not u.total.reasoning:  # no output was reasoning (or none was logged as such)
         cols = [c for c in cols if c.heading != "reasoning"]
     if len(bases) > 1:
         cols += [TextColumn(f"$ {b}", max(11, len(b) + 2), _basis(b), 1) for b in bases]
     if u.total.unpriced_calls:
         cols.append(TextColumn("unpriced", 8, lambda r: f"{r.unpriced_calls:,}", 8))
+    if u.view == "session":
+        cols.append(TextColumn("last activity", 16, lambda r: _last(u, r), 6))
     if any(r.run is not None for r in u.rows):
         cols.append(TextColumn("ended", 13, lambda r: _ended(r), 8))
     return cols
@@ -106,10 +141,12 @@ def _usage_rows(u: Usage) -> tuple[list[tuple[str, UsageRow]], dict[int, str]]:
     said: dict[int, str] = {}  # a session's parent, in words, on a line of its own below it
     for r in u.rows:
         key = printable(r.key)
+        if u.view == "project" and r.project_short is not None:
+            key = tail(printable(r.project_short), 30)
         if u.view == "session":
             key = _UUID.sub(lambda m: m.group(1) + "…", key)
             if r.project:
-                key = f"{key}  {cut(printable(Path(r.project).name or r.project), 24)}"
+                key = f"{key}  {tail(printable(r.project_short or r.project), 24)}"
             if r.parent is not None:
                 said[len(rows)] = "  ↳ " + printable(r.parent.describe())
         rows.append((key, r))
@@ -146,7 +183,18 @@ def _usage_notes(u: Usage, width: int, dropped: list[str], parents: bool) -> lis
     if u.total.placeholder_calls:
         notes.append("estimated_output: " + placeholder_text(u.total))
     if u.view == "session":
-        notes.append("session ids shortened (--json or --csv has them whole), then the project")
+        notes.append(
+            "session ids shortened (--json or --csv has them whole), then the project (as "
+            "told apart from the others); last activity: the session's latest call"
+        )
+        if not u.sub_agents and any(r.sub_agents for r in u.rows):
+            n = sum(r.sub_agents for r in u.rows)
+            notes.append(
+                f"{n:,} sub-agent{'s' if n != 1 else ''}' calls counted in the session that "
+                "started them (--sub-agents: a row each)"
+            )
+    elif u.view == "project":
+        notes.append("projects named short, as told apart (--json has `project` whole)")
     if parents:
         notes.append(
             "↳ the session a fork was made from (the history it copied is counted "
@@ -173,6 +221,13 @@ def _usage_notes(u: Usage, width: int, dropped: list[str], parents: bool) -> lis
     return notes
 
 
+def _last(u: Usage, r: UsageRow) -> str:
+    """A session's last call (a breakdown's line: of that model), in the view's zone."""
+    if r is u.total or r.last_ts is None:
+        return ""
+    return f"{local(r.last_ts, u.tz):%Y-%m-%d %H:%M}"
+
+
 def _ended(r: UsageRow) -> str:
     """A session's outcome for the usage table (Total: blank)."""
     if r.run is None:
@@ -185,9 +240,11 @@ def _basis(b: str) -> Callable[[UsageRow], str]:
 
 
 def usage_table(u: Usage) -> Table:
-    """A usage view as a table: one row per key (and per key and model, or machine, with a
-    breakdown),
-    then the totals row; every cost basis in its own column (what ``--csv`` writes)."""
+    """A usage view as a table (what ``--csv`` writes): one row per key, its models below it
+    (the JSON's ``modelBreakdowns``, a row each, ``model`` named; with ``--breakdown`` on a
+    store of several machines, a row per machine and model), then the totals row. Today's
+    columns first (every cost basis in its own), then every other field of the JSON's rows,
+    nested ones named ``outer.inner`` and lists joined by ``;``."""
     ended = u.view == "session"  # how each run ended (its outcome), where its log says
     columns = [
         Column(u.view),
@@ -208,7 +265,7 @@ def usage_table(u: Usage) -> Table:
     def row(key: str, part: UsageRow | None, r: UsageRow) -> list[Any]:
         run = [r.run.outcome, r.run.exit_status] if r.run else ["", ""]
         run += [r.parent.session_id, r.parent.relation] if r.parent else ["", ""]
-        model = part.models[0] if part and u.by_model and part.models else ""
+        model = part.models[0] if part and (u.by_model or not u.by_machine) and part.models else ""
         machine = part.machines[0] if part and u.by_machine and part.machines else ""
         return [
             key,
@@ -223,12 +280,49 @@ def usage_table(u: Usage) -> Table:
             r.last_ts,
         ] + (run if ended else [])
 
-    table = Table(columns)
+    lines: list[tuple[list[Any], dict[str, Any]]] = []
     for r in u.rows:
-        table.rows.append(row(r.key, None, r))
-        table.rows += [row(r.key, part, part) for part in u.breakdown.get(r.key, [])]
-    table.rows.append(row("Total", None, u.total))
+        lines.append((row(r.key, None, r), flat_json(u.row_json(r))))
+        parts = u.breakdown.get(r.key) if u.by_machine else u.models.get(r.key)
+        if parts is None or u.view == "model":  # (a model's one model is itself)
+            parts = u.breakdown.get(r.key, [])
+        lines += [(row(r.key, p, p), flat_json(u.part_json(p))) for p in parts]
+    lines.append((row("Total", None, u.total), flat_json(u.to_json()["totals"])))
+    named = {c.name for c in columns}
+    more: dict[str, Column] = {}
+    for _, flat in lines:
+        for name, value in flat.items():
+            if name not in named and name not in more:
+                more[name] = Column(name, _column_type(value))
+    table = Table(columns + list(more.values()))
+    for cells, flat in lines:
+        table.rows.append(cells + [flat.get(name) for name in more])
     return table
+
+
+def flat_json(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A JSON row as CSV cells: a nested object's fields as ``outer.inner``, a list of
+    values joined by ``;`` (the rows' ``breakdown`` and ``modelBreakdowns``: rows of their
+    own, left out here)."""
+    out: dict[str, Any] = {}
+    for name, value in record.items():
+        if name in ("breakdown", "modelBreakdowns"):
+            continue
+        if isinstance(value, dict):
+            out.update(flat_json(value, f"{prefix}{name}."))
+        elif isinstance(value, list):
+            out[prefix + name] = ";".join(str(v) for v in value)
+        else:
+            out[prefix + name] = value
+    return out
+
+
+def _column_type(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return "text"
+    if isinstance(value, int):
+        return "int"
+    return "usd" if isinstance(value, Decimal) else "text"
 
 
 def usage_csv(u: Usage) -> str:

@@ -24,11 +24,13 @@ from typing import Any
 
 from analyzer.engine.store import Store
 from analyzer.model.formatting import money
+from analyzer.model.projects import short_names
 from analyzer.views.lineage import Parent, parents
 from analyzer.views.verdicts import Verdict, verdicts
 
 PERIODS = ("daily", "weekly", "monthly")  # the views of calls by time
 VIEWS = (*PERIODS, "session", "project", "model")  # the views of calls (``usage``)
+ORDERS = ("cost", "recent", "time")  # most dollars first, latest first, oldest first
 BASES = ("billed", "reported", "apportioned", "estimated", "estimated_output")
 TOKENS = ("input", "cache_write", "cache_read", "output", "reasoning", "total_tokens")
 
@@ -38,6 +40,10 @@ _KEYS = {
     "weekly": f"strftime(date_trunc('week', {_LOCAL}), '%Y-%m-%d')",  # ISO: from Monday
     "monthly": f"strftime({_LOCAL}, '%Y-%m')",
     "session": "coalesce(session_id, stream_key)",
+    # A session with its sub-agents' calls in it (a sub-agent's calls name their agent and the
+    # session that started it): ccusage's session, and what a person counts as one run.
+    "folded": "CASE WHEN agent_id IS NOT NULL AND parent_session_id IS NOT NULL "
+    "THEN parent_session_id ELSE coalesce(session_id, stream_key) END",
     "project": "coalesce(project, app, '(none)')",
     "model": "coalesce(model, '(no model)') || CASE WHEN variant = 'fast' THEN ' (fast)' "
     "ELSE '' END",
@@ -82,6 +88,8 @@ class UsageRow:
     machines: list[str] = field(default_factory=list)  # whose logs hold its calls
     gone_calls: int = 0  # its calls read from files no longer on disk (the store kept them)
     project: str | None = None  # the session view's project
+    project_short: str | None = None  # ... as told apart from the others shown (short_names)
+    sub_agents: int = 0  # the session view's: sub-agent sessions whose calls it counts
     run: Verdict | None = None  # the session view's: how the run ended, where its log says
     parent: Parent | None = None  # the session view's: forked from, or a sub-agent of
 
@@ -139,24 +147,71 @@ class Usage:
     untimed_files: list[str] = field(default_factory=list)
     by_model: bool = False  # the breakdown splits rows by model
     by_machine: bool = False  # ... by machine (the store holds several)
+    # Each row's models (what ``modelBreakdowns`` of the JSON lists), when asked for.
+    models: dict[str, list[UsageRow]] = field(default_factory=dict)
+    sub_agents: bool = True  # a session view shows sub-agents as rows of their own
 
     def bases(self) -> list[str]:
         """The cost bases present (in a fixed order)."""
         return [b for b in BASES if b in self.total.usd]
 
-    def to_json(self) -> dict[str, Any]:
-        def row(r: UsageRow) -> dict[str, Any]:
-            out = r.to_json()
-            if r.key in self.breakdown:
-                out["breakdown"] = [b.to_json() for b in self.breakdown[r.key]]
-            return out
+    def row_json(self, r: UsageRow) -> dict[str, Any]:
+        """A row as JSON: ccusage's fields (``period``, the four token counts, ``totalCost``,
+        ``modelsUsed``, ``modelBreakdowns``, ``metadata``), then ours."""
+        out: dict[str, Any] = {"period": r.key} if self.view in (*PERIODS, "session") else {}
+        out.update(ccusage_tokens(r))
+        out["modelsUsed"] = r.models
+        if r.key in self.models:
+            out["modelBreakdowns"] = [
+                {"modelName": m.key, **ccusage_tokens(m, total=False), "cost": m.total_usd}
+                for m in self.models[r.key]
+            ]
+        if self.view == "session":
+            out["metadata"] = {"lastActivity": ccusage_time(r.last_ts)}
+            out["lastActivity"] = ccusage_time(r.last_ts)
+        out.update(r.to_json())
+        if r.project_short is not None:
+            out["project_short"] = r.project_short
+        if self.view == "session" and not self.sub_agents:
+            out["sub_agents"] = r.sub_agents
+        if r.key in self.breakdown:
+            out["breakdown"] = [b.to_json() for b in self.breakdown[r.key]]
+        return out
 
+    def part_json(self, part: UsageRow) -> dict[str, Any]:
+        """A row's model (or machine) as JSON: ccusage's token fields, then ours."""
+        return {**ccusage_tokens(part), "modelsUsed": part.models, **part.to_json()}
+
+    def to_json(self) -> dict[str, Any]:
+        """ccusage 20's shape (the rows under the view's name, ``daily`` and the others, and
+        ``totals``), every field of ours beside ccusage's."""
         return {
             "view": self.view,
             "tz": self.tz,
-            "rows": [row(r) for r in self.rows],
-            "totals": self.total.to_json(),
+            self.view: [self.row_json(r) for r in self.rows],
+            "totals": {**ccusage_tokens(self.total), **self.total.to_json()},
         }
+
+
+def ccusage_tokens(r: UsageRow, total: bool = True) -> dict[str, Any]:
+    """A row's token counts (and dollars) under ccusage's names."""
+    out: dict[str, Any] = {
+        "inputTokens": r.input,
+        "outputTokens": r.output,
+        "cacheCreationTokens": r.cache_write,
+        "cacheReadTokens": r.cache_read,
+    }
+    if total:
+        out["totalTokens"] = r.total_tokens
+        out["totalCost"] = r.total_usd
+    return out
+
+
+def ccusage_time(ts: datetime | None) -> str | None:
+    """A stored (naive UTC) time as ccusage writes one: ``2026-02-11T22:54:29.802Z``."""
+    if ts is None:
+        return None
+    return f"{ts:%Y-%m-%dT%H:%M:%S}.{ts.microsecond // 1000:03d}Z"
 
 
 def _select(store: Store, key: str, params: dict[str, str], part: str = "NULL") -> list[Any]:
@@ -254,49 +309,100 @@ def totals(store: Store) -> UsageRow:
     return row
 
 
-def usage(store: Store, view: str, tz: str = "UTC", breakdown: bool = False) -> Usage:
+def default_order(view: str) -> str:
+    """How a view's rows are ordered unless asked: a period in time order, a session (as
+    ccusage lists them), a project or a model most dollars first."""
+    return "time" if view in PERIODS else "cost"
+
+
+def usage(
+    store: Store,
+    view: str,
+    tz: str = "UTC",
+    breakdown: bool = False,
+    *,
+    order: str | None = None,
+    sub_agents: bool = False,
+    models: bool = False,
+) -> Usage:
     """The ``view`` (one of :data:`VIEWS`), times bucketed in ``tz``; with ``breakdown``,
     each row's models too, and when the store holds several machines' calls, each row's
-    machines. Rows are in time order for a period, else most dollars first. Each row says how
-    many of its calls come from files no longer on disk."""
+    machines; with ``models``, each row's models for the JSON (``modelBreakdowns``). Rows in
+    ``order`` (one of :data:`ORDERS`; default: :func:`default_order`). A session counts its
+    sub-agents' calls unless ``sub_agents`` (then they are rows of their own). Each row says
+    how many of its calls come from files no longer on disk."""
     if view not in VIEWS:
         raise ValueError(f"unknown usage view {view!r}")
+    order = order or default_order(view)
+    if order not in ORDERS:
+        raise ValueError(f"unknown order {order!r}")
+    grouped = "folded" if view == "session" and not sub_agents else view
     # (Stored times are UTC: shown in UTC, they need no conversion, which costs a third of
     # the view's time on a big store.)
-    key = _KEYS[view].replace(_LOCAL, "ts") if tz == "UTC" else _KEYS[view]
+    key = _KEYS[grouped].replace(_LOCAL, "ts") if tz == "UTC" else _KEYS[grouped]
     params = {"tz": tz}
     rows = [_row(r, str(r[0])) for r in _select(store, key, params)]
     untimed: list[str] = []
-    if view in ("daily", "weekly", "monthly"):
+    if view in PERIODS:
         rows.sort(key=lambda r: (r.key == _UNKNOWN_TIME, r.key))
         if rows and rows[-1].key == _UNKNOWN_TIME:
             untimed = [str(p) for (p,) in store.engine.rows("views/untimed_files.sql")]
     elif view == "session":
-        _with_runs(store, rows)
+        _with_runs(store, rows, folded=not sub_agents)
     else:
         rows.sort(key=lambda r: (-r.total_usd, -r.total_tokens, r.key))
+    _order(rows, view, order)
     _count_gone(store, key, params, rows)
-    if view != "session":
+    if view not in ("session", "project"):
         for r in rows:
             r.project = None
+    if view == "project":
+        for r in rows:
+            r.project = r.key
+    short = short_names(r.project for r in rows if r.project is not None)
+    for r in rows:
+        r.project_short = None if r.project is None else short[r.project]
     total = UsageRow(key="Total")
     for r in rows:
         _add(total, r)
     total.project = None
     shown = Usage(view, tz, rows, total, {}, untimed, breakdown, len(total.machines) > 1)
+    shown.sub_agents = sub_agents
     if shown.by_model or shown.by_machine:
         shown.breakdown = _parts(store, key, params, _PARTS[shown.by_model, shown.by_machine])
+    if models:
+        by_model = shown.breakdown if shown.by_model and not shown.by_machine else None
+        shown.models = by_model or _parts(store, key, params, _KEYS["model"])
     return shown
 
 
-def _with_runs(store: Store, rows: list[UsageRow]) -> None:
-    """The session view's rows with how each run ended and what it was forked from, in time
-    order (sessions without times, a log with none, in their runs' order)."""
-    runs = verdicts(store, [r.key for r in rows])
-    links = parents(store, [r.key for r in rows])
+def _order(rows: list[UsageRow], view: str, order: str) -> None:
+    """``rows`` in ``order``: most dollars first, latest activity first, or the view's time
+    order (a period's; a session's by its last call)."""
+    if order == "cost":
+        rows.sort(key=lambda r: (-r.total_usd, -r.total_tokens, r.key))
+    elif order == "recent":
+        rows.sort(key=lambda r: r.last_ts or datetime.min, reverse=True)
+    elif view not in PERIODS and view != "session":  # a project or a model: by last call
+        rows.sort(key=lambda r: (r.last_ts is None, r.last_ts or datetime.min, r.key))
+
+
+def _with_runs(store: Store, rows: list[UsageRow], folded: bool = False) -> None:
+    """The session view's rows with how each run ended and what it was forked from (and, with
+    its sub-agents ``folded`` in, how many), in time order (sessions without times, a log with
+    none, in their runs' order)."""
+    keys = [r.key for r in rows]
+    runs = verdicts(store, keys)
+    links = parents(store, keys)
+    subs: dict[str, int] = {}
+    if folded:
+        for link in parents(store).values():
+            if link.relation == "subagent_of":
+                subs[link.session_id] = subs.get(link.session_id, 0) + 1
     for r in rows:
         r.run = runs.get(r.key)
         r.parent = links.get(r.key)
+        r.sub_agents = subs.get(r.key, 0)
     rows.sort(
         key=lambda r: (
             r.last_ts is None,
