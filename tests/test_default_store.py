@@ -205,7 +205,7 @@ def test_no_store_and_no_agent_logs_is_no_usage_data(runner: CliRunner, tmp_path
     as_json = run(runner, empty, "usage", "daily", "--json")
     assert as_json.exit_code == 0 and as_json.stderr.splitlines() == [line]
     document = json.loads(as_json.stdout)
-    assert document["rows"] == [] and document["totals"]["calls"] == 0
+    assert document["daily"] == [] and document["totals"]["calls"] == 0
     listed = run(runner, empty, "incidents", "--json")
     assert listed.exit_code == 0 and json.loads(listed.stdout) == []
     audited = run(runner, empty, "audit", "--json")

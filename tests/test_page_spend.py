@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import shutil
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -21,19 +22,22 @@ from analyzer.report.build import build_report, duration, no_saving_reason
 from analyzer.report.model import GuardRow, Guards, Report
 from analyzer.report.render import render_text
 from tests.ccusage_side import real_world_home
+from tests.helpers import shared_samples
 
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The real-world home audited into a store, its page, and ``usage project`` and
-    ``usage session`` on that store."""
+    """The real-world home (its Claude Code and Codex sessions: more sessions than the page
+    lists) audited into a store, its page, and ``usage project`` and ``usage session`` on that
+    store."""
     out = tmp_path_factory.mktemp("real")
     home = real_world_home(out)
+    codex = home / ".codex" / "sessions"
+    shutil.copytree(shared_samples() / "real-world" / "codex", codex)
     db, html = out / "store.duckdb", out / "report.html"
     runner = CliRunner()
-    done = runner.invoke(
-        cli, ["audit", str(home / ".claude" / "projects"), "--db", str(db), "-q", "-o", str(html)]
-    )
+    claude = str(home / ".claude" / "projects")
+    done = runner.invoke(cli, ["audit", claude, str(codex), "--db", str(db), "-q", "-o", str(html)])
     assert done.exit_code == 0, done.output
     views = {}
     for view in ("project", "session"):
@@ -51,7 +55,7 @@ def cents(x: Any) -> Decimal:
 
 def test_spend_by_project_is_usage_project_to_the_cent(real: dict[str, Any]) -> None:
     spend = real["report"].spend
-    rows = real["usage"]["project"]["rows"]
+    rows = real["usage"]["project"]["project"]
     assert len(rows) >= 5 and spend.projects_total == len(rows)
     shown = [p for p in spend.projects if p.name is not None]
     for p, u in zip(shown, rows, strict=False):  # the same order: most dollars first
@@ -69,7 +73,7 @@ def test_spend_by_project_is_usage_project_to_the_cent(real: dict[str, Any]) -> 
 
 def test_spend_by_session_is_usage_session_to_the_cent(real: dict[str, Any]) -> None:
     spend = real["report"].spend
-    rows = {u["key"]: u for u in real["usage"]["session"]["rows"]}
+    rows = {u["key"]: u for u in real["usage"]["session"]["session"]}
     assert spend.sessions_total == len(rows) > 15  # more than shown: the rest summed
     shown = [s for s in spend.sessions if s.session_id is not None]
     assert [s.usd for s in shown] == sorted((s.usd for s in shown), reverse=True)
@@ -214,8 +218,11 @@ def test_the_markdown_report_has_the_same_tables_and_words(
     done = CliRunner().invoke(cli, ["report", "--db", str(real["db"]), "-o", str(out)])
     assert done.exit_code == 0, done.output
     md = out.read_text(encoding="utf-8")
-    for u in real["usage"]["project"]["rows"]:
-        short = next(p.short for p in real["report"].spend.projects if p.name == u["key"])
+    listed = {p.name: p.short for p in real["report"].spend.projects if p.name is not None}
+    for u in real["usage"]["project"]["project"]:
+        if u["key"] not in listed:  # summed in the line of the rest
+            continue
+        short = listed[u["key"]]
         assert f"| {short} | {u['calls']:,} | {u['total_tokens']:,} | ${u['usd']:,.2f} |" in md
     assert "| none found | – |" in md  # the headline's waste, not "$0.00 | 0.0%"
     assert "No guard would have saved money on this history: nothing was wasted" in md

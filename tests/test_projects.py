@@ -58,3 +58,13 @@ def test_tail_keeps_the_end() -> None:
     assert tail("spotter-worktrees-spotter-fum", 12) == "…spotter-fum"
     assert tail("api", 12) == "api"
     assert tail("abc", 1) == "…" and tail("abc", 0) == ""
+
+
+def test_dashed_names_and_paths_are_cut_each_among_their_kind() -> None:
+    names = [SPOTTER + "fum", "-home-marco-projects-agentcmd", "/srv/x/api", "/Users/a/Dev/web"]
+    assert short_names(names) == {
+        SPOTTER + "fum": "spotter-worktrees-spotter-fum",
+        "-home-marco-projects-agentcmd": "agentcmd",
+        "/srv/x/api": "srv/x/api",
+        "/Users/a/Dev/web": "Dev/web",
+    }

@@ -9,8 +9,9 @@ shortest telling form:
 
 1. the home folder goes (``-home-<user>-``, ``-Users-<user>-``, ``C--Users-<user>-``,
    ``/home/<user>/``, ``/Users/<user>/``, ``~/``): a project is somewhere in the user's home;
-2. the leading parts every path-like name of the set shares go (``projects-``), as long as
-   each keeps at least one part; when that would leave every name of Claude Code's dashed
+2. the leading parts every path-like name of the set shares go (``projects-``), among the
+   names of its kind (Claude Code's dashed form, or paths), as long as each keeps at least one
+   part; when that would leave every name of Claude Code's dashed
    form one part, they keep one more (the last folder's name may hold a dash: three
    worktrees read ``spotter-fum``, ``spotter-a0y``, ``spotter-4te``, never ``fum``);
 3. a name left empty (the home folder itself) is ``~``; a name that is not a path (an app) is
@@ -65,14 +66,18 @@ def short_names(names: Iterable[str]) -> dict[str, str]:
         sep = _separator(name)
         if sep is not None:
             parted[name] = (sep, _parts(name, sep))
-    shared = _shared_lead(list(parted.values()))
+    # Claude Code's dashed names and paths are cut each among their own kind.
+    shared = {
+        sep: _shared_lead([named for named in parted.values() if named[0] == sep])
+        for sep in ("-", "/")
+    }
     short: dict[str, str] = {}
     for name in unique:
         if name not in parted:
             short[name] = name
             continue
         sep, parts = parted[name]
-        kept = parts[shared:]
+        kept = parts[shared[sep] :]
         short[name] = sep.join(kept) if kept else "~"
     return _unmerged(short)
 
