@@ -166,6 +166,11 @@ def _real_world_home(work: Path, _: SampleStores) -> dict[str, str | None]:
     return env_of(home)
 
 
+def _real_world_claude(work: Path, _: SampleStores) -> dict[str, str | None]:
+    """A home with the real-world Claude Code history only (the one ccusage reads)."""
+    return env_of(real_world_home(work))
+
+
 def _sample_store(work: Path, stores: SampleStores) -> dict[str, str | None]:
     """``sample.duckdb``: the sample data audited into a store (``audit sample_data/ --db``)."""
     stores.audited(work / "sample.duckdb")
@@ -185,6 +190,7 @@ def _anthropic_usage(work: Path, _: SampleStores) -> dict[str, str | None]:
 
 SETUPS: dict[str, Setup] = {
     "the real-world home": _real_world_home,
+    "the real-world Claude Code home": _real_world_claude,
     "the sample store": _sample_store,
     "tests/fixtures/anthropic_usage": _anthropic_usage,
 }

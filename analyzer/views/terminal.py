@@ -63,13 +63,15 @@ class UsageView(View):
 
 
 def render_usage(u: Usage, width: int = 100) -> str:
-    """A usage view as a table with a totals row; with a breakdown, each row's models below
-    it. On a narrow terminal the models are named short (``opus-4-6``), then the least needed
+    """A usage view as a table with a totals row, each row's models in a column or, with a
+    breakdown, below it. On a narrow terminal the models are named short (``opus-4-6``), then the least needed
     columns give way (never calls or dollars), then the key column is cut."""
     rows, said = _usage_rows(u)
     parts = {id(part) for found in u.breakdown.values() for part in found}
     for short in (False, True):
-        columns = _usage_columns(u, _models_column(u, parts, short))
+        # (a breakdown by model names them on lines of their own: no column of them too)
+        models = None if u.by_model else _models_column(u, parts, short)
+        columns = _usage_columns(u, models)
         table = TextTable(_HEADS[u.view], columns, rows, ("Total", u.total), said, squeeze=30)
         laid = lay_out(table, width)
         if not laid.left_out:
