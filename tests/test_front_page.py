@@ -101,7 +101,7 @@ def test_the_examples_are_parsed_as_written() -> None:
     commands = [e.command for e in found]
     # the tour on one's own data, then the sample's store
     assert commands[:5] == [
-        "llm-forensics usage daily",
+        "llm-forensics daily",
         "llm-forensics incidents",
         "llm-forensics show 1",
         "llm-forensics backtest --recommend",
