@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -220,10 +221,12 @@ WIDER = """() => {
 
 @pytest.fixture(scope="module")
 def real_home_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The report of a home of real Claude Code logs, as its user gets it: ``audit`` with the
-    home's default places (``HOME`` and ``XDG_DATA_HOME`` set to the fake home)."""
+    """The report of a home of real Claude Code and Codex logs (more sessions than the page
+    lists), as its user gets it: ``audit`` with the home's default places (``HOME`` and
+    ``XDG_DATA_HOME`` set to the fake home)."""
     out = tmp_path_factory.mktemp("real-home")
     home = real_world_home(out)
+    shutil.copytree(shared_samples() / "real-world" / "codex", home / ".codex" / "sessions")
     html = out / "report.html"
     env = env_of(home, XDG_DATA_HOME=str(out / "data"), LLM_FORENSICS_DB=None)
     result = CliRunner().invoke(cli, ["audit", "-q", "-o", str(html)], env=env)
