@@ -64,8 +64,8 @@ class UsageView(View):
 
 def render_usage(u: Usage, width: int = 100) -> str:
     """A usage view as a table with a totals row, each row's models in a column or, with a
-    breakdown, below it. On a narrow terminal the models are named short (``opus-4-6``), then the least needed
-    columns give way (never calls or dollars), then the key column is cut."""
+    breakdown, below it. On a narrow terminal the models are named short (``opus-4-6``), then
+    the least needed columns give way (never calls or dollars), then the key column is cut."""
     rows, said = _usage_rows(u)
     parts = {id(part) for found in u.breakdown.values() for part in found}
     for short in (False, True):
