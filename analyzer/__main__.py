@@ -2,7 +2,7 @@ import os
 import sys
 from contextlib import suppress
 
-from analyzer.cli.main import main
+from analyzer.cli.entry import main
 from analyzer.errors import Interrupted
 
 try:
