@@ -40,14 +40,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from analyzer.api import Forensics
-from analyzer.engine.store import Store
 from analyzer.errors import ForensicsError
 from analyzer.guards.guard import Call, Decision, Guard
-from analyzer.guards.policy import Policy
-from analyzer.guards.replay import Replay
+
+if TYPE_CHECKING:
+    from analyzer.engine.store import Store
+    from analyzer.guards.policy import Policy
 
 # The events whose answer can carry words for Claude without blocking anything.
 _CONTEXT_EVENTS = ("UserPromptSubmit", "SessionStart")
@@ -163,6 +163,8 @@ def transcript_tail(transcript: Path, limit: int) -> Iterator[tuple[Path, int, i
 def replay_events(store: Store, policy: Policy) -> list[dict[str, Any]]:
     """The calls of ``store`` as the replay feeds them to ``policy``'s live guard: its
     columns, and the stream, session and turn of each (``Replay.events``)."""
+    from analyzer.guards.replay import Replay
+
     with Replay(store, None, [policy], live=True) as replay:
         return replay.events()
 
@@ -189,6 +191,8 @@ def judge(transcript: Path, guard: Guard, tail: int = int(TAIL_MIB * MIB)) -> Ve
     with transcript_tail(transcript, tail) as (path, cut, size):
         events: list[dict[str, Any]] = []
         if cut < size:  # (a tail without a whole line holds no call)
+            from analyzer.api.forensics import Forensics
+
             with Forensics.open(":memory:") as lf:
                 lf.ingest([path])
                 events = replay_events(lf.store, guard.policy)

@@ -1,0 +1,242 @@
+"""What the Claude Code hook keeps between its calls, so that a call reads only the new lines.
+
+Claude Code runs the hook after every tool call, each time in a new process. Reading the whole
+transcript every time cost 1-2 s on a 2.7 MB session; so the hook keeps, per transcript and
+policy, a state file in the data folder (``llm-forensics/hooks/`` under the folder the default
+store is in):
+
+* the transcript read so far (``analyzer.guards.live_claude.LiveTranscript``: where it stopped
+  reading, and what later lines can still change);
+* the policy's guard fed every call but the newest ``UNSETTLED`` (a call's fields can change
+  when its tool results come in, a line or two later), and which of those calls is the newest;
+* the file's identity (device, inode) and the policy's (its file's path, size and time).
+
+A call of the hook then reads the lines written since, feeds the guard the calls that have
+settled, and judges a copy of it fed the rest: the same decision as feeding every call of the
+transcript to a new guard (``tests/test_hook_state.py`` holds it to that, call by call, on every
+preset). A transcript that was rewritten or shortened (its bytes before where the read stopped
+changed, or another file under its name), a change to an earlier call than the guard has fed,
+a policy file edited, a state of another version or one that cannot be read: each starts that
+transcript's state again from its first line, never a wrong answer.
+
+Two hooks at once on one transcript (Claude Code runs the hooks of an event in parallel) take
+turns: the state is read and written under an exclusive lock of its own (``fcntl.flock``; on a
+system without it, Windows, each call reads the state as the last one wrote it, by an atomic
+rename, and two at once may each do the same work). The state is written to a temporary file
+and renamed over the old one, so a hook killed mid-write leaves the old state whole.
+
+The state files are this program's own (Python pickles in the user's data folder, written by
+the hook and read back by it only); the transcript's content is data, never executed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import pickle
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from analyzer import __version__
+from analyzer.engine.default_store import FOLDER, data_home
+from analyzer.guards.guard import Call, Decision, Guard
+from analyzer.guards.live_claude import LiveTranscript
+from analyzer.guards.policy import Policy
+
+# What a state file holds changes with the program: a state of another version is started again.
+STATE_VERSION = f"{__version__}/1"
+# The newest calls judged afresh at every call (not fed to the kept guard): a call's fields
+# change when its tool results come in, and a result comes a line or two after its call.
+UNSETTLED = 16
+_PRESETS = Path(__file__).resolve().parent.parent / "guards" / "presets.toml"
+
+
+def state_folder(env: dict[str, str] | None = None) -> Path:
+    """Where the hook's states live: ``hooks`` beside the default store's folder."""
+    return data_home(dict(os.environ) if env is None else env, Path.home()) / FOLDER / "hooks"
+
+
+def policy_key(name: str, policies: str | None) -> tuple[Any, ...]:
+    """The policy's identity: its name and its file's path, size and modification time (the
+    presets' file for a preset), so that an edited policy file starts the state again."""
+    source = Path(policies).resolve() if policies is not None else _PRESETS
+    try:
+        st = source.stat()
+    except OSError:
+        return (name, str(source), None)
+    return (name, str(source), st.st_size, st.st_mtime_ns)
+
+
+@dataclass
+class Newest:
+    """The newest call fed to the kept guard (the latest in time; of calls without a time, the
+    last in the replay's order), as the hook picks the call it answers about."""
+
+    ts: datetime
+    index: int
+    call: Call
+
+    def key(self) -> tuple[datetime, int]:
+        return (self.ts, self.index)
+
+
+@dataclass
+class HookState:
+    """A transcript read so far and the policy's guard fed its settled calls."""
+
+    version: str
+    transcript: str
+    identity: tuple[int, int]  # (st_dev, st_ino)
+    policy: tuple[Any, ...]
+    live: LiveTranscript
+    guard: Guard
+    fed: int = 0  # the calls the guard has been fed
+    newest: Newest | None = None
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The guard over the transcript so far: the stop in force over its newest call, the nudge
+    at it, how many calls it has, and the guard that judged (fed every call, finished)."""
+
+    stop: Decision | None
+    nudge: Decision | None
+    calls: int
+    guard: Guard
+    newest: Call | None
+
+
+def state_file(folder: Path, transcript: Path, key: tuple[Any, ...]) -> Path:
+    """The state file of ``transcript`` under the policy ``key``."""
+    digest = hashlib.sha256(repr((str(transcript), key[:2])).encode()).hexdigest()[:32]
+    return folder / f"{digest}.state"
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the exclusive lock of the state ``path`` (a ``.lock`` file beside it)."""
+    try:
+        import fcntl
+    except ImportError:  # (Windows: no lock; the state is still written by an atomic rename)
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # (closing releases the lock)
+
+
+def load_state(path: Path) -> HookState | None:
+    """The state written at ``path`` (None: none, or one that cannot be read)."""
+    try:
+        with open(path, "rb") as fh:
+            state = pickle.load(fh)
+    except FileNotFoundError:
+        return None
+    except Exception:  # a state cut short, or of another program's making: start again
+        return None
+    return state if isinstance(state, HookState) and state.version == STATE_VERSION else None
+
+
+def save_state(path: Path, state: HookState) -> None:
+    """Write ``state`` at ``path``: a temporary file beside it, renamed over the old one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(state, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _fresh(transcript: Path, st: os.stat_result, key: tuple[Any, ...], policy: Policy) -> HookState:
+    return HookState(
+        STATE_VERSION,
+        str(transcript),
+        (st.st_dev, st.st_ino),
+        key,
+        LiveTranscript.start(transcript),
+        Guard(policy),
+    )
+
+
+def _newer(best: Newest | None, calls: list[Call], first: int) -> Newest | None:
+    """The newest of ``best`` and ``calls`` (the calls from index ``first`` on)."""
+    for i, call in enumerate(calls, start=first):
+        candidate = Newest(call.ts or datetime.min, i, call)
+        if best is None or candidate.key() >= best.key():
+            best = candidate
+    return best
+
+
+def _clone(guard: Guard) -> Guard:
+    copy = pickle.loads(pickle.dumps(guard, protocol=pickle.HIGHEST_PROTOCOL))
+    assert isinstance(copy, Guard)
+    return copy
+
+
+def advance(state: HookState, fh: Any, size: int) -> Judged:
+    """Read the transcript's new lines (``fh``, ``size`` bytes now) into ``state``, feed its
+    guard the calls that settled, and judge: what stands over the newest call."""
+    changed = state.live.read_on(fh, size)
+    if changed is None:  # not the file read before: read it again from its start
+        state.live = LiveTranscript.start(Path(state.transcript))
+        changed = state.live.read_on(fh, size)
+        assert changed is not None
+    if changed < state.fed:  # an earlier call than the guard has fed changed: feed it again
+        state.guard, state.fed, state.newest = Guard(state.guard.policy), 0, None
+    pending = state.live.calls(state.fed)
+    settled = max(0, len(state.live) - UNSETTLED - state.fed)
+    if settled:
+        state.guard.feed_all(pending[:settled])
+        state.newest = _newer(state.newest, pending[:settled], state.fed)
+        state.fed += settled
+    guard = _clone(state.guard)
+    rest = pending[settled:]
+    guard.feed_all(rest)
+    guard.finish()
+    newest = _newer(state.newest, rest, state.fed)
+    if newest is None:
+        return Judged(None, None, 0, guard, None)
+    call = newest.call
+    key = call.stream_key if call.stream_key is not None else (call.session_id or "")
+    nudges = [d for d in guard.trips if d.action == "nudge" and d.call_id == call.call_id]
+    return Judged(guard.standing(key), nudges[-1] if nudges else None, len(state.live), guard, call)
+
+
+def judge_kept(
+    transcript: Path, name: str, policies: str | None, folder: Path | None = None
+) -> Judged:
+    """Judge ``transcript`` so far under the policy ``name`` (of ``policies``, or a preset),
+    reading only what was written since the last call (the state in ``folder``)."""
+    path = transcript.resolve()
+    key = policy_key(name, policies)
+    where = state_file(folder or state_folder(), path, key)
+    with locked(where):
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            state = load_state(where)
+            if (
+                state is None
+                or state.transcript != str(path)
+                or state.identity != (st.st_dev, st.st_ino)
+                or state.policy != key
+            ):
+                policy = state.guard.policy if state is not None and state.policy == key else None
+                if policy is None:
+                    policy = Guard.load(name, policies).policy
+                state = _fresh(path, st, key, policy)
+            judged = advance(state, fh, st.st_size)
+        save_state(where, state)
+    return judged
