@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import pickle
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -112,9 +112,19 @@ class Judged:
 
 
 def state_file(folder: Path, transcript: Path, key: tuple[Any, ...]) -> Path:
-    """The state file of ``transcript`` under the policy ``key``."""
-    digest = hashlib.sha256(repr((str(transcript), key[:2])).encode()).hexdigest()[:32]
-    return folder / f"{digest}.state"
+    """The state file of ``transcript`` under the policy ``key``: named by a digest of the
+    transcript's path, then one of the policy's name and file, so that the states of one
+    transcript are found together (``said_files``)."""
+    return folder / f"{_digest(str(transcript))}-{_digest(repr(key[:2]))}.state"
+
+
+def said_files(folder: Path, transcript: Path) -> list[Path]:
+    """What the hooks on ``transcript`` last said, one file per policy (``Said``)."""
+    return sorted(folder.glob(f"{_digest(str(transcript))}-*.said"))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 @contextlib.contextmanager
@@ -149,15 +159,7 @@ def load_state(path: Path) -> HookState | None:
 def save_state(path: Path, state: HookState) -> None:
     """Write ``state`` at ``path``: a temporary file beside it, renamed over the old one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(state, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    _write_atomically(path, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _fresh(transcript: Path, st: os.stat_result, key: tuple[Any, ...], policy: Policy) -> HookState:
@@ -239,4 +241,34 @@ def judge_kept(
                 state = _fresh(path, st, key, policy)
             judged = advance(state, fh, st.st_size)
         save_state(where, state)
+        write_said(where.with_suffix(".said"), state.guard.policy, judged)
     return judged
+
+
+def write_said(path: Path, policy: Policy, judged: Judged) -> None:
+    """What the hook said at its last call, for the status line: the policy (its name, type,
+    scope and stop) and the stop in force or the nudge, with its reason."""
+    decision = judged.stop or judged.nudge
+    said = {
+        "policy": policy.name,
+        "type": policy.type,
+        "scope": policy.scope,
+        "stop": float(policy.stop),
+        "action": decision.action if decision is not None else None,
+        "reason": decision.reason if decision is not None else None,
+        "calls": judged.calls,
+    }
+    _write_atomically(path, json.dumps(said).encode())
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # (tempfile's import costs more)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
