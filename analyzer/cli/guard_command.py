@@ -255,9 +255,11 @@ def _policy(name: str, policies: Path | None) -> Policy:
 
 def _history(policy: Policy) -> None:
     """What ``policy`` would have done on the user's history (the default store, refreshed),
-    in the words of ``backtest --recommend``; no history: said in one line."""
+    in the words of ``backtest --recommend``; no history, or a store that cannot be read: said
+    in one line (the hook is installed all the same)."""
     from analyzer.api import home
     from analyzer.cli.reading import opened
+    from analyzer.errors import ForensicsError
     from analyzer.guards.backtest import backtest
     from analyzer.guards.recommend import outcome
 
@@ -266,6 +268,9 @@ def _history(policy: Policy) -> None:
             [result] = backtest(store, [policy], stops=False)
     except home.NoAgentLogs:
         click.echo("no history to backtest the policy on yet (no agent logs found)")
+        return
+    except ForensicsError as exc:  # (said, and the hook installed all the same)
+        click.echo(f"not backtested on your history: {exc}")
         return
     click.echo(f"on your history, {policy.name} {outcome(result)}")
 
