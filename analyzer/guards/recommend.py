@@ -81,14 +81,7 @@ class Recommendation:
         ``width``, then the TOML table to copy (its lines are not wrapped: they are to paste)."""
         r = self.result
         lines = [f"Recommended: {self.policy.name} at stop = {self.policy.stop:g}"]
-        lines += wrap(
-            f"prevents {money(r.waste_prevented_usd)} of {money(r.waste_total_usd)} of its "
-            f"targets' waste ({r.incidents_stopped} of {r.incidents_total} incidents); "
-            f"{r.false_trips} false trip(s) killing {money(r.usd_false_trips)}; harm "
-            f"{money(r.harm_usd)}; net {money(r.net_usd)}",
-            width,
-            "  ",
-        )
+        lines += wrap(outcome(r), width, "  ")
         lines += wrap(
             f"budget: {self.budget.describe()}; best of {self.within:,} within it "
             f"({self.variants:,} weighed)",
@@ -109,6 +102,17 @@ class Recommendation:
         lines += ["", "# Run it in your own agent (Python), after each model call:"]
         lines += python_lines(self.policy)
         return "\n".join(lines) + "\n"
+
+
+def outcome(r: Result) -> str:
+    """What a policy did over the history, in the words of ``backtest --recommend``: the waste
+    it prevents of its targets', the incidents it stops, its false trips, harm and net."""
+    return (
+        f"prevents {money(r.waste_prevented_usd)} of {money(r.waste_total_usd)} of its "
+        f"targets' waste ({r.incidents_stopped} of {r.incidents_total} incidents); "
+        f"{r.false_trips} false trip(s) killing {money(r.usd_false_trips)}; harm "
+        f"{money(r.harm_usd)}; net {money(r.net_usd)}"
+    )
 
 
 CENT = Decimal("0.01")
