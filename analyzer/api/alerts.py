@@ -176,20 +176,35 @@ def period_key(
     stream_key: str | None = None,
     turn_id: str | None = None,
     ts: datetime | None = None,
-) -> str:
+    tz: str = "UTC",
+    window_start: datetime | None = None,
+) -> str | None:
     """The name of the period a cap of ``scope`` counts in, for a call: its session, turn or
-    stream; its day or month (UTC) for the calendar scopes. The hook and the watch name a
-    period alike, so that the record knows it is the same.
+    stream; for the calendar scopes its day or month (``ts`` in ``tz``, which must be the zone
+    the policy counts its days in), or the start of its window (``window_start``: the caller
+    knows where the cap's window began). None when it cannot be named (a window of no start,
+    a day of no time). The hook and the watch name a period alike, so that the record knows
+    it is the same.
 
     >>> period_key("session", "s1", "f.jsonl"), period_key("turn", "s1", None, "t2")
     ('session:s1', 'turn:s1/t2')
     >>> period_key("month", ts=datetime(2026, 1, 5, 23, tzinfo=UTC))
     'month:2026-01'
+    >>> period_key("day", ts=datetime(2026, 1, 5, 23), tz="Europe/Berlin")
+    'day:2026-01-06'
+    >>> period_key("window", ts=datetime(2026, 1, 5, 23)) is None
+    True
     """
     unit = session_id or stream_key or ""
-    if scope in ("day", "month") and ts is not None:
-        at = ts.astimezone(UTC) if ts.tzinfo else ts
+    if scope in ("day", "month"):
+        if ts is None:
+            return None
+        from zoneinfo import ZoneInfo
+
+        at = (ts if ts.tzinfo else ts.replace(tzinfo=UTC)).astimezone(ZoneInfo(tz))
         return f"{scope}:{at:%Y-%m-%d}" if scope == "day" else f"{scope}:{at:%Y-%m}"
+    if scope == "window":
+        return None if window_start is None else f"window:{window_start.isoformat()}"
     if scope == "turn":
         return f"turn:{unit}/{turn_id or ''}"
     if scope == "stream":

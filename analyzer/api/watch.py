@@ -265,6 +265,8 @@ class LiveGuards:
             period = alerts.period_key(
                 p.scope, call.session_id, call.stream_key, call.turn_id, call.ts
             )
+            if period is None:  # (a window's start is the guard's to know: not said)
+                continue
             before = self._values.get((p.name, call.stream_key, period))
             self._values[(p.name, call.stream_key, period)] = d.value
             reached = alerts.crossed(
