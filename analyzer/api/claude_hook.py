@@ -42,6 +42,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from analyzer.api.alerts import AlertSettings
 from analyzer.errors import ForensicsError
 from analyzer.guards.guard import Call, Decision, Guard
 
@@ -216,7 +217,11 @@ def answer_json(verdict: Verdict, event: str) -> dict[str, Any] | None:
 
 
 def claude_hook(
-    text: str, policy: str, policies: str | None = None, tail_mib: float = TAIL_MIB
+    text: str,
+    policy: str,
+    policies: str | None = None,
+    tail_mib: float = TAIL_MIB,
+    alerts: AlertSettings | None = None,
 ) -> HookAnswer:
     """The whole hook: the payload ``text`` in, the answer out; never an exception."""
     try:
@@ -232,7 +237,11 @@ def claude_hook(
 
 
 def run_hook(
-    stdin: IO[bytes] | None, policy: str, policies: str | None = None, tail_mib: float = TAIL_MIB
+    stdin: IO[bytes] | None,
+    policy: str,
+    policies: str | None = None,
+    tail_mib: float = TAIL_MIB,
+    alerts: AlertSettings | None = None,
 ) -> HookAnswer:
     """The hook as a command runs it: its input read from ``stdin`` (at most
     ``INPUT_LIMIT``; None: there is none), then ``claude_hook``; never an exception."""
@@ -245,4 +254,4 @@ def run_hook(
     except Exception as exc:  # (stdin unreadable: go on)
         line = f"llm-forensics guard: cannot read the hook's input: {exc} (going on)"
         return HookAnswer(stderr=line)
-    return claude_hook(text, policy, policies, tail_mib)
+    return claude_hook(text, policy, policies, tail_mib, alerts=alerts)

@@ -8,7 +8,10 @@ feeds the policies' guards. What is new is said once:
 * an incident, keyed by its detector, stream and first call (``incident_id`` also hashes the
   last call, so a loop that grows would get a new id at every poll): said when first found,
   never again as new while it grows;
-* a policy's trip, keyed by (policy, call, action).
+* a policy's trip, keyed by (policy, call, action);
+* a level of a budget policy's cap (``--alert-at``: 50%, 80%, 100%) its value reaches from
+  below, keyed by (policy, level, period: the session, turn, stream, day or month the cap
+  counts in), as ``analyzer.api.alerts.crossed`` says.
 
 What the first poll finds is the history already there: counted, never reported. The store is
 opened for each poll and closed after it, so between polls other commands read (and write) it.
@@ -18,6 +21,10 @@ them only the calls new since the last one, as long as the new calls of every st
 those already fed (calls appended to a growing log). A call that lands earlier in a stream (a
 file read late, a clock out of order) rebuilds them from the whole history, and the trips
 already said are not said again.
+
+Each of them also goes once ever to the alert channels set (``--webhook``, ``--notify``,
+``--exec``: ``analyzer.api.alerts``), through the record of alerts sent that every watch and
+the Claude Code hook share: a restarted watch, or two at once, never sends one twice.
 
 A watched place that disappears is said once and looked for at every poll; its return is said
 too (the watch goes on, whatever is gone). ``--exec``'s program runs beside the polls
@@ -42,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer import pipeline
-from analyzer.api import home
+from analyzer.api import alerts, home
 from analyzer.console import Console, safe_line, use
 from analyzer.detect.detectors import Selection, detect, load_incidents, select
 from analyzer.engine import cache
@@ -50,7 +57,7 @@ from analyzer.engine.store import Store, StoreInUse, open_new_or_existing
 from analyzer.errors import InputError
 from analyzer.guards.guard import Call, Decision, Guard
 from analyzer.guards.policy import Policy
-from analyzer.guards.replay import Replay
+from analyzer.guards.replay import Replay, columns_of
 from analyzer.ingest.base import IngestOptions
 from analyzer.model.formatting import cut, json_text, money, printable
 from analyzer.model.incident import Incident
@@ -134,7 +141,37 @@ class Trip:
         }
 
 
-Alert = NewIncident | Trip
+@dataclass(frozen=True)
+class CapReached:
+    """A level of a budget policy's cap its value reached from below (the call's time)."""
+
+    alert: alerts.Alert
+    ts: datetime | None
+
+    def line(self, tz: str) -> str:
+        return f"{_when(self.ts, tz)}  {self.alert.line}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.alert.fields, "ts": self.ts.isoformat() if self.ts else None}
+
+
+Alert = NewIncident | Trip | CapReached
+
+
+def alert_key(alert: Alert) -> str:
+    """What the record of alerts sent remembers of an alert (the hook keys a trip alike)."""
+    if isinstance(alert, NewIncident):
+        detector, stream, first = incident_key(alert.incident)
+        return f"incident:{detector}:{stream}:{first}"
+    if isinstance(alert, Trip):
+        d = alert.decision
+        return f"trip:{d.policy}:{d.call_id}:{d.action}"
+    return alert.alert.key
+
+
+def as_alert(alert: Alert, tz: str) -> alerts.Alert:
+    """A watch's alert as the channels take it: its key, its line, its JSON."""
+    return alerts.Alert(alert_key(alert), alert.line(tz), alert.to_json())
 
 
 @dataclass
@@ -144,6 +181,7 @@ class Found:
 
     incidents: list[Incident] = field(default_factory=list)
     trips: list[Trip] = field(default_factory=list)
+    caps: list[CapReached] = field(default_factory=list)
 
 
 def _session_dollars(events: list[dict[str, Any]]) -> dict[str, tuple[Decimal, Any, Any]]:
@@ -166,10 +204,16 @@ class LiveGuards:
     then its tool call, a line each; judged on the first part alone, a reply with a tool call
     would look like one without). A call already fed that changed (a fuller version of it read
     since) or a call that landed before one already fed starts the guards again from the
-    whole history."""
+    whole history.
 
-    def __init__(self, policies: list[Policy]) -> None:
+    A budget policy's guard is fed one call at a time, so that its value after each call is
+    known: the levels of its cap (``levels``) each call makes it reach are in ``caps`` after
+    each ``feed``."""
+
+    def __init__(self, policies: list[Policy], levels: tuple[float, ...] = alerts.LEVELS) -> None:
         self.policies = policies
+        self.levels = levels
+        self.caps: list[CapReached] = []  # the levels reached by the calls of the last feed
         self.rebuilt = 0  # times the history had to be fed again
         self.pending = False  # calls not yet complete: the next poll looks at them again
         self._last: dict[Any, dict[str, Any]] = {}  # stream -> its last call at the last poll
@@ -178,6 +222,8 @@ class LiveGuards:
     def _reset(self) -> None:
         self.guards = [Guard(p) for p in self.policies]
         self.fed: dict[Any, list[dict[str, Any]]] = {}  # stream -> the calls fed, in order
+        # (policy, stream, period) -> the cap's value after the last call fed
+        self._values: dict[tuple[str, Any, str], float] = {}
 
     def feed(self, events: list[dict[str, Any]], complete: bool = False) -> list[Decision]:
         """The trips made by the calls of ``events`` (the whole history, in the replay's order)
@@ -200,7 +246,34 @@ class LiveGuards:
         for key, e in new:
             self.fed.setdefault(key, []).append(e)
         calls = [Call.from_event(e) for _, e in new]
-        return [d for g in self.guards for d in g.feed_all(calls)]
+        self.caps = []
+        return [d for g in self.guards for d in self._feed_guard(g, calls)]
+
+    def _feed_guard(self, guard: Guard, calls: list[Call]) -> list[Decision]:
+        """The guard's trips over ``calls``; a budget's levels reached go to ``caps``."""
+        p = guard.policy
+        if p.type != "budget" or not self.levels or "truncated" in columns_of([p]):
+            return guard.feed_all(calls)
+        dollars = p.setting("weight") == "cost_usd"
+        trips = []
+        for call in calls:
+            d = guard.feed(call)  # (no call held for the next one: ``d`` is about ``call``)
+            if d.action != "continue":
+                trips.append(d)
+            if d.value is None:
+                continue
+            period = alerts.period_key(
+                p.scope, call.session_id, call.stream_key, call.turn_id, call.ts
+            )
+            if period is None:  # (a window's start is the guard's to know: not said)
+                continue
+            before = self._values.get((p.name, call.stream_key, period))
+            self._values[(p.name, call.stream_key, period)] = d.value
+            reached = alerts.crossed(
+                p.name, float(p.stop), before, d.value, self.levels, period, dollars=dollars
+            )
+            self.caps += [CapReached(a, call.ts) for a in reached]
+        return trips
 
 
 @dataclass
@@ -216,6 +289,8 @@ class Watcher:
     tell: Callable[[str], None] = on_stderr  # a place gone, or back
     said_incidents: set[IncidentKey] = field(default_factory=set)
     said_trips: set[TripKey] = field(default_factory=set)
+    said_caps: set[str] = field(default_factory=set)
+    levels: tuple[float, ...] = alerts.LEVELS  # the levels of a budget's cap said
     polls: int = 0
     busy: str | None = None  # who held the store at the last poll that could not open it
     _version: str | None = None
@@ -227,7 +302,7 @@ class Watcher:
     _gone: set[str] = field(default_factory=set)  # those said to be gone, not back yet
 
     def __post_init__(self) -> None:
-        self.guards = LiveGuards(self.policies)
+        self.guards = LiveGuards(self.policies, self.levels)
 
     def inputs(self) -> pipeline.Inputs:
         """What to read at this poll: the paths given, or the default places that exist now."""
@@ -258,6 +333,7 @@ class Watcher:
         found = found or Found()
         self.said_incidents |= {incident_key(i) for i in found.incidents}
         self.said_trips |= {_trip_key(t.decision) for t in found.trips}
+        self.said_caps |= {c.alert.key for c in found.caps}
         return found
 
     def poll(self) -> list[Alert]:
@@ -266,16 +342,20 @@ class Watcher:
         found = self._poll(home.READER_WAIT)
         if found is None:
             return []
-        alerts: list[Alert] = []
+        said: list[Alert] = []
         for i in sorted(found.incidents, key=_started_at):
             if incident_key(i) not in self.said_incidents:
                 self.said_incidents.add(incident_key(i))
-                alerts.append(NewIncident(i))
+                said.append(NewIncident(i))
         for t in found.trips:
             if _trip_key(t.decision) not in self.said_trips:
                 self.said_trips.add(_trip_key(t.decision))
-                alerts.append(t)
-        return alerts
+                said.append(t)
+        for c in found.caps:
+            if c.alert.key not in self.said_caps:
+                self.said_caps.add(c.alert.key)
+                said.append(c)
+        return said
 
     def _poll(self, patience: float) -> Found | None:
         """Read what is new, and when the store's data changed since the last poll, what the
@@ -327,7 +407,8 @@ class Watcher:
         elif not self.guards.pending:
             return None
         first, self._version = self._version is None, version
-        return Found(self._incidents, self._trips(complete=first))
+        trips = self._trips(complete=first)
+        return Found(self._incidents, trips, self.guards.caps if self.policies else [])
 
     def _trips(self, complete: bool) -> list[Trip]:
         if not self.policies:

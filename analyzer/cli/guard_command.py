@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from analyzer.api.alerts import LEVELS, AlertSettings, check_webhook, parse_levels
 from analyzer.api.claude_hook import TAIL_MIB, run_hook
 from analyzer.console import safe_line
 
@@ -89,7 +90,34 @@ def guard_group() -> None:
     "of it), so that the hook answers well inside Claude Code's timeout; a longer transcript "
     "is judged as if the session began there.",
 )
-def claude_hook_command(policy: str | None, policies_file: str | None, tail_mib: float) -> None:
+@click.option(
+    "--webhook",
+    metavar="URL",
+    default=None,
+    help="Also POST each alert (a cap's level reached, a stop) once ever to URL as JSON with "
+    'a plain "text" field, as chat webhooks (Slack, Mattermost) take it.',
+)
+@click.option(
+    "--notify",
+    "desktop",
+    is_flag=True,
+    help="Also show each alert once ever as a desktop notification (notify-send, osascript).",
+)
+@click.option(
+    "--alert-at",
+    "alert_at",
+    metavar="PERCENTS",
+    default=None,
+    help="The levels of a budget policy's cap alerted, in percent (default: 50,80,100).",
+)
+def claude_hook_command(
+    policy: str | None,
+    policies_file: str | None,
+    tail_mib: float,
+    webhook: str | None,
+    desktop: bool,
+    alert_at: str | None,
+) -> None:
     """A Claude Code hook: stop Claude when the policy trips.
 
     Reads the hook's JSON on stdin (it names the transcript), replays the session so far
@@ -107,7 +135,17 @@ def claude_hook_command(policy: str | None, policies_file: str | None, tail_mib:
     if not policy:  # (not click's usage error: its exit 2 would block Claude Code's tool)
         click.echo("llm-forensics guard: give --policy NAME (going on)", err=True)
         return
-    said = run_hook(getattr(sys.stdin, "buffer", None), policy, policies_file, tail_mib)
+    try:
+        alerts = AlertSettings(
+            check_webhook(webhook) if webhook else None,
+            desktop,
+            parse_levels(alert_at) if alert_at is not None else LEVELS,
+        )
+    except ValueError as exc:  # (no usage error: its exit 2 would block Claude Code's tool)
+        click.echo(f"llm-forensics guard: {exc} (going on without alerts)", err=True)
+        alerts = None
+    stdin = getattr(sys.stdin, "buffer", None)
+    said = run_hook(stdin, policy, policies_file, tail_mib, alerts=alerts)
     if said.stdout:
         click.echo(said.stdout)
     if said.stderr:

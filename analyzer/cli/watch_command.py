@@ -14,13 +14,22 @@ from typing import NoReturn
 import click
 
 from analyzer.api import home
+from analyzer.api.alerts import (
+    LEVELS,
+    AlertBook,
+    AlertSettings,
+    Notifier,
+    alert_once,
+    check_webhook,
+    parse_levels,
+)
 from analyzer.api.exec_runner import EXEC_TIMEOUT, ExecRunner
 from analyzer.api.watch import (
     Alert,
     Ended,
     Found,
     Watcher,
-    alert_json,
+    as_alert,
     ended_by_signals,
     exec_argv,
     on_stderr,
@@ -73,17 +82,30 @@ def _started(watcher: Watcher, found: Found, interval: float, throwaway: bool) -
     )
 
 
-def _sayer(tz: str, runner: ExecRunner | None) -> Callable[[Alert], None]:
-    """Each alert: its line on stdout (at once), then handed to the --exec program (which runs
-    beside the polls)."""
+def _sayer(tz: str, notifier: Notifier, book: AlertBook) -> Callable[[Alert], None]:
+    """Each alert: its line on stdout (at once), then, if no process sent it before, to the
+    channels set: --notify, --webhook, the --exec program (which runs beside the polls)."""
 
     def say(alert: Alert) -> None:
         click.echo(safe_line(alert.line(tz)))
         sys.stdout.flush()
-        if runner is not None:
-            runner.submit(alert_json(alert))
+        alert_once(book, notifier, as_alert(alert, tz))
 
     return say
+
+
+def _levels(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[float, ...]:
+    try:
+        return parse_levels(value) if value is not None else LEVELS
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _webhook(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    try:
+        return check_webhook(value) if value is not None else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 @click.command("watch")
@@ -135,6 +157,32 @@ def _sayer(tz: str, runner: ExecRunner | None) -> Callable[[Alert], None]:
     help="Time --exec's CMD, and whatever it started, may run; then they are ended.",
 )
 @click.option(
+    "--webhook",
+    metavar="URL",
+    default=None,
+    callback=_webhook,
+    help='Also POST each alert as JSON to URL, with its line as a plain "text" field (what '
+    "Slack's and Mattermost's incoming webhooks show); a failure is said and the watch goes "
+    "on.",
+)
+@click.option(
+    "--notify",
+    "desktop",
+    is_flag=True,
+    help="Also show each alert as a desktop notification (notify-send on Linux, osascript "
+    "on macOS; where there is none, nothing).",
+)
+@click.option(
+    "--alert-at",
+    "levels",
+    metavar="PERCENTS",
+    default="50,80,100",
+    show_default=True,
+    callback=_levels,
+    help="The levels of a budget policy's cap said (percent), each once per period of the "
+    "cap (its session, day...).",
+)
+@click.option(
     "--tz",
     "tz",
     default="UTC",
@@ -152,10 +200,14 @@ def watch_command(
     policy_files: tuple[str, ...],
     command: str | None,
     exec_timeout: float,
+    webhook: str | None,
+    desktop: bool,
+    levels: tuple[float, ...],
     tz: str,
 ) -> None:
     """Follow the agents' logs as they are written; say each new incident and each policy
-    trip in one line, with the dollars so far.
+    trip in one line, with the dollars so far, and each level of a budget policy's cap
+    (--alert-at) reached.
 
     With no path, the places agents keep their logs (~/.claude/projects, ~/.codex/sessions,
     ...), into the default store; with paths, those (into --db if given, else a throwaway
@@ -164,11 +216,16 @@ def watch_command(
     not held between polls: other commands read it meanwhile. Ctrl-C stops the watch (exit
     130; SIGTERM: 143), ending --exec's programs and removing a throwaway store.
 
+    Each alert goes once ever to --notify, --webhook and --exec: the record of alerts sent
+    (alerts.jsonl in the data folder), shared with other watches and the Claude Code hook,
+    keeps a restarted watch from sending it again.
+
     \b
     Examples:
       llm-forensics watch
       llm-forensics watch --policy penguin_stale_context --exec 'python3 notify.py'
       llm-forensics watch ~/agent/logs --interval 5 --policies mine.toml
+      llm-forensics watch --policy session_cost_cap --notify --webhook https://hooks.example/T
     """
     try:
         argv = exec_argv(command) if command is not None else None
@@ -192,10 +249,12 @@ def watch_command(
                 runner = None  # (ended before the throwaway store is removed)
                 if argv:
                     runner = stack.enter_context(ExecRunner(argv, on_stderr, exec_timeout))
-                watcher = Watcher(choice, list(paths), policies, console=console)
+                settings = AlertSettings(webhook, desktop, levels, verbose=cur.verbose)
+                notifier = Notifier(settings, on_stderr, runner)
+                watcher = Watcher(choice, list(paths), policies, console=console, levels=levels)
                 found = watcher.start()
                 note(_started(watcher, found, interval, throwaway))
-                watch(watcher, interval, _sayer(tz, runner))
+                watch(watcher, interval, _sayer(tz, notifier, AlertBook()))
         except (KeyboardInterrupt, Interrupted):
             _stopped(ended)
         except Exception as exc:
