@@ -117,6 +117,26 @@ TRICKY = [
     "(((input_tokens)))",
     "prompt_delta <= -1",
     "2147483647 + http_status",
+    "model < app",
+    "tool_key >= 'read'",
+    "response_kind BETWEEN 'a' AND 'm'",
+    "stalled < tool_call",
+    "ts BETWEEN ts AND ts",
+    "'a' || NULL",
+    "NULL || model",
+    "coalesce(NULL, NULL)",
+    "CASE WHEN NULL THEN 1 ELSE 2 END",
+    "-cost_usd",
+    "input_tokens IN (100, 2.5)",
+    "cost_usd IN (0.5, 1)",
+    "CAST(true AS DOUBLE)",
+    "CAST(stalled AS INTEGER)",
+    "coalesce(NULL / NULL, input_tokens)",
+    "coalesce(NULL + NULL, cost_usd)",
+    "cost_usd > 0.12345678905",
+    "cost_usd = 0.00000000005",
+    "-(input_tokens / output_tokens) IS DISTINCT FROM 0",
+    "input_tokens - - pos",
     "9223372036854775807 + input_tokens",
 ]
 REFUSED = [
@@ -136,6 +156,9 @@ REFUSED = [
     "1e3",
     '"tool_key"',
     "tool_call AND 1",
+    "input_tokens -- pos",
+    "input_tokens /* pos */",
+    "input_tokens == 1",
 ]
 
 strings = st.one_of(
