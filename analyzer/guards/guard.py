@@ -10,8 +10,10 @@ histories, every preset on the sample data and the real corpora).
 What it keeps is what the replay derives from the order of the calls, per stream: positions,
 the session and turn units (``sql/guards/events.sql``), the prompt's growth, the tool calls
 before a call in its turn, and each primitive's value (its tracker, in its module of
-``analyzer.guards.primitives``). A policy's expressions are SQL over one call, evaluated by
-DuckDB as the replay evaluates them (an in-memory connection: no store). One column looks
+``analyzer.guards.primitives``). A policy's expressions are SQL over one call, evaluated in
+Python where they compile (``analyzer.guards.expr``: DuckDB's answers, tested so), else by
+DuckDB as the replay evaluates them (an in-memory connection, made only then: a guard starts
+without DuckDB or pyarrow, and pickles). One column looks
 ahead: ``truncated``, which a bill knows of a call cut at its length only from the next call's
 prompt. A guard whose policy reads it holds such a call until the next call of its stream (or
 ``finish``), as the replay judges it, and its decision comes then, naming the call it is about.
@@ -22,36 +24,75 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from decimal import Decimal
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
-import pyarrow as pa
-
-from analyzer.engine.engine import Engine
-from analyzer.engine.store import OFFLINE
 from analyzer.errors import ForensicsError
 from analyzer.guards.blindness import named_columns
+from analyzer.guards.columns import KEPT_RATIO, TRUNCATION_GAP_S, columns_of
+from analyzer.guards.expr import Unsure, compile_expr
 from analyzer.guards.policy import Policy, all_policies, load_policies
 from analyzer.guards.primitives import EVENT_COLUMNS
 from analyzer.guards.primitives.live import Seen, Step, Tracker, micros
-from analyzer.guards.replay import KEPT_RATIO, TRUNCATION_GAP_S, columns_of
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from analyzer.engine.engine import Engine
 
 _TEN = Decimal("1e-10")
 _REMEMBERED = 4096  # distinct evaluations a guard keeps
-_ARROW = {
-    "VARCHAR": pa.string(),
-    "BIGINT": pa.int64(),
-    "INTEGER": pa.int32(),
-    "TIMESTAMP": pa.timestamp("us"),
-    "DECIMAL(18,10)": pa.decimal128(18, 10),
-    "BOOLEAN": pa.bool_(),
+# The Python type each column's value is held as, for its expressions to be evaluated in
+# Python (a value of another, such as a float token count, goes to DuckDB, which casts it).
+_HELD: dict[str, type] = {
+    "VARCHAR": str,
+    "BIGINT": int,
+    "INTEGER": int,
+    "TIMESTAMP": datetime,
+    "DECIMAL(18,10)": Decimal,
+    "BOOLEAN": bool,
 }
-SCHEMA = pa.schema([(name, _ARROW[kind]) for name, kind in EVENT_COLUMNS.items()])
+
+
+@cache
+def arrow_schema() -> pa.Schema:
+    """The replay's columns as an Arrow schema (a guard fed many calls at once whose policy
+    DuckDB evaluates registers them as one table of it)."""
+    import pyarrow as pa
+
+    arrow = {
+        "VARCHAR": pa.string(),
+        "BIGINT": pa.int64(),
+        "INTEGER": pa.int32(),
+        "TIMESTAMP": pa.timestamp("us"),
+        "DECIMAL(18,10)": pa.decimal128(18, 10),
+        "BOOLEAN": pa.bool_(),
+    }
+    return pa.schema([(name, arrow[kind]) for name, kind in EVENT_COLUMNS.items()])
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SCHEMA":  # (the schema as it was, a constant: made when asked for)
+        return arrow_schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def guard_expressions(p: Policy) -> tuple[str, str, str, str, str]:
+    """What a guard evaluates over each call, as SQL: whether it sees it (watch), whether it
+    counts, whether it resets (never NULL), its weight (a DOUBLE, 0 where NULL) and its key."""
+    count, reset, weight, key = (p.setting(s) for s in ("count", "reset", "weight", "key"))
+    return (
+        f"coalesce(({p.watch}), false)" if p.watch else "true",
+        f"coalesce(({count}), false)" if count else "true",
+        f"coalesce(({reset}), false)" if reset else "false",
+        f"coalesce(CAST(({weight}) AS DOUBLE), 0)" if weight else "1",
+        f"({key})" if key else "NULL",
+    )
 
 
 @dataclass(frozen=True)
@@ -299,21 +340,9 @@ class Guard:
         self.calls = 0
         self._streams: dict[str, _Stream] = {}
         self._looks_ahead = "truncated" in columns_of([policy])
-        self._engine = Engine(duckdb.connect(config=OFFLINE))
-        p = policy
-        self._select = ", ".join(
-            (
-                f"coalesce(({p.watch}), false)" if p.watch else "true",
-                f"coalesce(({p.setting('count')}), false)" if p.setting("count") else "true",
-                f"coalesce(({p.setting('reset')}), false)" if p.setting("reset") else "false",
-                f"coalesce(CAST(({p.setting('weight')}) AS DOUBLE), 0)"
-                if p.setting("weight")
-                else "1",
-                f"({p.setting('key')})" if p.setting("key") else "NULL",
-            )
-        )
-
+        self._select = ", ".join(guard_expressions(policy))
         self._named = sorted(named_columns(self._select))
+        self._held = [(c, _HELD[EVENT_COLUMNS[c]]) for c in self._named]
         # What the expressions said of the values they read (SQL over one call is a function
         # of the columns it names): a call like one seen before is not evaluated again.
         self._said: dict[tuple[Any, ...], tuple[Any, ...]] = {}
@@ -321,6 +350,24 @@ class Guard:
             f"CAST(${i + 1} AS {EVENT_COLUMNS[c]}) AS {c}" for i, c in enumerate(self._named)
         )
         self._one_row = f"SELECT {self._select} FROM (SELECT {cols or '1 AS lf_row'}) lf_events"
+        self._start()
+
+    def _start(self) -> None:
+        """What a guard makes of its policy and does not pickle: its expressions compiled in
+        Python (None where one does not compile: DuckDB evaluates them all), and DuckDB's
+        connection, made when first needed."""
+        compiled = [compile_expr(e) for e in guard_expressions(self.policy)]
+        self._compiled: list[Callable[[Mapping[str, Any]], Any]] | None = (
+            None if any(f is None for f in compiled) else [f for f in compiled if f is not None]
+        )
+        self._engine: Engine | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in ("_compiled", "_engine")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._start()
 
     @classmethod
     def load(cls, name: str, policies: str | Path | None = None) -> Guard:
@@ -426,26 +473,56 @@ class Guard:
 
     # -- judging ------------------------------------------------------------------------
     def _evaluate(self, rows: list[_Row]) -> list[tuple[Any, ...]]:
-        """The policy's expressions over each row (watch, count, reset, weight, key), in one
-        query, as the replay evaluates them."""
+        """The policy's expressions over each row (watch, count, reset, weight, key), as the
+        replay evaluates them: in Python where they compile (``analyzer.guards.expr``, DuckDB's
+        answers), else by DuckDB, in one query."""
+        if self._compiled is None:
+            return self._sql(rows)
+        out: list[tuple[Any, ...]] = []
+        for r in rows:
+            e = r.event
+            if all(e[c] is None or type(e[c]) is kind for c, kind in self._held):
+                with contextlib.suppress(Unsure):
+                    out.append(tuple(f(e) for f in self._compiled))
+                    continue
+            out.extend(self._sql([r]))  # a value Python does not mirror DuckDB on
+        return out
+
+    def _db(self) -> Engine:
+        """DuckDB, for a policy whose expressions do not all compile in Python (imported then
+        only: a live guard starts without it)."""
+        if self._engine is None:
+            import duckdb
+
+            from analyzer.engine.engine import Engine
+            from analyzer.engine.store import OFFLINE
+
+            self._engine = Engine(duckdb.connect(config=OFFLINE))
+        return self._engine
+
+    def _sql(self, rows: list[_Row]) -> list[tuple[Any, ...]]:
+        """The policy's expressions over each row, by DuckDB, in one query."""
         if not rows:
             return []
         if len(rows) == 1:  # one call: its named columns as parameters (no table to build)
             values = tuple(rows[0].event[c] for c in self._named)
             found = self._said.get(values)
             if found is None:
-                found = tuple(self._engine.one(self._one_row, list(values)) or ())
+                found = tuple(self._db().one(self._one_row, list(values)) or ())
                 if len(self._said) >= _REMEMBERED:
                     self._said.clear()
                 self._said[values] = found
             return [found]
-        table = pa.Table.from_pylist([r.event for r in rows], schema=SCHEMA)
+        import pyarrow as pa
+
+        table = pa.Table.from_pylist([r.event for r in rows], schema=arrow_schema())
         table = table.append_column("lf_row", pa.array(range(len(rows)), pa.int64()))
-        self._engine.register("lf_events", table)  # (replacing the last: one per guard)
+        engine = self._db()
+        engine.register("lf_events", table)  # (replacing the last: one per guard)
         try:
-            return self._engine.rows(f"SELECT {self._select} FROM lf_events ORDER BY lf_row")
+            return engine.rows(f"SELECT {self._select} FROM lf_events ORDER BY lf_row")
         finally:
-            self._engine.unregister("lf_events")
+            engine.unregister("lf_events")
 
     def _judge(self, rows: list[_Row]) -> list[Decision]:
         return [self._one(r, v) for r, v in zip(rows, self._evaluate(rows), strict=True)]

@@ -24,14 +24,14 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
-
-from analyzer.engine.engine import Engine
-from analyzer.engine.store import OFFLINE
 from analyzer.errors import ForensicsError
+from analyzer.guards.expr import compile_expr
 from analyzer.guards.primitives import EVENT_COLUMNS, PRIMITIVES, Primitive
+
+if TYPE_CHECKING:
+    from analyzer.engine.engine import Engine
 
 SCOPES = ("stream", "session", "turn")
 PRESETS = Path(__file__).resolve().parent / "presets.toml"
@@ -244,6 +244,11 @@ def parse_policy(name: str, raw: dict[str, Any], source: str) -> Policy:
 @cache
 def _binder() -> Engine:
     """A connection holding an empty replay table, to bind policy expressions against."""
+    import duckdb  # (here: a policy whose expressions compile in Python needs no DuckDB)
+
+    from analyzer.engine.engine import Engine
+    from analyzer.engine.store import OFFLINE
+
     engine = Engine(duckdb.connect(config=OFFLINE))
     cols = ", ".join(f"{c} {t}" for c, t in EVENT_COLUMNS.items())
     engine.run(f"CREATE TABLE lf_events ({cols})")
@@ -252,12 +257,15 @@ def _binder() -> Engine:
 
 def check_expressions(p: Policy, where: str) -> None:
     """Bind each of the policy's SQL expressions over an empty replay row: a column that does
-    not exist is named with the columns that do."""
-    engine = _binder()
+    not exist is named with the columns that do. An expression that compiles in Python
+    (``analyzer.guards.expr``) binds: DuckDB is asked only of the others."""
     for setting in ("watch", *p.primitive.expressions):
         expr = p.watch if setting == "watch" else p.setting(setting)
-        if not expr:
+        if not expr or compile_expr(f"({expr})") is not None:
             continue
+        import duckdb
+
+        engine = _binder()
         try:
             engine.run(f"SELECT ({expr}) FROM lf_events LIMIT 0")
         except duckdb.BinderException as exc:

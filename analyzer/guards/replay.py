@@ -21,23 +21,22 @@ from typing import Any
 from analyzer.detect.ground_truth import prepare_truth
 from analyzer.detect.link import is_bill
 from analyzer.engine.store import Store
-from analyzer.guards.blindness import blind_sql, lives_in_turns, named_columns, per_session_note
+from analyzer.guards.blindness import blind_sql, lives_in_turns, per_session_note
+from analyzer.guards.columns import ALWAYS, KEPT_RATIO, TRUNCATION_GAP_S, columns_of
 from analyzer.guards.policy import Policy
 from analyzer.guards.primitives import EVENT_COLUMNS, UNIT, unit_sql
 from analyzer.guards.scoring import Result, score
 
-# As in the truncated_tool_call_streak detector (one rule: lf_output_discarded in classify.sql).
-TRUNCATION_GAP_S = 300
-KEPT_RATIO = 0.5
 _ORDER = ("turn", "session", "stream")  # finest first
 
 
 # The calls' own columns the replay carries (``EVENT_COLUMNS`` less those it derives), and
-# those it always needs: what the scoring reads and what the order's columns are made of. A
-# stream is its number (``u_stream``, in the order of the keys); its key is in ``lf_streams``,
-# and in the replay only for a policy that names it. So are sessions and turns: their ids are
-# numbered (``lf_names``, one list for both, so equal ids are equal numbers), the replay
-# carries the session's number (``sid``), and the ids only for a policy that names them.
+# those it always needs (``ALWAYS``: what the scoring reads, what the order's columns are made
+# of). A stream is its number (``u_stream``, in the order of the keys); its key is in
+# ``lf_streams``, and in the replay only for a policy that names it. So are sessions and
+# turns: their ids are numbered (``lf_names``, one list for both, so equal ids are equal
+# numbers), the replay carries the session's number (``sid``), and the ids only for a policy
+# that names them.
 _STORED = (
     "call_id",
     "stream_key",
@@ -75,42 +74,17 @@ _ANSWERED = ("refused", "error_key", "result_key")
 # The call as a step of the no_progress detector, and whether it is stale (steps.sql, in the
 # replay's order): carried only for a policy that reads them.
 _STEPS = ("step_key", "step_errors", "step_failed", "stale")
-_ALWAYS = {
-    "call_id",
-    "ts",
-    "cost_usd",
-    "parent_session_id",
-    "input_tokens",
-    "response_kind",
-    "tool_key",
-}
 # What a live guard is fed beside its policy's columns (``Replay.events``): the ids the order
 # derives a call's stream, session and turn from (events.sql), so that a live guard fed the
 # events sees the units the replay sees (without them every call is of one stream and one
 # turn, and a stop once in force never ends).
 LIVE = frozenset({"stream_key", "session_id", "turn_id"})
-# A derived column's inputs (the others are made of ``_ALWAYS`` or of the order alone).
+# A derived column's inputs (the others are made of ``ALWAYS`` or of the order alone).
 _DERIVED = {
     "truncated": {"finish_reason", "content_chars", "tool_call_count", "output_tokens"},
     # a live guard fed the events derives ``stale`` again from what makes it (guard.py)
     "stale": {"step_key", "step_errors", "step_failed"},
 }
-
-
-def columns_of(policies: list[Policy] | None) -> frozenset[str]:
-    """The columns of ``EVENT_COLUMNS`` the replay must carry for ``policies`` (every one when
-    None): those their expressions name (outside quoted strings), those that say where they
-    are blind (``analyzer.guards.blindness``), and those the scoring and the order need. A name
-    found where it is no column (in a function name, say) only widens it."""
-    if policies is None:
-        return frozenset(EVENT_COLUMNS)
-    text = " ".join(
-        str(expr)
-        for p in policies
-        for expr in (p.watch, *(p.setting(s) for s in p.primitive.expressions), blind_sql(p))
-        if expr
-    )
-    return frozenset(named_columns(text) | _ALWAYS)
 
 
 # What lf_truncated (truncated.sql) judges a call by, before the gap and the ratio.
@@ -147,7 +121,7 @@ _KEYED = "CROSS JOIN lf_keys ORDER BY u_stream, pos"
 def _kept(columns: frozenset[str]) -> list[str]:
     """The calls' own columns the replay carries for ``columns``: those named, those the
     derived ones are made of, and those it always needs, in ``_STORED``'s order."""
-    needed = set(columns) | _ALWAYS
+    needed = set(columns) | ALWAYS
     for made, inputs in _DERIVED.items():
         if made in columns:
             needed |= inputs

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from analyzer.engine.engine import fill, statements, unit_text
 from analyzer.errors import ForensicsError
 from analyzer.guards.primitives.live import Tracker
 
@@ -81,6 +80,8 @@ def unit_sql(path: str, /, **names: str) -> str:
     """The one statement of the unit ``sql/<path>`` as text, its slots filled with ``names``
     (SQL the code chose: columns, a policy's expressions, a validated number), to be put
     into another unit's slot (``trace.sql`` takes a primitive's trace)."""
+    from analyzer.engine.engine import fill, statements, unit_text  # (the replay's; not live)
+
     (statement,) = statements(fill(unit_text(path), names))
     return statement
 
