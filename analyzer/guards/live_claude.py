@@ -34,9 +34,12 @@ which is slower and never wrong.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import marshal
 import math
+from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
@@ -115,18 +118,22 @@ def _nothing() -> None:
 
 
 class _Ids:
-    """A growing set of ids, pickled as one string (read and written at once, whatever its
-    size); those added since it was unpickled are a set beside it."""
+    """A growing set of ids, each kept as a 64-bit digest, pickled as one string (read and
+    written at once, whatever its size); those added since it was unpickled are a set beside
+    it."""
 
     def __init__(self) -> None:
         self.text = "\n"
         self.fresh: set[str] = set()
 
     def add(self, key: str) -> None:
-        self.fresh.add(key)
+        self.fresh.add(_short(key))
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and (key in self.fresh or f"\n{key}\n" in self.text)
+        if not isinstance(key, str):
+            return False
+        short = _short(key)
+        return short in self.fresh or f"\n{short}\n" in self.text
 
     def __getstate__(self) -> dict[str, str]:
         return {"text": self.text + "".join(f"{k}\n" for k in sorted(self.fresh))}
@@ -199,16 +206,16 @@ class LiveTranscript:
         self.head = b""  # the digest of the file's first bytes read
         self.tail = b""  # the digest of the last bytes before ``offset``
         self.reader = _LiveReader(path, _Low(self))
+        self.calls_n = 0
         self.open: dict[str, _Open] = {}  # by call id, in the file's order
         self.results: dict[tuple[str, str], list[Got]] = {}  # by (session, tool use id)
         self.waiting: dict[tuple[str, str], list[str]] = {}  # the calls a result goes to
         self.closed_uses = _Ids()  # (session, use id) of the tool calls of calls let go of
         self.responses = _Ids()  # the response ids of every call read
-        self.replays: dict[str, list[str]] = {}  # response id -> the replays kept
-        self.natives = _Ids()  # every native id read (the first call of one wins)
-        self.ids: list[str] = []  # the calls, in the replay's order
-        self.rows: list[bytes] = []  # ... and each one's Call, compact
-        self.streams: dict[str, int] = {}  # the calls of each stream
+        self.replays: dict[str, list[tuple[str, str]]] = {}  # response id -> replays kept
+        # every native id read (the first call of one wins); those not open are let go of
+        self.natives = self.reader.book.closed
+        self.streams: dict[str, _Stream] = {}  # the calls of each stream, by its key, sorted
         self.prices: dict[PriceKey, list[Tier] | None] = {}
         self.dirty: set[str] = set()
         self.first = 0  # the first index changed by the read under way
@@ -219,7 +226,7 @@ class LiveTranscript:
         return cls(path)
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return self.calls_n
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -232,7 +239,7 @@ class LiveTranscript:
         if self.broken or size < self.offset or not self._same(fh):
             return None
         fh.seek(self.offset)
-        self.first = len(self.ids)
+        self.first = self.calls_n
         left = size - self.offset
         carry = b""
         try:
@@ -308,10 +315,9 @@ class LiveTranscript:
 
     def _new_call(self, key: tuple[str, str], row: CallRow) -> None:
         cid = f"{PREFIX}:{row.native_id}"
-        native = str(row.native_id)
-        if native in self.natives:  # settle_in_file.sql: the first of a native id wins
-            raise _Changed
-        self.natives.add(native)
+        # (settle_in_file.sql, lf_call_first: the first call of a native id wins; a line of
+        # one read already but let go of raised CannotResume in the reader)
+        self.natives.add(str(row.native_id))
         self.open.setdefault(cid, _Open(key, str(row.session_id))).key = key
         self.dirty.add(cid)
         self._settle_replays(cid, row)
@@ -325,23 +331,23 @@ class LiveTranscript:
             if rid in self.responses:
                 self.open[cid].gone = True
             else:
-                self.replays.setdefault(rid, []).append(cid)
+                self.replays.setdefault(rid, []).append((cid, str(row.session_id)))
         elif rid in self.replays:
-            for gone in self.replays.pop(rid):
-                self._drop(gone)
+            for gone, stream in self.replays.pop(rid):
+                self._drop(gone, stream)
         self.responses.add(rid)
 
-    def _drop(self, cid: str) -> None:
+    def _drop(self, cid: str, stream: str) -> None:
+        """A replay kept so far left out (its original came)."""
         was = self.open.get(cid)
         if was is not None:
             was.gone = True
-        if was is not None and not was.placed:
-            return
-        i = self.ids.index(cid)
-        stream = marshal.loads(self.rows[i])[FIELDS.index("stream_key")]
-        del self.ids[i], self.rows[i]
-        self.streams[stream] -= 1
-        self.first = min(self.first, i)
+            if not was.placed:
+                return
+        k = self.streams[stream].find(cid)
+        self.streams[stream].put(k, None)
+        self.calls_n -= 1
+        self.first = min(self.first, self._index(stream, k))
 
     def _message(self, row: MessageRow) -> None:
         """A message the reader added: a tool call goes to its call, a result to the tool
@@ -383,35 +389,33 @@ class LiveTranscript:
             row, tally = book.calls[this.key]
             values = self._values(row, tally, this)
             blob = marshal.dumps(values)
-            if this.placed:
-                i = self.ids.index(cid)
-                if self.rows[i] != blob:
-                    self.rows[i] = blob
-                    self.first = min(self.first, i)
-                continue
             stream = str(values[FIELDS.index("stream_key")])
-            i = self._place(stream)
-            self.ids.insert(i, cid)
-            self.rows.insert(i, blob)
-            self.streams[stream] += 1
+            if this.placed:
+                at = self.streams[stream].find(cid)
+                if self.streams[stream].put(at, blob):
+                    self.first = min(self.first, self._index(stream, at))
+                continue
+            if stream not in self.streams:
+                self.streams = dict(sorted({**self.streams, stream: _Stream()}.items()))
+            # (events.sql orders a stream by seq, which grows as its calls are read: a new
+            # call ends its stream)
+            self.streams[stream].append(blob)
+            self.calls_n += 1
             this.placed = True
-            self.first = min(self.first, i)
+            self.first = min(self.first, self._index(stream, len(self.streams[stream]) - 1))
         self.dirty.clear()
         self._let_go()
         return self.first
 
-    def _place(self, stream: str) -> int:
-        """Where a new call of ``stream`` goes in the replay's order (numbers.sql: the streams
-        in the order of their keys; events.sql: then seq, which grows in a stream as its
-        calls are read, so a new call ends its stream)."""
-        if stream not in self.streams:
-            self.streams = dict(sorted({**self.streams, stream: 0}.items()))
-        at = 0
-        for key, n in self.streams.items():
-            at += n
+    def _index(self, stream: str, at: int) -> int:
+        """The index in the replay's order of the call ``at`` of ``stream`` (numbers.sql: the
+        streams in the order of their keys)."""
+        before = 0
+        for key, calls in self.streams.items():
             if key == stream:
-                return at
-        return at
+                return before + at
+            before += len(calls)
+        raise KeyError(stream)
 
     def _let_go(self) -> None:
         """Let go of the calls no later line can change but by a line of their own (which
@@ -520,7 +524,11 @@ class LiveTranscript:
         from analyzer.guards.guard import Call
 
         out = []
-        for blob in self.rows[start:]:
+        blobs: list[bytes] = []
+        for calls in self.streams.values():
+            blobs += calls.blobs(max(start, 0))
+            start -= len(calls)
+        for blob in blobs:
             values = list(marshal.loads(blob))
             if values[_TS] is not None:
                 values[_TS] = datetime.fromisoformat(values[_TS])
@@ -530,8 +538,65 @@ class LiveTranscript:
         return out
 
 
+class _Stream:
+    """The calls of a stream in the replay's order, each a ``marshal`` of its ``FIELDS``:
+    one buffer and where each ends (two objects, however many calls: quick to pickle)."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.ends = array("Q")
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def append(self, blob: bytes) -> None:
+        self.data += blob
+        self.ends.append(len(self.data))
+
+    def span(self, at: int) -> tuple[int, int]:
+        return (self.ends[at - 1] if at else 0), self.ends[at]
+
+    def blobs(self, first: int = 0) -> Iterator[bytes]:
+        """The blobs from the call ``first`` on."""
+        if first >= len(self.ends):
+            return
+        start = self.span(first)[0]
+        with memoryview(self.data) as view:  # (released after: the buffer may grow then)
+            for end in self.ends[first:]:
+                yield view[start:end].tobytes()
+                start = end
+
+    def find(self, cid: str) -> int:
+        """The place of the call ``cid`` (its id is the first field of its blob)."""
+        needle = cid.encode("utf-8", "surrogatepass")
+        pos = len(self.data)
+        while (pos := self.data.rfind(needle, 0, pos)) >= 0:
+            at = bisect.bisect_right(self.ends, pos)
+            a, b = self.span(at)
+            if marshal.loads(self.data[a:b])[0] == cid:
+                return at
+        raise KeyError(cid)
+
+    def put(self, at: int, blob: bytes | None) -> bool:
+        """The call ``at`` made ``blob`` (None: left out); whether it changed."""
+        a, b = self.span(at)
+        if blob is not None and self.data[a:b] == blob:
+            return False
+        self.data[a:b] = blob or b""
+        shift = len(blob or b"") - (b - a)
+        if blob is None:
+            del self.ends[at]
+        if shift:  # (its own end too, where it is made again)
+            self.ends[at:] = array("Q", (e + shift for e in self.ends[at:]))
+        return True
+
+
 class _Changed(Exception):
     """A line changes what was let go of (or settled otherwise than read): read again."""
+
+
+def _short(key: str) -> str:
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 def _joined(use: tuple[str, str]) -> str:
