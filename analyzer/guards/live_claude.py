@@ -34,12 +34,10 @@ which is slower and never wrong.
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import marshal
 import math
-from array import array
-from collections.abc import Iterator
+import zlib
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
@@ -101,6 +99,7 @@ PREFIX = "cc"  # the call ids' prefix (claude_code.SPEC.call_prefix)
 OPEN_CALLS = 8  # the newest calls kept open, whatever their tool calls wait for
 DIGEST_BYTES = 4096  # the bytes of the head and of the end of what was read, digested
 CHUNK = 8 << 20  # bytes read at a time
+CHUNK_CALLS = 256  # the calls of a stream compressed together
 _Q = Decimal("1e-10")  # DECIMAL(18, 10): the scale of the replay's cost_usd
 _WEB_SEARCH_USD = Decimal("0.01")  # pricing.WEB_SEARCH_USD (priced per request)
 
@@ -539,56 +538,74 @@ class LiveTranscript:
 
 
 class _Stream:
-    """The calls of a stream in the replay's order, each a ``marshal`` of its ``FIELDS``:
-    one buffer and where each ends (two objects, however many calls: quick to pickle)."""
+    """The calls of a stream in the replay's order, each a ``marshal`` of its ``FIELDS``: the
+    newest as they are (``tail``), the others in chunks of ``CHUNK_CALLS``, each compressed
+    once (a few objects, however many calls: quick to pickle, a third of the size)."""
 
     def __init__(self) -> None:
-        self.data = bytearray()
-        self.ends = array("Q")
+        self.chunks: list[bytes] = []  # zlib of the marshal of a list of blobs
+        self.sizes: list[int] = []  # the calls of each chunk
+        self.tail: list[bytes] = []
 
     def __len__(self) -> int:
-        return len(self.ends)
+        return sum(self.sizes) + len(self.tail)
 
     def append(self, blob: bytes) -> None:
-        self.data += blob
-        self.ends.append(len(self.data))
+        self.tail.append(blob)
+        if len(self.tail) >= 2 * CHUNK_CALLS:
+            self.chunks.append(zlib.compress(marshal.dumps(self.tail[:CHUNK_CALLS]), 1))
+            self.sizes.append(CHUNK_CALLS)
+            del self.tail[:CHUNK_CALLS]
 
-    def span(self, at: int) -> tuple[int, int]:
-        return (self.ends[at - 1] if at else 0), self.ends[at]
+    def _chunk(self, i: int) -> list[bytes]:
+        return list(marshal.loads(zlib.decompress(self.chunks[i])))
 
-    def blobs(self, first: int = 0) -> Iterator[bytes]:
+    def blobs(self, first: int = 0) -> list[bytes]:
         """The blobs from the call ``first`` on."""
-        if first >= len(self.ends):
-            return
-        start = self.span(first)[0]
-        with memoryview(self.data) as view:  # (released after: the buffer may grow then)
-            for end in self.ends[first:]:
-                yield view[start:end].tobytes()
-                start = end
+        out: list[bytes] = []
+        for i, size in enumerate(self.sizes):
+            if first < size:
+                out += self._chunk(i)[max(first, 0) :]
+            first -= size
+        return out + self.tail[max(first, 0) :]
 
     def find(self, cid: str) -> int:
-        """The place of the call ``cid`` (its id is the first field of its blob)."""
+        """The place of the call ``cid`` (its id is the first field of its blob): in the
+        tail, else in the chunks (from the newest)."""
         needle = cid.encode("utf-8", "surrogatepass")
-        pos = len(self.data)
-        while (pos := self.data.rfind(needle, 0, pos)) >= 0:
-            at = bisect.bisect_right(self.ends, pos)
-            a, b = self.span(at)
-            if marshal.loads(self.data[a:b])[0] == cid:
-                return at
+        before = sum(self.sizes)
+        for k in range(len(self.tail) - 1, -1, -1):
+            if needle in self.tail[k] and marshal.loads(self.tail[k])[0] == cid:
+                return before + k
+        for i in range(len(self.chunks) - 1, -1, -1):
+            before -= self.sizes[i]
+            for k, blob in enumerate(self._chunk(i)):
+                if needle in blob and marshal.loads(blob)[0] == cid:
+                    return before + k
         raise KeyError(cid)
 
     def put(self, at: int, blob: bytes | None) -> bool:
         """The call ``at`` made ``blob`` (None: left out); whether it changed."""
-        a, b = self.span(at)
-        if blob is not None and self.data[a:b] == blob:
-            return False
-        self.data[a:b] = blob or b""
-        shift = len(blob or b"") - (b - a)
-        if blob is None:
-            del self.ends[at]
-        if shift:  # (its own end too, where it is made again)
-            self.ends[at:] = array("Q", (e + shift for e in self.ends[at:]))
+        for i, size in enumerate(self.sizes):
+            if at < size:
+                calls = self._chunk(i)
+                if not _put(calls, at, blob):
+                    return False
+                self.chunks[i] = zlib.compress(marshal.dumps(calls), 1)
+                self.sizes[i] = len(calls)
+                return True
+            at -= size
+        return _put(self.tail, at, blob)
+
+
+def _put(calls: list[bytes], at: int, blob: bytes | None) -> bool:
+    if blob is None:
+        del calls[at]
         return True
+    if calls[at] == blob:
+        return False
+    calls[at] = blob
+    return True
 
 
 class _Changed(Exception):
