@@ -376,6 +376,8 @@ def _settled_lines() -> list[dict[str, object]]:
         _user(20, results=(("t4", fail, True),)),
         _user(21, text="and again"),
         _assistant("m8", "q8", 22, tools=["t5"], stop="tool_use"),
+        _assistant("m8:q8", "", 23, tools=["t6"]),  # another call of the same native id
+        _user(24, results=(("t6", "fine", False), ("t5", "fine", False))),
     ]
 
 

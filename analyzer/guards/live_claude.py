@@ -100,6 +100,7 @@ OPEN_CALLS = 8  # the newest calls kept open, whatever their tool calls wait for
 DIGEST_BYTES = 4096  # the bytes of the head and of the end of what was read, digested
 CHUNK = 8 << 20  # bytes read at a time
 CHUNK_CALLS = 256  # the calls of a stream compressed together
+_NO_KEY = ("", "")  # the key of a call told of before its line is through
 _Q = Decimal("1e-10")  # DECIMAL(18, 10): the scale of the replay's cost_usd
 _WEB_SEARCH_USD = Decimal("0.01")  # pricing.WEB_SEARCH_USD (priced per request)
 
@@ -151,6 +152,7 @@ class _Open:
     acts: list[Act] = field(default_factory=list)
     gone: bool = False
     placed: bool = False  # in the replay's order already
+    dups: list[tuple[str, str]] = field(default_factory=list)  # other keys of its native id
 
 
 class _Low:
@@ -212,8 +214,6 @@ class LiveTranscript:
         self.closed_uses = _Ids()  # (session, use id) of the tool calls of calls let go of
         self.responses = _Ids()  # the response ids of every call read
         self.replays: dict[str, list[tuple[str, str]]] = {}  # response id -> replays kept
-        # every native id read (the first call of one wins); those not open are let go of
-        self.natives = self.reader.book.closed
         self.streams: dict[str, _Stream] = {}  # the calls of each stream, by its key, sorted
         self.prices: dict[PriceKey, list[Tier] | None] = {}
         self.dirty: set[str] = set()
@@ -314,11 +314,15 @@ class LiveTranscript:
 
     def _new_call(self, key: tuple[str, str], row: CallRow) -> None:
         cid = f"{PREFIX}:{row.native_id}"
-        # (settle_in_file.sql, lf_call_first: the first call of a native id wins; a line of
-        # one read already but let go of raised CannotResume in the reader)
-        self.natives.add(str(row.native_id))
-        self.open.setdefault(cid, _Open(key, str(row.session_id))).key = key
+        this = self.open.setdefault(cid, _Open(key, str(row.session_id)))
         self.dirty.add(cid)
+        if this.key not in (key, _NO_KEY):
+            # settle_in_file.sql (lf_call_first): a second call of a native id (another
+            # message and request id that join to the same) is a duplicate, its messages
+            # the first's (they name the same call id). (One let go of: CannotResume.)
+            this.dups.append(key)
+            return
+        this.key = key
         self._settle_replays(cid, row)
 
     def _settle_replays(self, cid: str, row: CallRow) -> None:
@@ -353,7 +357,7 @@ class LiveTranscript:
         calls of its session with its use id."""
         if row.kind == "tool_call" and row.call_id is not None:
             # (told before the reader's line is through: the call may be new)
-            this = self.open.setdefault(row.call_id, _Open(("", ""), str(row.session_id)))
+            this = self.open.setdefault(row.call_id, _Open(_NO_KEY, str(row.session_id)))
             act: Act = (
                 int(row.idx or 0),
                 row.tool_name,
@@ -429,7 +433,9 @@ class LiveTranscript:
                 continue
             del self.open[cid]
             row, _ = book.calls.pop(this.key)
-            book.usages.pop(this.key, None)
+            for key in (this.key, *this.dups):
+                book.calls.pop(key, None)
+                book.usages.pop(key, None)
             book.closed.add(str(row.native_id))
             for use in uses:
                 waiting = self.waiting.get(use, [])
