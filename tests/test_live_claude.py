@@ -164,9 +164,10 @@ def grow(source: Path, tmp: Path, seed: int, pieces: int) -> tuple[list[Call], i
 def test_a_transcript_read_as_it_grows_is_read_whole(
     name: str, seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """(in chunks of 3 calls and with 2 calls kept open: every path of the state is taken)"""
+    """(in chunks of 3 calls, with few calls kept open: every path of the state is taken)"""
     monkeypatch.setattr(live_claude, "CHUNK_CALLS", 3)
     monkeypatch.setattr(live_claude, "OPEN_CALLS", 2 + seed)
+    monkeypatch.setattr(live_claude, "MAX_OPEN", 4 if seed == 2 else 256)
     path = _ended(_sample(name), tmp_path / "ended")
     got, again = grow(path, tmp_path, seed, pieces=40)
     assert _differences(read_whole(path).calls(), got) == []
@@ -395,7 +396,9 @@ def test_every_settlement_rule_as_the_store_settles_it(
     monkeypatch.setattr(live_claude, "CHUNK_CALLS", 1)
     monkeypatch.setattr(live_claude, "OPEN_CALLS", 1)
     lines = path.read_bytes().count(b"\n")
-    for seed in range(4):
+    for seed in range(6):
+        # (from the fourth, a call waiting for a result is let go of past 2 open calls)
+        monkeypatch.setattr(live_claude, "MAX_OPEN", 2 if seed > 3 else 256)
         got, again = grow(path, tmp_path / f"grown{seed}", seed, pieces=2 * lines)
         assert _differences(want, got) == []
         assert again >= 1  # (a late line of a call let go of: read again)

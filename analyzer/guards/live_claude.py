@@ -97,6 +97,7 @@ _TS = FIELDS.index("ts")
 _COST = FIELDS.index("cost_usd")
 PREFIX = "cc"  # the call ids' prefix (claude_code.SPEC.call_prefix)
 OPEN_CALLS = 8  # the newest calls kept open, whatever their tool calls wait for
+MAX_OPEN = 256  # the calls kept open at most
 DIGEST_BYTES = 4096  # the bytes of the head and of the end of what was read, digested
 CHUNK = 8 << 20  # bytes read at a time
 CHUNK_CALLS = 256  # the calls of a stream compressed together
@@ -423,13 +424,16 @@ class LiveTranscript:
     def _let_go(self) -> None:
         """Let go of the calls no later line can change but by a line of their own (which
         then reads the file again): all but the newest ``OPEN_CALLS``, once each of their tool
-        calls has a result."""
+        calls has a result; and the oldest, whatever they wait for, past ``MAX_OPEN`` (a web
+        search's result is in its own reply, a tool call cut short gets none)."""
         book = self.reader.book
         old = list(self.open)[: -OPEN_CALLS or None]
-        for cid in old:
+        over = len(self.open) - MAX_OPEN
+        for n, cid in enumerate(old):
             this = self.open[cid]
             uses = [(this.session, a[3]) for a in this.acts if a[3] is not None]
-            if not this.gone and any(use not in self.results for use in uses):
+            waits = any(use not in self.results for use in uses)
+            if not this.gone and waits and n >= over:
                 continue
             del self.open[cid]
             row, _ = book.calls.pop(this.key)
