@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pickle
 import random
-import shutil
 import subprocess
 import sys
 from dataclasses import fields
@@ -263,15 +262,6 @@ def _run(script: str) -> list[str]:
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, check=True
     )
     return done.stdout.splitlines()
-
-
-def test_the_helpers_copy_the_layout(tmp_path: Path) -> None:
-    """(the copies the tests read keep the folder and file names the sessions are named by)"""
-    source = _sample("real-world/claude_code/daaain__claude-code-log__handwritten/edge_cases.jsonl")
-    copy = _ended(source, tmp_path)
-    assert (copy.parent.name, copy.name) == (source.parent.name, source.name)
-    assert copy.read_bytes() == source.read_bytes() + b"\n"
-    shutil.rmtree(tmp_path / source.parent.name)
 
 
 def _assistant(

@@ -24,12 +24,17 @@ bills, and settle_messages.sql's duplicates (a file's messages have distinct pla
 the messages of replays left out, which no call's columns read then.
 
 State, kept small to be pickled after every hook call: each call's ``Call`` as compact bytes,
-in the replay's order; the full reading state (the ingest's ``CallRow`` and output tally, its
-tool calls and their results) only of the calls later lines can still change: the newest
-``OPEN_CALLS`` and those with a tool call still waiting for its result. A later line that
-would change a call let go of (a line of its API response, another result of one of its tool
-calls) makes ``read_on`` answer None: the caller reads the transcript again from the start,
-which is slower and never wrong.
+in the replay's order (a stream's older calls in chunks compressed once); the full reading
+state (the ingest's ``CallRow`` and output tally, its tool calls and their results) only of
+the calls later lines can still change: the newest ``OPEN_CALLS`` and those with a tool call
+still waiting for its result (at most ``MAX_OPEN``). A later line that would change a call let
+go of (a line of its API response, another result of one of its tool calls) makes ``read_on``
+answer None: the caller reads the transcript again from the start, slower and never wrong.
+
+Two differences from an ingest, by design: a last line without its line end is left for the
+next read (the ingest takes it when it is whole JSON: Claude Code writes whole lines, and the
+hook runs once they are written); and ``tool_call_count`` is None, as in the replay's events
+(which carry no such column).
 """
 
 from __future__ import annotations
