@@ -208,6 +208,26 @@ def test_a_file_shortened_or_rewritten_is_read_again(tmp_path: Path) -> None:
     assert live.calls() == replayed(path)
 
 
+def test_a_tail_is_read_as_the_hook_copies_it(tmp_path: Path) -> None:
+    """``start(path, at)``: the transcript read from a line on, as the replay of the copy of
+    that tail (``claude_hook.transcript_tail``) gives it."""
+    source = _sample(
+        "real-world/claude_code/marot__spotter/-home-marco-projects-spotter-worktrees-spotter-fum/"
+        "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
+    )
+    data = source.read_bytes()
+    at = data.index(b"\n", len(data) // 3) + 1
+    copy = tmp_path / source.parent.name / source.name
+    copy.parent.mkdir()
+    copy.write_bytes(data[at:])
+    live = LiveTranscript.start(source, at)
+    with open(source, "rb") as fh:
+        assert live.read_on(fh, len(data)) == 0
+    want = replayed(copy)
+    assert 0 < len(want) < len(read_whole(source))
+    assert _differences(want, live.calls()) == []
+
+
 def test_the_reader_needs_no_store(tmp_path: Path) -> None:
     """Reading a transcript imports neither DuckDB nor pyarrow nor numpy (nor the engine);
     nor genai-prices once its prices are in the state. Its calls import what ``Call``'s own

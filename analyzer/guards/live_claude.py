@@ -227,8 +227,13 @@ class LiveTranscript:
         self.broken = False
 
     @classmethod
-    def start(cls, path: Path) -> LiveTranscript:
-        return cls(path)
+    def start(cls, path: Path, at: int = 0) -> LiveTranscript:
+        """The transcript ``path``, nothing read yet; ``at``: read from that byte on (the
+        start of a line), as if the file began there (the hook's tail of a long transcript,
+        as ``claude_hook.transcript_tail`` copies it)."""
+        live = cls(path)
+        live.offset = at
+        return live
 
     def __len__(self) -> int:
         return self.calls_n
@@ -264,7 +269,7 @@ class LiveTranscript:
         return self._settle()
 
     def _same(self, fh: BinaryIO) -> bool:
-        if not self.offset:
+        if not self.head:  # (nothing read yet)
             return True
         fh.seek(0)
         if _digest(fh.read(min(self.offset, DIGEST_BYTES))) != self.head:
