@@ -15,8 +15,6 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from analyzer.engine import roots
-
 # Where an agent keeps its logs (``homes(env, home)``), whether they exist or not.
 Homes = Callable[[Mapping[str, str], Path], list[Path]]
 
@@ -106,6 +104,8 @@ def aider_chat(env: Mapping[str, str], home: Path) -> list[Path]:
     roots the user named (``llm-forensics config add-root DIR``, ``$LLM_FORENSICS_ROOTS``:
     ``analyzer.engine.roots``): each root's own history, whether it exists or not, and those of
     the folders one level below it (its projects) that have one."""
+    from analyzer.engine import roots  # (lazily: a format is read without the store)
+
     return [p for root in roots.all_roots(env, home) for p in chat_histories(root.path)]
 
 

@@ -9,9 +9,10 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from analyzer.engine.engine import Engine
+if TYPE_CHECKING:
+    from analyzer.engine.engine import Engine
 from analyzer.ingest.encodings import decode_errors
 
 

@@ -7,15 +7,16 @@ import gzip
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from analyzer.console import warn
 from analyzer.errors import DamagedGzipError
 from analyzer.ingest.base import Checkpoint, Head, Resume, SourceFile
-from analyzer.ingest.lowering import Lowering
 from analyzer.ingest.reading import MAX_LINE_BYTES, MB, LineEnds, open_binary, text_lines
+
+if TYPE_CHECKING:
+    from analyzer.ingest.lowering import Lowering
 
 
 def head_objects(head: Head, limit: int = 8) -> list[dict[str, Any]]:
@@ -84,6 +85,8 @@ def json_lines(
                     low.skip(only.kind)
                     continue
                 if size > MAX_LINE_BYTES:
+                    from analyzer.console import warn  # (lazily: rare, and click is slow)
+
                     warn(f"{src.display}:{lineno}: {too_long(size)} (rejected; the rest is read)")
                     low.reject(lineno, too_long(size), raw)
                     continue

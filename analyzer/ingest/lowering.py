@@ -12,11 +12,8 @@ in by the shared SQL rules (``analyzer/sql/classify.sql``), so every format is c
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
-from analyzer.ingest.arrow_rows import table_of
 from analyzer.ingest.base import LoadContext, LoadResult, Unbatchable
 from analyzer.ingest.content import EXCERPT_CHARS as EXCERPT_CHARS  # re-exported, as below
 from analyzer.ingest.content import ToolResultSaid as ToolResultSaid
@@ -28,11 +25,12 @@ from analyzer.ingest.content import refusal_said as refusal_said
 from analyzer.ingest.content import result_hash as result_hash
 from analyzer.ingest.content import text_measure as text_measure
 from analyzer.ingest.content import tool_result_said as tool_result_said
-from analyzer.ingest.rows import CALL_COLUMNS as CALL_COLUMNS  # re-exported: declared there
-from analyzer.ingest.rows import MESSAGE_COLUMNS as MESSAGE_COLUMNS
 from analyzer.ingest.rows import CallRow, MessageRow
-from analyzer.ingest.runs import RUN_COLUMNS
-from analyzer.ingest.sink import Sink, in_order
+
+if TYPE_CHECKING:  # (the writing side is imported when it writes: see ``__getattr__``)
+    import pyarrow as pa
+
+    from analyzer.ingest.sink import Sink
 
 MESSAGE_BATCH = 50_000
 
@@ -45,8 +43,21 @@ def fill_call(row: dict[str, Any]) -> None:
     row["parts"] = max(row.get("parts") or 0, row.get("n_records") or 0)
 
 
+def __getattr__(name: str) -> Any:
+    """``CALL_COLUMNS`` and ``MESSAGE_COLUMNS``, re-exported from ``rows`` (declared there),
+    made when first asked for (with pyarrow)."""
+    if name in ("CALL_COLUMNS", "MESSAGE_COLUMNS"):
+        from analyzer.ingest import rows
+
+        return getattr(rows, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def call_table(calls: list[dict[str, Any]]) -> pa.Table:
     """A file's calls, in its order, as an Arrow table of the declared columns."""
+    from analyzer.ingest.arrow_rows import table_of
+    from analyzer.ingest.rows import CALL_COLUMNS
+
     for row in calls:
         fill_call(row)
     return table_of(calls, CALL_COLUMNS)
@@ -128,6 +139,8 @@ class Lowering:
     @property
     def sink(self) -> Sink:
         """Where the file's rows are written (the load's connection)."""
+        from analyzer.ingest.sink import Sink
+
         return Sink(self.ctx.engine)
 
     def _flush_rejects(self) -> None:
@@ -141,6 +154,10 @@ class Lowering:
     def _flush_messages(self) -> None:
         if not self.messages:
             return
+        from analyzer.ingest.arrow_rows import table_of
+        from analyzer.ingest.rows import MESSAGE_COLUMNS
+        from analyzer.ingest.sink import in_order
+
         sid = self.ctx.source_id
         table = in_order(table_of(self.messages, MESSAGE_COLUMNS), sid)
         dup = self.sink.messages(table, self.gone).get(sid, 0)
@@ -155,6 +172,8 @@ class Lowering:
         their records; the replays left out are kept in ``gone`` for the messages."""
         if not self.calls:
             return
+        from analyzer.ingest.sink import in_order
+
         sid = self.ctx.source_id
         total = sum(int(c.get("n_records") or 0) for c in self.calls)
         table = in_order(call_table(self.calls), sid)
@@ -172,6 +191,9 @@ class Lowering:
         """Store the runs (``Sink.runs``) and account for their records."""
         if not self.runs:
             return
+        from analyzer.ingest.arrow_rows import table_of
+        from analyzer.ingest.runs import RUN_COLUMNS
+
         total = sum(int(r.get("n_records") or 0) for r in self.runs)
         sid = self.ctx.source_id
         dup = self.sink.runs(self.fmt, sid, table_of(self.runs, RUN_COLUMNS))

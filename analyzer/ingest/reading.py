@@ -12,7 +12,6 @@ from __future__ import annotations
 import codecs
 import gzip
 import re
-import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -24,7 +23,6 @@ import orjson
 
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, SourceFile
-from analyzer.ingest.csv_scan import lone_crs
 from analyzer.ingest.encodings import decode_errors, guess_encoding, is_utf8
 
 HEAD_BYTES = 64 * 1024
@@ -128,6 +126,8 @@ def salvage_gzip(src: SourceFile) -> Iterator[tuple[SourceFile, int]]:
     """The whole lines that decompress from a damaged gzip file, or from one that unpacks to
     more than :func:`expansion_limit`, up to the damage or the limit, as a temporary
     uncompressed copy, and how many there are (the cut-off line after them is left out)."""
+    import tempfile  # (lazily, as below: the live reader of a transcript needs neither)
+
     with tempfile.TemporaryDirectory(prefix="llm-forensics-") as tmp:
         copy = Path(tmp) / "salvaged"
         lines = written = whole = 0
@@ -363,6 +363,8 @@ def _lf_line_ends(chunks: Iterator[str], shape: tuple[str, int] | None) -> Itera
     whether an LF follows it). With the ``shape`` of a CSV file (delimiter, number of fields), a
     lone CR inside a record stays in its value (``csv_scan.lone_crs``, handed whole lines; the
     CRs of a line over ``_CR_LINE_MAX`` characters are all made LF)."""
+    from analyzer.ingest.csv_scan import lone_crs
+
     pending_cr = False
     carry: list[str] = []  # the start of a line a later chunk ends
     carried = 0
@@ -422,6 +424,8 @@ def utf8_copy(
     # reject its record): surrogateescape keeps them.
     encoding = "utf-8" if is_utf8(src.head.encoding) else src.head.encoding
     errors = "surrogateescape" if encoding == "utf-8" else decode_errors(encoding)
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="llm-forensics-") as tmp:
         copy = Path(tmp) / "utf8.txt"
         with open_binary(src) as fh, open(copy, "wb") as out:

@@ -23,13 +23,14 @@ import base64
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import pyarrow as pa
 
-from analyzer.engine.engine import Engine
 from analyzer.ingest.base import Checkpoint, Head, Resume
+
+if TYPE_CHECKING:
+    from analyzer.engine.engine import Engine
 
 
 @dataclass(frozen=True)
@@ -237,14 +238,16 @@ class After:
         }
 
 
-POINT_COLUMNS: dict[str, pa.DataType] = {
-    "file": pa.string(),
-    "keep": pa.bool_(),
-    "source_id": pa.int64(),
-    "byte_offset": pa.int64(),
-    "lines": pa.int64(),
-    "prefix_sha256": pa.string(),
-    "state": pa.string(),
+# The resume points' columns and their Arrow types (by name: pyarrow is imported when they
+# are written, not with this module, which a live reader imports too).
+POINT_COLUMNS: dict[str, str] = {
+    "file": "string",
+    "keep": "bool_",
+    "source_id": "int64",
+    "byte_offset": "int64",
+    "lines": "int64",
+    "prefix_sha256": "string",
+    "state": "string",
 }
 
 
@@ -257,8 +260,12 @@ def settle_all(engine: Engine, reads: list[tuple[After, int]]) -> None:
             engine.run("ingest/move_rejects.sql", {"old": a.moved[0], "line": a.moved[1]})
     if not reads:
         return
+    import pyarrow as pa
+
     rows = [a.row(sid) for a, sid in reads]
-    table = pa.table({c: pa.array([r[c] for r in rows], t) for c, t in POINT_COLUMNS.items()})
+    table = pa.table(
+        {c: pa.array([r[c] for r in rows], getattr(pa, t)()) for c, t in POINT_COLUMNS.items()}
+    )
     with engine.step() as e:
         e.register("lf_points", table)
         e.run("ingest/save_resume_points.sql")

@@ -3,6 +3,8 @@
 A format module builds each row as a ``CallRow`` or a ``MessageRow`` and hands it to its
 ``Lowering``; the Arrow tables the sink writes take their columns and types from these
 declarations (``MESSAGE_COLUMNS``, ``CALL_COLUMNS``), so a column is added in one place.
+Those two are made when first asked for (pyarrow is imported then, not with this module, which
+the live reader of a transcript imports without the store: ``analyzer.guards.live_claude``).
 """
 
 from __future__ import annotations
@@ -10,27 +12,32 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa
 
-# The Arrow type of each annotation a row field may have (annotations are read as text).
-_ARROW: dict[str, pa.DataType] = {
-    "str": pa.string(),
-    "int": pa.int64(),
-    "float": pa.float64(),
-    "bool": pa.bool_(),
-    "datetime": pa.timestamp("us"),
+# The Arrow type of each annotation a row field may have (annotations are read as text), by
+# the name of its pyarrow function.
+_ARROW: dict[str, tuple[str, ...]] = {
+    "str": ("string",),
+    "int": ("int64",),
+    "float": ("float64",),
+    "bool": ("bool_",),
+    "datetime": ("timestamp", "us"),
 }
 
 
 def columns(row_type: type) -> dict[str, pa.DataType]:
-    """The declared columns of a row type and their Arrow types (a field's ``arrow`` metadata
-    overrides the type its annotation names)."""
+    """The declared columns of a row type and their Arrow types (a field's ``arrow`` metadata,
+    the name of a pyarrow type, overrides the type its annotation names)."""
+    import pyarrow as pa
+
     out: dict[str, pa.DataType] = {}
     for f in fields(row_type):
         declared = f.metadata.get("arrow")
-        out[f.name] = declared or _ARROW[str(f.type).removesuffix(" | None")]
+        make, *args = (declared,) if declared else _ARROW[str(f.type).removesuffix(" | None")]
+        out[f.name] = getattr(pa, make)(*args)
     return out
 
 
@@ -96,7 +103,7 @@ class CallRow:
     visible_chars: int | None = None
     reasoning_chars: int | None = None
     tool_call_count: int | None = None
-    http_status: int | None = field(default=None, metadata={"arrow": pa.int32()})
+    http_status: int | None = field(default=None, metadata={"arrow": "int32"})
     received_done: bool | None = None
     event_count: int | None = None
     duration_ms: float | None = None
@@ -122,7 +129,7 @@ class CallRow:
     def update(self, values: Mapping[str, Any]) -> None:
         """Set the columns ``values`` names (a usage object's token counts, say)."""
         for name, value in values.items():
-            if name not in CALL_COLUMNS:
+            if name not in _CALL_NAMES:
                 raise KeyError(f"calls has no column {name!r}")
             setattr(self, name, value)
 
@@ -133,5 +140,16 @@ class CallRow:
             setattr(self, name, (getattr(self, name) or 0) + amount)
 
 
-CALL_COLUMNS = columns(CallRow)
-MESSAGE_COLUMNS = columns(MessageRow)
+_CALL_NAMES = frozenset(f.name for f in fields(CallRow))
+_MADE: dict[str, dict[str, pa.DataType]] = {}
+
+
+def __getattr__(name: str) -> dict[str, pa.DataType]:
+    """``CALL_COLUMNS`` and ``MESSAGE_COLUMNS``: the declared columns of calls and messages
+    and their Arrow types, made when first asked for."""
+    rows = {"CALL_COLUMNS": CallRow, "MESSAGE_COLUMNS": MessageRow}
+    if name not in rows:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _MADE:
+        _MADE[name] = columns(rows[name])
+    return _MADE[name]

@@ -37,9 +37,10 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # Probe sizes: small enough to stay under any tier, large enough for exact per-token prices.
 _PROBE = 1_000_000
@@ -196,21 +197,26 @@ def _tiers(
     return tuple(tiers)
 
 
-PRICE_SCHEMA = pa.schema(
-    [
-        ("model", pa.string()),
-        ("provider", pa.string()),
-        ("day", pa.date32()),
-        ("fast", pa.bool_()),
-        ("above", pa.int64()),
-        ("upto", pa.int64()),
-        ("p_in", pa.float64()),
-        ("p_read", pa.float64()),
-        ("p_5m", pa.float64()),
-        ("p_1h", pa.float64()),
-        ("p_out", pa.float64()),
-    ]
-)
+def price_schema() -> pa.Schema:
+    """The price table's columns (``price_table``)."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("model", pa.string()),
+            ("provider", pa.string()),
+            ("day", pa.date32()),
+            ("fast", pa.bool_()),
+            ("above", pa.int64()),
+            ("upto", pa.int64()),
+            ("p_in", pa.float64()),
+            ("p_read", pa.float64()),
+            ("p_5m", pa.float64()),
+            ("p_1h", pa.float64()),
+            ("p_out", pa.float64()),
+        ]
+    )
+
 
 # Cost of a call from its tokens and a price row `p` (per-token prices).
 COST_SQL = """(
@@ -236,7 +242,15 @@ def unpriced_warning(model: str) -> str:
 def price_table(keys: set[PriceKey], unpriced: list[str] | None = None) -> pa.Table:
     """Prices for each (model, provider, day, fast). A model with no known price has no row,
     and is added to ``unpriced`` (as ``unpriced_warning`` names it) for the caller to say."""
-    rows: list[dict[str, object]] = []
+    import pyarrow as pa
+
+    return pa.Table.from_pylist(price_rows(keys, unpriced), schema=price_schema())
+
+
+def price_rows(keys: set[PriceKey], unpriced: list[str] | None = None) -> list[dict[str, Any]]:
+    """The rows of ``price_table``: per-token prices (floats, as the table holds them) for
+    each (model, provider, day, fast) and tier; a model with no known price has none."""
+    rows: list[dict[str, Any]] = []
     for model, provider, day, fast in sorted(
         keys, key=lambda k: (k[0], k[1] or "", k[2] or date.min, k[3])
     ):
@@ -263,4 +277,4 @@ def price_table(keys: set[PriceKey], unpriced: list[str] | None = None) -> pa.Ta
                     "p_out": float(t.output * factor),
                 }
             )
-    return pa.Table.from_pylist(rows, schema=PRICE_SCHEMA)
+    return rows
