@@ -201,6 +201,45 @@ def judge(transcript: Path, guard: Guard, tail: int = int(TAIL_MIB * MIB)) -> Ve
     return Verdict(said.stop, said.nudge, said.calls, cut, size if cut else 0)
 
 
+def judge_session(
+    transcript: Path,
+    policy: str,
+    policies: str | None,
+    tail: int,
+    alerts: AlertSettings | None = None,
+) -> Verdict:
+    """The session so far under ``policy``: a Claude Code transcript read on from where the
+    last call stopped (``analyzer.api.hook_state``), anything else ingested whole (``judge``);
+    the alerts the verdict makes sent once (``analyzer.api.alerts``)."""
+    from analyzer.api.hook_state import NotClaudeCode, judge_kept
+
+    if not transcript.is_file():
+        raise ForensicsError("no such transcript", path=transcript)
+    try:
+        kept = judge_kept(transcript, policy, policies, None, tail)
+    except NotClaudeCode:
+        return judge(transcript, Guard.load(policy, policies), tail)
+    if alerts is not None and kept.newest is not None:
+        _alert(alerts, kept.guard.policy, kept)
+    return Verdict(kept.stop, kept.nudge, kept.calls, kept.cut, kept.size if kept.cut else 0)
+
+
+def _alert(settings: AlertSettings, policy: Policy, kept: Any) -> None:
+    """The alerts of the hook's verdict (a cap's levels, a stop), each sent once."""
+    from analyzer.api.alerts import AlertBook, Notifier, alert_after_call, period_key
+
+    notifier = Notifier(settings)
+    if not notifier.active:
+        return
+    call = kept.newest
+    decision = kept.stop or kept.nudge
+    if decision is None:
+        decision = Decision("continue", call.call_id, policy.name, value=kept.value)
+    cap = float(policy.stop) if policy.type == "budget" else None
+    period = period_key(policy.scope, call.session_id, call.stream_key, call.turn_id, call.ts)
+    alert_after_call(AlertBook(), notifier, decision, cap, None, period or "", settings.levels)
+
+
 def answer_json(verdict: Verdict, event: str) -> dict[str, Any] | None:
     """The hook's answer to Claude Code for ``verdict`` at ``event`` (None: go on)."""
     if verdict.stop is not None:
@@ -226,7 +265,7 @@ def claude_hook(
     """The whole hook: the payload ``text`` in, the answer out; never an exception."""
     try:
         transcript, event = read_payload(text)
-        said = judge(transcript, Guard.load(policy, policies), int(tail_mib * MIB))
+        said = judge_session(transcript, policy, policies, int(tail_mib * MIB), alerts)
         answer = answer_json(said, event)
         return HookAnswer(json.dumps(answer) if answer is not None else "", said.note())
     except ForensicsError as exc:

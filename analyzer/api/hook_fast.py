@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 
 # The hook's options that take a value, and its flags (guard_command.claude_hook_command).
-_VALUED = {"--policy", "--policies", "--tail-mib", "--webhook", "--alert-at", "--exec"}
+_VALUED = {"--policy", "--policies", "--tail-mib", "--webhook", "--alert-at"}
 _FLAGS = {"--notify"}
 
 
@@ -54,34 +54,35 @@ def run_fast(argv: list[str]) -> int | None:
 
 
 def _claude_hook(options: dict[str, str | bool]) -> int | None:
+    """``guard claude-hook``, as guard_command.claude_hook_command runs it."""
+    from analyzer.api.alerts import LEVELS, AlertSettings, check_webhook, parse_levels
     from analyzer.api.claude_hook import TAIL_MIB, run_hook
 
-    policy = options.get("--policy")
+    policy, policies = options.get("--policy"), options.get("--policies")
+    webhook, alert_at = options.get("--webhook"), options.get("--alert-at")
     if not isinstance(policy, str) or not policy:
         return None  # (the full command line says what is missing)
-    policies = options.get("--policies")
-    tail = options.get("--tail-mib", str(TAIL_MIB))
     try:
-        tail_mib = float(str(tail))
+        tail_mib = float(str(options.get("--tail-mib", TAIL_MIB)))
     except ValueError:
         return None
     if tail_mib < 0:
         return None
-    if any(name in options for name in ("--webhook", "--alert-at", "--exec", "--notify")):
-        return _with_alerts(options, policy, tail_mib)
-    said = run_hook(
-        getattr(sys.stdin, "buffer", None),
-        policy,
-        policies if isinstance(policies, str) else None,
-        tail_mib,
-    )
+    alerts: AlertSettings | None
+    try:
+        alerts = AlertSettings(
+            check_webhook(str(webhook)) if webhook else None,
+            bool(options.get("--notify")),
+            parse_levels(str(alert_at)) if alert_at is not None else LEVELS,
+        )
+    except ValueError as exc:
+        _say("", f"llm-forensics guard: {exc} (going on without alerts)")
+        alerts = None
+    stdin = getattr(sys.stdin, "buffer", None)
+    chosen = policies if isinstance(policies, str) else None
+    said = run_hook(stdin, policy, chosen, tail_mib, alerts=alerts)
     _say(said.stdout, said.stderr)
     return 0
-
-
-def _with_alerts(options: dict[str, str | bool], policy: str, tail_mib: float) -> int | None:
-    """The hook with alert options: not understood here yet (the full command line runs it)."""
-    return None
 
 
 def _statusline(options: dict[str, str | bool]) -> int | None:

@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from analyzer import __version__
 from analyzer.engine.default_store import FOLDER, data_home
@@ -95,6 +95,8 @@ class HookState:
     policy: tuple[Any, ...]
     live: LiveTranscript
     guard: Guard
+    tail: int = 0  # the --tail-mib bound (bytes) the state was started under
+    cut: int = 0  # where its reading began: the start of the tail's first whole line
     fed: int = 0  # the calls the guard has been fed
     newest: Newest | None = None
 
@@ -109,6 +111,13 @@ class Judged:
     calls: int
     guard: Guard
     newest: Call | None
+    value: float | None = None  # the guard's value after the newest call, when it moved there
+    cut: int = 0  # the bytes of the transcript before where its reading began
+    size: int = 0  # the transcript's size
+
+
+class NotClaudeCode(Exception):
+    """The transcript does not read as Claude Code's: judged by a whole ingest instead."""
 
 
 def state_file(folder: Path, transcript: Path, key: tuple[Any, ...]) -> Path:
@@ -162,15 +171,40 @@ def save_state(path: Path, state: HookState) -> None:
     _write_atomically(path, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def _fresh(transcript: Path, st: os.stat_result, key: tuple[Any, ...], policy: Policy) -> HookState:
+def _fresh(
+    fh: BinaryIO,
+    transcript: Path,
+    st: os.stat_result,
+    key: tuple[Any, ...],
+    policy: Policy,
+    tail: int,
+) -> HookState:
+    """A state of nothing read yet: from the transcript's first line, or from the first whole
+    line of its last ``tail`` bytes when it is longer (as the whole path judges it)."""
+    from analyzer.api.claude_hook import tail_start
+
+    if not _is_claude_code(fh):
+        raise NotClaudeCode
+    cut = tail_start(fh, st.st_size, tail)
     return HookState(
         STATE_VERSION,
         str(transcript),
         (st.st_dev, st.st_ino),
         key,
-        LiveTranscript.start(transcript),
+        LiveTranscript.start(transcript, cut),
         Guard(policy),
+        tail=tail,
+        cut=cut,
     )
+
+
+def _is_claude_code(fh: BinaryIO) -> bool:
+    """Whether the file's first lines read as a Claude Code transcript (the format's sniff)."""
+    from analyzer.formats.claude_code import sniff
+    from analyzer.ingest.base import Head
+
+    fh.seek(0)
+    return sniff(Head(fh.read(64 * 1024), None, "utf-8"))
 
 
 def _newer(best: Newest | None, calls: list[Call], first: int) -> Newest | None:
@@ -193,7 +227,7 @@ def advance(state: HookState, fh: Any, size: int) -> Judged:
     guard the calls that settled, and judge: what stands over the newest call."""
     changed = state.live.read_on(fh, size)
     if changed is None:  # not the file read before: read it again from its start
-        state.live = LiveTranscript.start(Path(state.transcript))
+        state.live = LiveTranscript.start(Path(state.transcript), state.cut)
         changed = state.live.read_on(fh, size)
         assert changed is not None
     if changed < state.fed:  # an earlier call than the guard has fed changed: feed it again
@@ -206,22 +240,30 @@ def advance(state: HookState, fh: Any, size: int) -> Judged:
         state.fed += settled
     guard = _clone(state.guard)
     rest = pending[settled:]
-    guard.feed_all(rest)
+    values = {call.call_id: guard.feed(call).value for call in rest}
     guard.finish()
     newest = _newer(state.newest, rest, state.fed)
     if newest is None:
-        return Judged(None, None, 0, guard, None)
+        return Judged(None, None, 0, guard, None, cut=state.cut, size=size)
     call = newest.call
     key = call.stream_key if call.stream_key is not None else (call.session_id or "")
     nudges = [d for d in guard.trips if d.action == "nudge" and d.call_id == call.call_id]
-    return Judged(guard.standing(key), nudges[-1] if nudges else None, len(state.live), guard, call)
+    stop, nudge = guard.standing(key), nudges[-1] if nudges else None
+    value = values.get(call.call_id)
+    return Judged(stop, nudge, len(state.live), guard, call, value, state.cut, size)
 
 
 def judge_kept(
-    transcript: Path, name: str, policies: str | None, folder: Path | None = None
+    transcript: Path,
+    name: str,
+    policies: str | None,
+    folder: Path | None = None,
+    tail: int = 0,
 ) -> Judged:
     """Judge ``transcript`` so far under the policy ``name`` (of ``policies``, or a preset),
-    reading only what was written since the last call (the state in ``folder``)."""
+    reading only what was written since the last call (the state in ``folder``); a state
+    started now on a transcript longer than ``tail`` bytes (0: no bound) reads its tail.
+    Raises ``NotClaudeCode`` for a transcript that does not read as Claude Code's."""
     path = transcript.resolve()
     key = policy_key(name, policies)
     where = state_file(folder or state_folder(), path, key)
@@ -234,11 +276,12 @@ def judge_kept(
                 or state.transcript != str(path)
                 or state.identity != (st.st_dev, st.st_ino)
                 or state.policy != key
+                or state.tail != tail
             ):
                 policy = state.guard.policy if state is not None and state.policy == key else None
                 if policy is None:
                     policy = Guard.load(name, policies).policy
-                state = _fresh(path, st, key, policy)
+                state = _fresh(fh, path, st, key, policy, tail)
             judged = advance(state, fh, st.st_size)
         save_state(where, state)
         write_said(where.with_suffix(".said"), state.guard.policy, judged)
