@@ -34,7 +34,6 @@ calls.
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,11 +41,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from analyzer.api.alerts import AlertSettings
 from analyzer.errors import ForensicsError
 from analyzer.guards.guard import Call, Decision, Guard
 
 if TYPE_CHECKING:
+    from analyzer.api.alerts import AlertSettings
     from analyzer.engine.store import Store
     from analyzer.guards.policy import Policy
 
@@ -145,6 +144,8 @@ def transcript_tail(transcript: Path, limit: int) -> Iterator[tuple[Path, int, i
     if limit <= 0 or size <= limit:
         yield transcript, 0, size
         return
+    import tempfile  # (only here: its import costs the fast hook a few milliseconds)
+
     with tempfile.TemporaryDirectory(prefix="llm-forensics-hook-") as tmp:
         copy = Path(tmp) / (transcript.parent.name or "transcript") / transcript.name
         copy.parent.mkdir()

@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from analyzer.api.alerts import AlertSettings
 
 # The hook's options that take a value, and its flags (guard_command.claude_hook_command).
 _VALUED = {"--policy", "--policies", "--tail-mib", "--webhook", "--alert-at"}
@@ -55,11 +59,9 @@ def run_fast(argv: list[str]) -> int | None:
 
 def _claude_hook(options: dict[str, str | bool]) -> int | None:
     """``guard claude-hook``, as guard_command.claude_hook_command runs it."""
-    from analyzer.api.alerts import LEVELS, AlertSettings, check_webhook, parse_levels
     from analyzer.api.claude_hook import TAIL_MIB, run_hook
 
     policy, policies = options.get("--policy"), options.get("--policies")
-    webhook, alert_at = options.get("--webhook"), options.get("--alert-at")
     if not isinstance(policy, str) or not policy:
         return None  # (the full command line says what is missing)
     try:
@@ -68,21 +70,31 @@ def _claude_hook(options: dict[str, str | bool]) -> int | None:
         return None
     if tail_mib < 0:
         return None
-    alerts: AlertSettings | None
+    alerts = _alerts(options)
+    stdin = getattr(sys.stdin, "buffer", None)
+    chosen = policies if isinstance(policies, str) else None
+    said = run_hook(stdin, policy, chosen, tail_mib, alerts=alerts)
+    _say(said.stdout, said.stderr)
+    return 0
+
+
+def _alerts(options: dict[str, str | bool]) -> AlertSettings | None:
+    """The hook's alert settings, as guard_command.claude_hook_command makes them (None: no
+    channel given, so nothing of the alerts is imported: the hook's start stays short)."""
+    webhook, alert_at = options.get("--webhook"), options.get("--alert-at")
+    if not webhook and not options.get("--notify"):
+        return None
+    from analyzer.api.alerts import LEVELS, AlertSettings, check_webhook, parse_levels
+
     try:
-        alerts = AlertSettings(
+        return AlertSettings(
             check_webhook(str(webhook)) if webhook else None,
             bool(options.get("--notify")),
             parse_levels(str(alert_at)) if alert_at is not None else LEVELS,
         )
     except ValueError as exc:
         _say("", f"llm-forensics guard: {exc} (going on without alerts)")
-        alerts = None
-    stdin = getattr(sys.stdin, "buffer", None)
-    chosen = policies if isinstance(policies, str) else None
-    said = run_hook(stdin, policy, chosen, tail_mib, alerts=alerts)
-    _say(said.stdout, said.stderr)
-    return 0
+        return None
 
 
 def _statusline(options: dict[str, str | bool]) -> int | None:

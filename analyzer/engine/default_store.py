@@ -9,7 +9,6 @@ set), else the platform's data folder: ``~/.local/share`` (Linux and other Unixe
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -80,5 +79,7 @@ def _home_expanded(named: str, home: Path) -> Path:
 def this_machine() -> str:
     """The name this machine's calls are kept under: its host name, without a domain
     (``laptop.example.com`` is ``laptop``); ``localhost`` if it has none."""
+    import socket  # (only here: the fast hook does not import it)
+
     name = socket.gethostname().split(".")[0].strip()
     return name or "localhost"

@@ -10,7 +10,6 @@ asks this registry which formats there are.
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from collections.abc import Mapping
 from fnmatch import fnmatch
 from functools import cache
@@ -28,6 +27,8 @@ Format = FormatSpec
 def _discover() -> tuple[FormatSpec, ...]:
     """The ``SPEC`` of every module of this package and of ``bills`` that declares one, in
     sniffing order: adding a format is adding its module."""
+    import pkgutil  # (here: one format's module imports this package without walking it)
+
     found: list[FormatSpec] = []
     for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
         module = importlib.import_module(info.name)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -286,6 +285,8 @@ def check_expressions(p: Policy, where: str) -> None:
 def load_policies(path: Path, source: str | None = None) -> list[Policy]:
     """The policies of a TOML file (``[policy.<name>]`` tables)."""
     source = source or str(path)
+    import tomllib  # (here: a policy the hook kept is not read again, nor tomllib imported)
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:

@@ -4,7 +4,6 @@ about itself, its ``SPEC``, is in ``analyzer.ingest.spec``)."""
 from __future__ import annotations
 
 import codecs
-import csv
 import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,6 +56,8 @@ class Head:
         text = self.text
         if not text.strip():
             return None
+        import csv  # (here: a reader that needs no CSV does not import it)
+
         try:
             return next(csv.reader(io.StringIO(text), delimiter=delimiter))
         except (csv.Error, StopIteration):

@@ -8,6 +8,7 @@ through a UTF-8 copy or stream (``analyzer.ingest.reading``), so the loaders onl
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 
 ENCODING_NAMES = {
@@ -19,8 +20,14 @@ ENCODING_NAMES = {
     "cp1252": "Windows-1252 (cp1252)",
 }
 _UTF8_FAMILY = ("utf-8", "utf-8-sig")
-_NON_ASCII = re.compile("[\x80-\ud7ff\ue000-\U0010ffff]")  # decoded, not an escaped byte
-_ESCAPED = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8 (surrogateescape)
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A character decoded beyond ASCII (not an escaped byte), and a byte that is not UTF-8
+    (surrogateescape): compiled when first needed (the wide class takes milliseconds, which
+    the fast hook would pay at every start)."""
+    return re.compile("[\x80-\ud7ff\ue000-\U0010ffff]"), re.compile("[\udc80-\udcff]")
 
 
 def _c1_passthrough(err: UnicodeError) -> tuple[str, int]:
@@ -58,8 +65,9 @@ class Utf8Tally:
         text = self._dec.decode(chunk, final)
         if text.isascii():
             return
-        self.bad += len(_ESCAPED.findall(text))
-        self.good += len(_NON_ASCII.findall(text))
+        non_ascii, escaped = _patterns()
+        self.bad += len(escaped.findall(text))
+        self.good += len(non_ascii.findall(text))
 
     def verdict(self) -> str:
         return "cp1252" if self.bad and not self.good else "utf-8"
