@@ -41,6 +41,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from analyzer.api.hook_state import tail_start
 from analyzer.errors import ForensicsError
 from analyzer.guards.guard import Call, Decision, Guard
 
@@ -121,17 +122,6 @@ def read_input(stream: IO[bytes], limit: int = INPUT_LIMIT) -> str:
         parts.append(part)
         got += len(part)
     raise ForensicsError(f"the hook's input is over {_size(limit)}: not judged")
-
-
-def tail_start(fh: IO[bytes], size: int, limit: int) -> int:
-    """Where the last ``limit`` bytes of the file ``fh`` (of ``size`` bytes) begin a whole
-    line: at their start when a line ends just before it, else after their first line end
-    (``size`` when there is none)."""
-    if limit <= 0 or size <= limit:
-        return 0
-    fh.seek(size - limit - 1)
-    before = fh.readline(limit + 1)  # the byte before the tail, and the rest of its line
-    return min(size, size - limit - 1 + len(before))
 
 
 @contextmanager

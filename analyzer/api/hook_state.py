@@ -181,8 +181,6 @@ def _fresh(
 ) -> HookState:
     """A state of nothing read yet: from the transcript's first line, or from the first whole
     line of its last ``tail`` bytes when it is longer (as the whole path judges it)."""
-    from analyzer.api.claude_hook import tail_start
-
     if not _is_claude_code(fh):
         raise NotClaudeCode
     cut = tail_start(fh, st.st_size, tail)
@@ -196,6 +194,17 @@ def _fresh(
         tail=tail,
         cut=cut,
     )
+
+
+def tail_start(fh: BinaryIO, size: int, limit: int) -> int:
+    """Where the last ``limit`` bytes of the file ``fh`` (of ``size`` bytes) begin a whole
+    line: at their start when a line ends just before it, else after their first line end
+    (``size`` when there is none)."""
+    if limit <= 0 or size <= limit:
+        return 0
+    fh.seek(size - limit - 1)
+    before = fh.readline(limit + 1)  # the byte before the tail, and the rest of its line
+    return min(size, size - limit - 1 + len(before))
 
 
 def _is_claude_code(fh: BinaryIO) -> bool:

@@ -55,9 +55,10 @@ from analyzer.detect.detectors import Selection, detect, load_incidents, select
 from analyzer.engine import cache
 from analyzer.engine.store import Store, StoreInUse, open_new_or_existing
 from analyzer.errors import InputError
+from analyzer.guards.columns import columns_of
 from analyzer.guards.guard import Call, Decision, Guard
 from analyzer.guards.policy import Policy
-from analyzer.guards.replay import Replay, columns_of
+from analyzer.guards.replay import Replay
 from analyzer.ingest.base import IngestOptions
 from analyzer.model.formatting import cut, json_text, money, printable
 from analyzer.model.incident import Incident
