@@ -98,7 +98,13 @@ def _alerts(options: dict[str, str | bool]) -> AlertSettings | None:
 
 
 def _statusline(options: dict[str, str | bool]) -> int | None:
-    return None
+    """``statusline``, as statusline_command runs it (it takes no options)."""
+    if options:
+        return None
+    from analyzer.api.statusline import run_statusline
+
+    _say(run_statusline(getattr(sys.stdin, "buffer", None)), "")
+    return 0
 
 
 def _say(stdout: str, stderr: str) -> None:

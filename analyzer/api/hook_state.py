@@ -99,6 +99,7 @@ class HookState:
     cut: int = 0  # where its reading began: the start of the tail's first whole line
     fed: int = 0  # the calls the guard has been fed
     newest: Newest | None = None
+    value: float | None = None  # the guard's value where it last moved (for the status line)
 
 
 @dataclass(frozen=True)
@@ -124,15 +125,15 @@ def state_file(folder: Path, transcript: Path, key: tuple[Any, ...]) -> Path:
     """The state file of ``transcript`` under the policy ``key``: named by a digest of the
     transcript's path, then one of the policy's name and file, so that the states of one
     transcript are found together (``said_files``)."""
-    return folder / f"{_digest(str(transcript))}-{_digest(repr(key[:2]))}.state"
+    return folder / f"{digest_of(str(transcript))}-{digest_of(repr(key[:2]))}.state"
 
 
 def said_files(folder: Path, transcript: Path) -> list[Path]:
     """What the hooks on ``transcript`` last said, one file per policy (``Said``)."""
-    return sorted(folder.glob(f"{_digest(str(transcript))}-*.said"))
+    return sorted(folder.glob(f"{digest_of(str(transcript))}-*.said"))
 
 
-def _digest(text: str) -> str:
+def digest_of(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -168,7 +169,7 @@ def load_state(path: Path) -> HookState | None:
 def save_state(path: Path, state: HookState) -> None:
     """Write ``state`` at ``path``: a temporary file beside it, renamed over the old one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomically(path, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+    write_atomically(path, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def _fresh(
@@ -292,28 +293,32 @@ def judge_kept(
                     policy = Guard.load(name, policies).policy
                 state = _fresh(fh, path, st, key, policy, tail)
             judged = advance(state, fh, st.st_size)
+        if judged.value is not None:
+            state.value = judged.value
         save_state(where, state)
-        write_said(where.with_suffix(".said"), state.guard.policy, judged)
+        write_said(where.with_suffix(".said"), state.guard.policy, judged, state.value)
     return judged
 
 
-def write_said(path: Path, policy: Policy, judged: Judged) -> None:
+def write_said(path: Path, policy: Policy, judged: Judged, value: float | None) -> None:
     """What the hook said at its last call, for the status line: the policy (its name, type,
-    scope and stop) and the stop in force or the nudge, with its reason."""
+    scope and stop), its value where it last moved, and the stop in force or the nudge, with
+    its reason."""
     decision = judged.stop or judged.nudge
     said = {
         "policy": policy.name,
         "type": policy.type,
         "scope": policy.scope,
         "stop": float(policy.stop),
+        "value": value,
         "action": decision.action if decision is not None else None,
         "reason": decision.reason if decision is not None else None,
         "calls": judged.calls,
     }
-    _write_atomically(path, json.dumps(said).encode())
+    write_atomically(path, json.dumps(said).encode())
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes) -> None:
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # (tempfile's import costs more)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:

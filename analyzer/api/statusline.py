@@ -24,12 +24,25 @@ so (``llm-forensics: <what>``), exit 0.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import os
+import pickle
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
+from analyzer.api.hook_state import (
+    STATE_VERSION,
+    digest_of,
+    locked,
+    said_files,
+    write_atomically,
+)
+from analyzer.engine.default_store import default_store
 from analyzer.errors import ForensicsError
+from analyzer.guards.live_claude import LiveTranscript
+from analyzer.guards.spend import baseline, ledger_path, read_ledger
 
 INPUT_LIMIT = 2**20  # the status line's JSON is small; more is not judged
 
@@ -95,3 +108,105 @@ def read_session(stream: IO[bytes] | None) -> dict[str, Any]:
 def transcript_of(payload: dict[str, Any]) -> Path | None:
     named = payload.get("transcript_path")
     return Path(named).expanduser() if isinstance(named, str) and named else None
+
+
+@dataclass
+class Spent:
+    """What the status line keeps of a transcript between its runs: the transcript read so
+    far and each call's dollars and day (UTC), so that a run reads only the new lines."""
+
+    version: str
+    transcript: str
+    identity: tuple[int, int]
+    live: LiveTranscript
+    costs: list[tuple[Decimal, str]] = field(default_factory=list)  # (dollars, day) per call
+
+
+def session_spend(transcript: Path, folder: Path) -> tuple[Decimal, dict[str, Decimal]]:
+    """The transcript's dollars so far, and by day (UTC, as the usage views and the caps count
+    days), read on from where the last run stopped (its state in ``folder``)."""
+    path = transcript.resolve()
+    where = folder / f"{digest_of(str(path))}-statusline.spent"
+    with locked(where):
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            kept = _load(where)
+            if kept is None or kept.transcript != str(path) or kept.identity != _id(st):
+                kept = Spent(STATE_VERSION, str(path), _id(st), LiveTranscript.start(path))
+            changed = kept.live.read_on(fh, st.st_size)
+            if changed is None:
+                kept.live, kept.costs = LiveTranscript.start(path), []
+                changed = kept.live.read_on(fh, st.st_size) or 0
+            del kept.costs[changed:]
+            for call in kept.live.calls(len(kept.costs)):
+                day = call.ts.date().isoformat() if call.ts is not None else ""
+                kept.costs.append((Decimal(call.cost_usd or 0), day))
+        write_atomically(where, pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL))
+    by_day: dict[str, Decimal] = {}
+    for usd, day in kept.costs:
+        by_day[day] = by_day.get(day, Decimal(0)) + usd
+    return sum(by_day.values(), Decimal(0)), by_day
+
+
+def _id(st: os.stat_result) -> tuple[int, int]:
+    return (st.st_dev, st.st_ino)
+
+
+def _load(path: Path) -> Spent | None:
+    try:
+        kept = pickle.loads(path.read_bytes())
+    except Exception:  # none yet, cut short, of another version: read again
+        return None
+    return kept if isinstance(kept, Spent) and kept.version == STATE_VERSION else None
+
+
+def hooks_said(folder: Path, transcript: Path) -> list[dict[str, Any]]:
+    """What each hook on ``transcript`` said at its last call (``hook_state.write_said``)."""
+    out = []
+    for path in said_files(folder, transcript.resolve()):
+        try:
+            said = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(said, dict) and isinstance(said.get("policy"), str):
+            out.append(said)
+    return out
+
+
+def status(payload: dict[str, Any], folder: Path, ledger: dict[str, Any] | None) -> Status:
+    """The line's figures for the session ``payload`` names."""
+    transcript = transcript_of(payload)
+    if transcript is None or not transcript.is_file():
+        cost = payload.get("cost")
+        usd = cost.get("total_cost_usd") if isinstance(cost, dict) else None
+        stated = Decimal(str(usd)) if isinstance(usd, int | float) else None
+        return Status(stated, None)
+    session, by_day = session_spend(transcript, folder)
+    today = datetime.now(UTC).date().isoformat()
+    spent_today = baseline(ledger, "day", today, transcript.resolve()) + by_day.get(today, 0)
+    caps, tripping = [], None
+    for said in hooks_said(folder, transcript):
+        if said.get("type") == "budget" and isinstance(said.get("value"), int | float):
+            stop = Decimal(str(said["stop"]))
+            caps.append(Cap(said["policy"], said["scope"], Decimal(str(said["value"])), stop))
+        action = said.get("action")
+        if action in ("stop", "nudge") and (tripping is None or action == "stop"):
+            tripping = (action, said["policy"])
+    nearest = max(caps, key=lambda c: c.share) if caps else None
+    return Status(session, spent_today, nearest, tripping)
+
+
+def run_statusline(stdin: IO[bytes] | None, folder: Path | None = None) -> str:
+    """The whole status line: its JSON in, its line out; never an exception."""
+    from analyzer.api.hook_state import state_folder
+
+    try:
+        payload = read_session(stdin)
+        where = folder or state_folder()
+        ledger = read_ledger(ledger_path(default_store(dict(os.environ), Path.home())))
+        return status(payload, where, ledger).line()
+    except ForensicsError as exc:
+        return f"llm-forensics: {exc}"
+    except Exception as exc:  # the status line never fails Claude Code's screen
+        line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return f"llm-forensics: {line}"

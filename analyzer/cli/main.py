@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "sample": "analyzer.cli.catalog:sample",
     "policies": "analyzer.cli.catalog:policies_command",
     "guard": "analyzer.cli.guard_command:guard_group",
+    "statusline": "analyzer.cli.statusline_command:statusline_command",
     "watch": "analyzer.cli.watch_command:watch_command",
     "config": "analyzer.cli.config_command:config_group",
 }
