@@ -27,7 +27,6 @@ import json
 import os
 import pickle
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
@@ -43,6 +42,7 @@ from analyzer.engine.default_store import default_store
 from analyzer.errors import ForensicsError
 from analyzer.guards.live_claude import LiveTranscript
 from analyzer.guards.spend import baseline, ledger_path, read_ledger
+from analyzer.model.clock import now
 
 INPUT_LIMIT = 2**20  # the status line's JSON is small; more is not judged
 
@@ -182,7 +182,7 @@ def status(payload: dict[str, Any], folder: Path, ledger: dict[str, Any] | None)
         stated = Decimal(str(usd)) if isinstance(usd, int | float) else None
         return Status(stated, None)
     session, by_day = session_spend(transcript, folder)
-    today = datetime.now(UTC).date().isoformat()
+    today = now().date().isoformat()
     spent_today = baseline(ledger, "day", today, transcript.resolve()) + by_day.get(today, 0)
     caps, tripping = [], None
     for said in hooks_said(folder, transcript):

@@ -22,40 +22,27 @@ from what it wrote; ccusage prices the placeholder, as ``costUSDAtLoggedOutput``
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from analyzer.console import severity
 from analyzer.engine.store import Store
 from analyzer.errors import ForensicsError
+from analyzer.model.clock import now
 from analyzer.model.formatting import cut, money, printable, wrap
 from analyzer.model.timewindow import local
 from analyzer.views.table import Column, Table
 from analyzer.views.text_table import TextColumn, TextTable, lay_out
 from analyzer.views.view import How, View
 
-NOW_ENV = "LLM_FORENSICS_NOW"
 LENGTH = timedelta(hours=5)  # a block's length (Anthropic's 5-hour usage window)
 RECENT = timedelta(days=3)  # --recent: the blocks started in the last 3 days (and the active)
 _STORED = Decimal("1e-10")  # dollars to the digits the store keeps (DECIMAL(18, 10))
 WARNING = 0.8  # a projection above this share of the token limit is a warning (as ccusage)
-
-
-def now() -> datetime:
-    """Now, naive UTC: ``$LLM_FORENSICS_NOW`` if set (an ISO time), else the clock."""
-    given = os.environ.get(NOW_ENV, "").strip()
-    if not given:
-        return datetime.now(UTC).replace(tzinfo=None)
-    try:
-        when = datetime.fromisoformat(given.replace("Z", "+00:00"))
-    except ValueError:
-        raise ForensicsError(f"${NOW_ENV}: {given!r} is not an ISO time") from None
-    return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
 
 
 def _round(x: float) -> int:
