@@ -297,13 +297,20 @@ class Guard:
     A budget living in a period (a day, a 5-hour window, a month) keeps one value over every
     stream, fed in time order as the calls happen; ``baseline`` is what was spent in each
     period before this guard's calls (dollars by the period's key: ``2026-11-29``,
-    ``2026-11-29T14:00``, ``2026-11``; ``analyzer.guards.spend``), added to its value."""
+    ``2026-11-29T14:00``, ``2026-11``; ``analyzer.guards.spend``), added to its value;
+    ``window`` the latest 5-hour window its calls continue (start, last call: naive UTC;
+    ``spend.last_window``), so that its windows are the store's."""
 
-    def __init__(self, policy: Policy, baseline: dict[str, Decimal] | None = None) -> None:
+    def __init__(
+        self,
+        policy: Policy,
+        baseline: dict[str, Decimal] | None = None,
+        window: tuple[datetime, datetime] | None = None,
+    ) -> None:
         self.policy = policy
         # A period's value and stop, shared by every stream, and where each call falls.
         period = policy.scope in PERIODS
-        self._periods = Periods(policy.scope) if period else None
+        self._periods = Periods(policy.scope, *(window or (None, None))) if period else None
         self._shared = _Stream(policy.primitive.tracker(policy)) if period else None
         self._baseline = {k: float(v) for k, v in (baseline or {}).items()}
         self.trips: list[Decision] = []  # every nudge and stop so far, in order

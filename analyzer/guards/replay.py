@@ -243,7 +243,8 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
     )
     engine.run("DROP TABLE IF EXISTS lf_keys")
     if _PERIODS in columns:  # the calls' days, windows and months, and their time order
-        engine.run("guards/periods.sql")
+        starts = unit_sql("guards/window_starts.sql", calls="lf_mem.lf_events")
+        engine.run("guards/periods.sql", starts=starts)
     store.compress_if_large("lf_mem")
     engine.run("CREATE OR REPLACE TEMP VIEW lf_events AS SELECT * FROM lf_mem.lf_events")
     return int(engine.scalar("SELECT count(*) FROM lf_events"))

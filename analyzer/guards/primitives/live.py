@@ -78,13 +78,16 @@ class Periods:
             return (ts.date() - _EPOCH.date()).days, ts.strftime("%Y-%m-%d")
         if self.scope == "month":
             return ts.year * 12 + ts.month - 1, ts.strftime("%Y-%m")
+        hour = ts.replace(minute=0, second=0, microsecond=0)
+        if self.start is not None and ts < self.start:  # before a seeded window: its own hour
+            return (hour - _EPOCH) // _HOUR, window_key(hour)
         if (
             self.start is None
             or self.last is None
             or ts > self.start + WINDOW
             or ts - self.last > WINDOW
         ):
-            self.start = ts.replace(minute=0, second=0, microsecond=0)
+            self.start = hour
         self.last = ts
         return (self.start - _EPOCH) // _HOUR, window_key(self.start)
 
