@@ -6,7 +6,7 @@ or ``month``, ``analyzer.guards.primitives``) counts every session's spend. A li
 only its own transcript's calls; what the other sessions spent it reads here:
 
 * **The ledger** (``spend.json`` beside the default store, :func:`write_ledger`, written by
-  one SQL unit, ``sql/guards/spend_ledger.sql``, after a refresh that changed the store): the
+  one SQL unit, ``sql/spend_ledger.sql``, after a refresh that changed the store): the
   recent periods (today and yesterday, the last two windows, this month and the last), each
   with the dollars of every source file and its last call's time, and when it was written.
   Priced as the usage views price calls (``cost_usd``), days and months in UTC as they count
@@ -54,7 +54,7 @@ def ledger_of(store: Store, now: datetime | None = None) -> dict[str, Any]:
     starts = unit_sql("guards/window_starts.sql", calls="live_calls")
     periods: dict[str, dict[str, Any]] = {scope: {} for scope in PERIOD_SCOPES}
     for scope, key, path, usd, last in store.engine.rows(
-        "guards/spend_ledger.sql", {"now": at}, starts=starts
+        "spend_ledger.sql", {"now": at}, starts=starts
     ):
         period = periods[scope].setdefault(key, {"last_call": last.isoformat(), "by_source": {}})
         period["by_source"][path] = str(Decimal(usd).quantize(_TEN))

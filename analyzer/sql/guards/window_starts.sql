@@ -4,7 +4,7 @@
 -- hours after the call before it, starts the next. Each window's first call is found from
 -- the window before it (a recursive CTE, one step per window, over the hours that have calls
 -- and the calls after a gap, both computed once). Put into another unit's slot (periods.sql,
--- spend_ledger.sql). Slots: <calls> a table of calls (its ts, naive UTC).
+-- sql/spend_ledger.sql). Slots: <calls> a table of calls (its ts, naive UTC).
 WITH RECURSIVE timed AS MATERIALIZED (
     SELECT ts, ts - lag(ts) OVER (ORDER BY ts) > INTERVAL 5 HOUR AS after_gap
     FROM {{calls}}

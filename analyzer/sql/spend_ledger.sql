@@ -1,4 +1,4 @@
--- The spend ledger (guards/spend.py, write_ledger): what the store's calls spent in the
+-- The spend ledger (guards/spend.py, ledger_of): what the store's calls spent in the
 -- recent days, 5-hour windows and months, by source file, priced as the usage views price
 -- them (cost_usd, every live call once), in UTC as they count days by default. One row per
 -- period and file: scope ('day', 'window', 'month'), the period's key (2026-11-29,
