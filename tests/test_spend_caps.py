@@ -135,10 +135,14 @@ def test_the_golden_caps_live(path: Path) -> None:
     with open_store(":memory:") as store:
         load_guard_case(store, case["given"])
         with Replay(store, None, [p], live=True) as replay:
-            events = sorted(replay.events(), key=lambda e: e["ts"])
+            replayed = replay.events()  # (stream by stream)
+    events = sorted(replayed, key=lambda e: e["ts"])
     guard = Guard(p)
     stops = [e["call_id"] for e in events if guard.feed(Call.from_event(e)).stops]
     assert stops == case["expect"]["stops"]
+    # a history read back at once (the hook's, watch's) is fed in time order too
+    at_once = Guard(p).feed_all([Call.from_event(e) for e in replayed])
+    assert sorted(d.call_id for d in at_once if d.stops) == sorted(stops)
 
 
 # -- the replay's windows are ccusage's blocks -----------------------------------------------

@@ -361,7 +361,11 @@ class Guard:
 
     def feed_all(self, calls: Iterable[Call]) -> list[Decision]:
         """Feed many calls at once (a history read back): the same decisions as feeding them
-        one by one, their expressions evaluated in one query. Returns the trips."""
+        one by one, their expressions evaluated in one query. Returns the trips. A guard of a
+        period (a spend cap over every stream) is fed them in time order, as they happened
+        (calls at the same time, or with none, in the order given)."""
+        if self._periods is not None:
+            calls = sorted(calls, key=lambda c: (c.ts is None, _naive_utc(c.ts) or datetime.min))
         ready: list[_Row] = []
         for call in calls:
             ready.extend(self._ready(call))
