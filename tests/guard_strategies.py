@@ -98,3 +98,18 @@ SMALLEST: dict[str, list[dict[str, Any]]] = {
         {"type": "window", "count": "tool_call", "seconds": 30},
     ],
 }
+
+# A budget over a period of time (a day, a 5-hour window, a month: every stream's calls in one
+# value, in time order), with its whole policy: the property's common settings (scope, reach)
+# do not apply to it (a period's stop ends the period).
+PERIOD_BUDGETS: Kind = st.fixed_dictionaries(
+    {
+        "type": st.just("budget"),
+        "scope": st.sampled_from(["day", "window", "month"]),
+        "weight": st.sampled_from([None, "1", "output_tokens / 100"]),
+        "watch": st.sampled_from([None, "tool_call", "session_id = 'a'"]),
+        "compare": st.sampled_from([">=", ">"]),
+        "stop": st.sampled_from([1, 2, 3.5]),
+        "nudge": st.sampled_from([None, 0.5]),
+    }
+)

@@ -205,7 +205,7 @@ def test_audit_carries_the_backtest_and_the_report_its_guards(tmp_path: Path) ->
         "penguin_consecutive_trivial_placeholder",
         "penguin_token_trivial",
     ]
-    assert len(names) == 22
+    assert len(names) == 25
     page = out.read_text()
     assert 'id="guards"' in page and "netclaw_cumulative_per_turn" in page
     assert 'aria-label="Waste prevented against false trips, every policy and threshold"' in page

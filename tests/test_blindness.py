@@ -51,6 +51,9 @@ def policy(**raw: Any) -> Policy:
         ("maxtokens_session", "(coalesce(finish_reason, 'unknown') = 'unknown')"),
         ("maxtokens_truncated_tools", KIND),
         ("session_cost_cap", "false"),  # counts every call: nothing to be blind to
+        ("daily_cost_cap", "false"),
+        ("window_cost_cap", "false"),
+        ("monthly_cost_cap", "false"),
         # which tool: a bill's tool call names none
         ("gemini_repeat_tool", TOOLS),
         ("openhands_alternation", TOOLS),

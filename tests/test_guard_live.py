@@ -15,10 +15,11 @@ from analyzer.engine.store import Store, open_store
 from analyzer.errors import ForensicsError
 from analyzer.guards.guard import Call, Guard
 from analyzer.guards.policy import Policy, all_policies, parse_policy
+from analyzer.guards.primitives import PERIODS
 from analyzer.guards.replay import Replay
 from analyzer.ingest.base import IngestOptions
 from analyzer.pipeline import ingest_paths
-from tests.guard_strategies import STRATEGIES
+from tests.guard_strategies import PERIOD_BUDGETS, STRATEGIES
 from tests.helpers import REPO, shared_samples
 from tests.test_guards import make_store
 
@@ -32,8 +33,11 @@ def replayed(store: Store, policies: list[Policy]) -> tuple[list[dict[str, Any]]
 
 
 def live(p: Policy, events: list[dict[str, Any]], one_by_one: bool = True) -> Trips:
-    """The trips of a live guard fed ``events`` (one call at a time, or all at once)."""
+    """The trips of a live guard fed ``events`` (one call at a time, or all at once). A guard
+    of a period is fed them as they happened: in time order (ties in the replay's)."""
     guard = Guard(p)
+    if p.scope in PERIODS:
+        events = sorted(events, key=lambda e: (e["ts"] is None, e["ts"] or datetime.min))
     calls = [Call.from_event(e) for e in events]
     if one_by_one:
         for call in calls:
@@ -145,6 +149,36 @@ def test_live_trips_equal_the_replay_quick(
     with make_store(with_times(calls)) as store:
         events, want = replayed(store, [p])
     assert same_trips(live(p, events), want[p.name]), p.params()
+
+
+# A call's time after the one before it: the same instant, a second, an hour, the 5 hours a
+# window lasts (still in it) and a second more, a day.
+HOURS = st.sampled_from([0, 1, 3600, 5 * 3600, 5 * 3600 + 1, 86400])
+timed_call_st = st.fixed_dictionaries(
+    {
+        "response_kind": st.sampled_from(KINDS),
+        "output_tokens": st.sampled_from([1, 150, None]),
+        "cost_usd": st.sampled_from([0.5, 1.0, 0.1, None]),
+        "stream_key": st.sampled_from(["s1", "s2", "s3"]),
+        "session_id": st.sampled_from(["a", "b", None]),
+        "gap": HOURS,
+    }
+)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(calls=st.lists(timed_call_st, min_size=1, max_size=25), raw=PERIOD_BUDGETS)
+def test_live_period_caps_equal_the_replay(
+    calls: list[dict[str, Any]], raw: dict[str, Any]
+) -> None:
+    """A budget over a day, a window or a month, over streams whose calls interleave in time
+    (across midnights, 5-hour gaps, a window's end): fed as the calls happened, the live
+    guard trips where the replay does, one value and one stop per period across streams."""
+    p = parse_policy("generated", {k: v for k, v in raw.items() if v is not None}, "test")
+    with make_store(with_times(calls)) as store:
+        events, want = replayed(store, [p])
+    assert same_trips(live(p, events), want[p.name]), p.params()
+    assert same_trips(live(p, events, one_by_one=False), want[p.name])
 
 
 def test_a_generated_loop_trips_at_the_call_the_replay_says() -> None:

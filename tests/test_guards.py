@@ -465,6 +465,9 @@ def test_the_presets_are_the_public_names() -> None:
         "openhands_action_observation",
         "cline_mistakes",
         "no_progress",
+        "daily_cost_cap",
+        "window_cost_cap",
+        "monthly_cost_cap",
     ]
 
 

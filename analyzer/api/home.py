@@ -178,10 +178,12 @@ def refresh(
             said = None if incidents else nothing_new(store, inputs, options)
             if said is not None:
                 note(said)
+                _keep_ledger(store, choice, changed=False)
                 return
             from analyzer import pipeline
 
             pipeline.refresh(store, inputs, options, incidents)
+            _keep_ledger(store, choice, changed=True)
 
     try:
         waiting(refreshed, READER_WAIT, "")
@@ -199,6 +201,21 @@ def refresh(
         return None
     keep_copy(choice)
     return None
+
+
+def _keep_ledger(store: Store, choice: StoreChoice, changed: bool) -> None:
+    """The spend ledger beside the default store (``analyzer.guards.spend``: what the live
+    spend caps read of the other sessions' spend), written after a refresh that read
+    something, and after one that read nothing only when there is none yet (a warm refresh
+    with nothing new costs one look at the file). A ledger that cannot be written is left as
+    it was: the caps then read an older one."""
+    from analyzer.guards.spend import ledger_path, write_ledger
+
+    path = ledger_path(choice.path)
+    if not changed and path.exists():
+        return
+    with suppress(OSError):
+        write_ledger(store, path)
 
 
 def open_reading(choice: StoreChoice, busy: str | None = None) -> Store:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from analyzer.guards.blindness import blind_sql, named_columns
 from analyzer.guards.policy import Policy
-from analyzer.guards.primitives import EVENT_COLUMNS
+from analyzer.guards.primitives import EVENT_COLUMNS, PERIODS
 
 # As in the truncated_tool_call_streak detector (one rule: lf_output_discarded in classify.sql).
 TRUNCATION_GAP_S = 300
@@ -25,6 +25,9 @@ ALWAYS = frozenset(
         "tool_key",
     }
 )
+# Not a column: what ``columns_of`` adds for a policy living in a period, so that the replay
+# numbers the periods (periods.sql).
+PERIOD_MARK = "(periods)"
 
 
 def columns_of(policies: list[Policy] | None) -> frozenset[str]:
@@ -34,10 +37,11 @@ def columns_of(policies: list[Policy] | None) -> frozenset[str]:
     found where it is no column (in a function name, say) only widens it."""
     if policies is None:
         return frozenset(EVENT_COLUMNS)
+    periods = {PERIOD_MARK} if any(p.scope in PERIODS for p in policies) else set()
     text = " ".join(
         str(expr)
         for p in policies
         for expr in (p.watch, *(p.setting(s) for s in p.primitive.expressions), blind_sql(p))
         if expr
     )
-    return frozenset(named_columns(text) | ALWAYS)
+    return frozenset(named_columns(text) | ALWAYS | periods)

@@ -37,8 +37,8 @@ from analyzer.guards.blindness import named_columns
 from analyzer.guards.columns import KEPT_RATIO, TRUNCATION_GAP_S, columns_of
 from analyzer.guards.expr import Unsure, compile_expr
 from analyzer.guards.policy import Policy, all_policies, load_policies
-from analyzer.guards.primitives import EVENT_COLUMNS
-from analyzer.guards.primitives.live import Seen, Step, Tracker, micros
+from analyzer.guards.primitives import EVENT_COLUMNS, PERIODS
+from analyzer.guards.primitives.live import Periods, Seen, Step, Tracker, micros
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -272,6 +272,7 @@ class _Stream:
     reach_unit: int | None = None
     stop: Decision | None = None  # the stop of the current reach unit
     steps: dict[str | None, _Steps] = field(default_factory=dict)  # by session id
+    period: int | None = None  # the period of its latest call (a policy living in one)
 
 
 @dataclass
@@ -332,10 +333,27 @@ def _naive_utc(ts: datetime | None) -> datetime | None:
 
 
 class Guard:
-    """A policy live: ``feed`` it each call as it happens, act on the ``Decision``."""
+    """A policy live: ``feed`` it each call as it happens, act on the ``Decision``.
 
-    def __init__(self, policy: Policy) -> None:
+    A budget living in a period (a day, a 5-hour window, a month) keeps one value over every
+    stream, fed in time order as the calls happen; ``baseline`` is what was spent in each
+    period before this guard's calls (dollars by the period's key: ``2026-11-29``,
+    ``2026-11-29T14:00``, ``2026-11``; ``analyzer.guards.spend``), added to its value;
+    ``window`` the latest 5-hour window its calls continue (start, last call: naive UTC;
+    ``spend.last_window``), so that its windows are the store's."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        baseline: dict[str, Decimal] | None = None,
+        window: tuple[datetime, datetime] | None = None,
+    ) -> None:
         self.policy = policy
+        # A period's value and stop, shared by every stream, and where each call falls.
+        period = policy.scope in PERIODS
+        self._periods = Periods(policy.scope, *(window or (None, None))) if period else None
+        self._shared = _Stream(policy.primitive.tracker(policy)) if period else None
+        self._baseline = {k: float(v) for k, v in (baseline or {}).items()}
         self.trips: list[Decision] = []  # every nudge and stop so far, in order
         self.calls = 0
         self._streams: dict[str, _Stream] = {}
@@ -390,7 +408,11 @@ class Guard:
 
     def feed_all(self, calls: Iterable[Call]) -> list[Decision]:
         """Feed many calls at once (a history read back): the same decisions as feeding them
-        one by one, their expressions evaluated in one query. Returns the trips."""
+        one by one, their expressions evaluated in one query. Returns the trips. A guard of a
+        period (a spend cap over every stream) is fed them in time order, as they happened
+        (calls at the same time, or with none, in the order given)."""
+        if self._periods is not None:
+            calls = sorted(calls, key=lambda c: (c.ts is None, _naive_utc(c.ts) or datetime.min))
         ready: list[_Row] = []
         for call in calls:
             ready.extend(self._ready(call))
@@ -411,7 +433,12 @@ class Guard:
         """The stop in force over the stream's latest call: the stop of the reach unit (turn,
         session or stream) that call is in, if the guard tripped there."""
         stream = self._streams.get(stream_key)
-        return None if stream is None else stream.stop
+        if stream is None:
+            return None
+        if self._shared is not None:  # a period's stop, while the stream's call is in it
+            in_force = stream.period is not None and stream.period == self._shared.reach_unit
+            return self._shared.stop if in_force else None
+        return stream.stop
 
     # -- the order ----------------------------------------------------------------------
     def _ready(self, call: Call) -> list[_Row]:
@@ -532,7 +559,15 @@ class Guard:
         the first crossing of the stop in each reach unit; a nudge where the value comes up
         to the nudge level from below, before the stop)."""
         p, s, e = self.policy, row.stream, row.event
-        units = {"stream": 0, "session": row.session, "turn": row.turn}
+        units: dict[str, int | None] = {"stream": 0, "session": row.session, "turn": row.turn}
+        base = 0.0
+        if self._periods is not None and self._shared is not None:
+            # a period: every stream's calls in one value (a call with no time is in none)
+            if e["ts"] is None:
+                return Decision("continue", e["call_id"], p.name)
+            units[p.scope], period_key = self._periods.place(e["ts"])
+            row.stream.period, s = units[p.scope], self._shared
+            base = self._baseline.get(period_key, 0.0)
         reach = units[p.reaches]
         if reach != s.reach_unit:
             s.reach_unit, s.stop = reach, None
@@ -540,8 +575,10 @@ class Guard:
         if not watch:
             return Decision("continue", e["call_id"], p.name)
         step = s.tracker.see(
-            Seen(units[p.scope], e["pos"], e["ts"], count, reset, float(weight), key)
+            Seen(units[p.scope] or 0, e["pos"], e["ts"], count, reset, float(weight), key)
         )
+        if step is not None and base:  # what was spent in the period before
+            step = Step(step.value + base, step.before + base)
         if step is None or s.stop is not None:
             value = None if step is None else step.value
             return Decision("continue", e["call_id"], p.name, value=value)
@@ -582,6 +619,7 @@ def _why(p: Policy, action: str, value: float, level: float | None) -> str:
     """The reason in words: what the value counts, where it stands, what a stop ends."""
     what = p.primitive.describe(p, value)
     sign = ">" if p.compare == ">" else ">="
+    at, stop = p.primitive.level(p, level or 0.0), p.primitive.level(p, p.stop)
     if action == "stop":
-        return f"{p.name}: {what}; stop at {sign} {level:g}: end the {p.reaches}"
-    return f"{p.name}: {what}; nudge at {sign} {level:g} (stop at {p.stop:g})"
+        return f"{p.name}: {what}; stop at {sign} {at}: end the {p.reaches}"
+    return f"{p.name}: {what}; nudge at {sign} {at} (stop at {stop})"

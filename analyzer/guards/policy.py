@@ -9,11 +9,13 @@ its own settings.
 
 Every policy has a ``scope`` (``stream``, ``session`` or ``turn``: the unit it lives in - a run
 of consecutive calls of one stream sharing the session or turn; each new unit starts it afresh,
-a stop ends the unit), an optional ``watch`` predicate (the calls the guard sees at all: the
-others neither count nor reset), a ``stop`` threshold and an optional ``nudge`` threshold below
-it (the ladder: nudge at N, stop at M). Predicates, keys and weights are SQL expressions over
-one call of the replay; a policy's expressions are checked against those columns when it is
-loaded, so a typo is named with the file and the policy, not met later as a database error.
+a stop ends the unit; or, for a budget, ``day``, ``window`` or ``month``: a period of time
+spanning every stream, whose stop ends the rest of the period), an optional ``watch``
+predicate (the calls the guard sees at all: the others neither count nor reset), a ``stop``
+threshold and an optional ``nudge`` threshold below it (the ladder: nudge at N, stop at M).
+Predicates, keys and weights are SQL expressions over one call of the replay; a policy's
+expressions are checked against those columns when it is loaded, so a typo is named with the
+file and the policy, not met later as a database error.
 """
 
 from __future__ import annotations
@@ -27,12 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 from analyzer.errors import ForensicsError
 from analyzer.guards.expr import compile_expr
-from analyzer.guards.primitives import EVENT_COLUMNS, PRIMITIVES, Primitive
+from analyzer.guards.primitives import EVENT_COLUMNS, PERIODS, PRIMITIVES, Primitive
 
 if TYPE_CHECKING:
     from analyzer.engine.engine import Engine
 
-SCOPES = ("stream", "session", "turn")
+SCOPES = ("stream", "session", "turn", *PERIODS)
 PRESETS = Path(__file__).resolve().parent / "presets.toml"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _COMMON = (
@@ -197,9 +199,16 @@ def parse_policy(name: str, raw: dict[str, Any], source: str) -> Policy:
     nudge = raw.get("nudge")
     if nudge is not None and (not isinstance(nudge, int | float) or not 0 < nudge < stop):
         raise ForensicsError(f"{where}: 'nudge' must be a number below 'stop'")
+    if scope in PERIODS and kind != "budget":
+        raise ForensicsError(f"{where}: only a budget lives in a {scope} (scope)")
     reach = raw.get("reach")
     if reach is not None and reach not in SCOPES:
         raise ForensicsError(f"{where}: reach must be one of {', '.join(SCOPES)}")
+    if (scope in PERIODS or reach in PERIODS) and reach not in (None, scope):
+        # A period is no stream's unit: its stop ends the rest of the period, in every stream.
+        raise ForensicsError(
+            f"{where}: reach {reach}: a period's stop ends its own period (day, window, month)"
+        )
     on_trip = raw.get("on_trip", "end")
     if on_trip not in ON_TRIP:
         raise ForensicsError(f"{where}: on_trip must be one of {', '.join(ON_TRIP)}")

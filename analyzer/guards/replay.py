@@ -22,9 +22,9 @@ from analyzer.detect.ground_truth import prepare_truth
 from analyzer.detect.link import is_bill
 from analyzer.engine.store import Store
 from analyzer.guards.blindness import blind_sql, lives_in_turns, per_session_note
-from analyzer.guards.columns import ALWAYS, KEPT_RATIO, TRUNCATION_GAP_S, columns_of
+from analyzer.guards.columns import ALWAYS, KEPT_RATIO, PERIOD_MARK, TRUNCATION_GAP_S, columns_of
 from analyzer.guards.policy import Policy
-from analyzer.guards.primitives import EVENT_COLUMNS, UNIT, unit_sql
+from analyzer.guards.primitives import EVENT_COLUMNS, PERIODS, UNIT, unit_sql
 from analyzer.guards.scoring import Result, score
 
 _ORDER = ("turn", "session", "stream")  # finest first
@@ -212,6 +212,9 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
         keyed=_KEYED if keyed else "",
     )
     engine.run("DROP TABLE IF EXISTS lf_keys")
+    if PERIOD_MARK in columns:  # the calls' days, windows and months, and their time order
+        starts = unit_sql("guards/window_starts.sql", calls="lf_mem.lf_events")
+        engine.run("guards/periods.sql", starts=starts)
     store.compress_if_large("lf_mem")
     engine.run("CREATE OR REPLACE TEMP VIEW lf_events AS SELECT * FROM lf_mem.lf_events")
     return int(engine.scalar("SELECT count(*) FROM lf_events"))
@@ -219,12 +222,29 @@ def _prepare_events(store: Store, columns: frozenset[str] = frozenset(EVENT_COLU
 
 def _prepare_rest(store: Store, reach: str) -> None:
     """Each unit of ``reach`` (what a stop there ends): its last position, the dollars spent
-    in its stream up to its end and when it ends (``lf_unit_<reach>``, unit_ends.sql). Made
-    once per replay."""
-    store.engine.run("guards/unit_ends.sql", reach=reach, unit=UNIT[reach])
+    in its stream up to its end and when it ends (``lf_unit_<reach>``, unit_ends.sql; for a
+    period, its last place in time order and the dollars spent in every stream up to it).
+    Made once per replay."""
+    period = reach in PERIODS
+    store.engine.run(
+        "guards/unit_ends.sql",
+        reach=reach,
+        unit=UNIT[reach],
+        pos="tpos" if period else "pos",
+        through="tusd" if period else "usd_through",
+    )
+
+
+# A nudge comes before its period's stop in time order (the stop's place in it).
+_EARLIER_PERIOD = (
+    "n.ord < (SELECT e.tpos FROM lf_events e WHERE e.u_stream = s.u_stream AND e.pos = s.pos)"
+)
 
 
 def _finer(a: str, b: str) -> str:
+    """The finer of two scopes (a period's reach is its scope: ``parse_policy``)."""
+    if a == b or a in PERIODS or b in PERIODS:
+        return a
     return a if _ORDER.index(a) <= _ORDER.index(b) else b
 
 
@@ -358,12 +378,16 @@ class Replay:
             "grp": UNIT[_finer(p.scope, p.reaches)],
             "blind": f"({blind_sql(p)})",
         }
+        period = p.scope in PERIODS
+        if period:  # a period's calls of every stream, in time order
+            carry["ord"] = "tpos"
         fresh = variant is None or variant == 0
         self.store.engine.run(
             "guards/trace.sql",
             into="CREATE OR REPLACE TEMP TABLE lf_trace AS" if fresh else "INSERT INTO lf_trace",
             variant="NULL::INTEGER" if variant is None else str(variant),
             trace=p.primitive.trace(p, carry),
+            ord=", ord" if period else "",
         )
 
     def _trips(self, variants: list[Policy], variant0: int) -> None:
@@ -376,8 +400,11 @@ class Replay:
             engine.run("guards/trips_table.sql")
         p = variants[0]
         stops = [float(v.stop) for v in variants]
+        # A period's group holds calls of every stream: its first crossing is in time order.
+        period = p.scope in PERIODS
+        o = "ord" if period else "pos"
         picks = ", ".join(
-            f"min(pos) FILTER (WHERE {p.crosses('value', t)}) AS p{i}" for i, t in enumerate(stops)
+            f"min({o}) FILTER (WHERE {p.crosses('value', t)}) AS p{i}" for i, t in enumerate(stops)
         )
         where = p.crosses("value", min(stops))
         latched = _finer(p.scope, p.reaches) != p.scope  # the value carries over its groups
@@ -390,9 +417,9 @@ class Replay:
             mine=f"(variant IS NULL OR variant = {variant0})",
             crossing=where,
         )
+        stop_sql = "guards/trips_stop_period.sql" if period else "guards/trips_stop.sql"
         each = (
-            unit_sql("guards/trips_stop.sql", variant=str(variant0 + i), first=f"p{i}")
-            for i in range(len(stops))
+            unit_sql(stop_sql, variant=str(variant0 + i), first=f"p{i}") for i in range(len(stops))
         )
         engine.run("INSERT INTO lf_trips {{stops}}", stops=" UNION ALL ".join(each))
         for i, v in enumerate(variants):
@@ -405,4 +432,5 @@ class Replay:
                 {"v": variant0 + i},
                 crosses=v.crosses("n.value", level),
                 below=below,
+                earlier=_EARLIER_PERIOD if period else "n.pos < s.pos",
             )

@@ -33,7 +33,7 @@ from typing import Any
 from analyzer.engine.store import Store
 from analyzer.guards.blindness import blind_sql
 from analyzer.guards.policy import Policy
-from analyzer.guards.primitives import UNIT
+from analyzer.guards.primitives import PERIODS, UNIT
 from analyzer.model.formatting import iso
 from analyzer.model.records import json_record
 
@@ -168,14 +168,34 @@ def _by_variant(rows: list[tuple[Any, ...]]) -> dict[int, list[tuple[Any, ...]]]
 
 
 def _settle_stops(store: Store, g: _Guard, p: Policy) -> None:
-    """``lf_stops`` and ``lf_stop_children`` (score_stops.sql), the moot stops deleted."""
+    """``lf_stops`` and ``lf_stop_children`` (score_stops.sql), the moot stops deleted. A stop
+    in a period ends the rest of the period, every stream's calls in it (its sub-agent runs'
+    calls among them, and none after it): it ends no child run of its own."""
+    period = g.reach in PERIODS
+    in_reach = "c.first_ts <= s.unit_end_ts" if g.reach == "turn" else "true"
     store.engine.run(
         "guards/score_stops.sql",
         unit=g.unit,
         reach=g.reach,
         blind=blind_sql(p, "e."),
-        in_reach="c.first_ts <= s.unit_end_ts" if g.reach == "turn" else "true",
+        in_reach="false" if period else in_reach,
+        **_places(g.reach),
     )
+
+
+def _places(reach: str) -> dict[str, str]:
+    """How score_stops.sql reads a call's place in its reach unit: in a stream's order, or in
+    a period's, time order across streams (``tpos``, ``tusd``: periods.sql)."""
+    if reach in PERIODS:
+        join = "JOIN lf_events se ON se.u_stream = t.u_stream AND se.pos = t.pos"
+        return {
+            "pos": "tpos",
+            "at": "e.tpos",
+            "through": "tusd",
+            "rw_join": join,
+            "rw_at": "se.tpos",
+        }
+    return {"pos": "pos", "at": "t.pos", "through": "usd_through", "rw_join": "", "rw_at": "t.pos"}
 
 
 def _figures(
@@ -192,7 +212,13 @@ def _figures(
     blind_trips = dict(
         engine.rows("SELECT variant, count(*) FROM lf_stops WHERE blind GROUP BY variant")
     )
-    engine.run("guards/score_killed.sql", g.params, unit=g.unit, target=g.target)
+    engine.run(
+        "guards/score_killed.sql",
+        g.params,
+        unit=g.unit,
+        target=g.target,
+        pos="tpos" if g.reach in PERIODS else "pos",
+    )
     stopped = engine.rows("guards/score_stopped.sql")
     prevented = dict(engine.rows("guards/score_prevented.sql"))
     events, waste_total = engine.rows(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from analyzer.guards.primitives.base import (
     EVENT_COLUMNS,
+    PERIODS,
     UNIT,
     Primitive,
     Settings,
@@ -34,4 +35,13 @@ PRIMITIVES: dict[str, Primitive] = {
     prim.name: prim for prim in (Counter(), Budget(), RunLength(), Period(), Window())
 }
 
-__all__ = ["EVENT_COLUMNS", "PRIMITIVES", "UNIT", "Primitive", "Settings", "seen_sql", "unit_sql"]
+__all__ = [
+    "EVENT_COLUMNS",
+    "PERIODS",
+    "PRIMITIVES",
+    "UNIT",
+    "Primitive",
+    "Settings",
+    "seen_sql",
+    "unit_sql",
+]

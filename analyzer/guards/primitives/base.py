@@ -51,8 +51,20 @@ EVENT_COLUMNS: dict[str, str] = {
     "step_failed": "BOOLEAN",
     "stale": "BOOLEAN",
 }
-# The unit a policy's scope lives in: a whole number per stream, session or turn.
-UNIT = {"stream": "u_stream", "session": "u_session", "turn": "u_turn"}
+# The unit a policy's scope lives in: a whole number per stream, session or turn (within a
+# stream), or per period of time across every stream (sql/guards/periods.sql).
+UNIT = {
+    "stream": "u_stream",
+    "session": "u_session",
+    "turn": "u_turn",
+    "day": "u_day",
+    "window": "u_window",
+    "month": "u_month",
+}
+# The scopes that are periods of time (a day, ccusage's 5-hour window, a month, in UTC): they
+# span every stream, and a guard's value in them runs in time order (``tpos``), not a
+# stream's.
+PERIODS = ("day", "window", "month")
 
 
 class Settings(Protocol):
@@ -67,6 +79,9 @@ class Settings(Protocol):
 
     @property
     def watch(self) -> str | None: ...
+
+    @property
+    def stop(self) -> float: ...
 
     def setting(self, name: str) -> Any: ...
 
@@ -90,9 +105,10 @@ def seen_sql(p: Settings, carry: dict[str, str]) -> str:
     """The calls the guard sees at all (its ``watch``), in the replay's order (stream, then
     position), with its unit and the ``carry`` columns (name: SQL over a call): seen.sql."""
     cols = "".join(f"{expr} AS {name}, " for name, expr in carry.items())
-    return unit_sql(
-        "guards/seen.sql", unit=UNIT[p.scope], carry=cols, watch=as_bool(p.watch, "true")
-    )
+    watch = as_bool(p.watch, "true")
+    if p.scope in PERIODS:  # a call with no time is in no period
+        watch = f"e.ts IS NOT NULL AND {watch}"
+    return unit_sql("guards/seen.sql", unit=UNIT[p.scope], carry=cols, watch=watch)
 
 
 def keep(carry: dict[str, str]) -> str:
@@ -151,6 +167,10 @@ class Primitive:
     def describe(self, p: Settings, value: float) -> str:
         """The value in words, for a trip's reason ("3 calls in a row with the same tool_key")."""
         raise NotImplementedError
+
+    def level(self, p: Settings, level: float) -> str:
+        """A threshold in words, as the value reads (``describe``): a number by default."""
+        return f"{level:g}"
 
     def unit_steps(self, p: Settings) -> bool:
         """Whether the value only ever rises one at a time (it first reaches a threshold T

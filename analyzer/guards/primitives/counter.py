@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from analyzer.guards.primitives.base import Primitive, Settings, as_bool
+from analyzer.errors import ForensicsError
+from analyzer.guards.primitives.base import PERIODS, Primitive, Settings, as_bool
 from analyzer.guards.primitives.live import Seen, Step, Tracker
 
 
@@ -31,7 +32,10 @@ class Counter(Primitive):
             "count": as_bool(p.setting("count"), "true"),
             "reset": as_bool(p.setting("reset"), "false"),
         }
-        if self.unit_steps(p):
+        # In a period (a day, a window, a month: every stream's calls), it sums in time order
+        # (``ord``, which the replay carries for a period).
+        period = p.scope in PERIODS
+        if self.unit_steps(p) and not period:
             return self.traced(p, carry, "guards/trace_counter.sql", **names)
         segment = "max(CASE WHEN rst THEN pos END) OVER r" if p.setting("reset") else None
         return self.traced(
@@ -41,6 +45,7 @@ class Counter(Primitive):
             **names,
             weight=str(p.setting("weight")),
             segment=segment or "NULL::BIGINT",
+            order="ord" if period else "pos",
         )
 
     def unit_steps(self, p: Settings) -> bool:
@@ -64,10 +69,32 @@ class Budget(Counter):
 
     required: ClassVar[dict[str, str]] = {}
 
+    def check(self, raw: dict[str, Any], where: str) -> None:
+        super().check(raw, where)
+        scope = raw.get("scope")
+        if scope in PERIODS and raw.get("reset"):
+            raise ForensicsError(f"{where}: a budget over a {scope} never resets ('reset')")
+
+    def level(self, p: Settings, level: float) -> str:
+        if str(p.setting("weight")) == "cost_usd":
+            return f"${level:,.2f}"
+        return super().level(p, level)
+
     def describe(self, p: Settings, value: float) -> str:
         if str(p.setting("weight")) == "cost_usd":
-            return f"${value:,.2f} spent"
-        return f"{value:g} spent ({p.setting('weight')})"
+            return f"${value:,.2f} spent{_IN[p.scope]} (cap ${p.stop:,.2f})"
+        return f"{value:g} spent{_IN[p.scope]} ({p.setting('weight')})"
+
+
+# Where a budget's value was spent, in words (its scope).
+_IN = {
+    "stream": " in this stream",
+    "session": " in this session",
+    "turn": " in this turn",
+    "day": " today",
+    "window": " in this 5-hour window",
+    "month": " this month",
+}
 
 
 @dataclass

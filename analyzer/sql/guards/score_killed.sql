@@ -2,13 +2,14 @@
 -- unit after the trip, or in a sub-agent run a stop ended), the earliest stop per call.
 -- Reads lf_stops, lf_stop_children, lf_truth_calls, lf_truth. Parameter targets (the
 -- detectors a guard targets, where <target> names it). Slots: <unit> the reach's unit
--- column, <target> whether an incident t is one of the guard's targets.
+-- column, <target> whether an incident t is one of the guard's targets, <pos> a call's place
+-- in the reach unit, compared with the stop's (lf_stops.at): pos, or a period's tpos.
 CREATE OR REPLACE TEMP TABLE lf_killed AS
 WITH k AS (
     SELECT s.variant, tc.incident_id, tc.call_id, tc.cost_usd, s.call_id AS stop,
            s.u_stream AS stop_stream, s.pos AS trip_pos, s.ts AS trip_ts
     FROM lf_stops s JOIN lf_truth_calls tc
-      ON tc.{{unit}} = s.reach_unit AND tc.pos > s.pos
+      ON tc.{{unit}} = s.reach_unit AND tc.{{pos}} > s.at
     WHERE NOT s.blind
     UNION ALL
     SELECT s.variant, tc.incident_id, tc.call_id, tc.cost_usd, s.call_id,

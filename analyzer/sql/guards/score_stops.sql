@@ -5,20 +5,24 @@
 -- started after the trip and, for a stop that ends a turn, before the turn's last call).
 -- Then a stop inside a sub-agent run that an earlier stop never let start is moot (deleted
 -- from lf_trips and lf_stops). Reads lf_trips, lf_events, lf_truth_calls, lf_waste,
--- lf_children. Slots: <unit> the reach's unit column, <reach> turn, session or stream,
--- <blind> where the guard is blind over the tripping call "e.", <in_reach> whether a child
--- run c started within what the stop s ends.
+-- lf_children. Slots: <unit> the reach's unit column, <reach> turn, session, stream or a
+-- period, <blind> where the guard is blind over the tripping call "e.", <in_reach> whether a
+-- child run c started within what the stop s ends; the order within a reach unit: <pos> a
+-- call's place (pos; a period's, tpos: in time order across streams), <at> the stop's
+-- ("t.pos", "e.tpos"), <through> the running sum (usd_through, tusd), <rw_join> and <rw_at>
+-- the stop's place where the waste after it is summed (nothing and "t.pos"; a period's, the
+-- join of its call se and "se.tpos").
 CREATE OR REPLACE TEMP TABLE lf_stops AS
-WITH tw AS (SELECT DISTINCT call_id, cost_usd, {{unit}} AS unit, pos
+WITH tw AS (SELECT DISTINCT call_id, cost_usd, {{unit}} AS unit, {{pos}} AS pos
             FROM lf_truth_calls),
 rw AS (
     SELECT t.variant, t.u_stream, t.pos, sum(tw.cost_usd) AS usd
-    FROM lf_trips t JOIN tw ON tw.unit = t.reach_unit AND tw.pos > t.pos
+    FROM lf_trips t {{rw_join}} JOIN tw ON tw.unit = t.reach_unit AND tw.pos > {{rw_at}}
     WHERE t.action = 'stop' GROUP BY ALL)
-SELECT t.variant, t.reach_unit, t.u_stream, t.pos, e.call_id, e.ts,
+SELECT t.variant, t.reach_unit, t.u_stream, t.pos, {{at}} AS at, e.call_id, e.ts,
        e.sid, coalesce(e.cost_usd, 0) AS trip_cost,
-       w.call_id IS NOT NULL AS trip_is_waste, r.last_pos - t.pos AS rest_n,
-       r.end_usd - e.usd_through AS rest_usd, coalesce(rw.usd, 0) AS rest_waste,
+       w.call_id IS NOT NULL AS trip_is_waste, r.last_pos - {{at}} AS rest_n,
+       r.end_usd - e.{{through}} AS rest_usd, coalesce(rw.usd, 0) AS rest_waste,
        r.unit_end_ts, ({{blind}}) AS blind
 FROM lf_trips t JOIN lf_events e ON e.u_stream = t.u_stream AND e.pos = t.pos
 JOIN lf_unit_{{reach}} r ON r.unit = t.reach_unit

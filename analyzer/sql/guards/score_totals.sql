@@ -4,5 +4,6 @@
 -- unit column.
 SELECT count(*) FILTER (WHERE ({{blind}})), count(*),
        count(DISTINCT {{unit}}) FILTER (WHERE NOT ({{blind}}) AND {{unit}} NOT IN
-           (SELECT DISTINCT {{unit}} FROM lf_truth_calls))
+           (SELECT DISTINCT {{unit}} FROM lf_truth_calls
+           WHERE {{unit}} IS NOT NULL))
 FROM lf_events;
