@@ -16,7 +16,6 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from analyzer.guards.live_claude import LiveTranscript
 
 from analyzer.api.hook_state import (
     UNSETTLED,
@@ -25,6 +24,7 @@ from analyzer.api.hook_state import (
     state_file,
 )
 from analyzer.guards.guard import Decision, Guard
+from analyzer.guards.live_claude import LiveTranscript
 from analyzer.guards.policy import all_policies
 from tests.helpers import REPO, shared_samples
 
@@ -33,14 +33,17 @@ LOOP = "real-loops/claude_code/Strawhat404__TASK-31/sessions__session-2.jsonl"
 HEALTHY = "real-world/claude_code/jnarowski__agentcmd/full-session-five.jsonl"
 
 
-def fresh(path: Path, name: str) -> tuple[Decision | None, Decision | None, int]:
-    """What a new guard says over the transcript read whole: the stop in force over its newest
-    call and the nudge at it (the hook's rule, claude_hook.verdict)."""
+def fresh(
+    path: Path, name: str, guard: Guard | None = None
+) -> tuple[Decision | None, Decision | None, int]:
+    """What a new guard (of the preset ``name``, or ``guard``) says over the transcript read
+    whole: the stop in force over its newest call and the nudge at it (the hook's rule,
+    claude_hook.verdict)."""
     with open(path, "rb") as fh:
         live = LiveTranscript.start(path)
         live.read_on(fh, os.fstat(fh.fileno()).st_size)
     calls = live.calls()
-    guard = Guard.load(name)
+    guard = guard or Guard.load(name)
     guard.feed_all(calls)
     guard.finish()
     if not calls:
@@ -185,3 +188,56 @@ def test_the_hook_imports_neither_click_nor_duckdb_nor_pyarrow(tmp_path: Path) -
         imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
         assert not imported & {"click", "duckdb", "pyarrow", "numpy"}, imported
         assert first or "genai_prices" not in imported
+
+
+def test_a_day_cap_counts_what_the_ledger_says_other_sessions_spent(tmp_path: Path) -> None:
+    """A cap on the day starts from what the default store's spend ledger knew the other
+    sessions spent that day, and a ledger written again since feeds the guard again: the
+    hook stops where a guard given the same figures stops."""
+    from decimal import Decimal
+
+    from analyzer.engine.default_store import default_store
+    from analyzer.guards.spend import ledger_path
+
+    path = tmp_path / "s.jsonl"
+    path.write_bytes((shared_samples() / LOOP).read_bytes())
+    calls = LiveTranscript.start(path)
+    with open(path, "rb") as fh:
+        calls.read_on(fh, path.stat().st_size)
+    day = next(c.ts for c in calls.calls() if c.ts is not None).date().isoformat()
+    own = sum(c.cost_usd or 0 for c in calls.calls())
+    cap = round(float(own) + 0.5, 2)  # (the session alone stays under it)
+    policies = tmp_path / "caps.toml"
+    policies.write_text(
+        '[policy.day_cap]\ntype = "budget"\nscope = "day"\nweight = "cost_usd"\n'
+        f'stop = {cap}\ncompare = ">"\n'
+    )
+    [policy] = [
+        p for p in __import__("analyzer.guards.policy").guards.policy.load_policies(policies)
+    ]
+    ledger = ledger_path(default_store(dict(os.environ), Path.home()))
+    ledger.parent.mkdir(parents=True, exist_ok=True)
+    folder = tmp_path / "hooks"
+    said = []
+    for spent in ("0.0", "0.30", "0.70"):
+        ledger.write_text(
+            json.dumps(
+                {
+                    "written": f"2026-11-29T00:00:00Z {spent}",
+                    "zone": "UTC",
+                    "periods": {
+                        "day": {
+                            day: {
+                                "last_call": day + "T23:00:00",
+                                "by_source": {"/elsewhere.jsonl": spent},
+                            }
+                        }
+                    },
+                }
+            )
+        )
+        kept = judge_kept(path, "day_cap", str(policies), folder)
+        stop, _nudge, n = fresh(path, "", Guard(policy, baseline={day: Decimal(spent)}))
+        assert (kept.stop, kept.calls) == (stop, n), spent
+        said.append(kept.stop)
+    assert said[0] is None and said[-1] is not None  # (what others spent brings the stop)

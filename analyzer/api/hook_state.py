@@ -38,7 +38,8 @@ import os
 import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -47,6 +48,7 @@ from analyzer.engine.default_store import FOLDER, data_home
 from analyzer.guards.guard import Call, Decision, Guard
 from analyzer.guards.live_claude import LiveTranscript
 from analyzer.guards.policy import Policy
+from analyzer.guards.primitives import PERIODS
 
 # What a state file holds changes with the program: a state of another version is started again.
 STATE_VERSION = f"{__version__}/1"
@@ -100,6 +102,44 @@ class HookState:
     fed: int = 0  # the calls the guard has been fed
     newest: Newest | None = None
     value: float | None = None  # the guard's value where it last moved (for the status line)
+    spent: Spent | None = None  # a period cap's: what the other sessions had spent
+    fed_until: tuple[bool, datetime] = (False, datetime.min)  # a period cap's latest call fed
+
+    def restart_guard(self) -> None:
+        """A new guard of the state's policy, fed nothing yet."""
+        self.guard, self.fed, self.newest = self.new_guard(), 0, None
+        self.fed_until = (False, datetime.min)
+
+    def new_guard(self) -> Guard:
+        """A guard of the state's policy fed nothing yet (a period cap's starting from what
+        the other sessions had spent)."""
+        if self.spent is None:
+            return Guard(self.guard.policy)
+        return Guard(self.guard.policy, baseline=self.spent.baseline, window=self.spent.window)
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What a live cap on a day, a 5-hour window or a month adds to its own calls: what the
+    default store's spend ledger (``analyzer.guards.spend``) knew the other sessions spent, by
+    period, its latest window, and when the ledger was written."""
+
+    written: str | None
+    baseline: dict[str, Decimal]
+    window: tuple[datetime, datetime] | None
+
+    @classmethod
+    def read(cls, policy: Policy, transcript: Path) -> Spent | None:
+        """The ledger's figures for ``policy`` (None: not a period cap)."""
+        if policy.scope not in PERIODS:
+            return None
+        from analyzer.engine.default_store import default_store
+        from analyzer.guards.spend import baselines, last_window, ledger_path, read_ledger
+
+        ledger = read_ledger(ledger_path(default_store(dict(os.environ), Path.home())))
+        written = ledger.get("written") if ledger is not None else None
+        spent = baselines(ledger, policy.scope, excluding=transcript)
+        return cls(written if isinstance(written, str) else None, spent, last_window(ledger))
 
 
 @dataclass(frozen=True)
@@ -185,7 +225,7 @@ def _fresh(
     if not _is_claude_code(fh):
         raise NotClaudeCode
     cut = tail_start(fh, st.st_size, tail)
-    return HookState(
+    state = HookState(
         STATE_VERSION,
         str(transcript),
         (st.st_dev, st.st_ino),
@@ -195,6 +235,9 @@ def _fresh(
         tail=tail,
         cut=cut,
     )
+    state.spent = Spent.read(policy, transcript)
+    state.guard = state.new_guard()
+    return state
 
 
 def tail_start(fh: BinaryIO, size: int, limit: int) -> int:
@@ -241,15 +284,24 @@ def advance(state: HookState, fh: Any, size: int) -> Judged:
         changed = state.live.read_on(fh, size)
         assert changed is not None
     if changed < state.fed:  # an earlier call than the guard has fed changed: feed it again
-        state.guard, state.fed, state.newest = Guard(state.guard.policy), 0, None
+        state.restart_guard()
     pending = state.live.calls(state.fed)
-    settled = max(0, len(state.live) - UNSETTLED - state.fed)
+    timed = state.spent is not None  # a period cap takes every call in time order
+    if timed and state.fed and pending and min(map(_when, pending)) < state.fed_until:
+        # a call earlier than one the guard was fed: feed them all again, in time order
+        state.restart_guard()
+        pending = state.live.calls(0)
+    settled = _settled(pending, max(0, len(state.live) - UNSETTLED - state.fed), timed)
     if settled:
         state.guard.feed_all(pending[:settled])
         state.newest = _newer(state.newest, pending[:settled], state.fed)
         state.fed += settled
+        if timed:
+            state.fed_until = max(state.fed_until, *map(_when, pending[:settled]))
     guard = _clone(state.guard)
     rest = pending[settled:]
+    if timed:  # (as feed_all takes them: in time order, the untimed last)
+        rest = sorted(rest, key=_when)
     values = {call.call_id: guard.feed(call).value for call in rest}
     guard.finish()
     newest = _newer(state.newest, rest, state.fed)
@@ -261,6 +313,33 @@ def advance(state: HookState, fh: Any, size: int) -> Judged:
     stop, nudge = guard.standing(key), nudges[-1] if nudges else None
     value = values.get(call.call_id)
     return Judged(stop, nudge, len(state.live), guard, call, value, state.cut, size)
+
+
+def _when(call: Call) -> tuple[bool, datetime]:
+    """Where a period cap's guard takes a call (``Guard.feed_all``): in time order, the calls
+    without a time last."""
+    ts = call.ts
+    if ts is not None and ts.tzinfo is not None:
+        ts = ts.astimezone(UTC).replace(tzinfo=None)
+    return (ts is None, ts or datetime.min)
+
+
+def _settled(pending: list[Call], n: int, timed: bool) -> int:
+    """How many of the ``pending`` calls to feed the kept guard: ``n``, or for a period cap
+    the longest prefix of at most ``n`` that comes, in time, before every call after it (so
+    that feeding it first and the rest after is feeding them all in time order)."""
+    if not timed or n == 0:
+        return n
+    keys = [_when(c) for c in pending]
+    least_after = [(True, datetime.max)] * (len(keys) + 1)
+    for i in range(len(keys) - 1, -1, -1):
+        least_after[i] = min(keys[i], least_after[i + 1])
+    best, most = 0, keys[0]
+    for i in range(1, n + 1):
+        most = max(most, keys[i - 1])
+        if most <= least_after[i]:
+            best = i
+    return best
 
 
 def judge_kept(
@@ -292,12 +371,22 @@ def judge_kept(
                 if policy is None:
                     policy = Guard.load(name, policies).policy
                 state = _fresh(fh, path, st, key, policy, tail)
+            _spent_since(state, path)
             judged = advance(state, fh, st.st_size)
         if judged.value is not None:
             state.value = judged.value
         save_state(where, state)
         write_said(where.with_suffix(".said"), state.guard.policy, judged, state.value)
     return judged
+
+
+def _spent_since(state: HookState, transcript: Path) -> None:
+    """A period cap whose ledger was written again since: its guard fed again from the new
+    figures (the other sessions' spend moved)."""
+    spent = Spent.read(state.guard.policy, transcript)
+    if spent is not None and (state.spent is None or spent.written != state.spent.written):
+        state.spent = spent
+        state.restart_guard()
 
 
 def write_said(path: Path, policy: Policy, judged: Judged, value: float | None) -> None:

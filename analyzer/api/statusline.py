@@ -111,7 +111,7 @@ def transcript_of(payload: dict[str, Any]) -> Path | None:
 
 
 @dataclass
-class Spent:
+class SessionSpend:
     """What the status line keeps of a transcript between its runs: the transcript read so
     far and each call's dollars and day (UTC), so that a run reads only the new lines."""
 
@@ -132,7 +132,7 @@ def session_spend(transcript: Path, folder: Path) -> tuple[Decimal, dict[str, De
             st = os.fstat(fh.fileno())
             kept = _load(where)
             if kept is None or kept.transcript != str(path) or kept.identity != _id(st):
-                kept = Spent(STATE_VERSION, str(path), _id(st), LiveTranscript.start(path))
+                kept = SessionSpend(STATE_VERSION, str(path), _id(st), LiveTranscript.start(path))
             changed = kept.live.read_on(fh, st.st_size)
             if changed is None:
                 kept.live, kept.costs = LiveTranscript.start(path), []
@@ -152,12 +152,12 @@ def _id(st: os.stat_result) -> tuple[int, int]:
     return (st.st_dev, st.st_ino)
 
 
-def _load(path: Path) -> Spent | None:
+def _load(path: Path) -> SessionSpend | None:
     try:
         kept = pickle.loads(path.read_bytes())
     except Exception:  # none yet, cut short, of another version: read again
         return None
-    return kept if isinstance(kept, Spent) and kept.version == STATE_VERSION else None
+    return kept if isinstance(kept, SessionSpend) and kept.version == STATE_VERSION else None
 
 
 def hooks_said(folder: Path, transcript: Path) -> list[dict[str, Any]]:
