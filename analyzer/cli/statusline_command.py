@@ -25,11 +25,14 @@ def statusline_command() -> None:
     Today is the UTC day, as the usage views and the caps count it, and adds what the default
     store knew the other sessions spent (as of its last refresh). The caps shown are those
     the hooks on this session run (`guard install`). It never fails: a problem is said on
-    the line itself. In .claude/settings.json, with the command's absolute path:
+    the line itself.
+
+    Example, in .claude/settings.json, with the command's absolute path:
 
     \b
       {"statusLine": {"type": "command",
         "command": "/home/you/.local/bin/llm-forensics statusline"}}
+      echo '{"transcript_path": "session.jsonl"}' | llm-forensics statusline
     """
     from analyzer.api.statusline import run_statusline
 
