@@ -40,7 +40,7 @@ from analyzer.api.watch import CapReached, Watcher
 from analyzer.cli.main import cli
 from analyzer.guards.guard import Decision
 from analyzer.guards.policy import all_policies
-from tests.helpers import REPO
+from tests.helpers import REPO, shared_samples
 from tests.test_watch import COMPLETES, WAIT_S, Watching, _append, _claude_code, _nexus3_log
 
 LEVEL_WORDS = ("50%", "80%", "100%")
@@ -283,3 +283,42 @@ def test_the_hooks_alert_options_reach_it_and_a_bad_one_is_one_line(
     bad = runner.invoke(cli, [*args, "--webhook", "file:///etc/passwd"])
     assert bad.exit_code == 0 and got[-1] is None
     assert "going on without alerts" in bad.output
+
+
+def test_the_hook_alerts_each_level_of_a_cap_and_its_stop_once(tmp_path: Path) -> None:
+    """Issue 49's acceptance: a real session crossing a $1 cap, fed to the hook as it grows,
+    two hook processes at once at every step: the webhook gets 50%, 80% and 100% of the cap and
+    the stop, each once."""
+    source = (
+        shared_samples() / "real-loops/claude_code/Strawhat404__TASK-31/sessions__session-2.jsonl"
+    )
+    data = source.read_bytes()
+    transcript = tmp_path / "s.jsonl"
+    transcript.write_bytes(b"")
+    caps = tmp_path / "caps.toml"
+    caps.write_text(
+        '[policy.one_dollar]\ntype = "budget"\nscope = "session"\nweight = "cost_usd"\n'
+        'stop = 1.0\ncompare = ">"\n'
+    )
+    payload = json.dumps({"transcript_path": str(transcript), "hook_event_name": "PostToolUse"})
+    ends = [i + 1 for i, b in enumerate(data) if b == 0x0A]
+    hook = Hook()
+    try:
+        command = [sys.executable, "-m", "analyzer", "guard", "claude-hook", "--policy"]
+        command += ["one_dollar", "--policies", str(caps), "--webhook", hook.url]
+        for end in [*ends[:: max(1, len(ends) // 25)], len(data)]:
+            with open(transcript, "ab") as fh:
+                fh.write(data[fh.tell() : end])
+            both = [
+                subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                for _ in range(2)
+            ]
+            for proc in both:
+                proc.communicate(payload, timeout=120)
+                assert proc.returncode == 0
+    finally:
+        hook.close()
+    levels = [b["level"] for b in hook.bodies if b.get("event") == "cap"]
+    stops = [b for b in hook.bodies if b.get("event") == "trip" and b["action"] == "stop"]
+    assert sorted(levels) == [0.5, 0.8, 1.0] and len(stops) == 1, hook.bodies
+    assert all(isinstance(b["text"], str) and "one_dollar" in b["text"] for b in hook.bodies)
