@@ -112,10 +112,11 @@ def test_a_warm_default_store_loads_no_pyarrow(tmp_path: Path) -> None:
 
 
 # What Claude Code's hook does not load at its start, even when it reads new lines (issue 49:
-# the hook runs at every tool call, in a new process): the reading of a whole file (jsonl,
-# lowering, resume and their gzip and base64), the registry's places, the policies' TOML, and
-# what only the store's lock and the first read's copies use.
+# the hook runs at every tool call, in a new process): the reading of a whole file (base,
+# jsonl, lowering, resume and their gzip and base64), the registry's places, the policies'
+# TOML, and what only the store's lock and the first read's copies use.
 OFF_THE_HOOK = (
+    "analyzer.ingest.base",
     "analyzer.ingest.jsonl",
     "analyzer.ingest.lowering",
     "analyzer.ingest.resume",

@@ -54,15 +54,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analyzer.ingest.base import (
-    CONTENT_LATER,
-    CannotResume,
-    Checkpoint,
-    Head,
-    LoadContext,
-    LoadResult,
-    Unchunkable,
-)
 from analyzer.ingest.content import EXCERPT_CHARS, args_hash, args_text, brief, text_measure
 from analyzer.ingest.conversation import Conversation
 from analyzer.ingest.output_estimate import OutputTally, settle
@@ -73,13 +64,14 @@ from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_str, as_text, kind_of, parse_time
 
 if TYPE_CHECKING:
+    from analyzer.ingest.base import Checkpoint, Head, LoadContext, LoadResult
     from analyzer.ingest.jsonl import Only
     from analyzer.ingest.lowering import Lowering
     from analyzer.ingest.resume import Closed
 
-# (The reading of a whole file - ``jsonl``, ``lowering``, ``resume`` - is imported where it is
-# used: the live hook reads a transcript's new lines through ``_Reader.line`` alone, and its
-# start is short.)
+# (The reading of a whole file - ``base``, ``jsonl``, ``lowering``, ``resume`` - is imported
+# where it is used: the live hook reads a transcript's new lines through ``_Reader.line`` alone,
+# and its start is short.)
 
 APP = "claude-code"
 # The model a reply has that the CLI wrote itself, without calling a model.
@@ -104,6 +96,7 @@ def _api_error() -> re.Pattern[str]:
 @functools.cache
 def _usage_lines() -> Only:
     """The lines a usage-first read parses (the others are counted as ``CONTENT_LATER``)."""
+    from analyzer.ingest.base import CONTENT_LATER
     from analyzer.ingest.jsonl import Only
 
     return Only(b"assistant", CONTENT_LATER)
@@ -188,6 +181,8 @@ class _Parts:
             if call.native_id in self.ids or (
                 not call.replay and call.response_id in self.replayed
             ):
+                from analyzer.ingest.base import Unchunkable
+
                 raise Unchunkable
 
     def write(self, book: CallBook) -> None:
@@ -297,6 +292,8 @@ class _Reader:
             if self.parts is not None and len(self.book.calls) >= OPEN_CALLS:
                 self.parts.write(self.book)
         elif not self.content:
+            from analyzer.ingest.base import CONTENT_LATER  # (the live reader reads content)
+
             low.skip(CONTENT_LATER)
         elif kind == "user":
             _user(low, obj, self.session_of(obj), self.tz)
@@ -382,8 +379,12 @@ def _assistant(
     if key not in calls:
         native = f"{msg_id}:{request}" if request else msg_id
         if book.parts is not None and native in book.parts.ids:
+            from analyzer.ingest.base import Unchunkable
+
             raise Unchunkable  # a line of a call written in an earlier part of this read
         if native in book.closed:  # (maybe) a line of a call an earlier read let go of
+            from analyzer.ingest.base import CannotResume
+
             raise CannotResume(f"line {lineno} may add to call {native}")
         book.starting()
         calls[key] = _new_call(obj, msg, msg_id, request, lineno, s, tz), OutputTally()

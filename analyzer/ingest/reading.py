@@ -17,13 +17,15 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import orjson
 
 from analyzer.errors import InputError
-from analyzer.ingest.base import Head, SourceFile
 from analyzer.ingest.encodings import decode_errors, guess_encoding, is_utf8
+
+if TYPE_CHECKING:  # (the live hook reads with this module's line reading alone)
+    from analyzer.ingest.base import Head, SourceFile
 
 HEAD_BYTES = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
@@ -57,6 +59,8 @@ def over_expansion(compressed: int) -> str:
 
 def read_head(path: Path, display: str) -> Head:
     """Read the start of ``path`` (decompressing gzip, found by its magic bytes)."""
+    from analyzer.ingest.base import Head
+
     try:
         with open(path, "rb") as fh:
             raw = fh.read(HEAD_BYTES)
