@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from analyzer.cli.main import COMMANDS, cli
-from tests.helpers import REPO, env_of
+from tests.helpers import REPO, env_of, shared_samples
 from tests.test_own_data import fake_home
 
 # What a command that only reads a store must not load.
@@ -109,3 +109,66 @@ def test_a_warm_default_store_loads_no_pyarrow(tmp_path: Path) -> None:
     assert again.stderr.startswith("refresh: nothing new in 2 files")
     assert loaded["heavy"] == ["duckdb"] and _no_format(loaded), loaded
     assert json.loads(again.stdout)["totals"] == json.loads(first.stdout)["totals"]
+
+
+# What Claude Code's hook does not load at its start, even when it reads new lines (issue 49:
+# the hook runs at every tool call, in a new process): the reading of a whole file (base,
+# jsonl, lowering, resume and their gzip and base64), the registry's places, the policies'
+# TOML, and what only the store's lock and the first read's copies use.
+OFF_THE_HOOK = (
+    "analyzer.ingest.base",
+    "analyzer.ingest.jsonl",
+    "analyzer.ingest.lowering",
+    "analyzer.ingest.resume",
+    "analyzer.formats.places",
+    "gzip",
+    "base64",
+    "tomllib",
+    "tempfile",
+    "socket",
+)
+SPOTTER = (
+    "real-world/claude_code/marot__spotter/-home-marco-projects-spotter-worktrees-spotter-a0y/"
+    "fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"
+)
+
+
+def test_the_hook_reading_new_lines_loads_no_more_than_it_uses(tmp_path: Path) -> None:
+    """The hook on a real transcript, then on it grown: the second call reads the new lines
+    from the state the first kept, and stops the session at its cost cap, without loading the
+    modules above; a third, with nothing new, compiles none of the rules of ``ingest.meaning``
+    either (what a tool gave back is read with them: they are compiled when first used)."""
+    lines = (shared_samples() / SPOTTER).read_bytes().splitlines(keepends=True)
+    path = tmp_path / "t.jsonl"
+    report = tmp_path / "loaded.json"
+    script = (
+        "import atexit, json, sys\n"
+        "def said():\n"
+        "    from analyzer.ingest import meaning\n"
+        f"    off = [m for m in {OFF_THE_HOOK!r} if m in sys.modules]\n"
+        "    rules = [f.cache_info().currsize for f in (meaning._masking, meaning._says_error)]\n"
+        f"    open({str(report)!r}, 'w').write(json.dumps({{'off': off, 'rules': rules}}))\n"
+        "atexit.register(said)\n"
+        "from analyzer.cli.entry import main\n"
+        "sys.argv = ['llm-forensics', 'guard', 'claude-hook', '--policy', 'session_cost_cap']\n"
+        "main()\n"
+    )
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
+    payload = json.dumps({"transcript_path": str(path), "hook_event_name": "PostToolUse"})
+    answers = []
+    for upto in (1000, len(lines), len(lines)):  # (the cap of $5 is passed after line 1000)
+        path.write_bytes(b"".join(lines[:upto]))
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            input=payload,
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        answers.append((done.stdout, json.loads(report.read_text())))
+    (first, _built), (then, loaded), (again, idle) = answers  # (the first builds the state)
+    assert "stopReason" not in first and "stopReason" in then and again == then, answers
+    assert loaded["off"] == [] and idle == {"off": [], "rules": [0, 0]}, answers

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from fnmatch import fnmatch
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from analyzer.errors import InputError
-from analyzer.formats import places
 from analyzer.ingest.spec import FormatSpec
 
 # The type of a format, as the rest of the package names it.
@@ -81,6 +79,8 @@ def format_by_name(name: str) -> FormatSpec:
 def agent_folders() -> frozenset[str]:
     """The hidden folders that are an agent's own (``.claude``, ``.codex``...): a walk of a
     home folder enters them."""
+    from analyzer.formats import places  # (here and below: a format's module does not need it)
+
     return frozenset(d for folders in places.AGENT_FOLDERS.values() for d in folders)
 
 
@@ -88,6 +88,8 @@ def agent_files() -> frozenset[str]:
     """The hidden files that are an agent's own and hold its calls
     (``.aider.chat.history.md``): a walk of a folder reads them, and a refresh reads those of
     its default places."""
+    from analyzer.formats import places
+
     return frozenset(f for files in places.AGENT_FILES.values() for f in files)
 
 
@@ -106,6 +108,8 @@ def agent_own_file(path: Path) -> str | None:
     """What an unrecognised file is when it belongs to an agent but holds no call (an index,
     settings, a prompt log): named by a format's ``own_files`` (name patterns), or lying in an
     agent's own hidden folder (``.claude``, ``.gemini``...). None: unknown."""
+    from fnmatch import fnmatch
+
     for f in formats():
         if any(fnmatch(path.name, p) for p in f.own_files):
             return f"{f.title}: a file of its own that holds no call"
@@ -119,6 +123,8 @@ def default_homes(env: Mapping[str, str], home: Path) -> list[tuple[str, Path]]:
     """Where each agent format keeps its logs by default (``places.HOMES``: folders, and the
     agents' own files under the roots the user named), whether they exist or not: ``audit``
     with no path reads those that do. No format is imported."""
+    from analyzer.formats import places
+
     return [(name, p) for name, homes in places.HOMES.items() for p in homes(env, home)]
 
 

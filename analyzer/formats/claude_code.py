@@ -45,34 +45,33 @@ the file is read whole.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from analyzer.ingest.base import (
-    CONTENT_LATER,
-    CannotResume,
-    Checkpoint,
-    Head,
-    LoadContext,
-    LoadResult,
-    Unchunkable,
-)
-from analyzer.ingest.content import args_text, text_measure
+from analyzer.ingest.content import EXCERPT_CHARS, args_hash, args_text, brief, text_measure
 from analyzer.ingest.conversation import Conversation
-from analyzer.ingest.jsonl import Only, checkpoint, head_objects, json_lines
-from analyzer.ingest.lowering import EXCERPT_CHARS, Lowering, args_hash, brief
 from analyzer.ingest.output_estimate import OutputTally, settle
 from analyzer.ingest.reading import LineEnds
-from analyzer.ingest.resume import Closed
 from analyzer.ingest.rows import CallRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
 from analyzer.ingest.values import as_str, as_text, kind_of, parse_time
+
+if TYPE_CHECKING:
+    from analyzer.ingest.base import Checkpoint, Head, LoadContext, LoadResult
+    from analyzer.ingest.jsonl import Only
+    from analyzer.ingest.lowering import Lowering
+    from analyzer.ingest.resume import Closed
+
+# (The reading of a whole file - ``base``, ``jsonl``, ``lowering``, ``resume`` - is imported
+# where it is used: the live hook reads a transcript's new lines through ``_Reader.line`` alone,
+# and its start is short.)
 
 APP = "claude-code"
 # The model a reply has that the CLI wrote itself, without calling a model.
@@ -87,11 +86,25 @@ _LINE_TYPES = {
     "queue-operation",
     "turn_end",
 }
-_API_ERROR = re.compile(r"API Error:?\s*(\d{3})")
-_USAGE_LINES = Only(b"assistant", CONTENT_LATER)
+
+
+@functools.cache
+def _api_error() -> re.Pattern[str]:
+    return re.compile(r"API Error:?\s*(\d{3})")
+
+
+@functools.cache
+def _usage_lines() -> Only:
+    """The lines a usage-first read parses (the others are counted as ``CONTENT_LATER``)."""
+    from analyzer.ingest.base import CONTENT_LATER
+    from analyzer.ingest.jsonl import Only
+
+    return Only(b"assistant", CONTENT_LATER)
 
 
 def sniff(head: Head) -> bool:
+    from analyzer.ingest.jsonl import head_objects
+
     for obj in head_objects(head):
         kind = kind_of(obj)
         if kind in _LINE_TYPES and ("sessionId" in obj or "parentUuid" in obj):
@@ -168,6 +181,8 @@ class _Parts:
             if call.native_id in self.ids or (
                 not call.replay and call.response_id in self.replayed
             ):
+                from analyzer.ingest.base import Unchunkable
+
                 raise Unchunkable
 
     def write(self, book: CallBook) -> None:
@@ -185,6 +200,13 @@ class _Parts:
         self.low.write_calls()
 
 
+def _closed() -> Closed:
+    """No call closed yet (``CallBook.closed`` of a read from a file's start)."""
+    from analyzer.ingest.resume import Closed
+
+    return Closed()
+
+
 @dataclass
 class CallBook:
     """A file's calls while it is read (``OpenCalls``) and the usage each call's counts last
@@ -193,14 +215,16 @@ class CallBook:
 
     calls: OpenCalls = field(default_factory=dict)
     usages: dict[tuple[str, str], object] = field(default_factory=dict)
-    closed: Closed = field(default_factory=Closed)
+    closed: Closed = field(default_factory=_closed)
     starting: Callable[[], None] = lambda: None
     parts: _Parts | None = None  # the calls written in parts so far (a long file)
 
 
 def load(ctx: LoadContext) -> LoadResult:
+    from analyzer.ingest.jsonl import json_lines
+
     r = _Reader(ctx)
-    only = None if r.content else _USAGE_LINES
+    only = None if r.content else _usage_lines()
     for lineno, obj in json_lines(ctx.source, r.low, ctx.resume, r.ends, only):
         r.line(lineno, obj)
     rest = [settle_call(call, tally) for call, tally in r.book.calls.values()]
@@ -226,6 +250,8 @@ class _Reader:
     newest calls, with the sessions' counters as they were there."""
 
     def __init__(self, ctx: LoadContext) -> None:
+        from analyzer.ingest.lowering import Lowering
+
         self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
         self.tz = ctx.options.tz
         self.content = ctx.options.content  # (else: usage first, see the module)
@@ -266,6 +292,8 @@ class _Reader:
             if self.parts is not None and len(self.book.calls) >= OPEN_CALLS:
                 self.parts.write(self.book)
         elif not self.content:
+            from analyzer.ingest.base import CONTENT_LATER  # (the live reader reads content)
+
             low.skip(CONTENT_LATER)
         elif kind == "user":
             _user(low, obj, self.session_of(obj), self.tz)
@@ -288,6 +316,8 @@ class _Reader:
         """Where a later read goes on (``jsonl.checkpoint``): at the first line of the newest
         ``CALLS_READ_AGAIN`` calls, with the sessions as they were there and the calls before
         it closed; else (no call read) after the last whole line."""
+        from analyzer.ingest.jsonl import checkpoint
+
         calls = list(self.book.calls.values())
         at: tuple[int, int] | None = None
         sessions = self.saved_sessions()
@@ -305,6 +335,8 @@ class _Reader:
 
     def restore(self, state: dict[str, Any]) -> None:
         """Go on from a checkpoint's ``state``."""
+        from analyzer.ingest.resume import Closed
+
         for sid, agent, *saved in state["sessions"]:
             self.sessions[sid, agent] = _Session.restored(saved)
         self.book.closed = Closed.restored(state["closed"])
@@ -347,8 +379,12 @@ def _assistant(
     if key not in calls:
         native = f"{msg_id}:{request}" if request else msg_id
         if book.parts is not None and native in book.parts.ids:
+            from analyzer.ingest.base import Unchunkable
+
             raise Unchunkable  # a line of a call written in an earlier part of this read
         if native in book.closed:  # (maybe) a line of a call an earlier read let go of
+            from analyzer.ingest.base import CannotResume
+
             raise CannotResume(f"line {lineno} may add to call {native}")
         book.starting()
         calls[key] = _new_call(obj, msg, msg_id, request, lineno, s, tz), OutputTally()
@@ -366,7 +402,7 @@ def _assistant(
     if obj.get("isApiErrorMessage"):
         call.finish_reason_raw = "error"
         text = _result_text(msg.get("content"))
-        m = _API_ERROR.search(text)
+        m = _api_error().search(text)
         call.http_status = int(m.group(1)) if m else None
     blocks = msg.get("content")
     if isinstance(blocks, list):

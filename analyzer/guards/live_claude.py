@@ -58,7 +58,6 @@ from analyzer.formats.claude_code import (
     _Reader,
     settle_call,
 )
-from analyzer.ingest.base import CannotResume
 from analyzer.ingest.output_estimate import OutputTally
 from analyzer.ingest.reading import MAX_LINE_BYTES
 from analyzer.ingest.rows import CallRow, MessageRow
@@ -313,7 +312,7 @@ class LiveTranscript:
         before = len(book.calls)
         try:
             line(self.lineno, obj)
-        except CannotResume:  # a line of a call let go of
+        except _cannot_resume():  # a line of a call let go of
             raise _Changed from None
         if obj.get("type") != "assistant":
             return
@@ -639,6 +638,14 @@ def _short(key: str) -> str:
 def _joined(use: tuple[str, str]) -> str:
     """A (session, tool use id) as one id."""
     return "\x1f".join(use)
+
+
+def _cannot_resume() -> type[Exception]:
+    """``CannotResume``, imported when a line raised (a ``except`` names it only then: the
+    hook's start does not load the ingest's ``base``)."""
+    from analyzer.ingest.base import CannotResume
+
+    return CannotResume
 
 
 def _digest(data: bytes) -> bytes:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 SCOPES = ("stream", "session", "turn", *PERIODS)
 PRESETS = Path(__file__).resolve().parent / "presets.toml"
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_NAME = r"^[a-z][a-z0-9_]*$"  # a policy's name (``re.match``: compiled when first checked)
 _COMMON = (
     "description",
     "type",
@@ -181,7 +181,7 @@ class Policy:
 def parse_policy(name: str, raw: dict[str, Any], source: str) -> Policy:
     """A policy from its TOML table; anything wrong is one message naming source and policy."""
     where = f"{source}: policy {name}"
-    if not _NAME.match(name):
+    if not re.match(_NAME, name):
         raise ForensicsError(f"{where}: a name is lower case letters, digits and underscores")
     kind = raw.get("type")
     if kind not in PRIMITIVES:

@@ -18,13 +18,14 @@ that a file that merely *contains* such words (a source file, a log being read) 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 
 import orjson
 
 # What differs between two sayings of the same thing without changing what is said.
-_VOLATILE = re.compile(
+_VOLATILE = (
     rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?"  # a timestamp
     rb"|\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"  # UUID
     rb"|\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{7,}\b"  # address, hex digest
@@ -45,7 +46,14 @@ ERROR_SAMPLE = 256 * 1024  # an error's first bytes are what it says (a huge one
 # A placeholder standing for hidden content by its digest (a log sanitised before it was shared:
 # ``[REDACTED_OUTPUT len=5030 sha=28c2f7e1]``, the same digest for the same original): its digest
 # is what it says, so it is kept as it is.
-_STANDS_FOR = re.compile(rb"\[[A-Z_]*REDACTED[A-Z_]*\b[^\]\n]{0,120}\]")
+_STANDS_FOR = rb"\[[A-Z_]*REDACTED[A-Z_]*\b[^\]\n]{0,120}\]"
+
+
+@functools.cache
+def _masking() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    """``_VOLATILE`` and ``_STANDS_FOR`` compiled, when first needed (the live hook reads a
+    transcript without masking anything: it does not pay for them at every start)."""
+    return re.compile(_VOLATILE), re.compile(_STANDS_FOR)
 
 
 def mask(data: bytes) -> bytes:
@@ -65,10 +73,11 @@ def mask(data: bytes) -> bytes:
 
 
 def _masked(data: bytes) -> bytes:
+    volatile, stands_for = _masking()
     if b"REDACTED" not in data:
-        return _VOLATILE.sub(b"#", data)
-    kept = _STANDS_FOR.findall(data)
-    masked = [_VOLATILE.sub(b"#", part) for part in _STANDS_FOR.split(data)]
+        return volatile.sub(b"#", data)
+    kept = stands_for.findall(data)
+    masked = [volatile.sub(b"#", part) for part in stands_for.split(data)]
     return b"".join(m + k for m, k in zip(masked, [*kept, b""], strict=True))
 
 
@@ -110,7 +119,7 @@ def meaning_key(kind: str, content: object, name: str | None = None) -> str:
 # traceback and its last line, a tool's "tool: path: reason"), never to a bare word that a
 # file's content could hold.
 _LINE = r"(?:^|(?<=\n)|(?<='output': ')|(?<=<output>))"
-_SAYS_ERROR = re.compile(
+_SAYS_ERROR = (
     # a shell that could not run a command: bash, sh, zsh, dash
     rf"{_LINE}(?P<said>(?:/(?:usr/)?bin/)?(?:ba|z|da|k)?sh(?:: line \d+)?: (?:[^\n]{{1,300}}?: )?"
     r"(?:command not found|No such file or directory|Permission denied|syntax error)[^\n]*"
@@ -128,9 +137,17 @@ _SAYS_ERROR = re.compile(
     r"|(?:fatal|error(?:\[\w+\])?): [^\n]+"
     r"|npm ERR! [^\n]+)"
     # a test run that failed (pytest's summary line): an error, said by the rest of the output
-    rf"|{_LINE}=+ (?:[^\n]*\b)?\d+ (?:failed|errors?)\b[^\n]* =+\s*$",
-    re.MULTILINE,
+    rf"|{_LINE}=+ (?:[^\n]*\b)?\d+ (?:failed|errors?)\b[^\n]* =+\s*$"
 )
+
+
+@functools.cache
+def _says_error() -> re.Pattern[str]:
+    """``_SAYS_ERROR`` compiled, when first needed (it takes milliseconds: a text with none of
+    ``_NEEDED``, and the live hook, which reads no tool's output, never need it)."""
+    return re.compile(_SAYS_ERROR, re.MULTILINE)
+
+
 _TRACEBACK = "Traceback (most recent call last):"
 SAYS_SAMPLE = 8 * 1024
 # Words every rule of ``_SAYS_ERROR`` needs one of (each rule matches only where one of these
@@ -188,7 +205,7 @@ def _said_in(text: str) -> bytes | None:
     """``error_said`` of a text cut to its sample, by the rules (``_SAYS_ERROR``)."""
     said: list[bytes] = []
     summary = False
-    for m in _SAYS_ERROR.finditer(text):
+    for m in _says_error().finditer(text):
         line = m.group("said")
         if line is None:
             summary = True

@@ -10,20 +10,22 @@ reject, as for damaged data), and blank lines are not records (skipped a run at 
 from __future__ import annotations
 
 import codecs
-import gzip
+import functools
 import re
 import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import orjson
 
 from analyzer.errors import InputError
-from analyzer.ingest.base import Head, SourceFile
 from analyzer.ingest.encodings import decode_errors, guess_encoding, is_utf8
+
+if TYPE_CHECKING:  # (the live hook reads with this module's line reading alone)
+    from analyzer.ingest.base import Head, SourceFile
 
 HEAD_BYTES = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
@@ -57,6 +59,8 @@ def over_expansion(compressed: int) -> str:
 
 def read_head(path: Path, display: str) -> Head:
     """Read the start of ``path`` (decompressing gzip, found by its magic bytes)."""
+    from analyzer.ingest.base import Head
+
     try:
         with open(path, "rb") as fh:
             raw = fh.read(HEAD_BYTES)
@@ -148,6 +152,8 @@ def salvage_gzip(src: SourceFile) -> Iterator[tuple[SourceFile, int]]:
 
 def _first_line(path: Path, compression: str | None) -> bytes | None:
     """The file's first line (decompressed), if it ends within ``FIRST_LINE_MAX`` bytes."""
+    import gzip  # (here and below, where a file is read whole: the live hook reads none)
+
     opener = gzip.open if compression == "gzip" else open
     try:
         with opener(path, "rb") as fh:
@@ -160,6 +166,8 @@ def _first_line(path: Path, compression: str | None) -> bytes | None:
 def open_binary(src: SourceFile) -> IO[bytes]:
     """The file's content (decompressed), as bytes in the file's own encoding."""
     if src.head.compression == "gzip":
+        import gzip
+
         return gzip.open(src.path, "rb")  # type: ignore[return-value]
     return open(src.path, "rb")
 
@@ -171,6 +179,8 @@ def read_json_document(src: SourceFile) -> object:
     """A file that is one JSON document, parsed whole (decompressed, in its encoding): a
     document over :data:`MAX_DOCUMENT_BYTES`, damaged gzip data or invalid JSON is an error
     naming the file (and the line, for invalid JSON)."""
+    import gzip
+
     limit = MAX_DOCUMENT_BYTES
     if src.size > limit:
         raise InputError(
@@ -208,6 +218,8 @@ def read_text(src: SourceFile, what: str) -> str:
     """A file read whole as text (decompressed, decoded from its encoding, without a byte-order
     mark; a byte that does not decode is replaced), for formats whose records are parsed from
     the whole (``what`` names the kind of file in the message when it is too large)."""
+    import gzip
+
     limit = MAX_DOCUMENT_BYTES
     if src.size > limit:
         raise InputError(
@@ -233,9 +245,13 @@ def read_text(src: SourceFile, what: str) -> str:
 READ_BYTES = 1 * MB  # read at a time by ``text_lines``
 _BOM = codecs.BOM_UTF8
 _KEPT = 4096  # of a line too long to read whole, the start kept (to show in its reject)
+
+
 # Blank lines from where a line starts, through the line end of the last of them (a run of
 # millions is skipped in one step); bytes.strip's whitespace.
-_BLANK_LINES = re.compile(rb"[ \t\n\r\x0b\x0c]*\n")
+@functools.cache
+def _blank_lines() -> re.Pattern[bytes]:
+    return re.compile(rb"[ \t\n\r\x0b\x0c]*\n")
 
 
 @dataclass
@@ -279,12 +295,13 @@ def text_lines(
     blank = True  # nothing but whitespace in it so far
     ends = ends if ends is not None else LineEnds()
     taken = ends.offset  # the input's bytes before the chunk under way
+    blank_lines = _blank_lines()
     chunks = _utf8_chunks(fh, encoding)
     for chunk in chunks if start else _without_bom(chunks):
         pos, end = 0, len(chunk)
         while pos < end:
             if not size:
-                skip = _BLANK_LINES.match(chunk, pos)
+                skip = blank_lines.match(chunk, pos)
                 if skip is not None:
                     lineno += chunk.count(b"\n", pos, skip.end())
                     pos = skip.end()

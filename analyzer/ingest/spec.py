@@ -8,8 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from analyzer.ingest.base import Head, LoadContext, LoadResult
+if TYPE_CHECKING:  # (annotations only: a format's spec is made without the ingest's base)
+    from analyzer.ingest.base import Head, LoadContext, LoadResult
 
 # What a format is. "bill": its rows are what a provider or gateway charged, one per call
 # (logged calls are linked to them, and they are superseded by the logged call); "bucket_bill":
