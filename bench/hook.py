@@ -106,7 +106,8 @@ def run_one(root: Path, mib: float, calls: int, env: dict[str, str]) -> dict[str
     first = None
     step = MIB
     while session.size < untimed:
-        while session.size < min(untimed, (session.size // step + 1) * step):
+        goal = min(untimed, (session.size // step + 1) * step)  # (the next MiB)
+        while session.size < goal:
             session.exchange(f"ls src/m{session.i % 400}")
         seconds, _out, err = call(cmd, payload, env)
         if first is None:

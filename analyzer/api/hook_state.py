@@ -31,36 +31,25 @@ the hook and read back by it only); the transcript's content is data, never exec
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import os
 import pickle
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from analyzer import __version__
-from analyzer.engine.default_store import FOLDER, data_home
+from analyzer.api.kept import STATE_VERSION, digest_of, locked, state_folder, write_atomically
 from analyzer.guards.guard import Call, Decision, Guard
 from analyzer.guards.live_claude import LiveTranscript
 from analyzer.guards.policy import Policy
 from analyzer.guards.primitives import PERIODS
 
-# What a state file holds changes with the program: a state of another version is started again.
-STATE_VERSION = f"{__version__}/1"
 # The newest calls judged afresh at every call (not fed to the kept guard): a call's fields
 # change when its tool results come in, and a result comes a line or two after its call.
 UNSETTLED = 16
 _PRESETS = Path(__file__).resolve().parent.parent / "guards" / "presets.toml"
-
-
-def state_folder(env: dict[str, str] | None = None) -> Path:
-    """Where the hook's states live: ``hooks`` beside the default store's folder."""
-    return data_home(dict(os.environ) if env is None else env, Path.home()) / FOLDER / "hooks"
 
 
 def policy_key(name: str, policies: str | None) -> tuple[Any, ...]:
@@ -166,32 +155,6 @@ def state_file(folder: Path, transcript: Path, key: tuple[Any, ...]) -> Path:
     transcript's path, then one of the policy's name and file, so that the states of one
     transcript are found together (``said_files``)."""
     return folder / f"{digest_of(str(transcript))}-{digest_of(repr(key[:2]))}.state"
-
-
-def said_files(folder: Path, transcript: Path) -> list[Path]:
-    """What the hooks on ``transcript`` last said, one file per policy (``Said``)."""
-    return sorted(folder.glob(f"{digest_of(str(transcript))}-*.said"))
-
-
-def digest_of(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-@contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold the exclusive lock of the state ``path`` (a ``.lock`` file beside it)."""
-    try:
-        import fcntl
-    except ImportError:  # (Windows: no lock; the state is still written by an atomic rename)
-        yield
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # (closing releases the lock)
 
 
 def load_state(path: Path) -> HookState | None:
@@ -405,16 +368,3 @@ def write_said(path: Path, policy: Policy, judged: Judged, value: float | None) 
         "calls": judged.calls,
     }
     write_atomically(path, json.dumps(said).encode())
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # (tempfile's import costs more)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

@@ -26,18 +26,13 @@ from __future__ import annotations
 import json
 import os
 import pickle
+from array import array
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
-from analyzer.api.hook_state import (
-    STATE_VERSION,
-    digest_of,
-    locked,
-    said_files,
-    write_atomically,
-)
+from analyzer.api.kept import STATE_VERSION, digest_of, locked, said_files, write_atomically
 from analyzer.engine.default_store import default_store
 from analyzer.errors import ForensicsError
 from analyzer.guards.live_claude import LiveTranscript
@@ -113,13 +108,34 @@ def transcript_of(payload: dict[str, Any]) -> Path | None:
 @dataclass
 class SessionSpend:
     """What the status line keeps of a transcript between its runs: the transcript read so
-    far and each call's dollars and day (UTC), so that a run reads only the new lines."""
+    far and each call's dollars (in units of 1e-10, the store's digits) and day (UTC; an index
+    into ``days``), compact, so that a run reads only the new lines."""
 
     version: str
     transcript: str
     identity: tuple[int, int]
     live: LiveTranscript
-    costs: list[tuple[Decimal, str]] = field(default_factory=list)  # (dollars, day) per call
+    units: array[int] = field(default_factory=lambda: array("q"))
+    day_of: array[int] = field(default_factory=lambda: array("l"))
+    days: list[str] = field(default_factory=list)
+
+    def keep(self, start: int) -> None:
+        """Each call's dollars and day, from index ``start`` on (what came before is kept)."""
+        del self.units[start:], self.day_of[start:]
+        for usd, ts in self.live.costs(start):
+            day = ts[:10] if ts is not None else ""
+            if day not in self.days:
+                self.days.append(day)
+            self.units.append(int(Decimal(usd or 0).scaleb(10)))
+            self.day_of.append(self.days.index(day))
+
+    def spent(self) -> tuple[Decimal, dict[str, Decimal]]:
+        """The dollars so far, and by day."""
+        by_day = [0] * len(self.days)
+        for units, day in zip(self.units, self.day_of, strict=True):
+            by_day[day] += units
+        dollars = {day: Decimal(by_day[i]).scaleb(-10) for i, day in enumerate(self.days)}
+        return Decimal(sum(self.units)).scaleb(-10), dollars
 
 
 def session_spend(transcript: Path, folder: Path) -> tuple[Decimal, dict[str, Decimal]]:
@@ -135,17 +151,11 @@ def session_spend(transcript: Path, folder: Path) -> tuple[Decimal, dict[str, De
                 kept = SessionSpend(STATE_VERSION, str(path), _id(st), LiveTranscript.start(path))
             changed = kept.live.read_on(fh, st.st_size)
             if changed is None:
-                kept.live, kept.costs = LiveTranscript.start(path), []
+                kept = SessionSpend(STATE_VERSION, str(path), _id(st), LiveTranscript.start(path))
                 changed = kept.live.read_on(fh, st.st_size) or 0
-            del kept.costs[changed:]
-            for call in kept.live.calls(len(kept.costs)):
-                day = call.ts.date().isoformat() if call.ts is not None else ""
-                kept.costs.append((Decimal(call.cost_usd or 0), day))
+            kept.keep(min(changed, len(kept.units)))
         write_atomically(where, pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL))
-    by_day: dict[str, Decimal] = {}
-    for usd, day in kept.costs:
-        by_day[day] = by_day.get(day, Decimal(0)) + usd
-    return sum(by_day.values(), Decimal(0)), by_day
+    return kept.spent()
 
 
 def _id(st: os.stat_result) -> tuple[int, int]:
@@ -198,7 +208,7 @@ def status(payload: dict[str, Any], folder: Path, ledger: dict[str, Any] | None)
 
 def run_statusline(stdin: IO[bytes] | None, folder: Path | None = None) -> str:
     """The whole status line: its JSON in, its line out; never an exception."""
-    from analyzer.api.hook_state import state_folder
+    from analyzer.api.kept import state_folder
 
     try:
         payload = read_session(stdin)

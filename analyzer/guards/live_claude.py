@@ -542,11 +542,7 @@ class LiveTranscript:
         from analyzer.guards.guard import Call
 
         out = []
-        blobs: list[bytes] = []
-        for calls in self.streams.values():
-            blobs += calls.blobs(max(start, 0))
-            start -= len(calls)
-        for blob in blobs:
+        for blob in self._blobs(start):
             values = list(marshal.loads(blob))
             if values[_TS] is not None:
                 values[_TS] = datetime.fromisoformat(values[_TS])
@@ -554,6 +550,24 @@ class LiveTranscript:
                 values[_COST] = Decimal(values[_COST])
             out.append(Call(**{k: v for k, v in zip(FIELDS, values, strict=True) if v is not None}))
         return out
+
+    def costs(self, start: int = 0) -> list[tuple[str | None, str | None]]:
+        """Each call's dollars (as text, to the store's digits) and time (ISO), from index
+        ``start`` on, in the replay's order: what ``calls`` says of them, without making the
+        calls (the status line, which needs no guard)."""
+        out = []
+        for blob in self._blobs(start):
+            values = marshal.loads(blob)
+            out.append((values[_COST], values[_TS]))
+        return out
+
+    def _blobs(self, start: int) -> list[bytes]:
+        """The calls from index ``start`` on, each as kept (the marshal of its ``FIELDS``)."""
+        blobs: list[bytes] = []
+        for calls in self.streams.values():
+            blobs += calls.blobs(max(start, 0))
+            start -= len(calls)
+        return blobs
 
 
 class _Stream:
