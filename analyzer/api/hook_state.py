@@ -365,6 +365,11 @@ def write_said(path: Path, policy: Policy, judged: Judged, value: float | None) 
         "value": value,
         "action": decision.action if decision is not None else None,
         "reason": decision.reason if decision is not None else None,
-        "calls": judged.calls,
     }
-    write_atomically(path, json.dumps(said).encode())
+    data = json.dumps(said).encode()
+    try:
+        if path.read_bytes() == data:  # (the same words: not written again)
+            return
+    except OSError:
+        pass
+    write_atomically(path, data)
