@@ -46,7 +46,7 @@ def test_wheel_ships_queries_reports_and_the_entry_point(wheel: Path) -> None:
     assert "analyzer/_data/reports/README.md" in names
     assert "analyzer/sql/schema.sql" in names and "analyzer/sql/classify.sql" in names
     [entry] = [n for n in names if n.endswith("entry_points.txt")]
-    assert "llm-forensics = analyzer.cli.main:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert "llm-forensics = analyzer.cli.entry:main" in zipfile.ZipFile(wheel).read(entry).decode()
 
 
 def test_installed_copy_audits_from_another_folder(wheel: Path, tmp_path: Path) -> None:
