@@ -34,6 +34,7 @@ SNIFFING_ORDER = [
     "cline_task",
     "aider",
     "aider_chat",
+    "langfuse",
     "openhands",
     "swe_agent",
     "mini_swe_agent",

@@ -283,6 +283,21 @@ LITELLM_SEEDS = {
     ),
 }
 
+# Langfuse's observations export: the blob export's JSON Lines (its first lines), the UI's CSV
+# and its JSON array (tests/fixtures/langfuse).
+_LANGFUSE = Path(__file__).parent / "fixtures" / "langfuse"
+LANGFUSE_SEEDS = {
+    "observations.jsonl": b"".join(
+        (_LANGFUSE / "observations_v2_2026-03-05T14-00-00.jsonl")
+        .read_bytes()
+        .splitlines(keepends=True)[:5]
+    ),
+    "observations.csv": b"".join(
+        (_LANGFUSE / "observations_ui_export.csv").read_bytes().splitlines(keepends=True)[:6]
+    ),
+    "observations.json": (_LANGFUSE / "observations_ui_export.json").read_bytes(),
+}
+
 # Gemini CLI saved chats in their three layouts: one JSON object (2025, and 2026 with tool
 # calls) and JSON Lines with a message written twice (tests/fixtures/gemini).
 # Forked and sub-agent rollouts, whose copy of the parent's history is skipped.
@@ -783,6 +798,7 @@ NUMBERED_FORMATS = {
     "swe_agent",
     "openhands",
     "claude_merged",
+    "langfuse",
 }
 
 
@@ -936,6 +952,10 @@ def _check_loaded(store: Store, r: FileReport, raw: bytes) -> None:
             store, "SELECT count(*) FROM messages WHERE source_id = ? AND kind = 'synthetic'", [sid]
         )
         assert records + synthetic <= r.rows_loaded, (records, synthetic, r)
+    elif r.format == "langfuse":
+        # A generation is its call (record_count 1; its prompt, reply and tool calls count for
+        # nothing); a tool observation is its tool call (its result counts for nothing).
+        assert records == calls and calls <= r.rows_loaded, (records, calls, r)
     elif r.format in ("anthropic_usage", "openai_usage"):
         # A bill per bucket makes no calls: each loaded record is one bill_buckets row.
         buckets = _count(store, "SELECT count(*) FROM bill_buckets WHERE source_id = ?", [sid])
@@ -1079,6 +1099,15 @@ def test_damaged_gemini_cli_log(data: st.DataObject) -> None:
     name = data.draw(st.sampled_from(sorted(GEMINI_SEEDS)), label="seed")
     mutations = JSONL_MUTATIONS if name.endswith(".jsonl") else JSON_DOC_MUTATIONS
     check_drawn(data, mutate(data, GEMINI_SEEDS[name], mutations), "chats", name)
+
+
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_damaged_langfuse_export(data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(sorted(LANGFUSE_SEEDS)), label="seed")
+    mutations = {".csv": CSV_MUTATIONS, ".json": JSON_DOC_MUTATIONS, ".jsonl": JSONL_MUTATIONS}
+    raw = mutate(data, LANGFUSE_SEEDS[name], mutations[Path(name).suffix])
+    check_drawn(data, raw, "exports", name)
 
 
 @PROPERTY_SETTINGS
