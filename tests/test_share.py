@@ -30,6 +30,7 @@ from analyzer.engine.export_layout import SHARE_FORMAT, share_batches
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_data"
 ALPHA = [SAMPLE / "claude-code", SAMPLE / "nexus3"]
 BETA = [SAMPLE / "nexus3", SAMPLE / "penguin"]
+ANA = '{"user.email":"ana@example.com"}'
 
 
 def run(*args: object) -> Result:
@@ -68,6 +69,9 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     for name, paths in (("alpha", ALPHA), ("beta", BETA)):
         db = base / f"{name}.duckdb"
         ok("ingest", "--db", db, "--machine", name, "-q", *paths)
+        if name == "alpha":  # who made them, as an OpenTelemetry export says it (calls.labels)
+            with duckdb.connect(str(db)) as con:
+                con.execute(f"UPDATE calls SET labels = '{ANA}' WHERE format = 'claude_code'")
         first = ok("share", "--db", db, "--machine", name, folder, "--json")
         assert json.loads(first.stdout)["batch"] is not None
         again = ok("share", "--db", db, "--machine", name, folder, "--json")
@@ -120,6 +124,17 @@ def test_a_third_machine_reads_every_call_once_under_its_machine(
     assert usage["input"] + usage["cache_read"] + usage["cache_write"] == tokens
     cost = sum((r[3] or Decimal(0)) for r in want.values())
     assert Decimal(str(usage["usd"])) == cost
+    # ... and by user: the labels a call was shared with
+    by_user = json.loads(ok("usage", "daily", "--db", db, "--by", "user.email", "--json").stdout)
+    users: dict[str, int] = {}
+    for day in by_user["daily"]:
+        for part in day["breakdown"]:
+            users[part["key"]] = users.get(part["key"], 0) + part["calls"]
+    ana = rows(team.parent / "alpha.duckdb", f"SELECT count(*) FROM calls WHERE labels = '{ANA}'")
+    assert users == {
+        "user.email=ana@example.com": ana[0][0],
+        "user.email=(none)": len(want) - ana[0][0],
+    }
 
 
 def test_the_same_messages_as_reading_the_logs_themselves(team: Path, tmp_path: Path) -> None:

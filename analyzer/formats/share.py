@@ -57,21 +57,23 @@ def _manifest(ctx: LoadContext) -> dict[str, Any]:
     try:
         data = json.loads(path.read_bytes())
     except (OSError, ValueError) as exc:
-        raise InputError(f"a shared batch's manifest that cannot be read ({exc})") from exc
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"a shared batch's manifest that cannot be read ({why})", path) from exc
     if not isinstance(data, dict) or data.get("format") != SHARE_FORMAT:
-        raise InputError("not a shared batch's manifest")
+        raise InputError("not a shared batch's manifest", path)
     version = str(data.get("schema_version", ""))
     if not version.isdigit() or not OLDEST <= int(version) <= int(ours):
         raise InputError(
             f"shared in store format {version or '?'}; this version reads {OLDEST} to "
-            f"{ours} (upgrade llm-forensics to read it)"
+            f"{ours} (upgrade llm-forensics to read it)",
+            path,
         )
     tables = data.get("tables")
     for table in TABLES:
         entry = tables.get(table) if isinstance(tables, dict) else None
         name = entry.get("path") if isinstance(entry, dict) else None
         if not isinstance(name, str) or Path(name).name != name or not name:
-            raise InputError(f"the manifest names no file for {table}")
+            raise InputError(f"the manifest names no file for {table}", path)
     return data
 
 
