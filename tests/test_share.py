@@ -271,3 +271,27 @@ def test_spark_reads_the_shared_folder_with_the_same_incidents(team: Path, tmp_p
     assert (folder / "detected" / "incidents.parquet").exists()
     again = run("ingest", "--db", db, folder)  # what Spark wrote beside is no data unread
     assert again.exit_code == 0, again.output
+
+
+def test_the_default_store_shares_this_machines_calls(tmp_path: Path) -> None:
+    """Without --db: the default store, refreshed from the agents' places, shared under this
+    machine's name; a refresh's usage-first reads are read whole first (the messages go too)."""
+    from analyzer.engine.default_store import this_machine
+    from tests.helpers import env_of
+
+    home = tmp_path / "home"
+    shutil.copytree(SAMPLE / "claude-code" / "projects", home / ".claude" / "projects")
+    env = env_of(home, LLM_FORENSICS_DB=str(tmp_path / "default.duckdb"))
+    runner = CliRunner(env=env)
+    usage = runner.invoke(cli, ["usage", "daily", "--json"])  # a usage-first refresh
+    assert usage.exit_code == 0, usage.output
+    done = runner.invoke(cli, ["share", str(tmp_path / "team"), "--json"])
+    assert done.exit_code == 0, done.output
+    shared = json.loads(done.stdout)
+    assert shared["machine"] == this_machine()
+    tables = shared["manifest"]["tables"]
+    calls = json.loads(usage.stdout)["totals"]["calls"]
+    assert tables["calls"]["rows"] == calls > 0 and tables["messages"]["rows"] > 0
+    assert Path(shared["batch"]).parent == tmp_path / "team" / this_machine()
+    again = runner.invoke(cli, ["share", str(tmp_path / "team"), "--json"])
+    assert again.exit_code == 0 and json.loads(again.stdout)["batch"] is None
