@@ -245,6 +245,9 @@ FORMAT_MAY_IMPORT = (
     "analyzer.console",
     "analyzer.model",
     "analyzer.engine.engine",
+    # the layout of a Parquet export and of a shared history's batches, which the share
+    # format reads (``llm-forensics share DIR``, then ``ingest DIR``)
+    "analyzer.engine.export_layout",
 )
 # ``places`` is no format: where the agents keep their logs, and Aider's are under the roots
 # the user named (kept beside the default store by ``analyzer.engine.roots``).

@@ -23,6 +23,7 @@ SNIFFING_ORDER = [
     "litellm_spend",
     "anthropic_usage",
     "openai_usage",
+    "share",
     "claude_code",
     "claude_stream_json",
     "codex",
@@ -84,7 +85,7 @@ def test_what_the_specs_say_of_agents_folders_and_files() -> None:
         ".openhands",
     }
     assert [f.name for f in registry.FORMATS if f.batch] == ["claude_code"]
-    assert [f.name for f in registry.FORMATS if f.member_of is not None] == ["openhands"]
+    assert [f.name for f in registry.FORMATS if f.member_of is not None] == ["share", "openhands"]
     assert list(places.HOMES) == [
         "claude_code",
         "codex",

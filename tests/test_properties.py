@@ -22,7 +22,9 @@ damaged inputs the properties found mishandled are kept, cut down, as plain case
 
 from __future__ import annotations
 
+import functools
 import gzip
+import hashlib
 import os
 import re
 import tempfile
@@ -1371,3 +1373,67 @@ def _aider_chat_seed() -> bytes:
 def test_damaged_aider_chat_history(data: st.DataObject) -> None:
     raw = mutate(data, _aider_chat_seed(), BYTE_MUTATIONS)
     check_drawn(data, raw, "proj", ".aider.chat.history.md")
+
+
+@functools.cache
+def _shared_batch() -> dict[str, bytes]:
+    """A batch of a shared history (``llm-forensics share``) of the sample's Claude Code and
+    NEXUS3 logs: its files by name."""
+    from click.testing import CliRunner
+
+    from analyzer.cli.main import cli
+
+    with tempfile.TemporaryDirectory(prefix="lf-prop-share-") as tmp:
+        db, folder = Path(tmp) / "a.duckdb", Path(tmp) / "team"
+        logs = [str(SAMPLE_DATA / "claude-code"), str(SAMPLE_DATA / "nexus3")]
+        for args in (["ingest", "-q", "--db", str(db), *logs], ["share", "--db", str(db), "-q"]):
+            args += [str(folder)] if args[0] == "share" else []
+            done = CliRunner().invoke(cli, [*args, "--machine", "alpha"])
+            assert done.exit_code == 0, done.output
+        (batch,) = (folder / "alpha").iterdir()
+        return {p.name: p.read_bytes() for p in batch.iterdir()}
+
+
+@PROPERTY_SETTINGS
+@given(data=st.data())
+def test_damaged_shared_batch(data: st.DataObject) -> None:
+    """A batch with its manifest or one of its Parquet files damaged (with the manifest's
+    SHA-256 of it fixed to match, or not): it loads with its accounting closed and each call
+    once, or fails in one line naming a file of the batch with nothing of it stored."""
+    files = dict(_shared_batch())
+    name = data.draw(st.sampled_from(sorted(files)), label="file")
+    if name == "manifest.json":
+        files[name] = mutate(data, files[name], JSON_DOC_MUTATIONS)
+    else:
+        files[name] = mutate(data, files[name], BYTE_MUTATIONS)
+        if data.draw(st.booleans(), label="the manifest's digest made to match"):
+            manifest = orjson.loads(files["manifest.json"])
+            table = manifest["tables"][name.removesuffix(".parquet")]
+            table["sha256"] = hashlib.sha256(files[name]).hexdigest()
+            files["manifest.json"] = orjson.dumps(manifest, option=orjson.OPT_INDENT_2)
+    with tempfile.TemporaryDirectory(prefix="lf-prop-") as tmp:
+        batch = Path(tmp) / "team" / "alpha" / "20251218T000000Z-batch"
+        batch.mkdir(parents=True)
+        for file, raw in files.items():
+            (batch / file).write_bytes(raw)
+        path = batch / "manifest.json"
+        with open_store(":memory:") as store:
+            try:
+                report = ingest_file(store, path, str(path), True, IngestOptions(progress=False))
+            except ForensicsError as exc:
+                assert not isinstance(exc, LoaderBug), f"{exc!r} from {exc.__cause__!r}"
+                message = str(exc)
+                _note(f"ForensicsError: {message!r}", "raised ForensicsError")
+                assert "\n" not in message and str(batch) in message, message
+                _assert_store_empty(store)
+                return
+            _note(f"report: {report}", f"status {report.status}")
+            if report.status != "loaded":
+                _assert_store_empty(store)
+                return
+            r = report
+            assert (
+                r.rows_read == r.rows_loaded + r.rows_rejected + r.rows_duplicate + r.rows_skipped
+            )
+            calls = _count(store, "SELECT count(*) FROM calls")
+            assert calls == _count(store, "SELECT count(DISTINCT call_id) FROM calls")

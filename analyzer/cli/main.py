@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "show": "analyzer.cli.store_commands:show_command",
     "rejects": "analyzer.cli.store_commands:rejects_command",
     "export": "analyzer.cli.store_commands:export_command",
+    "share": "analyzer.cli.store_commands:share_command",
     "detectors": "analyzer.cli.catalog:detectors_command",
     "sample": "analyzer.cli.catalog:sample",
     "policies": "analyzer.cli.catalog:policies_command",

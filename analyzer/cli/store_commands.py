@@ -315,6 +315,45 @@ def rejects_command(db: str | None, file: str | None, as_json: bool) -> None:
     emit(RejectsView(rows), output_choice(as_json))
 
 
+@click.command("share")
+@db_option()
+@refresh_option
+@keep_cache_option
+@click.option(
+    "--machine",
+    default=None,
+    metavar="NAME",
+    help="Share the files read as machine NAME (`ingest --machine NAME`), under DIR/NAME/. "
+    "Default: this machine's host name.",
+)
+@click.argument("folder", metavar="DIR", type=click.Path(file_okay=False))
+@chatter_options
+@json_option
+def share_command(db: str | None, machine: str | None, folder: str, as_json: bool) -> None:
+    """Write this machine's calls that are new since its last share (with their messages and
+    runs) into a folder shared by a team (a network drive, a synced folder, an object-store
+    mount), as a batch of Parquet files of its own under DIR/<machine>/. Any machine's store
+    reads the folder with `llm-forensics ingest DIR` (each call once, however often it was
+    shared), and `llm-forensics detect --engine spark --parquet DIR` runs the detectors over
+    every machine's batches.
+
+    A batch is written beside its place and renamed in whole; no file of another machine, nor
+    an earlier batch, is ever changed. Sharing again writes only what was read since.
+
+    \b
+    Example:
+      llm-forensics share /mnt/team/llm-history
+    """
+    from analyzer.engine.default_store import this_machine
+    from analyzer.views.share import ShareView, share
+
+    with opened(db, detect=False, empty=False) as store:
+        shared = share(store, Path(folder), machine or this_machine())
+    emit(ShareView(shared), output_choice(as_json))
+    if shared.batch is not None:
+        note(f"wrote {shared.batch}")
+
+
 @click.command("export")
 @db_option()
 @refresh_option

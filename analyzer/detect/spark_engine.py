@@ -38,7 +38,12 @@ from analyzer.detect.detectors import (
     without,
 )
 from analyzer.engine.engine import SQL_DIR, Params
-from analyzer.engine.export_layout import PARTITIONED, read_manifest
+from analyzer.engine.export_layout import (
+    PARTITIONED,
+    file_sha256,
+    read_manifest,
+    share_batches,
+)
 from analyzer.engine.files import atomic_file
 from analyzer.engine.store import SCHEMA_VERSION, Store
 from analyzer.errors import ForensicsError
@@ -91,8 +96,11 @@ def require() -> None:
 
 
 def export_checked(folder: Path) -> dict[str, Any]:
-    """The manifest of the export in ``folder``, which this version must be able to read."""
+    """The manifest of the export in ``folder``, which this version must be able to read (a
+    shared history's folder, ``llm-forensics share DIR``: its batches, ``shared_checked``)."""
     manifest = read_manifest(folder)
+    if not manifest and share_batches(folder):
+        return shared_checked(folder)
     if not manifest:
         raise ForensicsError(
             "no export here (no manifest.json): write one with "
@@ -114,6 +122,71 @@ def export_checked(folder: Path) -> dict[str, Any]:
                 path=folder / "manifest.json",
             )
     return manifest
+
+
+# A shared history's tables, as Spark reads them (``llm-forensics share DIR``).
+SHARED = ("calls", "messages", "runs")
+# (the first store format a share was written in)
+SHARED_SINCE = 12
+
+
+def shared_checked(folder: Path) -> dict[str, Any]:
+    """A shared history's batches in ``folder`` (every machine's), each file's bytes those its
+    manifest gives the SHA-256 of, as ``{"batches": [{table: path}, ...]}`` in the order
+    ``ingest DIR`` reads them."""
+    batches = []
+    for batch, manifest in share_batches(folder):
+        version = str(manifest.get("schema_version", ""))
+        if not version.isdigit() or not SHARED_SINCE <= int(version) <= int(SCHEMA_VERSION):
+            raise ForensicsError(
+                f"shared in store format {version or '?'}, this version reads {SHARED_SINCE} "
+                f"to {SCHEMA_VERSION}",
+                path=batch / "manifest.json",
+            )
+        paths = {}
+        for table in SHARED:
+            entry = manifest["tables"].get(table) or {}
+            path = batch / str(entry.get("path", f"{table}.parquet"))
+            try:
+                digest = file_sha256(path)
+            except OSError as exc:
+                raise ForensicsError(f"cannot read it ({exc.strerror or exc})", path=path) from exc
+            if digest != entry.get("sha256"):
+                raise ForensicsError(
+                    "damaged: its SHA-256 is not the one manifest.json gives", path=path
+                )
+            paths[table] = path.resolve()
+        batches.append(paths)
+    return {"batches": batches}
+
+
+def _shared_frames(spark: Any, manifest: dict[str, Any]) -> dict[str, Any]:
+    """A shared history's tables as Spark frames, each row once: the union of every batch's,
+    a call the first time its id is met (batches in the order ``ingest DIR`` reads them; in a
+    batch, in the order its machine stored them), a message or run once whatever file of
+    whichever machine it came from (its ``source_id`` the least of them)."""
+    from functools import reduce
+
+    from pyspark.sql import Window as W
+    from pyspark.sql import functions as F
+
+    frames: dict[str, Any] = {}
+    for table in SHARED:
+        parts = [
+            spark.read.parquet(str(b[table])).withColumn("lf_batch", F.lit(i))
+            for i, b in enumerate(manifest["batches"])
+        ]
+        union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
+        if table == "calls":
+            order = W.partitionBy("call_id").orderBy(
+                "lf_batch", "source_id", F.col("line").asc_nulls_last()
+            )
+            union = union.withColumn("lf_n", F.row_number().over(order)).where("lf_n = 1")
+            frames[table] = union.drop("lf_n", "lf_batch")
+        else:
+            keys = [c for c in union.columns if c not in ("source_id", "lf_batch")]
+            frames[table] = union.groupBy(*keys).agg(F.min("source_id").alias("source_id"))
+    return frames
 
 
 LOG4J = SQL_DIR / "spark-log4j2.properties"
@@ -187,6 +260,16 @@ def register(spark: Any, folder: Path, window: Window | None = None) -> dict[str
     if live is None:  # pragma: no cover - the schema defines it
         raise ForensicsError("schema.sql defines no live_calls view", path=SCHEMA)
     cond = window.predicate() if window else "true"
+    if "batches" in manifest:  # a shared history: every machine's batches, each row once
+        frames = _shared_frames(spark, manifest)
+        for table in PARTITIONED:
+            frames[table].createOrReplaceTempView(f"{table}_all")
+            spark.sql(to_spark(f"SELECT * FROM {table}_all WHERE {cond}")).createOrReplaceTempView(
+                table
+            )
+        frames["runs"].createOrReplaceTempView("runs")
+        spark.sql(to_spark(live.group(1), SCHEMA)).createOrReplaceTempView("live_calls")
+        return manifest
     for table in PARTITIONED:
         # Absolute: Spark's JVM does not follow this process's working folder.
         path = (folder / manifest["tables"][table]["path"]).resolve()
