@@ -378,7 +378,7 @@ def test_the_real_console_exports_give_a_days_units_with_every_gap(tmp_path: Pat
         "2026-02-02T00:00:00",
     )
     bill = opus.tokens("bill")
-    # the export's row: 43 fresh, 302,527 5-minute writes, 0 1-hour writes, 3,301,672 read, 32,676 out
+    # the export row: 43 fresh, 302,527 5-minute writes, 3,301,672 read, 32,676 out
     assert bill == {"input": 43, "cache_read": 3_301_672, "cache_write": 302_527, "output": 32_676}
     assert opus.missing_tokens == sum(bill.values()) and opus.extra_tokens == 0
     assert opus.basis == "billed" and opus.missing_usd == opus.billed_usd == Decimal("4.36")
