@@ -165,7 +165,8 @@ def render_reconcile(units: list[Unit], t: Totals, width: int = 100) -> str:
         TextColumn("status", 12, lambda u: u.status if isinstance(u, Unit) else ""),
     ]
     keyed = [(bucket_key(u), u) for u in units]
-    lines = lay_out(_bucket_table(columns, keyed, t), width).lines
+    laid = lay_out(_bucket_table(columns, keyed, t), width)
+    lines = laid.lines
     lines += wrap(explained_line(t), width)
     if t.estimated_calls:
         lines += wrap(
@@ -179,7 +180,13 @@ def render_reconcile(units: list[Unit], t: Totals, width: int = 100) -> str:
         "bill: the cost report's dollars (billed; apportioned: a day's cost shared over the "
         "usage report's hours by their list prices), else the usage report's tokens at list "
         "prices (estimated); logs: the calls of that provider and model in the bucket, at "
-        "their own cost; requests: where the bill counts them; buckets in UTC, as the bill's",
+        "their own cost; requests: where the bill counts them; buckets in UTC, as the bill's"
+        + (
+            f"; left out to fit {width} columns: {', '.join(laid.left_out)} (--json and --csv "
+            "have them)"
+            if laid.left_out
+            else ""
+        ),
         width,
     )
     return "\n".join(lines) + "\n"
