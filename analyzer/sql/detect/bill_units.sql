@@ -80,7 +80,7 @@ shares AS (
                     ELSE CAST(cost * (coalesce(estimate, 0) / whole) AS DECIMAL(18, 10))
                END) AS cost,
            sum(cost_rows) AS cost_rows,
-           bool_or(parts > 1) AS apportioned
+           bool_or(parts > 1 OR bs <> cbs OR be <> cbe) AS apportioned
     FROM shared
     GROUP BY ALL
 ),
