@@ -17,7 +17,7 @@ import csv
 import io
 import json
 from collections import defaultdict
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -39,6 +39,7 @@ COST_JSON = FIXTURES / "anthropic_usage" / "cost_report.json"
 CLAUDE_LOGS = FIXTURES / "anthropic_usage" / "claude-projects"
 CODEX_LOGS = FIXTURES / "codex_forks"
 TOKENS = ("input", "cache_read", "cache_write", "output")
+_HOUR = timedelta(hours=1)
 
 
 def ingest(db: Path, *paths: Path) -> None:
@@ -383,3 +384,69 @@ def test_the_real_console_exports_give_a_days_units_with_every_gap(tmp_path: Pat
     assert opus.missing_tokens == sum(bill.values()) and opus.extra_tokens == 0
     assert opus.basis == "billed" and opus.missing_usd == opus.billed_usd == Decimal("4.36")
     assert opus.missing_calls is None
+
+
+# --- the real Claude Code transcripts against a bill of their own hours ------------------------
+
+
+def test_real_transcripts_against_an_hourly_bill_of_their_own_tokens(tmp_path: Path) -> None:
+    """The real-world Claude Code history against an hourly usage report that bills exactly
+    the tokens its calls logged, hour by hour and model by model: no token is missing or extra
+    in any hour, and the dollars agree to a millionth of a dollar at the logged output counts
+    (what differs is only the estimate of the placeholder output counts, said per unit). The
+    Codex calls beside them have no OpenAI bill: they are not compared."""
+    db = tmp_path / "s.duckdb"
+    ingest(db, shared_samples() / "real-world")
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        hours = con.execute(
+            """SELECT date_trunc('hour', ts), model,
+                      sum(input_tokens - coalesce(cached_input_tokens, 0)
+                          - coalesce(cache_write_tokens, 0)),
+                      sum(coalesce(cached_input_tokens, 0)),
+                      sum(coalesce(cache_write_tokens, 0) - coalesce(cache_write_1h_tokens, 0)),
+                      sum(coalesce(cache_write_1h_tokens, 0)), sum(output_tokens), count(*)
+               FROM live_calls WHERE model LIKE 'claude%' AND ts IS NOT NULL
+               GROUP BY ALL ORDER BY ALL"""
+        ).fetchall()
+        claude = con.execute(
+            "SELECT count(*) FROM live_calls WHERE model LIKE 'claude%' AND ts IS NOT NULL"
+        ).fetchone()
+    finally:
+        con.close()
+    buckets: dict[datetime, list[dict[str, object]]] = defaultdict(list)
+    for hour, model, fresh, read, w5, w1, out, _ in hours:
+        result = json.loads(json.dumps(json.loads(HOURLY.read_text())["data"][0]["results"][0]))
+        result.update(model=model, uncached_input_tokens=int(fresh), output_tokens=int(out))
+        result.update(cache_read_input_tokens=int(read), context_window=None)
+        result["cache_creation"] = {
+            "ephemeral_5m_input_tokens": int(w5),
+            "ephemeral_1h_input_tokens": int(w1),
+        }
+        buckets[hour].append(result)
+    page = {
+        "data": [
+            {
+                "starting_at": f"{h:%Y-%m-%dT%H:00:00Z}",
+                "ending_at": f"{h + _HOUR:%Y-%m-%dT%H:00:00Z}",
+                "results": results,
+            }
+            for h, results in sorted(buckets.items())
+        ],
+        "has_more": False,
+        "next_page": None,
+    }
+    bill = tmp_path / "usage_report_hourly.json"
+    bill.write_text(json.dumps(page))
+    ingest(db, bill)
+    got = found(db)
+    assert len(got) == len(hours) > 20
+    assert claude is not None and sum(u.calls for u in got) == claude[0]
+    for u in got:
+        assert u.end - u.start == _HOUR and u.basis == "estimated"
+        assert (u.missing_tokens, u.extra_tokens) == (0, 0), u
+        assert abs(u.unexplained_at_logged_output_usd) < Decimal("1e-6"), u
+        assert u.unexplained_usd == -u.placeholder_usd
+    t = totals(got)
+    assert t.no_log_usd == 0 and t.missing_tokens == t.extra_tokens == 0
+    assert t.estimated_calls == claude[0]
