@@ -354,6 +354,15 @@ def test_a_bill_by_workspace_is_compared_workspace_by_workspace(tmp_path: Path) 
     for name in ("missing_calls", "extra_usd", "missing_cache_write_tokens", "bill_requests"):
         assert name in rows[0]
 
+    # A call that lost its label, under a bill split by workspace: logs no bill row names.
+    _label_calls(db, "call_id = 'cc:msg_01SHOPa3:req_011CShopA3'", {})
+    keyed = {(f"{u.start:%H}", u.key, u.status): u for u in found(db, match)}
+    assert keyed[("10", "wrkspc_shop", "partly")].calls == 2
+    stray = keyed[("10", None, "no bill")]
+    assert (stray.calls, stray.extra_calls, stray.model) == (1, 1, "claude-sonnet-4-5-20250929")
+    out = run("usage", "reconcile", "--db", str(db), "--match", "workspace=workspace.id")
+    assert "2026-03-05 10:00 Anthropic claude-sonnet-4-5-20250929 [no label]" in out
+
 
 def test_match_is_checked() -> None:
     result = CliRunner().invoke(cli, ["usage", "reconcile", "--match", "team"])

@@ -34,16 +34,20 @@ def provider_name(provider: str) -> str:
     return PROVIDERS.get(provider, provider)
 
 
-def bucket_key(x: BillRow | Unit) -> str:
+def bucket_key(x: BillRow | Unit, keyed: frozenset[str] = frozenset()) -> str:
     """A bill's bucket, provider and model in one key: ``2026-03-05 Anthropic claude-...``
-    (and a unit's key, workspace or project where it is compared key by key)."""
+    (and a unit's key, workspace or project where it is compared key by key: ``keyed``, the
+    providers so compared)."""
     key = f"{bucket_label(x.start, x.end)} {provider_name(x.provider)} {model_label(x.model)}"
-    return key + key_label(x) if isinstance(x, Unit) else key
+    return key + key_label(x, keyed) if isinstance(x, Unit) else key
 
 
-def key_label(u: Unit) -> str:
-    """A unit's key as shown after its model (nothing where it is not compared by key)."""
-    return "" if u.key is None else f" [{printable(u.key)}]"
+def key_label(u: Unit, keyed: frozenset[str] = frozenset()) -> str:
+    """A unit's key as shown after its model: nothing where it is not compared by key, ``[no
+    label]`` for calls that carry none under a bill compared key by key."""
+    if u.key is not None:
+        return f" [{printable(u.key)}]"
+    return " [no label]" if not u.has_bill and u.provider in keyed else ""
 
 
 def _bucket_table(columns: list[TextColumn], rows: list[tuple[str, Any]], total: Any) -> TextTable:
@@ -164,7 +168,8 @@ def render_reconcile(units: list[Unit], t: Totals, width: int = 100) -> str:
         TextColumn("unexplained", 12, lambda u: money(u.unexplained_usd)),
         TextColumn("status", 12, lambda u: u.status if isinstance(u, Unit) else ""),
     ]
-    keyed = [(bucket_key(u), u) for u in units]
+    by_key = frozenset(u.provider for u in units if u.key is not None)
+    keyed = [(bucket_key(u, by_key), u) for u in units]
     laid = lay_out(_bucket_table(columns, keyed, t), width)
     lines = laid.lines
     lines += wrap(explained_line(t), width)
