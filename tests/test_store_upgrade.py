@@ -37,7 +37,7 @@ _GAINED = {
     10: [f"ALTER TABLE {table} DROP COLUMN machine" for table in ("sources", "calls", "incidents")],
     11: ["DROP TABLE resume_points"],
     12: ["ALTER TABLE messages DROP COLUMN meaning_key"],
-    13: ["ALTER TABLE calls DROP COLUMN labels"],
+    13: [f"ALTER TABLE {table} DROP COLUMN labels" for table in ("calls", "incidents")],
 }
 
 

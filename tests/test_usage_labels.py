@@ -99,3 +99,40 @@ def test_a_label_no_call_has_is_an_error_naming_those_there_are(
     typo = runner.invoke(cli, ["usage", "daily", "--db", str(db), "--by", "team"])
     assert typo.exit_code == 3
     assert "the calls' labels are: cost_center, team.id, user.email" in typo.output
+
+
+def test_an_incident_carries_its_wasted_calls_labels(
+    runner: CliRunner, ingested_sample_db: Path
+) -> None:
+    """Attributed as its app and model are: the labels most of its wasted calls carry."""
+    db = ingested_sample_db
+    con = duckdb.connect(str(db))
+    try:
+        con.execute(
+            "UPDATE calls SET labels = ? WHERE hash(coalesce(session_id, stream_key)) % 2 = 0",
+            [PLATFORM],
+        )
+    finally:
+        con.close()
+    done = runner.invoke(cli, ["detect", "--db", str(db), "-q"])
+    assert done.exit_code in (0, 1), done.output
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT i.incident_id, any_value(c.labels), count(DISTINCT coalesce(c.labels, '')) "
+            "FROM incidents i JOIN incident_calls ic USING (incident_id) "
+            "JOIN calls c ON c.call_id = ic.call_id GROUP BY ALL"
+        ).fetchall()
+    finally:
+        con.close()
+    uniform = {i: labels for i, labels, n in rows if n == 1}
+    listed = runner.invoke(cli, ["incidents", "--db", str(db), "--json"])
+    assert listed.exit_code in (0, 1), listed.output
+    doc = json.loads(listed.output)
+    found = {i["incident_id"]: i.get("labels") for i in doc}
+    assert any(uniform.values()) and any(labels is None for labels in uniform.values())
+    for incident, labels in uniform.items():
+        assert found[incident] == (json.loads(labels) if labels else None)
+    number = next(i["number"] for i in doc if i.get("labels"))
+    shown = runner.invoke(cli, ["show", str(number), "--db", str(db)])
+    assert "labels   team.id=platform, user.email=ana@example.com" in shown.output

@@ -15,7 +15,7 @@ from analyzer.model.records import JsonForm, json_record
 PLACE_PART = 60
 # What an incident is attributed to: the most common value among its wasted calls, decided
 # once when it is recorded (``sql/attribute.sql``) and read by every view.
-ATTRIBUTION = ("app", "api_key", "model", "project", "machine")
+ATTRIBUTION = ("app", "api_key", "model", "project", "machine", "labels")
 # The columns a detector's query returns, in order (queries/README.md).
 OUTPUT_COLUMNS = (
     "stream_key",
@@ -35,10 +35,32 @@ OUTPUT_COLUMNS = (
 COLUMNS = ("incident_id", "detector", "severity", *OUTPUT_COLUMNS, *ATTRIBUTION)
 
 
+def labels_of(text: str | None) -> dict[str, str] | None:
+    """Labels stored as JSON text (``calls.labels``) as an object (None when there are none,
+    or when the text is not an object of labels)."""
+    if not text:
+        return None
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return None
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else None
+
+
+def labels_said(text: str | None) -> str | None:
+    """Labels in words: ``team.id=platform, user.email=ana@example.com``.
+
+    >>> labels_said('{"team.id":"platform","user.id":"7"}')
+    'team.id=platform, user.id=7'
+    """
+    found = labels_of(text)
+    return ", ".join(f"{k}={v}" for k, v in found.items()) if found else None
+
+
 @dataclass(frozen=True)
 class Incident:
     JSON_FORM: ClassVar[JsonForm] = JsonForm(
-        first=("number",), convert={"start_ts": iso, "end_ts": iso}
+        first=("number",), convert={"start_ts": iso, "end_ts": iso, "labels": labels_of}
     )
 
     incident_id: str
@@ -63,6 +85,7 @@ class Incident:
     model: str | None = None
     project: str | None = None
     machine: str | None = None  # the machine whose logs hold them (``ingest --machine``)
+    labels: str | None = None  # their labels (``calls.labels``: JSON text), as the above
     number: int | None = None  # its short id (``show N``), kept while it is found again
 
     @classmethod

@@ -273,7 +273,9 @@ CREATE TABLE IF NOT EXISTS incidents (
     model         VARCHAR,
     project       VARCHAR,
     -- Store format 10: the machine its wasted calls were read from (attributed as the above).
-    machine       VARCHAR
+    machine       VARCHAR,
+    -- Store format 13: the labels of its wasted calls (calls.labels, attributed as the above).
+    labels        VARCHAR
 );
 
 -- A short number for each incident, given when it is first found and kept while it is found

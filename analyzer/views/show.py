@@ -16,7 +16,7 @@ from analyzer.engine.store import Store
 from analyzer.errors import ForensicsError
 from analyzer.guards.backtest import GuardRun, Stop, Stopping
 from analyzer.model.formatting import cut, money, printable, tokens, wrap
-from analyzer.model.incident import Incident
+from analyzer.model.incident import Incident, labels_said
 from analyzer.model.records import JsonForm, json_record, str_or_none
 from analyzer.model.timewindow import local
 from analyzer.views.incident_calls import incidents_calls
@@ -164,6 +164,7 @@ def render(s: Shown, tz: str = "UTC", width: int = 100) -> str:
         ("API key", inc.api_key),
         ("model", inc.model),
         ("machine", inc.machine),
+        ("labels", labels_said(inc.labels)),
     ):
         if value:
             out.append(f"  {name:<8} {cut(printable(value), width - 11)}")

@@ -456,6 +456,7 @@ INCIDENT_COLUMNS = [
     Column("model"),
     Column("project"),
     Column("machine"),
+    Column("labels"),
     Column("session_id"),
     Column("stream_key"),
     Column("cost_basis"),
