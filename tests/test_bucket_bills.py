@@ -612,8 +612,9 @@ def test_the_page_shows_the_bills_and_their_reconciliation(billed_store: dict[st
     ) in said
     assert parsed.items["bucket-remainder"] == [
         "2026-03-05 claude-sonnet-4-5-20250929: the logs explain $0.16 of Anthropic's $3.91; "
-        "$3.75 has no log",
-        "2026-03-06 claude-haiku-4-5-20251001: $0.02 of Anthropic's bill has no log",
+        "$3.75 has no log (1,000,000 tokens not in the logs)",
+        "2026-03-06 claude-haiku-4-5-20251001: $0.02 of Anthropic's bill has no log "
+        "(12,000 tokens not in the logs)",
         f"2026-03-07 {HOSTILE_MODEL}: Anthropic's usage has no known list price: not compared",
     ]
 

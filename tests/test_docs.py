@@ -188,11 +188,30 @@ def _anthropic_usage(work: Path, _: SampleStores) -> dict[str, str | None]:
     return env
 
 
+def _reconcile(work: Path, _: SampleStores) -> dict[str, str | None]:
+    """An empty home whose default store holds the hourly bills of ``tests/fixtures/reconcile``,
+    the daily cost report and Claude Code session of ``anthropic_usage``, and the Codex
+    rollouts of ``codex_forks``."""
+    (work / "home").mkdir()
+    env = env_of(work / "home")
+    fixtures = REPO / "tests" / "fixtures"
+    paths = [
+        fixtures / "reconcile",
+        fixtures / "anthropic_usage" / "claude-projects",
+        fixtures / "anthropic_usage" / "cost_report.json",
+        fixtures / "codex_forks",
+    ]
+    done = CliRunner(env=env).invoke(cli, ["ingest", "-q", *map(str, paths)])
+    assert done.exit_code == 0, done.output
+    return env
+
+
 SETUPS: dict[str, Setup] = {
     "the real-world home": _real_world_home,
     "the real-world Claude Code home": _real_world_claude,
     "the sample store": _sample_store,
     "tests/fixtures/anthropic_usage": _anthropic_usage,
+    "tests/fixtures/reconcile": _reconcile,
 }
 
 

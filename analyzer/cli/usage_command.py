@@ -80,7 +80,18 @@ def usage_options(f: Callable[..., Any]) -> Callable[..., Any]:
     type=click.Choice((*VIEWS, "blocks", *BILL_VIEWS)),
 )
 @usage_options
-def usage_command(view_name: str, **options: Any) -> None:
+@click.option(
+    "--match",
+    "match",
+    metavar="BILL_KEY=LABEL",
+    default=None,
+    help="reconcile: compare a bill grouped by API key, workspace, project or user "
+    "(BILL_KEY: api_key, workspace, project, user) key by key with the calls whose label "
+    "LABEL holds that key (an OpenTelemetry resource attribute set with "
+    "OTEL_RESOURCE_ATTRIBUTES, e.g. workspace=workspace.id). Where no call of a provider "
+    "carries the label, its bill's keys are summed per bucket and model.",
+)
+def usage_command(view_name: str, match: str | None, **options: Any) -> None:
     """Tokens, calls and dollars by day, week, month, session, project or model; and the
     providers' bills per time bucket (bills), against the logs (reconcile).
 
@@ -94,8 +105,11 @@ def usage_command(view_name: str, **options: Any) -> None:
     bills: what Anthropic's usage and cost reports and OpenAI's usage and costs say per
     bucket (a day, an hour) and model: tokens, requests, dollars billed, and the tokens at
     list prices. They are not calls: the other views never count them. reconcile: per bucket
-    and model, the bill against the logged calls of that provider and model in the bucket,
-    and the dollars no log explains, named. Buckets are in UTC, as the providers bill them.
+    (the bill's own: an hour where the usage report is hourly) and model, and per key with
+    --match, the bill's requests, tokens and dollars against the logged calls (any log,
+    OpenTelemetry too) of that provider and model in the bucket: what the bill has and the
+    logs lack, and the reverse, named (explained, partly, no log, no bill). Buckets are in
+    UTC, as the providers bill them.
 
     blocks: ccusage's 5-hour billing blocks (as `llm-forensics blocks`, which has their
     options: --token-limit, --active, --recent).
@@ -106,8 +120,11 @@ def usage_command(view_name: str, **options: Any) -> None:
       llm-forensics usage session --since 7d --json
       llm-forensics usage reconcile
       llm-forensics usage monthly --by team.id
+      llm-forensics usage reconcile --match workspace=workspace.id --csv
     """
-    _usage_view(view_name, **options)
+    if match is not None and view_name != "reconcile":
+        raise click.UsageError("--match is an option of `usage reconcile`")
+    _usage_view(view_name, match=match, **options)
 
 
 def _usage_view(
@@ -120,6 +137,7 @@ def _usage_view(
     by: str | None,
     as_csv: bool,
     as_json: bool,
+    match: str | None = None,
 ) -> None:
     from analyzer.views.terminal import UsageView
     from analyzer.views.usage import usage
@@ -131,7 +149,7 @@ def _usage_view(
         show_blocks(db, view, fmt)
         return
     if view_name in BILL_VIEWS:
-        _bill_view(view_name, db, view, fmt)
+        _bill_view(view_name, db, view, fmt, match)
         return
     with reading(db, view, content=False) as store:
         u = usage(
@@ -197,14 +215,18 @@ def _bucketed_note(store: Store) -> str:
     )
 
 
-def _bill_view(name: str, db: str | None, view: View, fmt: str) -> None:
-    from analyzer.detect.reconcile import bills, totals, units
+def _bill_view(name: str, db: str | None, view: View, fmt: str, match: str | None) -> None:
+    from analyzer.detect.reconcile import Match, bills, totals, units
     from analyzer.views.bill_views import BillsView, ReconcileView
 
+    try:
+        matched = None if match is None else Match.parse(match)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--match") from None
     with reading(db, view, content=False) as store:
         if name == "bills":
             shown: BillsView | ReconcileView = BillsView(bills(store))
         else:
-            found = units(store)
+            found = units(store, matched)
             shown = ReconcileView(found, totals(found))
     emit(shown, fmt)

@@ -34,9 +34,20 @@ def provider_name(provider: str) -> str:
     return PROVIDERS.get(provider, provider)
 
 
-def bucket_key(x: BillRow | Unit) -> str:
-    """A bill's bucket, provider and model in one key: ``2026-03-05 Anthropic claude-...``."""
-    return f"{bucket_label(x.start, x.end)} {provider_name(x.provider)} {model_label(x.model)}"
+def bucket_key(x: BillRow | Unit, keyed: frozenset[str] = frozenset()) -> str:
+    """A bill's bucket, provider and model in one key: ``2026-03-05 Anthropic claude-...``
+    (and a unit's key, workspace or project where it is compared key by key: ``keyed``, the
+    providers so compared)."""
+    key = f"{bucket_label(x.start, x.end)} {provider_name(x.provider)} {model_label(x.model)}"
+    return key + key_label(x, keyed) if isinstance(x, Unit) else key
+
+
+def key_label(u: Unit, keyed: frozenset[str] = frozenset()) -> str:
+    """A unit's key as shown after its model: nothing where it is not compared by key, ``[no
+    label]`` for calls that carry none under a bill compared key by key."""
+    if u.key is not None:
+        return f" [{printable(u.key)}]"
+    return " [no label]" if not u.has_bill and u.provider in keyed else ""
 
 
 def _bucket_table(columns: list[TextColumn], rows: list[tuple[str, Any]], total: Any) -> TextTable:
@@ -83,11 +94,16 @@ def remainder_lines(units: list[Unit]) -> list[str]:
         if u.status == "unpriced":
             said.append(f"{where}: {who}'s usage has no known list price: not compared")
         elif u.status == "no log":
-            said.append(f"{where}: {money(u.billed_usd)} of {who}'s bill has no log")
+            said.append(f"{where}: {money(u.billed_usd)} of {who}'s bill has no log{_lacking(u)}")
         elif u.status == "partly":
             said.append(
                 f"{where}: the logs explain {money(u.logged_usd)} of {who}'s "
-                f"{money(u.billed_usd)}; {money(u.unexplained_usd)} has no log"
+                f"{money(u.billed_usd)}; {money(u.unexplained_usd)} has no log{_lacking(u)}"
+            )
+        elif u.status == "no bill":
+            said.append(
+                f"{where}: {u.calls:,} logged calls, {money(u.logged_usd)}, that no row of "
+                f"{who}'s bill names (another model's or key's name, or calls billed elsewhere)"
             )
         elif u.status == "more in logs":
             said.append(
@@ -105,6 +121,17 @@ def remainder_lines(units: list[Unit]) -> list[str]:
     return said
 
 
+def _lacking(u: Unit) -> str:
+    """What else the logs lack of a unit's bill: its requests (where it counts them) and
+    its tokens."""
+    parts = []
+    if u.missing_calls:
+        parts.append(f"{u.missing_calls:,} of its {u.requests:,} requests")
+    if u.missing_tokens:
+        parts.append(f"{u.missing_tokens:,} tokens")
+    return f" ({' and '.join(parts)} not in the logs)" if parts else ""
+
+
 def explained_line(t: Totals) -> str:
     """The reconciliation's totals in one sentence."""
     return (
@@ -112,6 +139,13 @@ def explained_line(t: Totals) -> str:
         f"{money(t.no_log_usd)} has no log"
         + (f", and the logs show {money(t.over_usd)} no bill here covers" if t.over_usd else "")
         + "."
+        + (
+            f" Where the bills count requests ({t.bill_requests:,}), the logs have "
+            f"{t.counted_calls:,} calls: {t.missing_calls or 0:,} missing, "
+            f"{t.extra_calls or 0:,} beyond them."
+            if t.bill_requests is not None
+            else ""
+        )
     )
 
 
@@ -125,24 +159,49 @@ def render_reconcile(units: list[Unit], t: Totals, width: int = 100) -> str:
         )
     columns = [
         TextColumn("bill", 11, lambda u: money(u.billed_usd)),
-        TextColumn("basis", 9, lambda u: u.basis if isinstance(u, Unit) else ""),
+        TextColumn("basis", 11, lambda u: u.basis if isinstance(u, Unit) else ""),
+        TextColumn("requests", 9, lambda u: _count(u, "requests", "bill_requests"), keep=3),
         TextColumn("logs", 11, lambda u: money(u.logged_usd)),
         TextColumn("calls", 7, lambda u: f"{u.calls:,}"),
+        TextColumn("tok missing", 12, lambda u: _count(u, "missing_tokens"), keep=2),
+        TextColumn("tok extra", 11, lambda u: _count(u, "extra_tokens"), keep=1),
         TextColumn("unexplained", 12, lambda u: money(u.unexplained_usd)),
         TextColumn("status", 12, lambda u: u.status if isinstance(u, Unit) else ""),
     ]
-    keyed = [(bucket_key(u), u) for u in units]
-    lines = lay_out(_bucket_table(columns, keyed, t), width).lines
+    by_key = frozenset(u.provider for u in units if u.key is not None)
+    keyed = [(bucket_key(u, by_key), u) for u in units]
+    laid = lay_out(_bucket_table(columns, keyed, t), width)
+    lines = laid.lines
     lines += wrap(explained_line(t), width)
+    if t.estimated_calls:
+        lines += wrap(
+            f"{t.estimated_calls:,} of the {t.calls:,} logged calls state no cost of their own "
+            "(a transcript; OpenTelemetry whose cost_usd is null): priced from list prices.",
+            width,
+        )
     for said in remainder_lines(units):
         lines += wrap(said, width, indent="  ")
     lines += wrap(
-        "bill: the cost report's dollars (billed), else the usage report's tokens at list "
+        "bill: the cost report's dollars (billed; apportioned: a day's cost shared over the "
+        "usage report's hours by their list prices), else the usage report's tokens at list "
         "prices (estimated); logs: the calls of that provider and model in the bucket, at "
-        "their own cost; buckets in UTC",
+        "their own cost; requests: where the bill counts them; buckets in UTC, as the bill's"
+        + (
+            f"; left out to fit {width} columns: {', '.join(laid.left_out)} (--json and --csv "
+            "have them)"
+            if laid.left_out
+            else ""
+        ),
         width,
     )
     return "\n".join(lines) + "\n"
+
+
+def _count(u: Unit | Totals, name: str, total: str | None = None) -> str:
+    """A count of a unit or of the totals (``total``: the totals' name for it), or a dash
+    where the bill does not give it."""
+    value = getattr(u, total or name) if isinstance(u, Totals) else getattr(u, name)
+    return "–" if value is None else f"{value:,}"
 
 
 def _json_table(records: list[dict[str, Any]], lists: bool) -> Table:
