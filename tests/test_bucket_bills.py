@@ -375,6 +375,7 @@ def test_a_store_of_format_8_gains_the_new_columns_in_the_order_of_a_new_store(
         ("incidents", "model"),
         ("incidents", "project"),
         *((table, "machine") for table in ("sources", "calls", "incidents")),  # (format 10's)
+        *((table, "labels") for table in ("calls", "incidents")),  # (format 13's)
     ]:
         con.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
     con.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
