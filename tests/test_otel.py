@@ -449,3 +449,17 @@ def test_seed_000_constant_input_low_output_as_api_request_events(tmp_path: Path
     data = json.loads(result.stdout)
     [inc] = [i for i in data["incidents"] if i["detector"] == "constant_input_low_output"]
     assert inc["n_calls"] == 22
+
+
+def test_call_ids_are_the_events_own_not_their_lines(tmp_path: Path) -> None:
+    """Another session's batch written before, and the batches in another order: the same
+    call ids (request ids; without one, session, prompt and sequence)."""
+    first = batch(api("s1", 1, T0, 10, 5, request_id="req_A"), api("s1", 3, T0 + 10, 10, 6))
+    second = batch(api("s1", 5, T0 + 20, 10, 7))
+    other = batch(api("s2", 1, T0, 1, 1, request_id="req_Z"))
+    ids = []
+    for name, lines in (("a", (first, second)), ("b", (other, second, first))):
+        db = tmp_path / f"{name}.duckdb"
+        ingest(db, write(tmp_path / f"{name}.jsonl", *lines))
+        ids.append(set(q(db, "SELECT call_id FROM calls WHERE session_id = 's1'")))
+    assert ids[0] == ids[1] == {("otel:req_A",), ("otel:s1:s1-p1:3",), ("otel:s1:s1-p1:5",)}
