@@ -243,3 +243,49 @@ def test_signals_of_a_long_envelope_line(tmp_path: Path) -> None:
     assert otlp.signals(read_head(path, "b")) == {otlp.LOG}
     plain = write(tmp_path / "plain.jsonl", {"type": "user", "message": {}})
     assert otlp.signals(read_head(plain, "p")) == frozenset()
+
+
+def test_the_javascript_sdks_records(tmp_path: Path) -> None:
+    """Records as the JavaScript SDK's ``JSON.stringify`` writes them (the file exporters of
+    Gemini CLI and VS Code's Copilot Chat), one object a line: ``hrTime`` pairs, the
+    resource's ``_rawAttributes``, ``spanContext``; a span with ``startTime``/``endTime`` and
+    the SDK's own kinds (``2``: CLIENT)."""
+    log = {
+        "hrTime": [1783728123, 456000000],
+        "hrTimeObserved": [1783728123, 457000000],
+        "spanContext": {
+            "traceId": "0123456789abcdef0123456789abcdef",
+            "spanId": "0123456789abcdef",
+        },
+        "instrumentationScope": {"name": "gemini-cli", "version": "v0.8.0"},
+        "resource": {"_rawAttributes": [["service.name", "gemini-cli"], ["session.id", "g-1"]]},
+        "body": "API response from gemini-2.5-pro. Status: 200.",
+        "attributes": {"event.name": "gemini_cli.api_response", "input_token_count": 20},
+    }
+    span = {
+        "name": "chat gemini-2.5-pro",
+        "kind": 2,
+        "spanContext": {
+            "traceId": "0123456789abcdef0123456789abcdef",
+            "spanId": "1111111111111111",
+        },
+        "parentSpanContext": {"spanId": "0123456789abcdef"},
+        "startTime": [1783728122, 0],
+        "endTime": [1783728123, 500000000],
+        "status": {"code": 2, "message": "quota"},
+        "attributes": {"gen_ai.usage.input_tokens": 20},
+        "events": [{"name": "retry", "time": [1783728122, 500000000], "attributes": {}}],
+        "resource": {"_rawAttributes": [["service.name", "gemini-cli"]]},
+    }
+    path = write(tmp_path / "js.jsonl", log, span)
+    (first, second), low = read(path)
+    assert (first.shape, first.kind, first.name) == ("js", otlp.LOG, "gemini_cli.api_response")
+    assert first.time == datetime(2026, 7, 11, 0, 2, 3, 456000)
+    assert first.resource == {"service.name": "gemini-cli", "session.id": "g-1"}
+    assert first.scope == "gemini-cli" and first.span_id == "0123456789abcdef"
+    assert (second.kind, second.span_kind, second.status) == (otlp.SPAN, "client", "error")
+    assert second.parent_span_id == "0123456789abcdef" and second.events[0].name == "retry"
+    assert second.end is not None and second.time is not None
+    assert (second.end - second.time).total_seconds() == 1.5
+    assert otlp.signals(read_head(path, "j")) == {otlp.LOG, otlp.SPAN}
+    closes(low, 2)

@@ -210,7 +210,11 @@ class _Reader:
             self.low.skip(OTHER)
             return
         attrs = rec.attrs
-        session = as_str(attrs.get("session.id")) or as_str(attrs.get("conversation.id"))
+        session = (
+            as_str(attrs.get("session.id"))
+            or as_str(attrs.get("conversation.id"))
+            or as_str(rec.resource.get("session.id"))
+        )
         ts = rec.time or parse_time(attrs.get("event.timestamp"), self.tz)
         self.order += 1
         event = _Event(

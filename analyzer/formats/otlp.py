@@ -26,7 +26,10 @@ Two shapes of file, both JSON Lines:
   ``body``, ``attributes``, ``timestamp``, ``observed_timestamp``, ``trace_id`` as ``0x``
   hex, ``resource.attributes``; ``ReadableSpan.to_json``: ``name``, ``context.trace_id``,
   ``kind`` ``SpanKind.CLIENT``, ``parent_id``, ``start_time``, ``end_time``,
-  ``status.status_code``, ``events``), when written one object a line.
+  ``status.status_code``, ``events``), when written one object a line; and what the
+  JavaScript SDK's records are as ``JSON.stringify`` writes them (``hrTime`` as
+  ``[seconds, nanoseconds]``, the resource's ``_rawAttributes``, ``spanContext``: the file
+  exporters of Gemini CLI and VS Code's Copilot Chat), one object a line.
 
 **Accounting.** A record is one log record, one span or one metric: an envelope line holding
 twelve log records counts twelve records read (the line itself is not one more), each loaded,
@@ -102,7 +105,8 @@ class Record:
     ``"ok"`` or ``"error"``; a log record's severity text. ``attrs`` and ``resource`` are the
     attributes decoded to plain values (a string, int, float, bool, list, dict or None).
     ``shape``: ``"otlp"`` (the envelope), ``"record"`` (one OTLP record a line),
-    ``"clickhouse"`` or ``"sdk"`` (the Python SDK's console JSON)."""
+    ``"clickhouse"``, ``"sdk"`` (the Python SDK's console JSON) or ``"js"`` (the JavaScript
+    SDK's records as ``JSON.stringify`` writes them)."""
 
     kind: str  # LOG or SPAN
     line: int
@@ -429,12 +433,17 @@ def _envelope(line: int, obj: dict[str, Any], low: Lowering, tz: str) -> Iterato
 
 
 def flat_shape(obj: dict[str, Any]) -> str | None:
-    """Which flat shape a line's object is (``record``, ``clickhouse``, ``sdk``), or None."""
+    """Which flat shape a line's object is (``record``, ``clickhouse``, ``sdk``, ``js``), or
+    None."""
     otlp_time = any(k in obj for k in ("timeUnixNano", "observedTimeUnixNano", "startTimeUnixNano"))
     if otlp_time and "attributes" in obj and any(k in obj for k in ("body", "name", "eventName")):
         return "record"
     if ("LogAttributes" in obj or "SpanAttributes" in obj) and "Timestamp" in obj:
         return "clickhouse"
+    if (_pair(obj.get("hrTime")) or _pair(obj.get("startTime"))) and isinstance(
+        obj.get("attributes"), dict
+    ):
+        return "js"
     res = obj.get("resource")
     sdk_resource = isinstance(res, dict) and isinstance(res.get("attributes"), dict)
     if (
@@ -555,9 +564,88 @@ def _sdk(line: int, obj: dict[str, Any], tz: str) -> Record:
     )
 
 
+def _pair(value: object) -> datetime | None:
+    """The JavaScript SDK's ``HrTime``: ``[seconds, nanoseconds]``."""
+    if not (isinstance(value, list) and len(value) == 2):
+        return None
+    seconds, ns = _int(value[0]), _int(value[1])
+    if seconds is None or ns is None or seconds <= 0 or ns < 0:
+        return None
+    return nanos(seconds * 1_000_000_000 + ns)
+
+
+def _js(line: int, obj: dict[str, Any]) -> Record:
+    """A record of the OpenTelemetry JavaScript SDK as ``JSON.stringify`` writes it (Gemini
+    CLI's and VS Code Copilot Chat's file exporters): ``hrTime`` pairs, the resource's
+    ``_rawAttributes`` as ``[key, value]`` pairs, ``spanContext``, ``instrumentationScope``,
+    ``body`` (``_body`` in newer SDKs); a span has ``startTime``, ``endTime``, ``kind``,
+    ``status.code`` and ``events``."""
+    res = obj.get("resource")
+    res = res if isinstance(res, dict) else {}
+    given = res.get("attributes")
+    resource: dict[str, Any] = given if isinstance(given, dict) else {}
+    raw = res.get("_rawAttributes")
+    if not resource and isinstance(raw, list):
+        resource = {
+            p[0]: p[1] for p in raw if isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
+        }
+    scope = obj.get("instrumentationScope")
+    scope_name = _str(scope.get("name")) if isinstance(scope, dict) else None
+    ctx = obj.get("spanContext") or obj.get("_spanContext")
+    ctx = ctx if isinstance(ctx, dict) else {}
+    attrs = attributes(obj.get("attributes"))
+    if _pair(obj.get("startTime")) and "hrTime" not in obj:  # a span
+        status = obj.get("status")
+        status = status if isinstance(status, dict) else {}
+        raw_events = obj.get("events")
+        events = [
+            SpanEvent(_str(e.get("name")), _pair(e.get("time")), attributes(e.get("attributes")))
+            for e in (raw_events if isinstance(raw_events, list) else [])
+            if isinstance(e, dict)
+        ]
+        js_kind = obj.get("kind")  # (the JavaScript SDK counts its kinds from 0: INTERNAL)
+        parent = obj.get("parentSpanContext")
+        parent_id = parent.get("spanId") if isinstance(parent, dict) else obj.get("parentSpanId")
+        return Record(
+            kind=SPAN,
+            line=line,
+            name=_str(obj.get("name")),
+            attrs=attrs,
+            resource=resource,
+            scope=scope_name,
+            time=_pair(obj.get("startTime")),
+            end=_pair(obj.get("endTime")),
+            trace_id=hex_id(ctx.get("traceId")),
+            span_id=hex_id(ctx.get("spanId")),
+            parent_span_id=hex_id(parent_id),
+            status=_status(status.get("code")) or "unset",
+            status_message=_str(status.get("message")),
+            span_kind=_span_kind(js_kind + 1 if isinstance(js_kind, int) else None),
+            events=events,
+            shape="js",
+        )
+    body = obj.get("body", obj.get("_body"))
+    return Record(
+        kind=LOG,
+        line=line,
+        name=_log_name(attrs, body),
+        attrs=attrs,
+        resource=resource,
+        scope=scope_name,
+        time=_pair(obj.get("hrTime")) or _pair(obj.get("hrTimeObserved")),
+        trace_id=hex_id(ctx.get("traceId")),
+        span_id=hex_id(ctx.get("spanId")),
+        status=_str(obj.get("severityText")),
+        body=body,
+        shape="js",
+    )
+
+
 def _flat(line: int, obj: dict[str, Any], shape: str, tz: str) -> Record:
     if shape == "clickhouse":
         return _clickhouse(line, obj, tz)
+    if shape == "js":
+        return _js(line, obj)
     if shape == "sdk":
         return _sdk(line, obj, tz)
     res = obj.get("resource")
@@ -610,6 +698,8 @@ def signals(head: Head) -> frozenset[str]:
             found.add(SPAN if "SpanAttributes" in obj else LOG)
         elif shape == "sdk":
             found.add(SPAN if "context" in obj else LOG)
+        elif shape == "js":
+            found.add(LOG if "hrTime" in obj else SPAN)
         else:
             found.add(SPAN if "startTimeUnixNano" in obj else LOG)
     return frozenset(found)
