@@ -463,3 +463,79 @@ def test_call_ids_are_the_events_own_not_their_lines(tmp_path: Path) -> None:
         ingest(db, write(tmp_path / f"{name}.jsonl", *lines))
         ids.append(set(q(db, "SELECT call_id FROM calls WHERE session_id = 's1'")))
     assert ids[0] == ids[1] == {("otel:req_A",), ("otel:s1:s1-p1:3",), ("otel:s1:s1-p1:5",)}
+
+
+def test_gemini_clis_own_telemetry_outfile(tmp_path: Path) -> None:
+    """Gemini CLI's ``telemetry.outfile`` (target ``local``): its file exporters write each log
+    record and each ResourceMetrics with ``JSON.stringify(x, null, 2)`` (gemini-cli
+    ``packages/core/src/telemetry/file-exporters.ts``), objects over several lines, one after
+    another; the records as the JavaScript SDK keeps them (``hrTime``, ``_rawAttributes``)."""
+    resource = {
+        "_rawAttributes": [["service.name", "gemini-cli"], ["session.id", "g-2"]],
+        "_asyncAttributesPending": False,
+    }
+
+    def log(sec: int, name: str, **attrs: Any) -> dict[str, Any]:
+        return {
+            "hrTime": [sec, 120000000],
+            "hrTimeObserved": [sec, 121000000],
+            "resource": resource,
+            "instrumentationScope": {"name": "gemini-cli", "version": "v0.8.0"},
+            "attributes": {
+                "session.id": "g-2",
+                "installation.id": "i-9",
+                "event.name": name,
+                "event.timestamp": "2026-07-11T12:02:03.456Z",
+                **attrs,
+            },
+            "_body": f"{name} event",
+            "totalAttributesCount": 4 + len(attrs),
+        }
+
+    metrics = {
+        "resource": resource,
+        "scopeMetrics": [
+            {
+                "scope": {"name": "gemini-cli", "version": "v0.8.0"},
+                "metrics": [
+                    {"descriptor": {"name": "gemini_cli.token.usage"}, "dataPoints": []},
+                    {"descriptor": {"name": "gemini_cli.api.request.count"}, "dataPoints": []},
+                ],
+            }
+        ],
+    }
+    objs = [
+        log(1783728120, "gemini_cli.user_prompt", prompt_id="p-1", prompt_length=9),
+        log(
+            1783728123,
+            "gemini_cli.api_response",
+            model="gemini-2.5-flash",
+            prompt_id="p-1",
+            status_code=200,
+            input_token_count=2000,
+            cached_content_token_count=0,
+            output_token_count=40,
+            thoughts_token_count=10,
+            tool_token_count=0,
+            total_token_count=2050,
+        ),
+        metrics,
+    ]
+    path = tmp_path / "telemetry.log"
+    path.write_text("".join(json.dumps(o, indent=2) + "\n" for o in objs), encoding="utf-8")
+    assert otel.sniff(read_head(path, "t"))
+    db = tmp_path / "s.duckdb"
+    [r] = ingest(db, path)
+    assert r.format == "otel" and closes(r)
+    assert (r.rows_read, r.rows_loaded, r.rows_skipped) == (4, 2, 2) and skipped(db) == {
+        "metric": 2
+    }
+    assert q(db, "SELECT app, model, input_tokens, output_tokens, turn_id FROM calls") == [
+        ("gemini-cli", "gemini-2.5-flash", 2000, 50, "p-1")
+    ]
+    # Cut off mid-object (the CLI still writing): the last object is rejected at its first line.
+    text = path.read_text(encoding="utf-8")
+    cut = tmp_path / "cut.log"
+    cut.write_text(text[: text.rindex('"scopeMetrics"')], encoding="utf-8")
+    [c] = ingest(tmp_path / "c.duckdb", cut)
+    assert c.rows_rejected == 1 and c.rows_loaded == 2 and closes(c)

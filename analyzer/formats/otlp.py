@@ -47,15 +47,21 @@ head, which signals it holds.
 
 from __future__ import annotations
 
+import gzip
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
+from analyzer.errors import DamagedGzipError
 from analyzer.ingest.base import Head, SourceFile
 from analyzer.ingest.jsonl import head_objects, json_lines
 from analyzer.ingest.lowering import brief
+from analyzer.ingest.reading import MAX_LINE_BYTES, open_binary, text_lines
 from analyzer.ingest.values import parse_time
 
 if TYPE_CHECKING:
@@ -667,10 +673,15 @@ def records(src: SourceFile, low: Lowering, tz: str = "UTC") -> Iterator[Record]
     """The log records and spans of a file, in its order (within a line, resources, scopes and
     records in the order written). Every record is counted as read; metrics, empty envelopes
     and malformed records are skipped or rejected here, and the caller accounts for each
-    record yielded."""
-    for line, obj in json_lines(src, low):
+    record yielded. A file of objects pretty-printed over several lines (:func:`pretty`) is
+    read an object at a time, each numbered by its first line."""
+    objects = _pretty_objects(src, low) if pretty(src.head) else json_lines(src, low)
+    for line, obj in objects:
         if any(k in obj for k in _ENVELOPES):
             yield from _envelope(line, obj, low, tz)
+            continue
+        if "scopeMetrics" in obj:  # the JavaScript SDK's ResourceMetrics, stringified
+            _js_metrics(line, obj, low)
             continue
         shape = flat_shape(obj)
         if shape is None:
@@ -684,13 +695,102 @@ def records(src: SourceFile, low: Lowering, tz: str = "UTC") -> Iterator[Record]
             low.reject(line, str(exc), brief(obj))
 
 
+def _js_metrics(line: int, obj: dict[str, Any], low: Lowering) -> None:
+    """Each metric of a stringified ResourceMetrics skipped (the line counted once already)."""
+    scopes = obj.get("scopeMetrics")
+    n = 0
+    for sc in scopes if isinstance(scopes, list) else []:
+        metrics = sc.get("metrics") if isinstance(sc, dict) else None
+        n += len(metrics) if isinstance(metrics, list) else 0
+    if n == 0:
+        low.skip(EMPTY)
+        return
+    low.read(n - 1)
+    low.skip(METRIC, n)
+
+
+def pretty(head: Head) -> bool:
+    """Objects pretty-printed over several lines, one after another, as
+    ``JSON.stringify(x, null, 2)`` writes them (Gemini CLI's ``telemetry.outfile``): the file
+    starts with a line that is ``{`` alone."""
+    first = head.utf8.lstrip().split(b"\n", 1)[0]
+    return first.strip() == b"{"
+
+
+def _pretty_objects(src: SourceFile, low: Lowering) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(first line, object) for each object of a pretty-printed file: an object runs from a
+    line ``{`` to a line ``}`` at its start. An object that does not parse, or that is longer
+    than the longest line read, is rejected with its first line; text between objects is
+    rejected line by line."""
+    records = 0
+    start: int | None = None
+    parts: list[bytes] = []
+    size = 0
+    try:
+        with open_binary(src) as fh:
+            for lineno, raw, length in text_lines(fh, src.head.encoding):
+                if start is None:
+                    if raw.strip() == b"{":
+                        start, parts, size = lineno, [raw], length
+                    else:
+                        records += 1
+                        low.reject(lineno, "a line outside any object", raw)
+                    continue
+                size += length
+                if size <= MAX_LINE_BYTES:
+                    parts.append(raw)
+                if not (raw[:1] == b"}" and raw.strip() == b"}"):
+                    continue
+                records += 1
+                first, text = start, b"".join(parts)
+                start, parts = None, []
+                if size > MAX_LINE_BYTES:
+                    low.reject(first, f"an object of {size:,} bytes, over the limit", text[:300])
+                    continue
+                try:
+                    obj = orjson.loads(text)
+                except orjson.JSONDecodeError as exc:
+                    low.reject(first, f"not valid JSON: {exc}", text)
+                    continue
+                if isinstance(obj, dict):
+                    yield first, obj
+                else:
+                    low.reject(first, "a JSON value that is not an object", text)
+            if start is not None:
+                records += 1
+                low.reject(start, "cut-off last object (is the file still being written?)")
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise DamagedGzipError(f"damaged gzip data ({exc})", src.display) from exc
+    finally:
+        low.read(records)
+
+
+def _first_pretty(head: Head) -> dict[str, Any] | None:
+    """The first object of a pretty-printed head, if the head holds it whole."""
+    lines = head.utf8.splitlines(keepends=True)
+    for i, raw in enumerate(lines):
+        if raw[:1] == b"}" and raw.strip() == b"}":
+            try:
+                obj = orjson.loads(b"".join(lines[: i + 1]))
+            except orjson.JSONDecodeError:
+                return None
+            return obj if isinstance(obj, dict) else None
+    return None
+
+
 def signals(head: Head) -> frozenset[str]:
     """The signals a file's head holds (``log``, ``span``, ``metric``): an envelope's first
     key at the start of a line (an envelope line is often longer than the head), or flat
     records of a known shape on the first lines. Empty: not OpenTelemetry."""
     data = head.utf8
     found = {_ENVELOPES[m.decode()] for m in _ENVELOPE_START.findall(data[:65536])}
-    for obj in head_objects(head):
+    objects = head_objects(head)
+    if pretty(head):
+        first = _first_pretty(head)
+        objects = [first] if first is not None else []
+        if first is not None and "scopeMetrics" in first and "resource" in first:
+            found.add(METRIC)
+    for obj in objects:
         shape = flat_shape(obj)
         if shape is None:
             continue
