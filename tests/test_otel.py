@@ -112,6 +112,7 @@ def api(session: str, seq: int, ms: int, inp: int, out: int, cr: int = 0, **more
 
 
 def write(path: Path, *objs: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(o) + "\n" for o in objs), encoding="utf-8")
     return path
 
@@ -539,3 +540,112 @@ def test_gemini_clis_own_telemetry_outfile(tmp_path: Path) -> None:
     cut.write_text(text[: text.rindex('"scopeMetrics"')], encoding="utf-8")
     [c] = ingest(tmp_path / "c.duckdb", cut)
     assert c.rows_rejected == 1 and c.rows_loaded == 2 and closes(c)
+
+
+def test_a_loop_is_found_and_priced_alike_in_the_transcript_and_the_export(
+    tmp_path: Path,
+) -> None:
+    """One recorded session written both ways: Claude Code's transcript and its OpenTelemetry
+    export (the same request ids, tokens, tool input and error): the same loop, the same
+    dollars."""
+    session = "5f0c2f4e-1111-4222-8333-944445555666"
+    steps = [  # (fresh, cache read, cache write, output) per call
+        (3, 18_000 + 400 * i, 400, 60) for i in range(6)
+    ]
+    command = {"command": "pytest -x tests/", "description": "Run the tests"}
+    error = "Exit code 1\nModuleNotFoundError: No module named 'app'"
+    transcript: list[dict[str, Any]] = []
+    events = []
+    for i, (fresh, read, write_, out) in enumerate(steps):
+        at = f"2026-02-10T22:{10 + i:02d}:00.000Z"
+        ms = 1_770_761_400_000 + i * 60_000  # 22:10:00 UTC on 2026-02-10, then a minute each
+        base = {"sessionId": session, "version": "2.1.98", "cwd": "/w", "isSidechain": False}
+        transcript.append(
+            {
+                **base,
+                "type": "assistant",
+                "uuid": f"a{i}",
+                "timestamp": at,
+                "requestId": f"req_{i:02d}",
+                "message": {
+                    "model": "claude-sonnet-4-5",
+                    "id": f"msg_{i:02d}",
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": f"toolu_{i}", "name": "Bash", "input": command}
+                    ],
+                    "stop_reason": "tool_use",
+                    "usage": {
+                        "input_tokens": fresh,
+                        "cache_read_input_tokens": read,
+                        "cache_creation_input_tokens": write_,
+                        "output_tokens": out,
+                    },
+                },
+            }
+        )
+        transcript.append(
+            {
+                **base,
+                "type": "user",
+                "uuid": f"u{i}",
+                "timestamp": at.replace(":00.000Z", ":05.000Z"),
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": f"toolu_{i}",
+                            "content": error,
+                            "is_error": True,
+                        }
+                    ],
+                },
+            }
+        )
+        events.append(
+            cc_event(
+                "api_request",
+                session,
+                2 * i + 1,
+                ms,
+                model="claude-sonnet-4-5",
+                input_tokens=fresh,
+                output_tokens=out,
+                cache_read_tokens=read,
+                cache_creation_tokens=write_,
+                request_id=f"req_{i:02d}",
+            )
+        )
+        events.append(
+            cc_event(
+                "tool_result",
+                session,
+                2 * i + 2,
+                ms + 5000,
+                tool_name="Bash",
+                tool_use_id=f"toolu_{i}",
+                success="false",
+                error=error,
+                tool_input=json.dumps(command),
+            )
+        )
+    found = {}
+    for name, path in (
+        ("transcript", write(tmp_path / "projects" / "-w" / f"{session}.jsonl", *transcript)),
+        ("export", write(tmp_path / "export.jsonl", batch(*events))),
+    ):
+        result = CliRunner().invoke(
+            cli, ["audit", "--db", str(tmp_path / f"{name}.duckdb"), str(path), "--json", "-q"]
+        )
+        assert result.exit_code in (0, 1), result.output
+        data = json.loads(result.stdout)
+        assert data["calls_by_format"] == {"claude_code" if name == "transcript" else "otel": 6}
+        found[name] = [
+            (i["detector"], i["n_calls"], round(i["wasted_usd"], 6)) for i in data["incidents"]
+        ]
+        found[name + " total"] = round(data["total_usd"], 6)
+    assert found["transcript"] == found["export"] != []
+    assert found["transcript"][0][0] == "repeated_tool_call"
+    assert found["transcript total"] == found["export total"]
