@@ -169,15 +169,66 @@ def labels_of(rec: Record) -> dict[str, object]:
 # -- one file ----------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class _Event:
+    """A log event kept until its session is read in order: only what is read of it."""
+
     agent: str
     name: str
-    rec: Record
+    attrs: dict[str, Any]  # (the attributes this reader reads: ``_READ``)
+    line: int
+    labels: str | None  # (a call's: ``labels_of``, as text)
     ts: datetime | None
     session: str
     seq: int | None
     order: int  # its place in the file
+
+
+# The attributes read of an event (the others - user.*, terminal.type... - are let go once the
+# event's labels are taken: an export's sessions are held until the file is read).
+_READ = frozenset(
+    {
+        "model",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_creation_tokens",
+        "speed",
+        "cost_usd",
+        "duration_ms",
+        "ttft_ms",
+        "request_id",
+        "status_code",
+        "prompt.id",
+        "prompt_id",
+        "event.kind",
+        "http.response.status_code",
+        "error.message",
+        "response.id",
+        "input_token_count",
+        "cached_token_count",
+        "output_token_count",
+        "reasoning_token_count",
+        "cached_content_token_count",
+        "thoughts_token_count",
+        "tool_token_count",
+        "function_name",
+        "function_args",
+        "tool_name",
+        "tool_parameters",
+        "tool_input",
+        "arguments",
+        "tool_use_id",
+        "call_id",
+        "success",
+        "decision",
+        "error",
+        "output",
+        "source",
+        "prompt",
+    }
+)
+_CALL_EVENTS = frozenset({"api_request", "api_response", "api_error", "sse_event"})
 
 
 @dataclass
@@ -198,6 +249,7 @@ class _Reader:
         self.sessions: dict[str, _Session] = {}
         self.seen: set[tuple[object, ...]] = set()
         self.order = 0
+        self.interned: dict[str, str] = {}  # (one copy of each labels text)
 
     # -- gathering -------------------------------------------------------------------------
 
@@ -217,10 +269,13 @@ class _Reader:
         )
         ts = rec.time or parse_time(attrs.get("event.timestamp"), self.tz)
         self.order += 1
+        labels = labels_text(labels_of(rec)) if name in _CALL_EVENTS else None
         event = _Event(
             agent,
             name,
-            rec,
+            {k: v for k, v in attrs.items() if k in _READ},
+            rec.line,
+            self.interned.setdefault(labels, labels) if labels else None,
             ts,
             session or self.file_session,
             _count(attrs.get("event.sequence")),
@@ -242,7 +297,7 @@ class _Reader:
 
     def twice(self, e: _Event) -> bool:
         """Has this event been read already in this file (an export repeated)?"""
-        a = e.rec.attrs
+        a = e.attrs
         key = (e.session, e.agent, e.name, e.seq, e.ts, a.get("request_id"), a.get("call_id"))
         if key in self.seen:
             return True
@@ -250,12 +305,12 @@ class _Reader:
         return False
 
     def event(self, s: _Session, e: _Event) -> None:
-        name, a = e.name, e.rec.attrs
+        name, a = e.name, e.attrs
         turn = as_str(a.get("prompt.id")) or as_str(a.get("prompt_id"))
         if turn:
             s.turn = turn
         s.talk.turn = s.turn
-        if name in ("api_request", "api_response", "api_error", "sse_event"):
+        if name in _CALL_EVENTS:
             self.request(s, e)
         elif self.twice(e):
             self.low.skip(TWICE)
@@ -277,7 +332,7 @@ class _Reader:
     # -- calls -----------------------------------------------------------------------------
 
     def request(self, s: _Session, e: _Event) -> None:
-        a, agent, name = e.rec.attrs, e.agent, e.name
+        a, agent, name = e.attrs, e.agent, e.name
         error = name == "api_error"
         if agent == "codex":
             if name == "sse_event":
@@ -300,7 +355,7 @@ class _Reader:
         native = self.native_id(e)
         call = s.talk.call(
             native,
-            line=e.rec.line,
+            line=e.line,
             ts=e.ts,
             model=as_str(a.get("model")),
             provider=provider,
@@ -311,7 +366,7 @@ class _Reader:
             duration_ms=_number(a.get("duration_ms")),
         )
         call.turn_id = s.turn
-        call.labels = labels_text(labels_of(e.rec))
+        call.labels = e.labels
         if error:
             call.http_status = _count(a.get("status_code")) or _count(
                 a.get("http.response.status_code")
@@ -333,7 +388,7 @@ class _Reader:
         s.call, s.call_id = call, self.low.call_id(native)
 
     def native_id(self, e: _Event) -> str:
-        a = e.rec.attrs
+        a = e.attrs
         request = as_str(a.get("request_id")) or as_str(a.get("response.id"))
         if request:
             return request if e.name != "api_error" else f"{request}:error"
@@ -353,7 +408,7 @@ class _Reader:
         return {}
 
     def tool(self, s: _Session, e: _Event) -> None:
-        a = e.rec.attrs
+        a = e.attrs
         if e.agent == "gemini_cli":
             name = as_str(a.get("function_name"))
             args: object = _json(a.get("function_args"))
@@ -375,7 +430,7 @@ class _Reader:
         self.tool_pair(s, e, name, args, use_id, content, is_error)
 
     def decision(self, s: _Session, e: _Event) -> None:
-        a = e.rec.attrs
+        a = e.attrs
         decision = (as_str(a.get("decision")) or "").lower()
         if decision not in _REFUSED:
             self.low.skip(f"{e.agent}.tool_decision")  # (its tool_result is the tool call)
