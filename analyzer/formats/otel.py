@@ -3,7 +3,9 @@
 The file is read by ``otlp`` (the OTLP/JSON envelope a Collector's ``file`` exporter writes,
 or flat JSON lines; see its docstring): each log record is one event. Facts from the agents'
 own documentation and source - Claude Code's monitoring page (``code.claude.com/docs/en/
-monitoring-usage``), Codex's ``docs/config.md`` and ``codex-rs/otel`` (``session_telemetry.rs``),
+monitoring-usage``), Codex's ``docs/config.md`` and ``codex-rs/otel/src/events/
+session_telemetry.rs`` (openai/codex a2a5acbd: ``sse_event_completed``, ``tool_result_with_tags``,
+``tool_decision``, ``user_prompt``, ``record_api_request``),
 Gemini CLI's ``docs/telemetry.md`` and ``packages/core/src/telemetry/`` - and from real
 exports (``tests/fixtures/otel/README.md`` says which).
 
@@ -323,7 +325,8 @@ class _Reader:
                 s.turn = f"{e.session}:{e.ts.isoformat() if e.ts else e.order}"
                 s.talk.turn = s.turn
             prompt = a.get("prompt")
-            text = prompt if isinstance(prompt, str) and prompt != "<REDACTED>" else None
+            redacted = ("<REDACTED>", "[REDACTED]")  # (Claude Code's, Codex's)
+            text = prompt if isinstance(prompt, str) and prompt not in redacted else None
             row = s.talk.message("user", "prompt", ts=e.ts, n_records=1, **self.place(e))
             self.low.add_message(Conversation.fill(row, text))
         else:
