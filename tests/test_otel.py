@@ -431,13 +431,18 @@ def test_a_loop_in_events_is_found_and_a_healthy_session_is_not(tmp_path: Path) 
             )
         )
     path = write(tmp_path / "export.jsonl", batch(*loop), batch(*healthy, team="other"))
-    result = CliRunner().invoke(cli, ["audit", str(path), "--json", "-q"])
+    db = str(tmp_path / "s.duckdb")
+    result = CliRunner().invoke(cli, ["audit", "--db", db, str(path), "--json", "-q"])
     assert result.exit_code in (0, 1), result.output
     data = json.loads(result.stdout)
     found = [i for i in data["incidents"] if i["detector"] == "repeated_tool_call"]
     assert len(found) == 1, data["incidents"]
     assert {i["session_id"] for i in data["incidents"]} == {"loop"}
-    assert found[0]["n_calls"] >= 3 and found[0]["wasted_usd"] > 0
+    assert found[0]["n_calls"] == 6 and found[0]["wasted_usd"] > 0
+    # `show` lays the calls out as for a transcript: each call, its tool and what came back.
+    shown = CliRunner().invoke(cli, ["show", "1", "--db", db])
+    assert shown.exit_code == 0, shown.output
+    assert shown.output.count("Bash {") == 6 and shown.output.count("-> Exit code 1") == 6
 
 
 def test_seed_000_constant_input_low_output_as_api_request_events(tmp_path: Path) -> None:
