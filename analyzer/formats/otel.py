@@ -47,9 +47,10 @@ either spelling is read.
 
 **Sessions and order.** A session is ``session.id`` (Codex: ``conversation.id``); a turn,
 ``prompt.id`` (Gemini CLI: ``prompt_id``; Codex: from its ``user_prompt`` on). A session's events
-are read in the order of their time and ``event.sequence``, whatever order the batches were
-exported in. **Dimensions**: the resource's attributes (``OTEL_RESOURCE_ATTRIBUTES``: team,
-cost centre...) and the event's ``user.*`` and ``organization.id`` are the call's ``labels``.
+are read in the order of their ``event.sequence`` (Claude Code numbers them), else of their
+times, whatever order the batches were exported in. **Dimensions**: the resource's
+attributes (``OTEL_RESOURCE_ATTRIBUTES``: team, cost centre...) and the event's ``user.*``
+and ``organization.id`` are the call's ``labels``.
 
 **Identity.** A call is its ``request_id`` where the event states one (Claude Code), else
 ``<session>:<prompt.id>:<event.sequence>``, else ``<session>:<the event's time>`` (Codex:
@@ -292,7 +293,11 @@ class _Reader:
 
     def finish(self) -> LoadResult:
         for s in self.sessions.values():
-            s.events.sort(key=lambda e: (e.ts or datetime.min, e.seq or 0, e.order))
+            # the agent's own order (``event.sequence``) where it numbers its events, else
+            # their times; then their order in the file
+            s.events.sort(
+                key=lambda e: (-1 if e.seq is None else e.seq, e.ts or datetime.min, e.order)
+            )
             for e in s.events:
                 self.event(s, e)
         return self.low.finish()
