@@ -654,3 +654,73 @@ def test_a_loop_is_found_and_priced_alike_in_the_transcript_and_the_export(
     assert found["transcript"] == found["export"] != []
     assert found["transcript"][0][0] == "repeated_tool_call"
     assert found["transcript total"] == found["export total"]
+
+
+def test_a_codex_loop_in_an_otlp_export(tmp_path: Path) -> None:
+    """Codex's events in the envelope its OTLP exporter sends (service ``codex_cli_rs``; the
+    counts as strings, as its source writes them with ``%``): the same command getting the
+    same output five times is found, and priced from its tokens."""
+    conv = "019a0b7e-2f41-7c10-9d2e-5b6a7c8d9e0f"
+
+    def event(ms: int, name: str, **attrs: Any) -> dict[str, Any]:
+        pairs = {
+            "event.name": name,
+            "conversation.id": conv,
+            "app.version": "0.46.0",
+            "model": "gpt-5-codex",
+            "user.email": "dev@example.com",
+            **attrs,
+        }
+        return {
+            "timeUnixNano": f"{ms}000000",
+            "observedTimeUnixNano": f"{ms}000000",
+            "attributes": [{"key": k, "value": {"stringValue": str(v)}} for k, v in pairs.items()],
+        }
+
+    records = [event(T0, "codex.user_prompt", prompt_length=20, prompt="[REDACTED]")]
+    for i in range(5):
+        ms = T0 + 1000 + i * 10_000
+        records.append(
+            event(
+                ms,
+                "codex.sse_event",
+                **{"event.kind": "response.completed"},
+                input_token_count=30_000 + i * 150,
+                output_token_count=80,
+                cached_token_count=28_000,
+                reasoning_token_count=40,
+                tool_token_count=0,
+            )
+        )
+        records.append(
+            event(
+                ms + 2000,
+                "codex.tool_result",
+                tool_name="shell",
+                call_id=f"call_{i}",
+                arguments='{"command":["bash","-lc","cat setup.cfg"]}',
+                duration_ms=12,
+                success="false",
+                output="cat: setup.cfg: No such file or directory",
+            )
+        )
+    envelope = {
+        "resourceLogs": [
+            {
+                "resource": {"attributes": [kv("service.name", "codex_cli_rs")]},
+                "scopeLogs": [{"scope": {"name": "codex_otel"}, "logRecords": records}],
+            }
+        ]
+    }
+    path = write(tmp_path / "codex.jsonl", envelope)
+    db = str(tmp_path / "s.duckdb")
+    result = CliRunner().invoke(cli, ["audit", "--db", db, str(path), "--json", "-q"])
+    assert result.exit_code in (0, 1), result.output
+    data = json.loads(result.stdout)
+    assert data["calls_by_format"] == {"otel": 5}
+    [inc] = [i for i in data["incidents"] if i["detector"] == "repeated_tool_call"]
+    assert inc["n_calls"] == 5 and inc["session_id"] == conv and inc["wasted_usd"] > 0
+    assert q(Path(db), "SELECT DISTINCT app, provider FROM calls") == [("codex", "openai")]
+    assert q(Path(db), "SELECT sum(input_tokens), sum(cached_input_tokens) FROM calls") == [
+        (sum(30_000 + i * 150 for i in range(5)), 5 * 28_000)
+    ]
