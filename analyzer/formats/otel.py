@@ -305,7 +305,8 @@ class _Reader:
     def twice(self, e: _Event) -> bool:
         """Has this event been read already in this file (an export repeated)?"""
         a = e.attrs
-        key = (e.session, e.agent, e.name, e.seq, e.ts, a.get("request_id"), a.get("call_id"))
+        ids = ("call_id", "tool_use_id", "tool_name", "function_name", "function_args")
+        key = (e.session, e.agent, e.name, e.seq, e.ts, *(as_str(a.get(k)) for k in ids))
         if key in self.seen:
             return True
         self.seen.add(key)
