@@ -37,6 +37,7 @@ _GAINED = {
     10: [f"ALTER TABLE {table} DROP COLUMN machine" for table in ("sources", "calls", "incidents")],
     11: ["DROP TABLE resume_points"],
     12: ["ALTER TABLE messages DROP COLUMN meaning_key"],
+    13: ["ALTER TABLE calls DROP COLUMN labels"],
 }
 
 
@@ -44,7 +45,7 @@ def test_the_migrations_are_consecutive_and_end_at_this_format() -> None:
     steps = [m.to for m in MIGRATIONS]
     assert steps == list(range(steps[0], steps[0] + len(steps)))
     assert str(steps[-1]) == SCHEMA_VERSION
-    assert [m.to for m in migrations_from("6")] == [7, 8, 9, 10, 11, 12]
+    assert [m.to for m in migrations_from("6")] == [7, 8, 9, 10, 11, 12, 13]
     assert migrations_from(SCHEMA_VERSION) == migrations_from("5") == migrations_from("x") == []
 
 
@@ -59,7 +60,7 @@ def _columns(db: Path) -> list[tuple[str, str, str]]:
         con.close()
 
 
-@pytest.mark.parametrize("old", [6, 7, 8, 9, 10, 11])
+@pytest.mark.parametrize("old", [6, 7, 8, 9, 10, 11, 12])
 def test_a_store_of_every_older_format_becomes_a_new_one(tmp_path: Path, old: int) -> None:
     """Each step in order: an upgraded store has the tables and columns of a new one (in the
     same order), this format, and no kept result; read-only it is refused, untouched."""

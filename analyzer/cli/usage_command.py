@@ -53,6 +53,17 @@ def usage_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "started it. Default: its calls count in that session's row (as ccusage "
             "counts them); a fork (Codex) is always a session of its own.",
         ),
+        click.option(
+            "--by",
+            metavar="LABEL",
+            default=None,
+            help="Each row broken down by one label of its calls, as a log states it: an "
+            "OpenTelemetry resource attribute (team.id, department, cost_center, "
+            "service.name, whatever OTEL_RESOURCE_ATTRIBUTES set), a record's user.email, "
+            "user.id or organization.id, a trace platform's user or tags. Calls without it "
+            "count under LABEL=(none); a label no call has is an error naming the ones "
+            "there are.",
+        ),
         click.option("--csv", "as_csv", is_flag=True, help="Print CSV on stdout."),
         chatter_options,
         json_option,
@@ -94,6 +105,7 @@ def usage_command(view_name: str, **options: Any) -> None:
       llm-forensics usage daily --breakdown
       llm-forensics usage session --since 7d --json
       llm-forensics usage reconcile
+      llm-forensics usage monthly --by team.id
     """
     _usage_view(view_name, **options)
 
@@ -105,6 +117,7 @@ def _usage_view(
     breakdown: bool,
     order: str | None,
     sub_agents: bool,
+    by: str | None,
     as_csv: bool,
     as_json: bool,
 ) -> None:
@@ -129,6 +142,7 @@ def _usage_view(
             order=order,
             sub_agents=sub_agents,
             models=fmt != "text",
+            by=by,
         )
         bucketed = _bucketed_note(store) if view_name in PERIODS else ""
     before = [view.window.describe(view.tz)] if view.window else []

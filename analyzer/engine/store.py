@@ -31,7 +31,7 @@ MEMORY_ENV = "LLM_FORENSICS_MEMORY_LIMIT"
 # allocations DuckDB does not count) comes on top of it (10 million rows: peak RSS 1.68 GB at a
 # limit of 1.5GB, 2.18 GB at 2GB).
 DEFAULT_MEMORY_LIMIT = "1.7GB"
-SCHEMA_VERSION = "12"
+SCHEMA_VERSION = "13"
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,8 @@ class Migration:
 # The store formats this version upgrades in place when it opens them for writing, one step
 # after another from the store's own format: 6 had no ``bill_buckets``, 7 no ``runs``, 8 no
 # output estimates on calls and no attribution on incidents, 9 no machine, 10 no resume points
-# (``resume_points``), 11 no meaning of messages (``messages.meaning_key``). A new format
+# (``resume_points``), 11 no meaning of messages (``messages.meaning_key``), 12 no labels
+# of calls (``calls.labels``). A new format
 # is one more step.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "schema.sql"),
@@ -62,6 +63,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(10, "store/upgrade-to-10.sql", attribute=True),
     Migration(11, "store/upgrade-to-11.sql"),
     Migration(12, "store/upgrade-to-12.sql"),
+    Migration(13, "store/upgrade-to-13.sql"),
 )
 
 
@@ -69,8 +71,8 @@ def migrations_from(found: str) -> list[Migration]:
     """The steps that bring a store of format ``found`` to :data:`SCHEMA_VERSION`, in order
     (none for a format this version does not upgrade).
 
-    >>> [m.to for m in migrations_from("7")], migrations_from("5"), migrations_from("12")
-    ([8, 9, 10, 11, 12], [], [])
+    >>> [m.to for m in migrations_from("7")], migrations_from("5"), migrations_from("13")
+    ([8, 9, 10, 11, 12, 13], [], [])
     """
     if not found.isdigit() or int(found) not in {m.to - 1 for m in MIGRATIONS}:
         return []

@@ -120,6 +120,9 @@ class CallRow:
     # (priced: cost_basis 'estimated_output'), and whether that is a lower bound.
     output_estimate_tokens: int | None = None
     output_estimate_floor: bool | None = None
+    # What the log says the call was made for (OpenTelemetry resource attributes, a trace
+    # platform's user and tags): JSON text from ``values.labels_text``.
+    labels: str | None = None
 
     def values(self) -> dict[str, Any]:
         """The row by column name (its own mapping, not a copy: what changes in the row after

@@ -8,8 +8,11 @@ records through them, JSON Lines or whole documents alike.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
+
+import orjson
 
 _TIMES: dict[str, dict[str, datetime | None]] = {}  # naive_tz -> text -> parse_time(text)
 _TIMES_MAX = 4096  # a cache emptied when it holds this many (a log repeats recent times)
@@ -133,3 +136,38 @@ def kind_of(obj: dict[str, Any], key: str = "type") -> str | None:
     """A record's kind (its ``type``), only if it is a string."""
     value = obj.get(key)
     return value if isinstance(value, str) else None
+
+
+LABEL_MAX_CHARS = 256  # a label's value longer than this is cut (labels are dimensions, not text)
+LABELS_MAX = 64  # labels kept per call, the first by key
+
+
+def labels_text(labels: Mapping[str, object]) -> str | None:
+    """A call's labels (``calls.labels``) as JSON text: string keys to string values, keys
+    sorted; a number is its digits, a boolean ``true``/``false``, a list or object its compact
+    JSON; a value that is None or empty is left out; a value is cut at
+    :data:`LABEL_MAX_CHARS`, and only the first :data:`LABELS_MAX` keys are kept. None when
+    nothing is left.
+
+    >>> labels_text({"team.id": "platform", "user.id": 7, "empty": "", "x": None})
+    '{"team.id":"platform","user.id":"7"}'
+    >>> labels_text({}) is None
+    True
+    """
+    kept: dict[str, str] = {}
+    for key in sorted(k for k in labels if isinstance(k, str) and k)[:LABELS_MAX]:
+        value = _label_value(labels[key])
+        if value:
+            kept[key] = value[:LABEL_MAX_CHARS]
+    return orjson.dumps(kept).decode() if kept else None
+
+
+def _label_value(value: object) -> str | None:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | dict):
+        try:
+            return orjson.dumps(value).decode()
+        except TypeError:
+            return None
+    return as_str(value)

@@ -116,7 +116,13 @@ CREATE TABLE IF NOT EXISTS calls (
                                             -- and the log's own figures say)
     -- Store format 10: the machine whose logs the call was read from (as sources.machine; a
     -- call two machines' files both hold is stored once, under the first).
-    machine                VARCHAR DEFAULT getvariable('lf_machine')
+    machine                VARCHAR DEFAULT getvariable('lf_machine'),
+    -- Store format 13: what the log says the call was made for, as dimensions: JSON text of an
+    -- object, string keys to string values, keys sorted (OpenTelemetry resource attributes
+    -- such as team.id, department, cost_center, service.name, and a record's user.* and
+    -- organization.id; a trace platform's user and tags); NULL where the log records none.
+    -- The usage views break down by one (`usage daily --by team.id`).
+    labels                 VARCHAR
 );
 
 -- Every call once: billing rows matched to a logged call are represented by that call.

@@ -244,7 +244,8 @@ def _basis(b: str) -> Callable[[UsageRow], str]:
 def usage_table(u: Usage) -> Table:
     """A usage view as a table (what ``--csv`` writes): one row per key, its models below it
     (the JSON's ``modelBreakdowns``, a row each, ``model`` named; with ``--breakdown`` on a
-    store of several machines, a row per machine and model), then the totals row. Today's
+    store of several machines, a row per machine and model; with ``--by``, a row per value
+    of the label, ``label`` named), then the totals row. Today's
     columns first (every cost basis in its own), then every other field of the JSON's rows,
     nested ones named ``outer.inner`` and lists joined by ``;``."""
     ended = u.view == "session"  # how each run ended (its outcome), where its log says
@@ -252,6 +253,7 @@ def usage_table(u: Usage) -> Table:
         Column(u.view),
         Column("model"),
         Column("machine"),
+        *([Column("label")] if u.by_label else []),
         Column("calls", "int", "calls"),
         *(Column(t, "int", "tokens") for t in TOKENS),
         Column("usd", "usd", "USD"),
@@ -267,12 +269,15 @@ def usage_table(u: Usage) -> Table:
     def row(key: str, part: UsageRow | None, r: UsageRow) -> list[Any]:
         run = [r.run.outcome, r.run.exit_status] if r.run else ["", ""]
         run += [r.parent.session_id, r.parent.relation] if r.parent else ["", ""]
-        model = part.models[0] if part and (u.by_model or not u.by_machine) and part.models else ""
+        split = u.by_machine or u.by_label  # a part is a machine's or a label value's
+        model = part.models[0] if part and (u.by_model or not split) and part.models else ""
         machine = part.machines[0] if part and u.by_machine and part.machines else ""
+        label = [(part.key.split(" · ")[0] if part else "")] if u.by_label else []
         return [
             key,
             model,
             machine,
+            *label,
             r.calls,
             *(getattr(r, t) for t in TOKENS),
             r.total_usd,
@@ -285,7 +290,7 @@ def usage_table(u: Usage) -> Table:
     lines: list[tuple[list[Any], dict[str, Any]]] = []
     for r in u.rows:
         lines.append((row(r.key, None, r), flat_json(u.row_json(r))))
-        parts = u.breakdown.get(r.key) if u.by_machine else u.models.get(r.key)
+        parts = u.breakdown.get(r.key) if u.by_machine or u.by_label else u.models.get(r.key)
         if parts is None or u.view == "model":  # (a model's one model is itself)
             parts = u.breakdown.get(r.key, [])
         lines += [(row(r.key, p, p), flat_json(u.part_json(p))) for p in parts]

@@ -23,6 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from analyzer.engine.store import Store
+from analyzer.errors import ForensicsError
 from analyzer.model.formatting import money
 from analyzer.model.projects import short_names
 from analyzer.views.lineage import Parent, parents
@@ -57,6 +58,10 @@ _PARTS = {
     (False, True): _MACHINE,
     (True, True): f"{_MACHINE} || ' · ' || {_KEYS['model']}",
 }
+# A breakdown by one of the calls' labels (``--by NAME``: ``calls.labels``, read by its JSON
+# Pointer, the parameter ``by``; ``by_name`` names it), with the models too (``--breakdown``).
+_LABEL = "$by_name || '=' || coalesce(json_extract_string(labels, $by), '(none)')"
+_LABEL_PARTS = {False: _LABEL, True: f"{_LABEL} || ' · ' || {_KEYS['model']}"}
 
 
 @dataclass
@@ -147,6 +152,7 @@ class Usage:
     untimed_files: list[str] = field(default_factory=list)
     by_model: bool = False  # the breakdown splits rows by model
     by_machine: bool = False  # ... by machine (the store holds several)
+    by_label: str | None = None  # ... by the value of this label of the calls (``--by``)
     # Each row's models (what ``modelBreakdowns`` of the JSON lists), when asked for.
     models: dict[str, list[UsageRow]] = field(default_factory=dict)
     sub_agents: bool = True  # a session view shows sub-agents as rows of their own
@@ -185,12 +191,12 @@ class Usage:
     def to_json(self) -> dict[str, Any]:
         """ccusage 20's shape (the rows under the view's name, ``daily`` and the others, and
         ``totals``), every field of ours beside ccusage's."""
-        return {
-            "view": self.view,
-            "tz": self.tz,
-            self.view: [self.row_json(r) for r in self.rows],
-            "totals": {**ccusage_tokens(self.total), **self.total.to_json()},
-        }
+        out: dict[str, Any] = {"view": self.view, "tz": self.tz}
+        if self.by_label is not None:
+            out["by"] = self.by_label  # each row's breakdown is by this label's value
+        out[self.view] = [self.row_json(r) for r in self.rows]
+        out["totals"] = {**ccusage_tokens(self.total), **self.total.to_json()}
+        return out
 
 
 def ccusage_tokens(r: UsageRow, total: bool = True) -> dict[str, Any]:
@@ -324,13 +330,17 @@ def usage(
     order: str | None = None,
     sub_agents: bool = False,
     models: bool = False,
+    by: str | None = None,
 ) -> Usage:
     """The ``view`` (one of :data:`VIEWS`), times bucketed in ``tz``; with ``breakdown``,
     each row's models too, and when the store holds several machines' calls, each row's
     machines; with ``models``, each row's models for the JSON (``modelBreakdowns``). Rows in
     ``order`` (one of :data:`ORDERS`; default: :func:`default_order`). A session counts its
     sub-agents' calls unless ``sub_agents`` (then they are rows of their own). Each row says
-    how many of its calls come from files no longer on disk."""
+    how many of its calls come from files no longer on disk. With ``by``, the name of a
+    label of the calls (``calls.labels``: ``team.id``, ``user.email``), each row is broken
+    down by that label's value instead of by machine (``team.id=(none)``: calls without it),
+    and by model too with ``breakdown``."""
     if view not in VIEWS:
         raise ValueError(f"unknown usage view {view!r}")
     order = order or default_order(view)
@@ -368,12 +378,45 @@ def usage(
     total.project = None
     shown = Usage(view, tz, rows, total, {}, untimed, breakdown, len(total.machines) > 1)
     shown.sub_agents = sub_agents
-    if shown.by_model or shown.by_machine:
+    if by is not None:
+        _check_label(store, by)
+        shown.by_machine, shown.by_label = False, by
+        labelled = {**params, "by": label_pointer(by), "by_name": by}
+        shown.breakdown = _parts(store, key, labelled, _LABEL_PARTS[shown.by_model])
+    elif shown.by_model or shown.by_machine:
         shown.breakdown = _parts(store, key, params, _PARTS[shown.by_model, shown.by_machine])
     if models:
         by_model = shown.breakdown if shown.by_model and not shown.by_machine else None
         shown.models = by_model or _parts(store, key, params, _KEYS["model"])
     return shown
+
+
+def label_names(store: Store) -> list[str]:
+    """The names of the labels the store's calls have (``calls.labels``), sorted."""
+    return [str(name) for (name,) in store.engine.rows("views/label_names.sql")]
+
+
+def _check_label(store: Store, name: str) -> None:
+    """Refuse a label no call has (a typo would show every call under ``(none)``)."""
+    names = label_names(store)
+    if name in names:
+        return
+    there = (
+        f"the calls' labels are: {', '.join(names)}"
+        if names
+        else "no call in this store has labels (they come from OpenTelemetry records and "
+        "trace-platform exports)"
+    )
+    raise ForensicsError(f"--by: no call has the label {name!r}: {there}")
+
+
+def label_pointer(name: str) -> str:
+    """The JSON Pointer of a label in ``calls.labels`` (a name may hold dots and slashes).
+
+    >>> label_pointer("team.id"), label_pointer("a/b~c")
+    ('/team.id', '/a~1b~0c')
+    """
+    return "/" + name.replace("~", "~0").replace("/", "~1")
 
 
 def _order(rows: list[UsageRow], view: str, order: str) -> None:

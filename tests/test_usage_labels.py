@@ -1,0 +1,101 @@
+"""The calls' labels as a dimension of the usage views (``--by LABEL``, store format 13).
+
+No format read before issue 51 states labels, so these tests give some of the sample's calls
+labels in SQL (as an OpenTelemetry reader stores them: ``values.labels_text``) and hold the
+views' breakdown to sums over ``calls``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+from click.testing import CliRunner
+
+from analyzer.cli.main import cli
+from analyzer.ingest.values import labels_text
+
+PLATFORM = labels_text({"team.id": "platform", "user.email": "ana@example.com"})
+SEARCH = labels_text({"team.id": "search", "cost_center": "cc-7"})
+
+
+def _label(db: Path) -> None:
+    """Half the sample's sessions get a team, a few calls another one; the rest none."""
+    con = duckdb.connect(str(db))
+    try:
+        con.execute(
+            "UPDATE calls SET labels = ? WHERE hash(coalesce(session_id, stream_key)) % 2 = 0",
+            [PLATFORM],
+        )
+        con.execute("UPDATE calls SET labels = ? WHERE hash(call_id) % 7 = 0", [SEARCH])
+    finally:
+        con.close()
+
+
+def _by_team(db: Path) -> dict[tuple[str, str], tuple[int, Decimal]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT strftime(ts, '%Y-%m-%d'), "
+            "coalesce(json_extract_string(labels, '/team.id'), '(none)'), "
+            "count(*), coalesce(sum(cost_usd), 0) FROM live_calls GROUP BY ALL"
+        ).fetchall()
+    finally:
+        con.close()
+    return {(str(day), team): (int(n), Decimal(usd)) for day, team, n, usd in rows}
+
+
+def test_a_period_view_breaks_down_by_a_label(runner: CliRunner, ingested_sample_db: Path) -> None:
+    db = ingested_sample_db
+    _label(db)
+    want = _by_team(db)
+    assert {team for _, team in want} == {"platform", "search", "(none)"}
+    done = runner.invoke(cli, ["usage", "daily", "--db", str(db), "--by", "team.id", "--json"])
+    assert done.exit_code == 0, done.output
+    doc = json.loads(done.output)
+    assert doc["by"] == "team.id"
+    got: dict[tuple[str, str], tuple[int, Decimal]] = {}
+    for row in doc["daily"]:
+        parts = row["breakdown"]
+        assert sum(p["calls"] for p in parts) == row["calls"]
+        for p in parts:
+            team = p["key"].removeprefix("team.id=")
+            got[row["period"], team] = (p["calls"], Decimal(str(p["usd"])))
+    assert got == want
+
+
+def test_the_text_and_csv_name_each_value(runner: CliRunner, ingested_sample_db: Path) -> None:
+    db = ingested_sample_db
+    _label(db)
+    text = runner.invoke(
+        cli, ["usage", "monthly", "--db", str(db), "--by", "team.id", "--breakdown"]
+    )
+    assert text.exit_code == 0, text.output
+    assert "└ team.id=platform · " in text.output and "└ team.id=(none) · " in text.output
+    done = runner.invoke(cli, ["usage", "weekly", "--db", str(db), "--by", "cost_center", "--csv"])
+    assert done.exit_code == 0, done.output
+    rows = list(csv.DictReader(io.StringIO(done.output)))
+    labelled = [r for r in rows if r["label"]]
+    assert {r["label"] for r in labelled} == {"cost_center=cc-7", "cost_center=(none)"}
+    totals = [r for r in rows if r["weekly"] == "Total"]
+    kept = [r for r in rows if not r["label"] and r["weekly"] != "Total"]
+    assert sum(int(r["calls"]) for r in labelled) == sum(int(r["calls"]) for r in kept)
+    assert sum(int(r["calls"]) for r in kept) == int(totals[0]["calls"])
+
+
+def test_a_label_no_call_has_is_an_error_naming_those_there_are(
+    runner: CliRunner, ingested_sample_db: Path
+) -> None:
+    db = ingested_sample_db
+    none = runner.invoke(cli, ["usage", "daily", "--db", str(db), "--by", "team.id"])
+    assert none.exit_code == 3
+    assert "no call has the label 'team.id'" in none.output
+    assert "no call in this store has labels" in none.output
+    _label(db)
+    typo = runner.invoke(cli, ["usage", "daily", "--db", str(db), "--by", "team"])
+    assert typo.exit_code == 3
+    assert "the calls' labels are: cost_center, team.id, user.email" in typo.output
