@@ -42,9 +42,11 @@ last input message is the user's (a new turn); the history each call resends is 
 
 **Tool runs.** A tool span is a ``tool_call`` message of the call that asked for it (the call
 whose reply names its call id; else the session's latest call started before it) and, where
-its result or its error was recorded, a ``tool_result``. A tool call a reply names with no
-tool span of that id is a ``tool_call`` message without a result. Arguments not recorded leave
-the message's ``tool_args_hash`` NULL.
+its result or its error was recorded, a ``tool_result``. A tool call a reply names is a
+``tool_call`` message (without a result) only where its trace has no tool span in the file (an
+instrumentation of the model's client alone): where a trace's tool runs are spans, they say
+them, and a run exported to another file is read from there, not said twice. Arguments not
+recorded leave the message's ``tool_args_hash`` NULL.
 
 **Identity and order.** A call is ``<trace id>:<span id>``. Its session (and stream) is the
 span's ``gen_ai.conversation.id`` or ``session.id``, else its nearest ancestor's, else one
@@ -399,13 +401,14 @@ class Spans:
         hand them to the Lowering."""
         self._place()
         by_session: dict[str, list[_Node]] = defaultdict(list)
+        tooled = {t for (t, _), n in self.nodes.items() if n.role == TOOL}
         for node in self.nodes.values():
             if node.role in (CALL, TOOL):
                 assert node.session is not None
                 by_session[node.session].append(node)
         for session in sorted(by_session):
             nodes = sorted(by_session[session], key=_order)
-            _Session(self.low, session).build(nodes)
+            _Session(self.low, session, tooled).build(nodes)
 
     def _place(self) -> None:
         """Each span's session, turn and agent, from itself or its ancestors in its trace."""
@@ -479,12 +482,13 @@ def _tool_name(rec: Record) -> str | None:
 class _Session:
     """One session's spans, in start order, as calls and messages."""
 
-    def __init__(self, low: Lowering, session: str) -> None:
+    def __init__(self, low: Lowering, session: str, tooled: set[str]) -> None:
         self.low = low
         self.talk = Conversation(session)
         self.last = 0  # the last place given
         self.asked: dict[str, str | None] = {}  # tool call id -> the call that asked for it
         self.run: set[str] = set()  # tool call ids a tool span ran
+        self.tooled = tooled  # the traces whose tool runs are spans of their own
 
     def place(self, base: int | None, k: int) -> int:
         """The ``k``-th place of a span starting at ``base`` (after the last place given)."""
@@ -560,8 +564,8 @@ class _Session:
             for use, name, args in said.tool_calls:
                 if use:
                     self.asked[use] = node.call_id
-                if use and use in self.run:
-                    continue  # its tool span says it (with its result)
+                if (use and use in self.run) or node.rec.trace_id in self.tooled:
+                    continue  # its tool span says it (read from another file, perhaps)
                 row = self.talk.tool_call(
                     name,
                     _json(args),
