@@ -17,7 +17,8 @@ Two conventions name what a span is; a span of neither is skipped by its kind.
   ``result`` only where content capture was turned on; status ``ERROR`` and ``error.type``);
   ``invoke_agent``/``create_agent`` an agent's run, the parent of the others. Older
   OpenLLMetry spans without an operation name are read by ``llm.request.type`` (a call) and
-  ``traceloop.span.kind`` ``tool``/``agent``.
+  ``traceloop.span.kind`` ``tool``/``agent``, and pydantic-ai's older ``running tool`` spans by
+their ``gen_ai.tool.name`` (``tool_arguments``, ``tool_response``).
 * **OpenInference** (Arize-ai/openinference ``spec/semantic_conventions.md``, what Phoenix
   reads): ``openinference.span.kind`` ``LLM`` is a model call (``llm.model_name``,
   ``llm.provider`` or ``llm.system``, ``llm.token_count.prompt`` - the whole prompt -,
@@ -137,6 +138,11 @@ def _n(attrs: Mapping[str, Any], *keys: str) -> int | None:
     return None
 
 
+def _first(attrs: Mapping[str, Any], *keys: str) -> Any:
+    """The first of ``keys`` the attributes hold (None: none)."""
+    return next((attrs[k] for k in keys if attrs.get(k) is not None), None)
+
+
 def _json(value: object) -> Any:
     """A value that may be JSON text, parsed (text that is not JSON stays text)."""
     if isinstance(value, str) and value[:1] in ("[", "{"):
@@ -173,7 +179,7 @@ def role_of(rec: Record) -> str:
     if op or oi:
         return OTHER
     legacy = _s(a, "traceloop.span.kind")
-    if legacy == "tool":
+    if legacy == "tool" or _s(a, "gen_ai.tool.name"):  # (pydantic-ai's "running tool")
         return TOOL
     if legacy == "agent":
         return AGENT
@@ -584,7 +590,7 @@ class _Session:
         use = _s(a, "gen_ai.tool.call.id", "tool.id", "tool_call.id")
         asked = self.asked.get(use) if use else None
         call_id = asked or (latest.call_id if latest else None)
-        args = a.get("gen_ai.tool.call.arguments", a.get("input.value"))
+        args = _first(a, "gen_ai.tool.call.arguments", "input.value", "tool_arguments")
         if args is None:
             args = a.get("traceloop.entity.input")
         base = _micros(node)
@@ -600,7 +606,7 @@ class _Session:
         if args is None:  # not recorded: no arguments to compare
             row.tool_args_hash = None
         self.low.add_message(row)
-        result = a.get("gen_ai.tool.call.result", a.get("output.value"))
+        result = _first(a, "gen_ai.tool.call.result", "output.value", "tool_response")
         if result is None:
             result = a.get("traceloop.entity.output")
         failed = rec.status == "error"
