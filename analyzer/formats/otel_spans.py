@@ -433,14 +433,8 @@ class Spans:
                 )
                 agent = next((n for n in chain if n.role == AGENT), None)
                 node.turn = f"{trace}:{agent.rec.span_id}" if agent else trace
-                node.agent = next(
-                    (
-                        s
-                        for s in (_s(n.rec.attrs, "gen_ai.agent.name", "agent.name") for n in chain)
-                        if s
-                    ),
-                    None,
-                )
+                names = (_s(n.rec.attrs, "gen_ai.agent.name", "agent.name") for n in chain)
+                node.agent = next((name for name in names if name), None)
 
     def _ancestors(self, node: _Node) -> list[_Node]:
         """The span and its ancestors in the file, nearest first (a loop of parents ends)."""
@@ -461,11 +455,12 @@ def _own_session(rec: Record) -> str | None:
     return _s(rec.attrs, *_SESSION_KEYS)
 
 
-def _order(node: _Node) -> tuple[float, int, str]:
-    t = node.rec.time
-    # (a call before the tool runs that start with it; a span with no time last)
+def _order(node: _Node) -> tuple[int, int, str]:
+    """A session's order: by start (a span with no time last), a call before the tool runs
+    that start with it."""
+    at = _micros(node)
     return (
-        t.timestamp() if t else float("inf"),
+        at if at is not None else 1 << 62,
         0 if node.role == CALL else 1,
         node.rec.span_id or "",
     )
@@ -587,6 +582,7 @@ class _Session:
 
     def tool(self, node: _Node, latest: _Node | None) -> None:
         rec, a = node.rec, node.rec.attrs
+        self.talk.turn = node.turn
         use = _s(a, "gen_ai.tool.call.id", "tool.id", "tool_call.id")
         asked = self.asked.get(use) if use else None
         call_id = asked or (latest.call_id if latest else None)
