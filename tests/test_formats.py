@@ -27,6 +27,7 @@ SNIFFING_ORDER = [
     "claude_stream_json",
     "codex",
     "nexus3_raw",
+    "otel",
     "gemini_stream_json",
     "gemini_cli",
     "opencode",
