@@ -5,18 +5,24 @@ written to their field names (``tests/fixtures/otel_spans/README.md``)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, cast
 
 import orjson
 import pytest
 
+from analyzer.detect.detectors import bind_all, detect, discover
+from analyzer.engine.store import Store, open_store
 from analyzer.formats import otlp
 from analyzer.formats.otel_spans import Spans
-from analyzer.ingest.base import SourceFile
+from analyzer.ingest.base import IngestOptions, SourceFile
 from analyzer.ingest.lowering import Lowering
 from analyzer.ingest.reading import read_head
 from analyzer.ingest.usage import token_counts
+from analyzer.pipeline import ingest_paths
+from tests.helpers import assert_accounted, q
 
 FIX = Path(__file__).parent / "fixtures" / "otel_spans"
 RAW = FIX / "genai-interlingua-raw.jsonl"
@@ -69,8 +75,12 @@ def test_real_captures_give_one_call_with_the_providers_counts(path: Path) -> No
     assert stated == {k: expected[k] for k in stated}
     assert {"input_tokens", "output_tokens"} <= stated.keys()
     assert call["model"] == "gpt-4o-mini-2024-07-18" and call["provider"] == "openai"
-    assert call["app"] == "capture" and call["labels"] == '{"service.name":"capture"}'
     doc = json.loads(path.read_text())
+    resource = {
+        a["key"]: a["value"]["stringValue"]
+        for a in doc["resourceSpans"][0]["resource"]["attributes"]
+    }
+    assert call["app"] == "capture" and json.loads(call["labels"]) == resource
     spans = [s for r in doc["resourceSpans"] for sc in r["scopeSpans"] for s in sc["spans"]]
     chat = next(
         s for s in spans if s["name"] in ("chat gpt-4o-mini", "openai.chat", "ChatCompletion")
@@ -119,7 +129,7 @@ def test_agent_trace_calls_tools_and_accounting() -> None:
     assert [c["seq"] for c in loop] == sorted(c["seq"] for c in loop)
     assert {c["agent_id"] for c in loop} == {"support_triage"}
     labels = json.loads(loop[0]["labels"])
-    assert labels == {
+    assert {k: labels[k] for k in ("cost_center", "service.name", "team.id", "user.email")} == {
         "cost_center": "cc-42",
         "service.name": "support-agent",
         "team.id": "payments",
@@ -196,3 +206,156 @@ def test_content_not_recorded_is_left_unknown(tmp_path: Path) -> None:
     tools = [m for m in low.messages if m["kind"] == "tool_call"]
     assert tools and all(m["tool_args_hash"] is None for m in tools)
     assert not [m for m in low.messages if m["kind"] in ("tool_result", "prompt")]
+
+
+def kv(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, int):
+        return {"key": key, "value": {"intValue": str(value)}}
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def one_trace(tmp_path: Path, *spans: dict[str, Any]) -> Lowering:
+    doc = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": list(spans)}]}]}
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(doc) + "\n")
+    return read(path)
+
+
+def span(sid: str, t: int, attrs: dict[str, Any], **more: Any) -> dict[str, Any]:
+    return {
+        "traceId": "5b8efff798038103d269b633813fc60c",
+        "spanId": sid,
+        "name": more.pop("name", "span"),
+        "startTimeUnixNano": str(1749823200000000000 + t),
+        "endTimeUnixNano": str(1749823200000000000 + t + 1000),
+        "attributes": [kv(k, v) for k, v in attrs.items()],
+        **more,
+    }
+
+
+def test_older_names_and_pydantic_ai_tool_spans(tmp_path: Path) -> None:
+    """The names before the GenAI conventions settled (OpenLLMetry before its migration:
+    ``gen_ai.system``, ``llm.request.type``, ``gen_ai.usage.prompt_tokens``; the indexed
+    ``gen_ai.completion.N.*``) and pydantic-ai's ``running tool`` span (its ``_tool_manager``:
+    ``gen_ai.tool.name``, ``gen_ai.tool.call.id``, ``tool_arguments``, ``tool_response``)."""
+    low = one_trace(
+        tmp_path,
+        span(
+            "eee19b7ec3c1b174",
+            0,
+            {
+                "gen_ai.system": "Anthropic",
+                "llm.request.type": "chat",
+                "gen_ai.request.model": "claude-sonnet-4-5",
+                "gen_ai.usage.prompt_tokens": 10,
+                "gen_ai.usage.cache_read_input_tokens": 3000,
+                "gen_ai.usage.cache_creation_input_tokens": 200,
+                "gen_ai.usage.completion_tokens": 40,
+                "gen_ai.completion.0.role": "assistant",
+                "gen_ai.completion.0.content": "Looking it up.",
+                "gen_ai.completion.0.tool_calls.0.id": "toolu_01",
+                "gen_ai.completion.0.tool_calls.0.name": "lookup_order",
+                "gen_ai.completion.0.tool_calls.0.arguments": '{"order_id": "A-1"}',
+            },
+            name="anthropic.chat",
+        ),
+        span(
+            "eee19b7ec3c1b175",
+            5000,
+            {
+                "gen_ai.tool.name": "lookup_order",
+                "gen_ai.tool.call.id": "toolu_01",
+                "tool_arguments": '{"order_id":"A-1"}',
+                "tool_response": "in transit",
+                "logfire.msg": "running tool: lookup_order",
+            },
+            name="running tool",
+        ),
+    )
+    (call,) = low.calls
+    # Anthropic's fresh input (10) below its cache reads: the prompt is counted whole
+    assert (call["input_tokens"], call["cached_input_tokens"], call["cache_write_tokens"]) == (
+        3210,
+        3000,
+        200,
+    )
+    assert call["provider"] == "anthropic" and call["model"] == "claude-sonnet-4-5"
+    assert (call["content_chars"], call["tool_call_count"]) == (14, 1)
+    kinds = [(m["kind"], m.get("tool_use_id"), m["call_id"]) for m in low.messages]
+    cid = f"otel:{call['native_id']}"
+    assert kinds == [
+        ("text", None, cid),
+        ("tool_call", "toolu_01", cid),
+        ("tool_result", "toolu_01", cid),
+    ]
+    assert low.messages[2]["excerpt"] == "in transit"
+
+
+# -- through the store: the detectors find the loops, and only them --------------------------
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """Both agent traces ingested (as the ``otel`` format), the detectors run."""
+    store = open_store(tmp_path_factory.mktemp("spans") / "s.duckdb")
+    try:
+        ingest_paths(store, [str(AGENT), str(OI_AGENT)], IngestOptions(progress=False))
+        detect(store, bind_all(discover(), {}))
+        yield store
+    finally:
+        store.close()
+
+
+def oi_costs() -> list[float]:
+    """``llm.cost.total`` of each LLM span of the OpenInference trace, in start order, read
+    from the file without the loader."""
+    spans = []
+    for line in OI_AGENT.read_text().splitlines():
+        for r in json.loads(line)["resourceSpans"]:
+            for sc in r["scopeSpans"]:
+                spans += sc["spans"]
+    costs = []
+    for span in sorted(spans, key=lambda s: int(s["startTimeUnixNano"])):
+        attrs = {a["key"]: a["value"] for a in span["attributes"]}
+        if "llm.cost.total" in attrs:
+            costs.append(attrs["llm.cost.total"]["doubleValue"])
+    return costs
+
+
+def test_the_files_are_read_and_accounted(audited: Store) -> None:
+    assert_accounted(audited)
+    assert q(audited, "SELECT DISTINCT format FROM sources") == [("otel",)]
+    assert q(audited, "SELECT rows_read, rows_rejected, rows_skipped FROM sources ORDER BY 1") == [
+        (10, 0, 2),
+        (27, 2, 3),
+    ]
+    assert q(audited, "SELECT count(*) FROM rejects WHERE line = 9") == [(2,)]
+
+
+def test_the_tool_loops_are_found_and_the_healthy_run_is_not(audited: Store) -> None:
+    found = q(
+        audited,
+        "SELECT c.session_id, i.detector, i.wasted_usd FROM incidents i "
+        "JOIN calls c ON c.call_id = i.first_call_id ORDER BY 1",
+    )
+    assert [(s, d) for s, d, _ in found] == [
+        ("conv-loop-1", "repeated_tool_call"),
+        ("sess-oi-1", "repeated_tool_call"),
+    ]
+    # the waste is the calls that repeated (after the first), at their own cost: the stated
+    # cost of OpenInference's spans, list prices for the GenAI spans
+    wasted = dict(
+        q(
+            audited,
+            "SELECT c.session_id, sum(c.cost_usd) FROM incident_calls ic "
+            "JOIN calls c USING (call_id) GROUP BY 1",
+        )
+    )
+    assert {s: w for s, _, w in found} == wasted
+    assert wasted["sess-oi-1"] == Decimal(str(round(sum(oi_costs()[1:]), 10)))
+    assert q(
+        audited,
+        "SELECT count(*), min(cost_basis), max(cost_basis) FROM incident_calls ic "
+        "JOIN calls c USING (call_id) WHERE c.session_id = 'conv-loop-1'",
+    ) == [(4, "estimated", "estimated")]
+    assert wasted["conv-loop-1"] > 0

@@ -56,10 +56,9 @@ Spans come in any order (a child ends, and is exported, before its parent; a tra
 files), so nothing is built until the file is read (:meth:`Spans.finish`), and a session's
 calls and messages are placed by their spans' start times (``seq`` and the messages' ``idx``
 are microseconds since the epoch, times 64 with room for a span's messages): the same span
-read from two files gets the same place, and settles as a duplicate. Resource attributes (less
-the SDK's own: ``telemetry.*``, ``process.*``, ``host.*``, ``os.*``, ``service.instance.id``)
-and the span's ``user.*``, ``enduser.*`` and ``organization.id`` are the call's ``labels``;
-``service.name`` is its ``app``.
+read from two files gets the same place, and settles as a duplicate. The resource's attributes
+and the span's ``user.*``, ``enduser.*`` and ``organization.id`` are the call's ``labels`` (as
+for the ``otel`` events' calls); ``service.name`` is its ``app``.
 
 **Records.** Each span is one record: a call's (``n_records``), a tool's ``tool_call``
 message, or skipped by kind (an agent's span, a chain's, an HTTP client's...). A span without
@@ -87,7 +86,6 @@ CALL, TOOL, AGENT, OTHER = "call", "tool", "agent", "other"
 _CALL_OPS = frozenset({"chat", "text_completion", "generate_content", "completion"})
 _AGENT_OPS = frozenset({"invoke_agent", "create_agent"})
 _SESSION_KEYS = ("gen_ai.conversation.id", "session.id")
-_NOT_LABELS = ("telemetry.", "process.", "host.", "os.", "service.instance.id")
 _IDENTITY = ("user.", "enduser.")
 _PROVIDERS = {"gcp.gemini": "google", "gcp.vertex_ai": "google", "gcp.gen_ai": "google"}
 _SLOTS = 64  # places for one span's messages (see the module's docstring)
@@ -256,11 +254,9 @@ def _finish(a: Mapping[str, Any]) -> str | None:
 
 
 def _labels(rec: Record) -> str | None:
-    """The call's dimensions: its resource's attributes (less the SDK's own) and the span's
-    identity attributes."""
-    dims: dict[str, object] = {
-        k: v for k, v in rec.resource.items() if not k.startswith(_NOT_LABELS)
-    }
+    """The call's dimensions: its resource's attributes (as the ``otel`` events' calls have
+    them) and the span's identity attributes."""
+    dims: dict[str, object] = dict(rec.resource)
     for k, v in rec.attrs.items():
         if k.startswith(_IDENTITY) or k == "organization.id":
             dims[k] = v
