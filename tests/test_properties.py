@@ -310,6 +310,17 @@ CODEX_FORK_SEEDS = {
 _GEMINI = Path(__file__).parent / "fixtures" / "gemini"
 GEMINI_SEEDS = {p.name: p.read_bytes() for p in sorted(_GEMINI.glob("session-*.json*"))}
 
+# OpenTelemetry spans (the otel format's GenAI and OpenInference spans): a real capture, and the
+# hand-written agent traces (their first lines: nothing rejected unmutated).
+_SPANS = Path(__file__).parent / "fixtures" / "otel_spans"
+SPAN_SEEDS = {
+    "openllmetry.jsonl": (_SPANS / "genai-interlingua-openllmetry.jsonl").read_bytes(),
+    "genai-agent.jsonl": b"".join(
+        (_SPANS / "genai-agent.jsonl").read_bytes().splitlines(keepends=True)[:8]
+    ),
+    "openinference-agent.jsonl": (_SPANS / "openinference-agent.jsonl").read_bytes(),
+}
+
 
 # Claude Code's stream-json: a run that works and ends, a run refused with a synthetic reply,
 # and a run cut off before its result line.
@@ -1115,6 +1126,13 @@ def test_damaged_langfuse_export(data: st.DataObject) -> None:
 
 @PROPERTY_SETTINGS
 @given(data=st.data())
+def test_damaged_otel_spans(data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(sorted(SPAN_SEEDS)), label="seed")
+    check_drawn(data, mutate(data, SPAN_SEEDS[name], JSONL_MUTATIONS), "traces", name)
+
+
+@PROPERTY_SETTINGS
+@given(data=st.data())
 def test_damaged_bucket_bill(data: st.DataObject) -> None:
     name = data.draw(st.sampled_from(sorted(BUCKET_SEEDS)), label="seed")
     mutations = CSV_MUTATIONS if name.endswith(".csv") else JSON_DOC_MUTATIONS
@@ -1170,6 +1188,7 @@ def test_the_seeds_load_cleanly() -> None:
     seeds += [("conversations", name, s) for name, s in CONVERSATION_SEEDS.items()]
     seeds += [("spend", name, s) for name, s in LITELLM_SEEDS.items()]
     seeds += [("chats", name, s) for name, s in GEMINI_SEEDS.items()]
+    seeds += [("traces", name, s) for name, s in SPAN_SEEDS.items()]
     seeds += [("bills", name, s) for name, s in BUCKET_SEEDS.items()]
     seeds += [("sessions", "bugfix-1.json", CLAUDE_MERGED_SEED)]
     for folder, name, raw in seeds:

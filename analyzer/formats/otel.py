@@ -43,7 +43,7 @@ either spelling is read.
   ``hook_registered``...) is skipped by its name; a record of no known agent is skipped as
   ``other event``. Metrics are skipped by ``otlp`` (``metric``): the agents count the same
   requests in their metrics and their events, and only the events are read.
-* Spans are skipped as ``span`` here (see :func:`_span`, the one place they are handed over).
+* Spans are handed to ``otel_spans`` (``Spans``: GenAI and OpenInference calls and tool runs).
 
 **Sessions and order.** A session is ``session.id`` (Codex: ``conversation.id``); a turn,
 ``prompt.id`` (Gemini CLI: ``prompt_id``; Codex: from its ``user_prompt`` on). A session's events
@@ -72,6 +72,7 @@ from typing import Any
 import orjson
 
 from analyzer.formats import otlp
+from analyzer.formats.otel_spans import Spans
 from analyzer.formats.otlp import Record
 from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.conversation import Conversation
@@ -247,6 +248,7 @@ class _Session:
 class _Reader:
     def __init__(self, ctx: LoadContext) -> None:
         self.low = Lowering(ctx, SPEC.name, SPEC.call_prefix)
+        self.spans = Spans(self.low)  # the spans' calls and tool runs (otel_spans)
         self.tz = ctx.options.tz
         self.file_session = Path(ctx.source.path).stem
         self.sessions: dict[str, _Session] = {}
@@ -258,7 +260,7 @@ class _Reader:
 
     def take(self, rec: Record) -> None:
         if rec.kind == otlp.SPAN:
-            _span(self.low, rec)
+            self.spans.add(rec)
             return
         agent, name = event_of(rec)
         if agent is None or name is None:
@@ -292,6 +294,7 @@ class _Reader:
     # -- reading a session in order --------------------------------------------------------
 
     def finish(self) -> LoadResult:
+        self.spans.finish()
         for s in self.sessions.values():
             # the agent's own order (``event.sequence``) where it numbers its events, else
             # their times; then their order in the file
@@ -511,12 +514,6 @@ def _tokens(agent: str, a: dict[str, Any]) -> dict[str, Any]:
         "reasoning_tokens": thoughts,
     }
     return {k: v for k, v in found.items() if v is not None}
-
-
-def _span(low: Lowering, rec: Record) -> None:
-    """The one place a span is handed over: to ``otel_spans`` when that reader is here; until
-    then each span is skipped as ``span``."""
-    low.skip(otlp.SPAN)
 
 
 def _records(ctx: LoadContext, low: Lowering) -> Iterator[Record]:
