@@ -26,6 +26,8 @@
 -- (format_error_loop and the others judge them). Waste: the stale calls of the stretch. A run
 -- of marginal_run stale steps in a row outside any loop is reported as low severity, never as
 -- waste: three repeats are what agents still tolerate.
+-- (A tool call whose arguments the log does not record, tool_args_hash NULL, is the same as
+-- no other: '?<session>#<idx>'.)
 WITH results AS (
     SELECT session_id, tool_use_id, bool_or(coalesce(is_error, false)) AS err,
            min(coalesce(meaning_key, tool_result_hash)) AS got
@@ -35,8 +37,9 @@ WITH results AS (
 ),
 acts AS (
     SELECT m.session_id, m.call_id, m.idx, m.tool_name,
-           coalesce(m.meaning_key,
-                    coalesce(m.tool_name, '') || ':' || coalesce(m.tool_args_hash, '')) || '='
+           CASE WHEN m.tool_args_hash IS NULL THEN '?' || m.session_id || '#' || m.idx
+                ELSE coalesce(m.meaning_key,
+                              coalesce(m.tool_name, '') || ':' || m.tool_args_hash) END || '='
                || coalesce(r.got, '?') AS pair,
            r.got, coalesce(r.err, false) AS err
     FROM messages m

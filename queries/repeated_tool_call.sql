@@ -12,6 +12,8 @@
 -- sorted-key JSON) and the same result (or the same error) - each result tied to its call by
 -- tool_use_id and hashed at ingest. A call whose result is unknown (a bill, a log without
 -- results) is compared on tool and arguments alone, and never with one whose result is known.
+-- A tool call whose arguments the log does not record (tool_args_hash NULL: OpenTelemetry
+-- events and spans without them) is the same as no other: it is unknown, not equal.
 -- Found per session in the order the calls were made: min_repeats identical calls in a row, or
 -- a cycle of period 2 or 3 repeated min_cycles times. Waste: the calls that made the repeats
 -- after the first (or after the first cycle).
@@ -23,9 +25,10 @@ WITH results AS (
 ),
 t AS (
     SELECT m.session_id, m.idx, m.call_id, m.ts,
-           m.tool_name || ':' || coalesce(m.tool_args_hash, '') AS call_key,
-           m.tool_name || ':' || coalesce(m.tool_args_hash, '') || ':'
-               || coalesce(r.result_hash, '?') AS k,
+           m.tool_name || ':' || coalesce(m.tool_args_hash, '?' || m.session_id || '#' || m.idx)
+               AS call_key,
+           m.tool_name || ':' || coalesce(m.tool_args_hash, '?' || m.session_id || '#' || m.idx)
+               || ':' || coalesce(r.result_hash, '?') AS k,
            r.result_hash, m.tool_name
     FROM messages m
     LEFT JOIN results r ON r.session_id = m.session_id AND r.tool_use_id = m.tool_use_id

@@ -20,11 +20,14 @@ from tests.helpers import load_guard_case
 
 PRESETS = {p.name: p for p in all_policies()}
 KIND = "(response_kind IS NULL)"
+# (a tool call whose arguments the log does not record is keyed '?<session>#<idx>': unknown)
 TOOLS = (
     "(tool_key IS NULL AND (response_kind IS NULL"
-    " OR response_kind IN ('tool_call', 'truncated_tool_call')))"
+    " OR response_kind IN ('tool_call', 'truncated_tool_call')) OR tool_key LIKE '%:?%')"
 )
 ANSWER = "(content_chars IS NULL AND tool_key IS NULL)"
+# (and a result the log does not record is '?' in the result key)
+RESULTS = "((content_chars IS NULL AND tool_key IS NULL) OR result_key LIKE '%?%')"
 
 
 def policy(**raw: Any) -> Policy:
@@ -59,8 +62,10 @@ def policy(**raw: Any) -> Policy:
         ("openhands_alternation", TOOLS),
         # what the agent answered: only where a reply of it was kept
         ("mini_swe_agent_format_errors", ANSWER),
-        ("cline_mistakes", ANSWER),
-        ("openhands_action_error", f"{ANSWER} AND {TOOLS}"),
+        ("cline_mistakes", f"{RESULTS} AND {ANSWER}"),
+        ("openhands_action_error", f"{RESULTS} AND {TOOLS}"),
+        # a step: its tool calls' arguments and results
+        ("no_progress", "((content_chars IS NULL AND tool_key IS NULL) OR step_key LIKE '%?%')"),
     ],
 )
 def test_blind_sql_of_the_presets(name: str, want: str) -> None:

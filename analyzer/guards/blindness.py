@@ -30,6 +30,10 @@ from analyzer.guards.primitives import EVENT_COLUMNS, Settings
 # (``e.``, ``tc.``, or nothing). A column not listed places the call and is always known.
 _KIND = "{t}response_kind IS NULL"
 _ANSWER = "{t}content_chars IS NULL AND {t}tool_key IS NULL"  # no reply of it kept
+# ... or its tool calls' results (a '?' in the result key) or arguments (a '?' in the step key:
+# the log records neither, as OpenTelemetry events and spans leave them out by default)
+_RESULTS = f"({_ANSWER}) OR {{t}}result_key LIKE '%?%'"
+_STEPS = f"({_ANSWER}) OR {{t}}step_key LIKE '%?%'"
 UNKNOWN: dict[str, str] = {
     # the reply's kind (a bill knows it from its finish reason and token counts)
     "response_kind": _KIND,
@@ -40,16 +44,18 @@ UNKNOWN: dict[str, str] = {
     "truncated": _KIND,
     # which tools: named by a log; a bill's tool call (or a reply of unknown kind) names none
     "tool_key": "{t}tool_key IS NULL AND ({t}response_kind IS NULL"
-    " OR {t}response_kind IN ('tool_call', 'truncated_tool_call'))",
+    " OR {t}response_kind IN ('tool_call', 'truncated_tool_call'))"
+    # ... or which arguments: a call whose arguments the log does not record ('?<session>#n')
+    " OR {t}tool_key LIKE '%:?%'",
     # what the agent answered (sql/outcomes.sql): only where a reply of it was kept
     "refused": _ANSWER,
-    "error_key": _ANSWER,
-    "result_key": _ANSWER,
+    "error_key": _RESULTS,
+    "result_key": _RESULTS,
     # the call as a step (sql/guards/steps.sql): its tool calls and what they got back
-    "step_key": _ANSWER,
-    "step_errors": _ANSWER,
-    "step_failed": _ANSWER,
-    "stale": _ANSWER,
+    "step_key": _STEPS,
+    "step_errors": _STEPS,
+    "step_failed": _STEPS,
+    "stale": _STEPS,
     # the reply's text
     "visible_chars": "{t}visible_chars IS NULL",
     "content_chars": "{t}content_chars IS NULL",

@@ -498,7 +498,7 @@ class LiveTranscript:
             "reply_saved": call.reply_saved,
             "http_status": call.http_status,
             "output_final": call.output_final,
-            "tool_key": _tool_key(acts),
+            "tool_key": _tool_key(acts, this.session),
             # (not a column of the replay's events: the truncated rule reads it in SQL only)
             "tool_call_count": None,
             "is_bill": False,
@@ -784,14 +784,21 @@ def _decimal(x: float) -> Decimal:
     return Decimal(int(math.copysign(math.floor(abs(scaled) + 0.5), scaled))) * _Q
 
 
-def _tool_key(acts: list[Act]) -> str | None:
-    """guards/events.sql, the tools CTE: string_agg(tool_name || ':' || coalesce(hash, ''),
-    ';' ORDER BY tool_name, tool_args_hash) (a tool without a name adds nothing; NULLS LAST)."""
+def _unknown_args(session: str, act: Act) -> str:
+    """The key of a tool call whose arguments the log does not record (the SQL's
+    ``'?' || session_id || '#' || idx``): the same as no other."""
+    return f"?{session}#{act[0]}"
+
+
+def _tool_key(acts: list[Act], session: str) -> str | None:
+    """guards/events.sql, the tools CTE: string_agg(tool_name || ':' || coalesce(hash,
+    unknown), ';' ORDER BY tool_name, tool_args_hash) (a tool without a name adds nothing;
+    NULLS LAST)."""
     named = sorted(
-        ((a[1], a[2]) for a in acts if a[1] is not None),
+        ((a[1], a[2], _unknown_args(session, a)) for a in acts if a[1] is not None),
         key=lambda t: (t[0], t[1] is None, t[1] or ""),
     )
-    return ";".join(f"{name}:{h or ''}" for name, h in named) or None
+    return ";".join(f"{name}:{h if h is not None else u}" for name, h, u in named) or None
 
 
 def _outcomes(
@@ -829,7 +836,10 @@ def _steps(acts: list[Act], session: str, got: dict[tuple[str, str], list[Got]])
         keys = [r[2] if r[2] is not None else r[1] for r in results]
         mine = min((k for k in keys if k is not None), default=None)
         err = any(bool(r[0]) for r in results)
-        act = a[4] if a[4] is not None else f"{a[1] or ''}:{a[2] or ''}"
+        if a[2] is None:  # arguments not recorded: the same as no other
+            act = _unknown_args(session, a)
+        else:
+            act = a[4] if a[4] is not None else f"{a[1] or ''}:{a[2]}"
         pairs.add(f"{act}={mine if mine is not None else '?'}")
         if err and mine is not None:
             errors.add(mine)

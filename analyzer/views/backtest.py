@@ -135,7 +135,8 @@ def _backtest_notes(results: list[Result], width: int, sweep: bool) -> list[str]
     for (n, total), policies in blind.items():
         out += wrap(
             f"blind on {n:,} of {total:,} calls (the data lacks their signal there: the reply's "
-            f"kind, text or tools, or what the agent answered; left out of their figures): "
+            f"kind, text or tools, what the agent answered, or the tools' arguments or results "
+            f"the log leaves out; left out of their figures): "
             f"{', '.join(policies)}",
             width,
         )

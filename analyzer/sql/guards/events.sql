@@ -12,10 +12,12 @@
 -- (those needed, or nothing), <columns> the replay's columns (EVENT_COLUMNS carried or
 -- derived); <keyed> nothing, or the join of lf_keys followed by the order stated again (a
 -- join promises none).
+-- A tool call whose arguments the log does not record (tool_args_hash NULL) is keyed
+-- '?<session>#<idx>': the same as no other (guards/blindness.py calls its tool_key unknown).
 CREATE OR REPLACE TABLE lf_mem.lf_events AS
 WITH tools AS (
     SELECT call_id,
-           string_agg(tool_name || ':' || coalesce(tool_args_hash, ''), ';'
+           string_agg(tool_name || ':' || coalesce(tool_args_hash, '?' || session_id || '#' || idx), ';'
                       ORDER BY tool_name, tool_args_hash) AS tool_key
     FROM messages WHERE kind = 'tool_call' AND call_id IS NOT NULL
     GROUP BY call_id

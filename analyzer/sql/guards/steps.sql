@@ -3,7 +3,8 @@
 -- stale (guards/replay.py, _prepare_events; the live guard derives stale by the same rule,
 -- guards/guard.py, _Steps). No parameters; reads calls and messages.
 -- step_key - its (action, result) pairs, each compared on what it means: a tool call's
--- meaning_key (else tool:arguments hash) '=' its result's (else the result's hash, else '?'),
+-- meaning_key (else tool:arguments hash; a call whose arguments the log does not record is
+-- '?<session>#<idx>', the same as no other) '=' its result's (else the result's hash, else '?'),
 -- distinct, sorted, ';'-joined; step_errors - the errors its results said (their keys,
 -- distinct, sorted, ';'-joined; NULL when none did); step_failed - every tool call it made
 -- got an error back (with a key); stale - in its stream and session (the ids), in the
@@ -19,8 +20,9 @@ WITH results AS (
 ),
 acts AS (
     SELECT m.call_id,
-           coalesce(m.meaning_key,
-                    coalesce(m.tool_name, '') || ':' || coalesce(m.tool_args_hash, ''))
+           CASE WHEN m.tool_args_hash IS NULL THEN '?' || m.session_id || '#' || m.idx
+                ELSE coalesce(m.meaning_key,
+                              coalesce(m.tool_name, '') || ':' || m.tool_args_hash) END
                || '=' || coalesce(r.got, '?') AS pair,
            r.got, coalesce(r.err, false) AS err
     FROM messages m
