@@ -72,6 +72,8 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         if name == "alpha":  # who made them, as an OpenTelemetry export says it (calls.labels)
             with duckdb.connect(str(db)) as con:
                 con.execute(f"UPDATE calls SET labels = '{ANA}' WHERE format = 'claude_code'")
+            found = run("detect", "--db", db, "-q")  # what alpha found is shared with its calls
+            assert found.exit_code in (0, 1), found.output
         first = ok("share", "--db", db, "--machine", name, folder, "--json")
         assert json.loads(first.stdout)["batch"] is not None
         again = ok("share", "--db", db, "--machine", name, folder, "--json")
@@ -135,6 +137,37 @@ def test_a_third_machine_reads_every_call_once_under_its_machine(
         "user.email=ana@example.com": ana[0][0],
         "user.email=(none)": len(want) - ana[0][0],
     }
+
+
+def test_a_batch_holds_the_incidents_found_in_its_calls(team: Path, tmp_path: Path) -> None:
+    """Alpha's batch carries the incidents its store found in the calls it shared (and their
+    calls); beta's store found none. Reading the folder does not take them for calls: each
+    reader finds the incidents again, over every machine's calls."""
+    alpha = team.parent / "alpha.duckdb"
+    want = rows(alpha, "SELECT incident_id, detector, wasted_usd FROM incidents ORDER BY 1")
+    assert want, "the sample's loops are found on alpha"
+    by_machine = {b.parent.name: b for b, _m in share_batches(team)}
+    got = rows(
+        alpha,
+        f"SELECT incident_id, detector, wasted_usd FROM read_parquet("
+        f"'{by_machine['alpha'] / 'incidents.parquet'}') ORDER BY 1",
+    )
+    assert got == want
+    calls = rows(
+        alpha,
+        f"SELECT count(*) FROM read_parquet('{by_machine['alpha'] / 'incident_calls.parquet'}')",
+    )
+    assert calls == rows(alpha, "SELECT count(*) FROM incident_calls")
+    assert rows(
+        alpha, f"SELECT count(*) FROM read_parquet('{by_machine['beta'] / 'incidents.parquet'}')"
+    ) == [(0,)]
+    db = tmp_path / "gamma.duckdb"
+    done = ok("ingest", "--db", db, team)
+    assert "incidents.parquet" not in done.output.replace("read with", "")
+    assert rows(db, "SELECT count(*) FROM incidents") == [(0,)]
+    detected = run("detect", "--db", db, "-q")
+    assert detected.exit_code in (0, 1), detected.output
+    assert {r[1] for r in rows(db, "SELECT * FROM incidents")} >= {r[1] for r in want}
 
 
 def test_the_same_messages_as_reading_the_logs_themselves(team: Path, tmp_path: Path) -> None:

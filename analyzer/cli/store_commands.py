@@ -331,8 +331,10 @@ def rejects_command(db: str | None, file: str | None, as_json: bool) -> None:
 @json_option
 def share_command(db: str | None, machine: str | None, folder: str, as_json: bool) -> None:
     """Write this machine's calls that are new since its last share (with their messages and
-    runs) into a folder shared by a team (a network drive, a synced folder, an object-store
-    mount), as a batch of Parquet files of its own under DIR/<machine>/. Any machine's store
+    runs, and the incidents found in them) into a folder shared by a team (a network drive, a
+    synced folder, an object-store mount), as a batch of Parquet files of its own under
+    DIR/<machine>/. (The default store is refreshed and its detectors run first; a store named
+    with --db shares the incidents its last `detect` or `audit` found.) Any machine's store
     reads the folder with `llm-forensics ingest DIR` (each call once, however often it was
     shared), and `llm-forensics detect --engine spark --parquet DIR` runs the detectors over
     every machine's batches.
@@ -347,7 +349,7 @@ def share_command(db: str | None, machine: str | None, folder: str, as_json: boo
     from analyzer.engine.default_store import this_machine
     from analyzer.views.share import ShareView, share
 
-    with opened(db, detect=False, empty=False) as store:
+    with opened(db, detect=True, empty=False) as store:
         shared = share(store, Path(folder), machine or this_machine())
     emit(ShareView(shared), output_choice(as_json))
     if shared.batch is not None:

@@ -39,6 +39,10 @@ def read_manifest(folder: Path) -> dict[str, Any]:
 # machine's batches, each call once.
 SHARE_FORMAT = "llm-forensics share batch"
 SHARED_TABLES = ("sources", "calls", "messages", "runs")
+# ... and what the sharing machine found in those calls when it shared them: written for
+# whoever reads the folder's Parquet files, never read back (every reader finds the incidents
+# again, over every machine's calls).
+SHARED_FINDINGS = ("incidents", "incident_calls")
 
 
 def share_manifest(path: Path) -> dict[str, Any] | None:

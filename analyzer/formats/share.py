@@ -25,7 +25,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from analyzer.engine.export_layout import MANIFEST, SHARE_FORMAT, file_sha256, share_manifest
+from analyzer.engine.export_layout import (
+    MANIFEST,
+    SHARE_FORMAT,
+    SHARED_FINDINGS,
+    file_sha256,
+    share_manifest,
+)
 from analyzer.errors import InputError
 from analyzer.ingest.base import Head, LoadContext, LoadResult
 from analyzer.ingest.spec import FormatSpec
@@ -45,7 +51,7 @@ def sniff(head: Head) -> bool:
 def member_of(path: Path) -> Path | None:
     """A batch's Parquet file is read with its ``manifest.json`` (cheap for any other file:
     its name decides whether the manifest beside it is looked at)."""
-    if path.suffix != ".parquet" or path.stem not in (*TABLES, "sources"):
+    if path.suffix != ".parquet" or path.stem not in (*TABLES, "sources", *SHARED_FINDINGS):
         return None
     owner = path.parent / MANIFEST
     return owner if share_manifest(owner) is not None else None

@@ -4,7 +4,10 @@
 
 A share is a batch of its own under ``DIR/<machine>/<batch>/``: the files this store read on
 the machine and had not shared yet (``sources.parquet``, each with its ``share_key``), their
-``calls``, ``messages`` and ``runs`` (one Parquet file each, in the store's columns), and
+``calls``, ``messages`` and ``runs`` (one Parquet file each, in the store's columns), the
+``incidents`` the store holds of those calls and their ``incident_calls`` (what this machine
+found, for whoever reads the folder's files; ``ingest DIR`` and Spark find them again over
+every machine's calls, where a loop two batches share is one), and
 ``manifest.json`` (the layout's ``SHARE_FORMAT``, the store format, the machine, the time,
 each file's rows and SHA-256, and a digest of them all). The batch is written in a hidden
 folder beside its place and renamed into it whole, so a reader never meets half a batch; no
@@ -35,6 +38,7 @@ from analyzer.console import warn
 from analyzer.engine.export_layout import (
     MANIFEST,
     SHARE_FORMAT,
+    SHARED_FINDINGS,
     SHARED_TABLES,
     file_sha256,
     share_batches,
@@ -141,11 +145,13 @@ def _shared_before(store: Store, folder: Path, machine: str) -> None:
 def _write_tables(store: Store, staging: Path) -> dict[str, dict[str, Any]]:
     """The batch's Parquet files, each with its rows and SHA-256."""
     tables: dict[str, dict[str, Any]] = {}
-    for table in SHARED_TABLES:
+    for table in (*SHARED_TABLES, *SHARED_FINDINGS):
         path = staging / f"{table}.parquet"
         target = "'" + str(path).replace("'", "''") + "'"
         if table == "sources":
             store.engine.run(_SOURCES_COPY, target=target)
+        elif table in SHARED_FINDINGS:
+            store.engine.run("views/share_findings.sql", table=table, target=target)
         else:
             store.engine.run("views/share_table.sql", table=table, target=target)
         rows = int(store.scalar("SELECT count(*) FROM read_parquet($p)", {"p": str(path)}))
@@ -176,7 +182,7 @@ class ShareView(View):
             return f"nothing new to share from {s.machine} into {s.folder}\n"
         lines = [f"{s.batch}\n"]
         for table, entry in s.manifest["tables"].items():
-            lines.append(f"  {table:<9} {entry['rows']:>12,} rows\n")
+            lines.append(f"  {table:<14} {entry['rows']:>12,} rows\n")
         return "".join(lines)
 
     def json(self) -> dict[str, Any]:
