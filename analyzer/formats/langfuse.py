@@ -71,6 +71,7 @@ from analyzer.ingest.values import (
     as_list,
     as_str,
     as_text,
+    json_text,
     labels_text,
     parse_time,
     stated_cost,
@@ -157,16 +158,6 @@ def sniff(head: Head) -> bool:
 
 
 # -- reading the records ---------------------------------------------------------------------
-
-
-def _json_text(value: object) -> object:
-    """A value that may be JSON text (a CSV cell, a ClickHouse string column) as JSON."""
-    if isinstance(value, str) and value[:1] in ("{", "["):
-        try:
-            return orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return value
-    return value
 
 
 def _records(ctx: LoadContext, low: Lowering) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -261,7 +252,7 @@ def _observation(line: int, obj: dict[str, Any], low: Lowering) -> _Observation 
         low.skip(kind.lower())
         return None
     for name in _JSON_COLUMNS:
-        rec[name] = _json_text(rec.get(name))
+        rec[name] = json_text(rec.get(name))
     session = as_str(rec.get("session_id")) or trace
     return _Observation(line, oid, kind, session, start, rec)
 
@@ -280,7 +271,7 @@ def _text(content: object) -> str:
 
 def _messages(value: object) -> list[dict[str, Any]]:
     """The chat messages of a generation's input (a list, or an object with ``messages``)."""
-    value = _json_text(value)
+    value = json_text(value)
     if isinstance(value, dict):
         value = value.get("messages")
     return [m for m in as_list(value) if isinstance(m, dict)]
@@ -289,7 +280,7 @@ def _messages(value: object) -> list[dict[str, Any]]:
 def _reply(value: object) -> tuple[str, list[dict[str, Any]]]:
     """A generation's output as (text, tool calls): a string, a message, a list of messages or
     choices, or an object with ``content`` / ``tool_calls``."""
-    value = _json_text(value)
+    value = json_text(value)
     if isinstance(value, str):
         return value, []
     items = value if isinstance(value, list) else [value]
@@ -344,7 +335,7 @@ def _number(value: object) -> object:
 
 
 def _labels(rec: dict[str, Any]) -> str | None:
-    tags = [t for t in as_list(_json_text(rec.get("tags"))) if isinstance(t, str) and t]
+    tags = [t for t in as_list(json_text(rec.get("tags"))) if isinstance(t, str) and t]
     return labels_text(
         {
             "user.id": as_str(rec.get("user_id")),
@@ -390,7 +381,7 @@ class _Session:
         k = self._input(ob, inputs) if first else 0
         text, calls = _reply(rec.get("output"))
         if not calls:
-            calls = [as_dict(_json_text(tc)) for tc in as_list(rec.get("tool_calls"))]
+            calls = [as_dict(json_text(tc)) for tc in as_list(rec.get("tool_calls"))]
         error = (as_str(rec.get("level")) or "").upper() == "ERROR"
         self.seq += 1
         call = talk.call(
@@ -470,7 +461,7 @@ class _Session:
         if self.last_row is not None:  # its generation named no tool call: this is one
             self.last_row.add(tool_call_count=1)
         name = as_str(rec.get("name"))
-        args = _json_text(rec.get("input"))
+        args = json_text(rec.get("input"))
         error = (as_str(rec.get("level")) or "").upper() == "ERROR"
         row = talk.tool_call(
             name, args, ob.id, ts=ob.start, call_id=self.last_call, records=1, at=ob.base(0)
@@ -481,7 +472,7 @@ class _Session:
             output = as_str(rec.get("status_message"))
         shown = output if isinstance(output, str) else orjson.dumps(output).decode()
         result = talk.tool_result(
-            _json_text(output),
+            json_text(output),
             error,
             ts=ob.start,
             text=shown,

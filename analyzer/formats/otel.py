@@ -69,8 +69,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from analyzer.formats import otlp
 from analyzer.formats.otel_spans import Spans
 from analyzer.formats.otlp import Record
@@ -80,7 +78,7 @@ from analyzer.ingest.lowering import Lowering, brief
 from analyzer.ingest.rows import CallRow
 from analyzer.ingest.spec import FormatSpec
 from analyzer.ingest.usage import token_counts
-from analyzer.ingest.values import as_int, as_str, labels_text, parse_time, stated_cost
+from analyzer.ingest.values import as_int, as_str, json_text, labels_text, parse_time, stated_cost
 
 # prefix -> (app, provider)
 AGENTS = {
@@ -129,16 +127,6 @@ def _flag(value: object) -> bool | None:
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
     return None
-
-
-def _json(value: object) -> object:
-    """Arguments as written: a JSON object in a string is read as the object."""
-    if isinstance(value, str) and value[:1] in ("{", "["):
-        try:
-            return orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return value
-    return value
 
 
 def event_of(rec: Record) -> tuple[str | None, str | None]:
@@ -423,10 +411,10 @@ class _Reader:
         a = e.attrs
         if e.agent == "gemini_cli":
             name = as_str(a.get("function_name"))
-            args: object = _json(a.get("function_args"))
+            args: object = json_text(a.get("function_args"))
         else:
             name = as_str(a.get("tool_name"))
-            args = _json(a.get("tool_parameters") or a.get("tool_input") or a.get("arguments"))
+            args = json_text(a.get("tool_parameters") or a.get("tool_input") or a.get("arguments"))
         use_id = as_str(a.get("tool_use_id")) or as_str(a.get("call_id"))
         use_id = use_id or f"{e.session}:{e.seq if e.seq is not None else e.order}"
         success = _flag(a.get("success"))
@@ -452,7 +440,7 @@ class _Reader:
         use_id = use_id or f"{e.session}:{e.seq if e.seq is not None else e.order}"
         source = as_str(a.get("source"))
         text = f"tool call {decision}" + (f" ({source})" if source else "")
-        args = _json(a.get("tool_parameters") or a.get("tool_input") or a.get("arguments"))
+        args = json_text(a.get("tool_parameters") or a.get("tool_input") or a.get("arguments"))
         self.tool_pair(s, e, name, args, use_id, text, True)
 
     def tool_pair(

@@ -74,13 +74,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-import orjson
-
 from analyzer.formats.otlp import Record
 from analyzer.ingest.conversation import Conversation, Message
 from analyzer.ingest.lowering import Lowering, text_measure
 from analyzer.ingest.rows import CallRow
-from analyzer.ingest.values import as_int, as_str, labels_text, stated_cost
+from analyzer.ingest.values import as_int, as_str, json_text, labels_text, stated_cost
 
 CALL, TOOL, AGENT, OTHER = "call", "tool", "agent", "other"
 _CALL_OPS = frozenset({"chat", "text_completion", "generate_content", "completion"})
@@ -139,16 +137,6 @@ def _n(attrs: Mapping[str, Any], *keys: str) -> int | None:
 def _first(attrs: Mapping[str, Any], *keys: str) -> Any:
     """The first of ``keys`` the attributes hold (None: none)."""
     return next((attrs[k] for k in keys if attrs.get(k) is not None), None)
-
-
-def _json(value: object) -> Any:
-    """A value that may be JSON text, parsed (text that is not JSON stays text)."""
-    if isinstance(value, str) and value[:1] in ("[", "{"):
-        try:
-            return orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return value
-    return value
 
 
 def _indexed(flat: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
@@ -283,7 +271,7 @@ def _parts_text(parts: object) -> str | None:
 
 
 def _genai_messages(value: object) -> list[dict[str, Any]] | None:
-    parsed = _json(value)
+    parsed = json_text(value)
     if isinstance(parsed, dict):  # one message, or {"messages": [...]}
         parsed = parsed.get("messages", [parsed])
     if not isinstance(parsed, list):
@@ -565,7 +553,7 @@ class _Session:
                     continue  # its tool span says it (read from another file, perhaps)
                 row = self.talk.tool_call(
                     name,
-                    _json(args),
+                    json_text(args),
                     use,
                     ts=ts,
                     call_id=node.call_id,
@@ -588,7 +576,7 @@ class _Session:
         base = _micros(node)
         row = self.talk.tool_call(
             _tool_name(rec),
-            _json(args),
+            json_text(args),
             use or rec.span_id,
             ts=rec.time,
             call_id=call_id,
@@ -608,7 +596,7 @@ class _Session:
             return
         self.low.add_message(
             self.talk.tool_result(
-                _json(result),
+                json_text(result),
                 True if failed else None,
                 ts=rec.end or rec.time,
                 text=result,

@@ -171,3 +171,19 @@ def _label_value(value: object) -> str | None:
         except TypeError:
             return None
     return as_str(value)
+
+
+def json_text(value: object) -> Any:
+    """A value that may be JSON written as text (a CSV cell, a ClickHouse string column, an
+    attribute holding a tool's arguments), parsed where it is a JSON object or array; any other
+    value, and text that is not JSON, as it is.
+
+    >>> json_text('{"a": 1}'), json_text("[x"), json_text(3)
+    ({'a': 1}, '[x', 3)
+    """
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+    return value
