@@ -16,8 +16,10 @@ from pathlib import Path
 import duckdb
 from click.testing import CliRunner
 
+from analyzer.api import Forensics
 from analyzer.cli.main import cli
 from analyzer.ingest.values import labels_text
+from analyzer.views.view import How
 
 PLATFORM = labels_text({"team.id": "platform", "user.email": "ana@example.com"})
 SEARCH = labels_text({"team.id": "search", "cost_center": "cc-7"})
@@ -136,3 +138,37 @@ def test_an_incident_carries_its_wasted_calls_labels(
     number = next(i["number"] for i in doc if i.get("labels"))
     shown = runner.invoke(cli, ["show", str(number), "--db", str(db)])
     assert "labels   team.id=platform, user.email=ana@example.com" in shown.output
+
+
+def test_audit_and_the_page_show_spend_by_label(
+    runner: CliRunner, ingested_sample_db: Path
+) -> None:
+    """The audit's spend tables and the page's breakdowns gain one by label and value (a call
+    counts under each of its labels) where calls have labels, and only there."""
+    db = ingested_sample_db
+    with Forensics.open(db, create=False) as f:
+        assert "spend_by_label" not in f.summary().to_json()
+    _label(db)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        want = {
+            f"{k}={v}": (int(n), Decimal(usd))
+            for k, v, n, usd in con.execute(
+                "SELECT k, json_extract_string(labels, '/' || k), count(*), "
+                "coalesce(sum(cost_usd), 0) FROM (SELECT *, unnest(json_keys(labels)) AS k "
+                "FROM live_calls WHERE labels IS NOT NULL) GROUP BY ALL"
+            ).fetchall()
+        }
+    finally:
+        con.close()
+    with Forensics.open(db, create=False) as f:
+        summary = f.summary()
+    rows = summary.to_json()["spend_by_label"]
+    assert {r["name"]: (r["calls"], Decimal(str(r["usd"]))) for r in rows} == want
+    text = summary.text(How(width=100))
+    assert "Spend by label (top 4)" in text and "team.id=platform" in text
+    page = db.parent / "page.html"
+    made = runner.invoke(cli, ["report", "--db", str(db), "-o", str(page)])
+    assert made.exit_code == 0, made.output
+    html = page.read_text()
+    assert "<h3>By label</h3>" in html and ">team.id=platform</td>" in html

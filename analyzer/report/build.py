@@ -88,6 +88,13 @@ def _breakdown(store: Store, column: str, top: int) -> list[Breakdown]:
     return [Breakdown(_clean(str(n)), int(c), _d(u), _d(w), int(k)) for n, c, u, w, k in rows]
 
 
+def _labels(store: Store, top: int) -> list[Breakdown]:
+    """Spend by label and value (``calls.labels``; a call counts under each of its labels),
+    with the waste of the incidents whose labels name it."""
+    rows = store.engine.rows("report/breakdown_labels.sql", {"top": top})
+    return [Breakdown(_clean(str(n)), int(c), _d(u), _d(w), int(k)) for n, c, u, w, k in rows]
+
+
 def _share(usd: Decimal, total: Decimal) -> float:
     return float(usd / total) if total else 0.0
 
@@ -343,6 +350,7 @@ def build_report(
         by_model=_breakdown(store, "model", top),
         by_app=_breakdown(store, "app", top),
         by_key=_breakdown(store, "api_key", top),
+        by_label=_labels(store, top),
         incidents=incidents,
         sections=_sections(store, summary.incidents, incidents, top_incidents),
         sources=_sources(summary),

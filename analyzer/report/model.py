@@ -328,6 +328,8 @@ class Report(View):
     guards: Guards | None = None  # the backtest's results; without them the section is absent
     runs: Runs | None = None  # how runs ended, where logs say (else the section is absent)
     spend: Spend | None = None  # spend by project and by session (absent with no call)
+    # spend and waste by label and value (calls.labels; empty where no call has labels)
+    by_label: list[Breakdown] = field(default_factory=list)
     # The providers' bills per bucket against the logs, when a usage or cost report is loaded.
     bucket_bills: BucketBills | None = None
     charts: dict[str, str] = field(default_factory=dict)

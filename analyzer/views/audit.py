@@ -60,9 +60,10 @@ class Summary(View):
             "by_model": "spend_by_model",
             "by_app": "spend_by_app",
             "by_key": "spend_by_api_key",
+            "by_label": "spend_by_label",
         },
         convert={"figures": lambda f: f.placeholder_json() if f else None},
-        unless_none=("bucket_bills", "unstated_runs"),
+        unless_none=("bucket_bills", "unstated_runs", "by_label"),
     )
 
     period_start: datetime | None
@@ -96,6 +97,8 @@ class Summary(View):
     # Bills per time bucket (Anthropic's, OpenAI's reports) against the logs, when loaded.
     bucket_bills: Totals | None = None
     bucket_units: list[Unit] = field(default_factory=list)  # what those totals add up
+    # Spend by label and value (``calls.labels``), where calls have labels (else None).
+    by_label: list[SpendRow] | None = None
     # Runs priced at list prices in files that state their other runs' costs (a run cut off
     # before its result line): how much of the spend is above what those files state.
     unstated_runs: Unstated | None = None
@@ -119,9 +122,20 @@ class Summary(View):
 
 def _spend(store: Store, column: str, total: Decimal, top: int) -> list[SpendRow]:
     rows = store.engine.rows("views/spend.sql", {"top": top}, column=column)
+    return _spend_rows(rows, total)
+
+
+def _spend_rows(rows: list[Any], total: Decimal) -> list[SpendRow]:
     return [
         SpendRow(str(n), int(c), Decimal(u), float(u / total) if total else 0.0) for n, c, u in rows
     ]
+
+
+def _spend_by_label(store: Store, total: Decimal, top: int) -> list[SpendRow] | None:
+    """Spend per label and value (a call counts under each of its labels), or None where no
+    call has labels."""
+    rows = _spend_rows(store.engine.rows("views/spend_labels.sql", {"top": top}), total)
+    return rows or None
 
 
 def build_summary(store: Store, top: int = 10) -> Summary:
@@ -175,6 +189,7 @@ def build_summary(store: Store, top: int = 10) -> Summary:
         by_model=_spend(store, "model", total, top),
         by_app=_spend(store, "app", total, top),
         by_key=_spend(store, "api_key", total, top),
+        by_label=_spend_by_label(store, total, top),
         sources=sources,
         rejects=rejects,
         calls_by_format=by_format,
@@ -310,6 +325,7 @@ def _spend_tables(s: Summary, width: int) -> list[str]:
         ("model", s.by_model),
         ("app", s.by_app),
         ("API key", s.by_key),
+        *((("label", s.by_label),) if s.by_label else ()),
     )
     for title, rows in spend:
         out.append("")
