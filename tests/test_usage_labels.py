@@ -172,3 +172,26 @@ def test_audit_and_the_page_show_spend_by_label(
     assert made.exit_code == 0, made.output
     html = page.read_text()
     assert "<h3>By label</h3>" in html and ">team.id=platform</td>" in html
+
+
+def test_a_hostile_label_is_escaped_on_the_page_and_made_printable_on_the_terminal(
+    runner: CliRunner, ingested_sample_db: Path
+) -> None:
+    """Labels come from logs: untrusted, like every other value of them."""
+    db = ingested_sample_db
+    hostile = labels_text({"team.id": "<script>alert(1)</script>\x1b[2J\u202e"})
+    con = duckdb.connect(str(db))
+    try:
+        con.execute("UPDATE calls SET labels = ?", [hostile])
+    finally:
+        con.close()
+    shown = runner.invoke(cli, ["usage", "monthly", "--db", str(db), "--by", "team.id"])
+    assert shown.exit_code == 0, shown.output
+    assert "\x1b" not in shown.output and "\u202e" not in shown.output
+    assert "team.id=<script>" in shown.output  # (shown as text: a terminal runs no script)
+    page = db.parent / "page.html"
+    made = runner.invoke(cli, ["report", "--db", str(db), "-o", str(page)])
+    assert made.exit_code == 0, made.output
+    html = page.read_text()
+    assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)" in html
+    assert "\x1b" not in html and "\u202e" not in html
