@@ -328,24 +328,26 @@ def _event_attr(rec: Record, event: str, key: str) -> object:
     return None
 
 
+def _side(rec: Record, side: str, older: str) -> list[dict[str, Any]] | None:
+    """One side of a call's span (``side`` input or output; ``older`` prompt or completion):
+    the GenAI messages (the attribute, else the older span events), else OpenInference's and
+    the older flattened attributes."""
+    a = rec.attrs
+    raw = a.get(f"gen_ai.{side}.messages") or _event_attr(
+        rec, f"gen_ai.content.{older}", f"gen_ai.{older}"
+    )
+    parsed = _genai_messages(raw)
+    found = _normal(parsed) if parsed is not None else None
+    return found or _oi_messages(a, f"llm.{side}_messages.") or _oi_messages(a, f"gen_ai.{older}.")
+
+
 def _said(rec: Record) -> _Said:
     """What a call's span recorded of its prompt and reply (see the module's docstring)."""
-    a = rec.attrs
     said = _Said()
-    raw_in = a.get("gen_ai.input.messages") or _event_attr(
-        rec, "gen_ai.content.prompt", "gen_ai.prompt"
-    )
-    inputs = _genai_messages(raw_in)
-    ins = _normal(inputs) if inputs is not None else None
-    ins = ins or _oi_messages(a, "llm.input_messages.") or _oi_messages(a, "gen_ai.prompt.")
+    ins = _side(rec, "input", "prompt")
     if ins:
         said.prompt_role, said.prompt = ins[-1]["role"], ins[-1]["text"]
-    raw_out = a.get("gen_ai.output.messages") or _event_attr(
-        rec, "gen_ai.content.completion", "gen_ai.completion"
-    )
-    outputs = _genai_messages(raw_out)
-    outs = _normal(outputs) if outputs is not None else None
-    outs = outs or _oi_messages(a, "llm.output_messages.") or _oi_messages(a, "gen_ai.completion.")
+    outs = _side(rec, "output", "completion")
     if outs:
         replies = [m for m in outs if m["role"] in ("assistant", "model", None)]
         texts = [m["text"] for m in replies if isinstance(m["text"], str)]
