@@ -55,6 +55,30 @@ def test_a_broken_file_in_a_folder_is_named_and_the_rest_is_read(
     assert json.loads(listed.stdout)["totals"]["calls"] > 0
 
 
+def test_a_store_kept_inside_the_folder_it_reads_is_not_input(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """``ingest --db logs/s.duckdb logs``: the store (and its write-ahead log) lies in the folder
+    read. A DuckDB file opens with an 8-byte checksum, now and then a ``{``: the store was then
+    taken for JSON no reader recognises, and the run exited 4 (one CI run in a hundred). The
+    checksum is set to ``{`` here, as on that run; a binary file that opens like JSON is not
+    data either."""
+    root = folder(tmp_path, blob__json=b'{"a' + bytes(range(256)))
+    other = tmp_path / "other.duckdb"
+    runner.invoke(cli, ["ingest", "--db", str(other), str(GOOD)])
+    store = bytearray(other.read_bytes())
+    assert store[8:12] == b"DUCK"
+    store[0:1] = b"{"
+    (root / "old.duckdb").write_bytes(bytes(store))
+    db = root / "s.duckdb"
+    result = runner.invoke(cli, ["ingest", "--db", str(db), str(root), "--json"])
+    assert result.exit_code == 0, result.output
+    reasons = {Path(r["path"]).name: r["reason"] for r in json.loads(result.stdout)}
+    assert reasons["old.duckdb"] == "a DuckDB database, not an agent log or bill"
+    assert reasons["blob.json"] == "not an agent log or bill"
+    assert reasons["s.duckdb"] == "a DuckDB database, not an agent log or bill"
+
+
 def test_audit_goes_on_and_exits_4(runner: CliRunner, tmp_path: Path) -> None:
     root = folder(tmp_path, broken__json=BROKEN)
     result = runner.invoke(cli, ["audit", str(root), "--json"])

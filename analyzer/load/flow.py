@@ -60,7 +60,7 @@ from analyzer.load.prepare import fingerprint, read_staged, run_loader, sniff
 from analyzer.load.reports import (
     FileReport as FileReport,  # re-exported: what ingest reports of each file
 )
-from analyzer.load.reports import looks_like_data, no_calls_reason
+from analyzer.load.reports import binary_kind, looks_like_data, no_calls_reason
 from analyzer.load.staged import from_wire
 from analyzer.load.workers import Job, Prepared, Workers, count
 
@@ -165,7 +165,7 @@ def _unrecognised(path: Path, display: str, explicit: bool, head: Head, size: in
         raise InputError(
             f"not a recognised input format (expected: {registry.expected_formats()})", display
         )
-    own = registry.agent_own_file(path)
+    own = registry.agent_own_file(path) or binary_kind(head)
     data = None if own else looks_like_data(head)
     why = own or (f"{data} that no reader recognises" if data else "not an agent log or bill")
     return FileReport(display, None, "unrecognised", bytes=size, reason=why, data=bool(data))

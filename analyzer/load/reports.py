@@ -46,8 +46,12 @@ class FileReport:
 
 def looks_like_data(head: Head) -> str | None:
     """What kind of data an unrecognised file holds ("JSON", "CSV"), or None for anything else
-    (prose, code, binary): data no reader recognises is input that was not read."""
+    (prose, code, binary): data no reader recognises is input that was not read. A binary file
+    is never data here, whatever its first byte: a DuckDB store's header opens with a checksum,
+    which is now and then a ``{``."""
     text = head.utf8.lstrip()
+    if b"\x00" in text:
+        return None
     if text[:1] in (b"{", b"["):
         return "JSON"
     lines = text.split(b"\n", 2)
@@ -57,6 +61,17 @@ def looks_like_data(head: Head) -> str | None:
         and lines[0].count(b",") == lines[1].count(b",")
     ):
         return "CSV"
+    return None
+
+
+def binary_kind(head: Head) -> str | None:
+    """What a binary file no reader reads is, where its magic bytes say (a store of ours or
+    another DuckDB database, SQLite), or None."""
+    data = head.data
+    if data[8:12] == b"DUCK":
+        return "a DuckDB database, not an agent log or bill"
+    if data.startswith(b"SQLite format 3\x00"):
+        return "an SQLite database, not an agent log or bill"
     return None
 
 
