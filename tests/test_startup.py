@@ -111,6 +111,31 @@ def test_a_warm_default_store_loads_no_pyarrow(tmp_path: Path) -> None:
     assert json.loads(again.stdout)["totals"] == json.loads(first.stdout)["totals"]
 
 
+def test_a_warm_view_never_opens_the_default_store_for_writing(tmp_path: Path) -> None:
+    """With nothing new in the default places, the view opens the store once, read-only
+    (``home.unchanged_reading``): the store, its copy for readers and its spend ledger are
+    left as they were (opening a store for writing and closing it rewrote its file, and the
+    copy was made again at every run). Something new is still read."""
+    from analyzer.engine.default_store import default_store
+    from analyzer.guards.spend import ledger_path
+
+    home = fake_home(tmp_path)
+    env = env_of(home)
+    store = default_store({k: v for k, v in env.items() if v is not None}, home)
+    first, _ = _loaded(["usage", "daily", "--json"], tmp_path, env)
+    assert first.returncode == 0, first.stderr
+    kept = [store, Path(f"{store}.last"), ledger_path(store)]
+    before = [(p.stat().st_mtime_ns, p.read_bytes()) for p in kept]
+    again, _ = _loaded(["usage", "session", "--json"], tmp_path, env)
+    assert again.returncode == 0 and again.stderr.startswith("refresh: nothing new"), again
+    assert [(p.stat().st_mtime_ns, p.read_bytes()) for p in kept] == before
+    assert not Path(f"{store}.wal").exists()
+    grown = next((home / ".claude" / "projects").rglob("*.jsonl"))
+    grown.write_bytes(grown.read_bytes() + grown.read_bytes().splitlines(keepends=True)[-1])
+    then, _ = _loaded(["usage", "daily", "--json"], tmp_path, env)
+    assert then.returncode == 0 and "nothing new" not in then.stderr, then.stderr
+
+
 # What Claude Code's hook does not load at its start, even when it reads new lines (issue 49:
 # the hook runs at every tool call, in a new process): the reading of a whole file (base,
 # jsonl, lowering, resume and their gzip and base64), the registry's places, the policies'

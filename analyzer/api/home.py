@@ -203,6 +203,38 @@ def refresh(
     return None
 
 
+def unchanged_reading(choice: StoreChoice, options: IngestOptions) -> Store | None:
+    """The default store opened read-only, when a refresh would find nothing new in the
+    default places (most runs of a view): the refresh's line is said and the store is the one
+    the view reads, opened once, never for writing (opening a store for writing and closing it
+    costs about a tenth of a second, a third of a warm view). None when there is anything to
+    do or to say otherwise - a new or grown file, no store or no spend ledger yet, a store
+    another process writes or one to upgrade, files to read for their content - and the full
+    :func:`refresh` runs."""
+    if not choice.default or not Path(choice.path).exists():
+        return None
+    from analyzer.guards.spend import ledger_path
+
+    if not ledger_path(choice.path).exists():
+        return None
+    inputs = default_inputs(os.environ, Path.home())
+    try:
+        store = open_store(choice.path, read_only=True)
+    except ForensicsError:  # (in use, to upgrade, damaged: the full refresh says what)
+        return None
+    try:
+        said = nothing_new(store, inputs, options)
+    except BaseException:
+        store.close()
+        raise
+    if said is None:
+        store.close()
+        return None
+    note(said)
+    keep_copy(choice)
+    return store
+
+
 def _keep_ledger(store: Store, choice: StoreChoice, changed: bool) -> None:
     """The spend ledger beside the default store (``analyzer.guards.spend``: what the live
     spend caps read of the other sessions' spend), written after a refresh that read

@@ -41,6 +41,10 @@ def opened(db: str | None, detect: bool, content: bool = True, empty: bool = Tru
     ``empty``, an empty one when there is neither a store nor agent logs: ``nothing_found``)."""
     choice = home.choose(db)
     options = IngestOptions(content=content)
+    if refreshing() and not detect:
+        unchanged = home.unchanged_reading(choice, options)
+        if unchanged is not None:
+            return unchanged
     try:
         busy = home.refresh(choice, options, incidents=detect, enabled=refreshing())
     except home.NoAgentLogs as exc:
