@@ -502,9 +502,12 @@ def _number(store: Store) -> None:
 def _record_wasted_calls(store: Store, incident: dict[str, Any], calls: list[str] | None) -> None:
     """Which calls an incident's waste is made of (the backtest prices what a guard saves)."""
     if calls:
-        store.engine.many(
-            "INSERT INTO incident_calls VALUES (?, ?)",
-            [(incident["incident_id"], c) for c in dict.fromkeys(calls) if c is not None],
+        # (one statement with the ids as a list: a statement per call took 0.1 ms each, a
+        # second for an incident of 8,000 calls)
+        listed = [c for c in dict.fromkeys(calls) if c is not None]
+        store.engine.run(
+            "INSERT INTO incident_calls SELECT ?, unnest(?::VARCHAR[])",
+            [incident["incident_id"], listed],
         )
         return
     store.engine.run(
