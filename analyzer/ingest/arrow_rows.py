@@ -41,10 +41,27 @@ def _column(values: list[object], t: pa.DataType) -> pa.Array:
         return pa.array([fits(v, t) for v in values], type=t)
 
 
+# Each set of columns' row type and empty table, made once (a history of thousands of small
+# files asks for both of each file): by the columns' ``id``, the columns kept beside them.
+_SHAPES: dict[int, tuple[dict[str, pa.DataType], pa.StructType, pa.Table]] = {}
+
+
+def _shape(columns: dict[str, pa.DataType]) -> tuple[pa.StructType, pa.Table]:
+    known = _SHAPES.get(id(columns))
+    if known is None or known[0] is not columns or len(known[1]) != len(columns):
+        struct = pa.struct(list(columns.items()))
+        empty = pa.Table.from_struct_array(pa.array([], type=struct))
+        known = _SHAPES[id(columns)] = (columns, struct, empty)
+    return known[1], known[2]
+
+
 def table_of(rows: list[dict[str, Any]], columns: dict[str, pa.DataType]) -> pa.Table:
     """The rows as an Arrow table of ``columns`` (a value of another type is NULL)."""
+    struct, empty = _shape(columns)
+    if not rows:
+        return empty
     try:  # all at once, in Arrow's own code; a value of another type fails it
-        return pa.Table.from_struct_array(pa.array(rows, type=pa.struct(list(columns.items()))))
+        return pa.Table.from_struct_array(pa.array(rows, type=struct))
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
         pass
     return pa.table({name: _column([r.get(name) for r in rows], t) for name, t in columns.items()})

@@ -172,13 +172,14 @@ def _unrecognised(path: Path, display: str, explicit: bool, head: Head, size: in
 
 
 def _worker_read(
-    ahead: Workers | None, number: int, st: os.stat_result, fmt: str, head: Head
+    ahead: Workers | None, number: int, st: os.stat_result, head: Head
 ) -> Prepared | None:
-    """What a worker read of the file, if it read this very file as it is now."""
+    """What a worker read of the file, if it read this very file as it is now (its format
+    is the one its head is sniffed as: the worker sniffed it with the same options)."""
     pre = ahead.take(number) if ahead is not None else None
     if pre is not None and (st.st_size, st.st_mtime_ns) != pre.stat:
         return None
-    if pre is not None and (pre.fmt, pre.head) != (fmt, head):
+    if pre is not None and pre.head != head:
         return None  # (the file changed since the worker read it)
     return pre
 
@@ -222,12 +223,16 @@ def ingest_file(
         return _unchanged(display, index.format_of(prior), prior, size)
     head = read_head(path, display)
     src = SourceFile(path=path, display=display, size=size, head=head, explicit=explicit)
-    fmt = sniff(src, options)
+    resolved = index.resolved(path)
+    before = index.by_path.get(resolved)
+    # A file read before is read on from there, here; a new one a worker read (this very
+    # file, the same head) is taken as the worker sniffed it (sniffing reads only the head).
+    pre = _worker_read(ahead, number, st, head) if before is None else None
+    fmt = registry.format_by_name(pre.fmt) if pre is not None else sniff(src, options)
     if fmt is None:
         return _unrecognised(path, display, explicit, head, size)
-    digest, damage, pre, seen = _fingerprinted(store, index, batch, ahead, number, st, fmt, src)
+    digest, damage, seen = _fingerprinted(store, index, batch, pre, resolved, st, fmt, src)
     head = src.head
-    before = index.by_path.get(index.resolved(path))
     options = usage_first.for_file(
         options, before.source_id if before is not None else None, index.usage_reads
     )
@@ -260,18 +265,17 @@ def _fingerprinted(
     store: Store,
     index: SourceIndex,
     batch: Batch | None,
-    ahead: Workers | None,
-    number: int,
+    pre: Prepared | None,
+    resolved: str,
     st: os.stat_result,
     fmt: registry.Format,
     src: SourceFile,
-) -> tuple[str, str | None, Prepared | None, Seen | None]:
-    """The file's SHA-256 and damage (a worker's, if one read this very file), with its head
-    and line ends judged on all of it (into ``src``); what a worker read of it; and how it was
-    read before (``Seen``: a file of the same resolved path read earlier, since grown or
-    changed, is hashed up to where that read ended too, to tell how it grew)."""
+) -> tuple[str, str | None, Seen | None]:
+    """The file's SHA-256 and damage (``pre``'s, what a worker read of this very file), with
+    its head and line ends judged on all of it (into ``src``); and how it was read before
+    (``Seen``: a file of the same ``resolved`` path read earlier, since grown or changed, is
+    hashed up to where that read ended too, to tell how it grew)."""
     path, head = src.path, src.head
-    resolved = index.resolved(path)
     before = index.by_path.get(resolved)
     point = None
     if before is not None and fmt.resumes:
@@ -279,7 +283,6 @@ def _fingerprinted(
             batch.wait()  # the store is free again
         point = point_of(store.engine, resolved)
     at = PrefixDigests(offsets(before, point)) if head.compression is None else None
-    pre = _worker_read(ahead, number, st, fmt.name, head) if before is None else None
     if pre is not None:
         digest, damage, head, mixed = pre.digest, pre.damage, pre.checked_head, pre.mixed
     else:
@@ -288,7 +291,7 @@ def _fingerprinted(
     hashed = at.size if at is not None and pre is None else st.st_size
     grow = growth(before, point, at.found if at is not None else {}, fmt.name, head)
     seen = Seen(path, resolved, grow, hashed) if head.compression is None else None
-    return digest, damage, pre, seen
+    return digest, damage, seen
 
 
 def _known_content(
