@@ -40,14 +40,16 @@ import orjson
 # before the text for a word at its start) and keeps that byte (group ``c``); the others start
 # at their own first byte. Which rule may match is told by that byte (a ``/`` before
 # ``var/folders/``, a digit before a timestamp's other digits or a number's, a byte outside
-# words before a word); where two could, the order is the one above. Lookaheads that a long run
-# passes are cheap: a run is scanned once, never backtracked. tests/test_meaning_mask.py holds
-# this to the plain pattern it replaces, on generated texts and on every real text.
+# words before a word); where two could, the order is the one above. A rule's lookaheads test
+# what it needs before the rest (a word too short, or without a digit, fails at once), and scan
+# a run once, never backtracking into it. tests/test_meaning_mask.py holds this to the plain
+# pattern it replaces, on generated texts and on every real text.
 _AT_WORD = (
     rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"  # UUID
     rb"|0x[0-9a-fA-F]+\b|(?=[0-9a-fA-F]{7})(?=[a-fA-F]*+\d)[0-9a-fA-F]{7,}\b"  # address, hex
     rb"|tmp[A-Za-z0-9_]{6,}"  # a temporary name
-    rb"|(?:[a-z]++[_-])?(?=[A-Za-z0-9]{16})(?=[A-Za-z]*+\d[A-Za-z]*+\d)(?=\d*+[A-Za-z])"
+    rb"|(?=[A-Za-z0-9_-]{16})(?=[A-Za-z_-]*+\d)"  # (what an id needs, tested first: cheap)
+    rb"(?:[a-z]++[_-])?(?=[A-Za-z0-9]{16})(?=[A-Za-z]*+\d[A-Za-z]*+\d)(?=\d*+[A-Za-z])"
     rb"[A-Za-z0-9]{16,}\b"  # a provider's id
 )
 _VOLATILE = (
