@@ -21,21 +21,44 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from typing import cast
 
 import orjson
 
-# What differs between two sayings of the same thing without changing what is said.
+# What differs between two sayings of the same thing without changing what is said, each rule
+# where it may start (``sub`` takes the leftmost match, and at one place the first rule that
+# matches):
+#   a timestamp                  \d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?
+#   at the start of a word (\b): a UUID, an address (0x...), a hex digest of 7 or more with a
+#     digit, a temporary name (Python's tempfile: tmpk2j3_x8a), a provider's id (toolu_01A...,
+#     call_..., chatcmpl-...: 16 or more letters and digits, two of them digits)
+#   macOS's per-user temporary folder  /var/folders/<one>/<two>
+#   numbers: counts, line numbers, ports, pids, durations   \d+
+# Written so that ``re`` never stops inside a word (where only a digit can start a match): every
+# match of ``_VOLATILE`` begins with a byte that is not a letter nor ``_``, which ``re`` scans to
+# in C. A rule for the start of a word matches from the byte before the word (``b" "`` is put
+# before the text for a word at its start) and keeps that byte (group ``c``); the others start
+# at their own first byte. Which rule may match is told by that byte (a ``/`` before
+# ``var/folders/``, a digit before a timestamp's other digits or a number's, a byte outside
+# words before a word); where two could, the order is the one above. A rule's lookaheads test
+# what it needs before the rest (a word too short, or without a digit, fails at once), and scan
+# a run once, never backtracking into it. tests/test_meaning_mask.py holds this to the plain
+# pattern it replaces, on generated texts and on every real text.
+_AT_WORD = (
+    rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"  # UUID
+    rb"|0x[0-9a-fA-F]+\b|(?=[0-9a-fA-F]{7})(?=[a-fA-F]*+\d)[0-9a-fA-F]{7,}\b"  # address, hex
+    rb"|tmp[A-Za-z0-9_]{6,}"  # a temporary name
+    rb"|(?=[A-Za-z0-9_-]{16})(?=[A-Za-z_-]*+\d)"  # (what an id needs, tested first: cheap)
+    rb"(?:[a-z]++[_-])?(?=[A-Za-z0-9]{16})(?=[A-Za-z]*+\d[A-Za-z]*+\d)(?=\d*+[A-Za-z])"
+    rb"[A-Za-z0-9]{16,}\b"  # a provider's id
+)
 _VOLATILE = (
-    rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?"  # a timestamp
-    rb"|\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"  # UUID
-    rb"|\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{7,}\b"  # address, hex digest
-    rb"|\btmp[A-Za-z0-9_]{6,}"  # a temporary name (Python's tempfile: tmpk2j3_x8a)
-    rb"|/var/folders/[^/\s'\"]+/[^/\s'\"]+"  # macOS's per-user temporary folder
-    # a provider's id (toolu_01A..., call_..., chatcmpl-...): 16 or more letters and digits,
-    # two of them digits
-    rb"|\b(?:[a-z]+[_-])?(?=[A-Za-z0-9]*\d[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Za-z])"
-    rb"[A-Za-z0-9]{16,}\b"
-    rb"|\d+"  # numbers: counts, line numbers, ports, pids, durations
+    rb"[^A-Za-z_](?:"
+    rb"var/folders/(?<=/var/folders/)[^/\s'\"]+/[^/\s'\"]+"
+    rb"|(?<=(?P<c>[^0-9A-Za-z_]))(?:" + _AT_WORD + rb")"
+    rb"|\d\d\d-(?<=\d\d\d\d-)\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?"
+    rb"|(?<=\d)\d*"
+    rb")"
 )
 # How much of a text its meaning is read from: its head and its tail (a command's output says
 # what happened at its start and its end; a huge one is not read whole).
@@ -75,10 +98,20 @@ def mask(data: bytes) -> bytes:
 def _masked(data: bytes) -> bytes:
     volatile, stands_for = _masking()
     if b"REDACTED" not in data:
-        return volatile.sub(b"#", data)
+        return _volatile_masked(volatile, data)
     kept = stands_for.findall(data)
-    masked = [volatile.sub(b"#", part) for part in stands_for.split(data)]
+    masked = [_volatile_masked(volatile, part) for part in stands_for.split(data)]
     return b"".join(m + k for m, k in zip(masked, [*kept, b""], strict=True))
+
+
+def _volatile_masked(volatile: re.Pattern[bytes], data: bytes) -> bytes:
+    """``data`` with each match of ``_VOLATILE`` written ``#`` (after the byte before a word,
+    kept: group ``c``). ``split`` gives the texts between matches and each match's ``c``."""
+    parts: list[bytes | None] = volatile.split(b" " + data)
+    if len(parts) == 1:
+        return data
+    parts[1::2] = [b"#" if c is None else c + b"#" for c in parts[1::2]]
+    return b"".join(cast("list[bytes]", parts))[1:]
 
 
 def _sample(data: bytes, size: int) -> bytes:
