@@ -151,7 +151,7 @@ class Sink:
         within each file (``settle_in_file.sql``), priced, then settled against the store."""
         with self.engine.step() as e:
             e.register("lf_call_batch", table)
-            e.run("ingest/settle_in_file.sql", {"fmt": fmt})
+            e.register("lf_call_kept", e.arrow("ingest/settle_in_file.sql", {"fmt": fmt}))
             keys = e.rows("ingest/price_keys.sql", {"unpriced": sorted(UNPRICED_MODELS)})
             unpriced: list[str] = []
             e.register("lf_price", price_table({(m, p, d, f) for m, p, d, f in keys}, unpriced))

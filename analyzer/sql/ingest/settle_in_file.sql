@@ -1,19 +1,23 @@
 -- A set of files' calls (lf_call_batch: every call a file's log wrote, in its order `pos`,
 -- each with its source_id) settled within each file and against the replayed responses the
 -- store holds, before they meet the store's calls (settle_calls.sql). Parameter: fmt.
--- lf_call_kept: the calls to store; lf_call_gone: the others (source_id, call_id, n_records).
--- The calls are views over lf_call_batch, not tables: a long file is settled in parts inside
--- its one transaction, and a temporary table dropped or replaced there keeps its rows until
--- the commit (a copy of every part); lf_call_gone is a table (it reads the store's calls,
--- which the insert changes), of the few replays left out.
+-- The last statement: the calls to store, in their order (the sink registers them as
+-- lf_call_kept, an Arrow table, which every later statement reads instead of settling them
+-- again); lf_call_gone: the others (source_id, native_id, n_records).
+-- The calls are not a temporary table: a long file is settled in parts inside its one
+-- transaction, and a temporary table dropped or replaced there keeps its rows until the
+-- commit (a copy of every part), an Arrow table the step lets go of does not; lf_call_gone is
+-- a table (it reads the store's calls, which the insert changes), of the few replays left out.
 --
 -- The same call twice in one file (a conversation that saved a message twice): the first is
--- the call, the others' records are duplicates.
+-- the call, the others' records are duplicates. (A file's places pos are its own, one a
+-- call: the first of each native id is found on the narrow keys alone, not by numbering
+-- every wide row.)
 CREATE OR REPLACE TEMP VIEW lf_call_first AS
-SELECT * EXCLUDE (nth) FROM (
-    SELECT *, row_number() OVER (PARTITION BY source_id, native_id ORDER BY pos) AS nth
-    FROM lf_call_batch)
-WHERE nth = 1;
+SELECT * FROM lf_call_batch b
+SEMI JOIN (SELECT source_id, min(pos) AS pos FROM lf_call_batch
+           GROUP BY source_id, native_id) f
+       ON f.source_id = b.source_id AND f.pos = b.pos;
 
 -- A replay (a call flagged replay, with a response id) is the same API response written
 -- again when another call of the file has that response id - an original anywhere, or an
@@ -34,7 +38,6 @@ WHERE r.replay AND r.response_id <> ''
                                       AND x.response_id <> ''
                                       AND x.native_id = c.native_id)));
 
-CREATE OR REPLACE TEMP VIEW lf_call_kept AS
 SELECT f.* FROM lf_call_first f
 WHERE NOT EXISTS (SELECT 1 FROM lf_call_gone g
                   WHERE g.source_id = f.source_id AND g.native_id IS NOT DISTINCT FROM f.native_id)
