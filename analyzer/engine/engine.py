@@ -46,6 +46,19 @@ _COMMENT = re.compile(r"--[^\n]*")
 _END = re.compile(r";[ \t]*(?:--[^\n]*)?\n")
 
 
+# What a statement that fails raises: DuckDB's own errors (for a caller that has a way round),
+# and of them what Ctrl-C raises inside a statement (never a failure to go round).
+StatementFailed = duckdb.Error
+StatementStopped = duckdb.InterruptException
+
+# Fully offline: DuckDB never downloads or loads an extension on its own (what we use, json and
+# icu, is built into the wheel).
+OFFLINE: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+
+
 class EngineError(ForensicsError):
     """A unit that is missing, or a name put into its text that is unknown or absent."""
 
@@ -114,6 +127,12 @@ class Engine:
     """Runs SQL units and one-line statements on one DuckDB connection."""
 
     name = "DuckDB"  # (the detectors' seam: ``analyzer.detect.detectors.DetectorEngine``)
+
+    @classmethod
+    def scratch(cls) -> Engine:
+        """An in-memory DuckDB, offline, apart from any store (for reading files with DuckDB's
+        own readers where no store is open, or away from a store's transaction)."""
+        return cls(duckdb.connect(":memory:", config=OFFLINE))
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con

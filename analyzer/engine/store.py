@@ -16,6 +16,7 @@ import duckdb
 
 from analyzer.console import Console, current
 from analyzer.engine.default_store import DB_ENV, this_machine
+from analyzer.engine.engine import OFFLINE as OFFLINE
 from analyzer.engine.engine import Engine, Params
 from analyzer.engine.files import os_error
 from analyzer.errors import ForensicsError
@@ -360,14 +361,6 @@ def _our_format(engine: Engine) -> Any:
             "and none of ours; it was left untouched (give --db a new file)"
         )
     return None
-
-
-# Fully offline: DuckDB never downloads or loads an extension on its own (what we use, json and
-# icu, is built into the wheel).
-OFFLINE: dict[str, str | bool | int | float | list[str]] = {
-    "autoinstall_known_extensions": False,
-    "autoload_known_extensions": False,
-}
 
 
 def open_store(

@@ -71,6 +71,7 @@ class Lowering:
         self.fmt = fmt
         self.call_prefix = call_prefix
         self.calls: list[dict[str, Any]] = []
+        self.call_tables: list[pa.Table] = []  # calls built as Arrow tables, after ``calls``
         self.messages: list[dict[str, Any]] = []
         self.runs: list[dict[str, Any]] = []
         self.rejects: list[tuple[int | None, str, str | None]] = []
@@ -109,6 +110,23 @@ class Lowering:
 
     def add_call(self, row: CallRow) -> None:
         self.calls.append(row.values())
+
+    def add_call_table(self, table: pa.Table) -> None:
+        """Calls built as an Arrow table of the declared columns (``CALL_COLUMNS``), in the
+        file's order, filled in as ``fill_call`` fills a row (after the calls added as rows)."""
+        self.call_tables.append(table)
+
+    def calls_table(self) -> pa.Table:
+        """The calls added, as rows and as tables, in their order: one Arrow table."""
+        if not self.call_tables:
+            return call_table(self.calls)
+        tables = [call_table(self.calls)] if self.calls else []
+        tables += self.call_tables
+        if len(tables) == 1:
+            return tables[0]
+        import pyarrow as pa
+
+        return pa.concat_tables(tables)
 
     def write_calls(self) -> None:
         """Write the calls added so far (a part of a long file: the loader knows none of them
@@ -170,13 +188,14 @@ class Lowering:
     def _flush_calls(self) -> None:
         """Store the file's calls (``Sink.calls`` settles their duplicates) and account for
         their records; the replays left out are kept in ``gone`` for the messages."""
-        if not self.calls:
+        if not self.calls and not self.call_tables:
             return
         from analyzer.ingest.sink import in_order
 
         sid = self.ctx.source_id
-        total = sum(int(c.get("n_records") or 0) for c in self.calls)
-        table = in_order(call_table(self.calls), sid)
+        calls = self.calls_table()
+        total = sum(int(n or 0) for n in calls.column("n_records").to_pylist())
+        table = in_order(calls, sid)
         settled = self.sink.calls(self.fmt, self.call_prefix, table)
         dup = settled.dup.get(sid, 0)
         self.result.calls = (self.result.calls or 0) + settled.calls.get(sid, 0)
@@ -185,7 +204,7 @@ class Lowering:
         if self.messages_written and settled.gone:  # a replay's messages written already
             self.sink.drop_messages(sid, [cid for _, cid in settled.gone])
         self.gone += settled.gone
-        self.calls = []
+        self.calls, self.call_tables = [], []
 
     def _flush_runs(self) -> None:
         """Store the runs (``Sink.runs``) and account for their records."""

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from analyzer.ingest.arrow_rows import table_of
 from analyzer.ingest.base import LoadResult
-from analyzer.ingest.lowering import MESSAGE_COLUMNS, Lowering, call_table
+from analyzer.ingest.lowering import MESSAGE_COLUMNS, Lowering
 from analyzer.ingest.sink import Reject
 
 
@@ -64,7 +64,7 @@ def stage(low: Lowering) -> Staged:
     return Staged(
         low.fmt,
         low.call_prefix,
-        call_table(low.calls),
+        low.calls_table(),
         table_of(low.messages, MESSAGE_COLUMNS),
         low.rejects,
         low.result,
