@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from analyzer.formats.claude_usage import project_folder as _project_folder
 from analyzer.ingest.content import EXCERPT_CHARS, args_hash, args_text, brief, text_measure
 from analyzer.ingest.conversation import Conversation
 from analyzer.ingest.output_estimate import OutputTally, settle
@@ -221,6 +222,17 @@ class CallBook:
 
 
 def load(ctx: LoadContext) -> LoadResult:
+    if not ctx.options.content:  # usage first: DuckDB's reader, where it agrees (its module)
+        from analyzer.formats import claude_usage
+
+        done = claude_usage.load(ctx, SPEC.name, SPEC.call_prefix)
+        if done is not None:
+            return done
+    return read(ctx)
+
+
+def read(ctx: LoadContext) -> LoadResult:
+    """The file read line by line in Python (whole, or usage first: see the module)."""
     from analyzer.ingest.jsonl import json_lines
 
     r = _Reader(ctx)
@@ -346,17 +358,6 @@ def settle_call(call: CallRow, tally: OutputTally) -> CallRow:
     """The call, its output marked final or estimated from what its lines showed."""
     settle(call, tally)
     return call
-
-
-def _project_folder(path: Path) -> str | None:
-    """The project folder a transcript lies in: the folder under ``projects/`` (Claude Code's
-    own layout, as ccusage names projects), or None outside that layout."""
-    parts = path.absolute().parts
-    if "projects" in parts[:-1]:
-        i = len(parts) - 1 - parts[::-1].index("projects")
-        if i + 1 < len(parts) - 1:
-            return parts[i + 1]
-    return None
 
 
 def _assistant(
