@@ -590,11 +590,47 @@ class _Ahead:
                 if ok and self.keys[-1] not in index.by_stat
                 else None
             )
-        n = count(sum(j.size for j in self.jobs if j is not None and j.small))
+        if any(j is not None for j in self.jobs):  # files to read: their calls are priced
+            from analyzer.model import pricing
+
+            pricing.warm()
+        ahead = self._usage_first(options)
+        # (a file read ahead is only hashed by a worker: its share of their work is small)
+        work = sum(j.size for j in self.jobs if j is not None and (j.small or j.path in ahead))
+        n = count(work)
         try:
             self.workers = Workers(n, options) if n else None
         except OSError:  # no worker to be had (no interpreter to start): read them here
             self.workers = None
+        if ahead:  # (while the workers hash the files)
+            from analyzer.formats import claude_usage
+
+            try:
+                self.ask(0)
+                claude_usage.read_ahead([Path(p) for p in ahead])
+            except BaseException:  # (Ctrl-C: the workers are stopped, as ``close`` does)
+                self.close()
+                raise
+
+    def _usage_first(self, options: IngestOptions) -> dict[str, None]:
+        """The files a usage-first load reads ahead by DuckDB's reader: Claude Code
+        transcripts where Claude Code keeps them (a ``.jsonl`` file in a project folder), new
+        or read usage first before (``usage_first.for_file``). The workers only hash them (a
+        file that turns out to be of another format is read as ever, what was read ahead of
+        it unused)."""
+        from analyzer.formats.claude_usage import project_folder
+
+        if options.content:
+            return {}
+        found: dict[str, None] = {}  # (in the order of the files)
+        for i, (f, job) in enumerate(zip(self.files, self.jobs, strict=True)):
+            if job is None or f.path.suffix != ".jsonl" or project_folder(f.path) is None:
+                continue
+            before = self.index.by_path.get(self.index.resolved(f.path))
+            if before is None or before.source_id in self.index.usage_reads:
+                found[job.path] = None
+                self.jobs[i] = replace(job, small=False)
+        return found
 
     def ask(self, upto: int) -> None:
         """Have the files from ``upto`` on read, as far as there is room."""
@@ -613,6 +649,9 @@ class _Ahead:
             self.workers.drop(number)
 
     def close(self) -> None:
+        from analyzer.formats import claude_usage
+
+        claude_usage.forget()
         if self.workers is not None:
             self.workers.close()
             self.workers = None

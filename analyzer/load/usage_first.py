@@ -17,6 +17,11 @@ as it is (its calls stay).
 
 A file the store holds whole is read whole again when it grows, also for a usage view (it goes
 on from its resume point); a usage-first read whose file grew is read usage-first again.
+
+The Claude Code transcripts a usage-first load is to read are read ahead, all together, by
+DuckDB's JSON reader (``analyzer.formats.claude_usage``: the same rows as the format's own
+loader; ``flow._Ahead``), while the reading workers only hash them; the loader then takes each
+file's calls from there, and reads itself the files that reader leaves to it.
 """
 
 from __future__ import annotations
