@@ -77,6 +77,21 @@ class TierPrice:
     output: Decimal
 
 
+def warm() -> None:
+    """Import the price data (``genai_prices``, about a third of a second) in a thread of its
+    own, while a load reads its files: the first calls written are priced without waiting for
+    it (an import the thread has under way is waited for, not done twice)."""
+    import sys
+    import threading
+
+    if "genai_prices" not in sys.modules:
+        threading.Thread(target=_import_prices, name="llm-forensics-prices", daemon=True).start()
+
+
+def _import_prices() -> None:
+    import genai_prices  # noqa: F401
+
+
 def _provider_id(model: str, provider: str | None) -> str | None:
     if provider:
         return provider.lower()
