@@ -28,6 +28,7 @@ import functools
 import itertools
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -125,13 +126,11 @@ def read(paths: list[Path]) -> dict[str, Read]:
         return {}
     try:
         stats = [p.stat() for p in paths]
-        joined = len(paths) > 1 and all(st.st_size <= SMALL_FILE_BYTES for st in stats)
-        with _joined(paths) if joined else _as_they_are(paths) as (sources, lines):
-            files = [
-                _File(p, (st.st_size, st.st_mtime_ns), n)
-                for p, st, n in zip(paths, stats, lines, strict=True)
-            ]
-            found = _run(files, sources)
+        if len(paths) > 1 and all(st.st_size <= SMALL_FILE_BYTES for st in stats):
+            with _joined(paths) as (source, lines):
+                found = _run(paths, stats, [source], _Counted(lines))
+        else:
+            found = _run(paths, stats, [str(p) for p in paths], _Counting(paths))
     except OSError:  # (a file gone or unreadable: the load says so, as ever)
         found = None
     return found if found is not None else _halves(paths)
@@ -144,23 +143,46 @@ def _halves(paths: list[Path]) -> dict[str, Read]:
     return {**read(paths[:half]), **read(paths[half:])}
 
 
-@dataclass(frozen=True)
-class _File:
-    """A file read: its path, its size and modification time, and its lines (``line_count``)."""
+class _Counted:
+    """Each file's lines, counted already (files joined into one: where each starts in it is
+    known before it is read)."""
 
-    path: Path
-    stat: tuple[int, int]
-    lines: int
+    joined = True
+
+    def __init__(self, lines: list[int]) -> None:
+        self.lines = lines
+
+    def result(self) -> list[int]:
+        return self.lines
+
+
+class _Counting(threading.Thread):
+    """Each file's lines (``line_count``), counted in a thread of its own while DuckDB reads
+    the files (it does not hold Python's lock as it reads)."""
+
+    joined = False
+
+    def __init__(self, paths: list[Path]) -> None:
+        super().__init__(name="llm-forensics-lines", daemon=True)
+        self.paths, self.lines = paths, [0] * len(paths)
+        self.error: OSError | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.lines = [line_count(p) for p in self.paths]
+        except OSError as exc:
+            self.error = exc
+
+    def result(self) -> list[int]:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.lines
 
 
 @contextmanager
-def _as_they_are(paths: list[Path]) -> Iterator[tuple[list[str], list[int]]]:
-    """What DuckDB reads for ``paths`` (the files themselves) and their lines."""
-    yield [str(p) for p in paths], [line_count(p) for p in paths]
-
-
-@contextmanager
-def _joined(paths: list[Path]) -> Iterator[tuple[list[str], list[int]]]:
+def _joined(paths: list[Path]) -> Iterator[tuple[str, list[int]]]:
     """What DuckDB reads for ``paths`` (small files): one temporary file that holds them one
     after another, each ended by a line end; and their lines."""
     lines = []
@@ -174,29 +196,37 @@ def _joined(paths: list[Path]) -> Iterator[tuple[list[str], list[int]]]:
                 if not ended:
                     tmp.write(b"\n")
                 lines.append(data.count(b"\n") + (not ended))
-        yield [name], lines
+        yield name, lines
     finally:
         os.unlink(name)
 
 
-def _run(files: list[_File], sources: list[str]) -> dict[str, Read] | None:
-    """``files`` read from ``sources`` (None: a statement failed, or found a blank line)."""
+def _run(
+    paths: list[Path],
+    stats: list[os.stat_result],
+    sources: list[str],
+    counts: _Counted | _Counting,
+) -> dict[str, Read] | None:
+    """``paths`` read from ``sources`` (None: a statement failed, or found a blank line)."""
     import pyarrow as pa
 
     from analyzer.engine.engine import StatementFailed, StatementStopped
     from analyzer.ingest.rows import CALL_COLUMNS
 
     engine = _private()
-    starts = list(itertools.accumulate((f.lines for f in files), initial=0))
+    known = counts.result() if counts.joined else [0] * len(paths)
+    starts = list(itertools.accumulate(known, initial=0))[:-1]
+    params = {**_params(paths), "sources": sources, "starts": starts, "joined": counts.joined}
     try:
-        engine.run(
-            _SQL, {**_params([f.path for f in files]), "sources": sources, "starts": starts[:-1]}
-        )
+        engine.run(_SQL, params)
     except StatementFailed as exc:  # (a file DuckDB cannot read: the Python reader says why)
         if isinstance(exc, StatementStopped):
             raise KeyboardInterrupt from None
         return None
-    if engine.scalar("SELECT count(*) FROM lf_cu_raw") != starts[-1]:
+    finally:
+        lines = counts.result()
+    read = dict(engine.rows("SELECT f, lines FROM lf_cu_lines"))
+    if any(read.get(f, 0) != n for f, n in enumerate(lines)):
         return None  # (a blank line somewhere: see the module)
     verdicts = engine.rows("SELECT f, assistant, odd, calls FROM lf_cu_verdict")
     table = engine.arrow("SELECT * EXCLUDE (f) FROM lf_cu_calls")
@@ -209,11 +239,10 @@ def _run(files: list[_File], sources: list[str]) -> dict[str, Read] | None:
     out: dict[str, Read] = {}
     at = 0
     for f, assistant, odd, calls in verdicts:
-        file = files[f]
         if not odd:
-            out[str(file.path)] = Read(
-                table.slice(at, calls), file.lines, int(assistant), file.stat
-            )
+            st = stats[f]
+            calls_of, stat = table.slice(at, calls), (st.st_size, st.st_mtime_ns)
+            out[str(paths[f])] = Read(calls_of, lines[f], int(assistant), stat)
         at += calls
     return out
 

@@ -1,10 +1,10 @@
 -- The calls of Claude Code transcripts read usage first, by DuckDB's JSON reader: the same
 -- rows, column for column, as formats/claude_code.py builds reading the same file without its
 -- content (formats/claude_usage.py says when it is used and how the two are held equal).
--- Parameters: sources (what DuckDB reads: the files, or one file they were joined into),
--- and a list each, an item a file: files (their paths), starts (the place of each one's first
--- line among the lines read), stems (the session of a line that names none), folders (the
--- project folder under projects/, or NULL), parents (the folder each is in).
+-- Parameters: sources (what DuckDB reads: the files, or one file they were joined into,
+-- joined), and a list each, an item a file: files (their paths), starts (joined: the place of
+-- each one's first line among the lines read), stems (the session of a line that names none),
+-- folders (the project folder under projects/, or NULL), parents (the folder each is in).
 -- Every JSON value is read as JSON and its type tested as the Python reader tests it (by its
 -- first character: DuckDB keeps a value as compact JSON, a string from its quote on); what
 -- that reader would treat in a way this file does not write out (a line it rejects, an API
@@ -12,14 +12,14 @@
 -- file `odd`: it is then read by the Python reader instead (lf_cu_verdict says which).
 
 -- The files, numbered as given (f, from 0), each with the place of its first line among the
--- lines read (start: formats/claude_usage.py counts each file's lines).
+-- lines read, where they were joined into one (formats/claude_usage.py counts their lines).
 CREATE OR REPLACE TEMP TABLE lf_cu_files AS
 SELECT generate_subscripts($files, 1) - 1 AS f, unnest($starts) AS start, unnest($stems) AS stem,
        unnest($folders) AS folder, unnest($parents) AS parent;
 
 -- The lines as read (only an assistant line's fields are kept), in the files' order.
 CREATE OR REPLACE TEMP TABLE lf_cu_raw AS
-SELECT type = '"assistant"' AS assistant,
+SELECT CAST(file_index AS INTEGER) AS fi, type = '"assistant"' AS assistant,
        CASE WHEN assistant THEN sessionId END AS sid,
        CASE WHEN assistant THEN agentId END AS agent,
        CASE WHEN assistant THEN isSidechain END AS side,
@@ -42,13 +42,25 @@ FROM read_json($sources, format = 'newline_delimited', records = true,
                           costUSD: 'JSON', isApiErrorMessage: 'JSON', cwd: 'JSON',
                           message: 'STRUCT(id JSON, model JSON, stop_reason JSON, usage JSON, content JSON)'});
 
--- The assistant lines' files and numbers: the reader keeps the lines in order, a file after
--- another, so a line's number is its place after its file's start (a blank line, which the
--- reader passes over, is found by the count of lines: formats/claude_usage.py).
-CREATE OR REPLACE TEMP TABLE lf_cu_place AS
-SELECT r.rowid AS pos, n.f, r.rowid - n.start + 1 AS line
+-- Every line's file and number: the reader keeps the lines in order, a file after another,
+-- so a line's number is its place after its file's first line (of the files read as they
+-- are: file_index), or after its file's start (of files joined into one). A blank line, which
+-- the reader passes over, is found by the count of each file's lines (lf_cu_lines against
+-- formats/claude_usage.py's count).
+CREATE OR REPLACE TEMP TABLE lf_cu_place_all AS
+SELECT r.rowid AS pos, n.f, r.rowid - n.start + 1 AS line, r.assistant
 FROM lf_cu_raw r ASOF JOIN lf_cu_files n ON r.rowid >= n.start
-WHERE r.assistant;
+WHERE $joined
+UNION ALL
+SELECT r.rowid, r.fi, r.rowid - b.first + 1, r.assistant
+FROM lf_cu_raw r JOIN (SELECT fi, min(rowid) AS first FROM lf_cu_raw GROUP BY fi) b USING (fi)
+WHERE NOT $joined;
+
+CREATE OR REPLACE TEMP TABLE lf_cu_lines AS
+SELECT f, count(*) AS lines FROM lf_cu_place_all GROUP BY f;
+
+CREATE OR REPLACE TEMP TABLE lf_cu_place AS
+SELECT pos, f, line FROM lf_cu_place_all WHERE assistant;
 
 -- Of a JSON value: its kind by its first character ('s' a string, 'n' a number, 'b' true or
 -- false, 'z' null, 'o' an object, 'a' an array; NULL: not there), and a string's value.
