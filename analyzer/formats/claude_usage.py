@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -185,6 +184,8 @@ class _Counting(threading.Thread):
 def _joined(paths: list[Path]) -> Iterator[tuple[str, list[int]]]:
     """What DuckDB reads for ``paths`` (small files): one temporary file that holds them one
     after another, each ended by a line end; and their lines."""
+    import tempfile  # (the live hook imports this module, never this function)
+
     lines = []
     fd, name = tempfile.mkstemp(prefix="llm-forensics-", suffix=".jsonl")
     try:
