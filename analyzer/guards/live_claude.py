@@ -54,10 +54,10 @@ import orjson
 from analyzer.formats.claude_code import (
     SYNTHETIC,
     CallBook,
-    _project_folder,
     _Reader,
     settle_call,
 )
+from analyzer.formats.claude_usage import project_folder as _project_folder
 from analyzer.ingest.output_estimate import OutputTally
 from analyzer.ingest.reading import MAX_LINE_BYTES
 from analyzer.ingest.rows import CallRow, MessageRow
