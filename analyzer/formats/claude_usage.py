@@ -1,14 +1,15 @@
 """Claude Code transcripts read usage first by DuckDB's JSON reader (issue 48).
 
 A usage-first read (``analyzer.load.usage_first``) needs each call's usage and measures, not
-its content: ``claude_code.load`` builds them in Python from every assistant line, and this
+its content: ``claude_code.read`` builds them in Python from every assistant line, and this
 module builds the same rows, column for column and in the same order, in SQL
-(``analyzer/sql/ingest/claude_usage.sql``) from DuckDB's ``read_json`` of the file, several
-times faster. The usage rules (a call is its lines of one message and request id, the largest
-count of its lines wins, a placeholder count is estimated from what the call wrote, fast mode,
-web searches, stated costs, replays) are written there once more: ``tests/test_claude_usage.py``
-holds both readers' tables equal on every sample corpus and on generated lines of every odd
-shape the Python reader handles.
+(``analyzer/sql/ingest/claude_usage.sql``) from DuckDB's ``read_json`` of the files, all the
+transcripts of a refresh together (in about two thirds of the CPU time:
+docs/performance.md). The usage rules (a call is its lines of one message and request id, the
+largest count of its lines wins, a placeholder count is estimated from what the call wrote,
+fast mode, web searches, stated costs, replays) are written there once more:
+``tests/test_claude_usage.py`` holds both readers' tables equal on every sample corpus and on
+generated lines of every odd shape the Python reader handles.
 
 The SQL reader takes a file only where it is sure to agree. A file is left to the Python reader
 (``load`` answers None) when it is compressed, not plain UTF-8, or read on from a resume point;
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from analyzer.ingest.base import LoadContext, LoadResult, SourceFile
 
 _SQL = "ingest/claude_usage.sql"
+_DONE = "ingest/claude_usage_done.sql"
 _COUNT_CHUNK = 1 << 20
 # A file up to this size is read into memory and joined with the other small files of its part
 # into one file that DuckDB reads (``_joined``).
@@ -209,12 +211,25 @@ def _run(
     counts: _Counted | _Counting,
 ) -> dict[str, Read] | None:
     """``paths`` read from ``sources`` (None: a statement failed, or found a blank line)."""
+    engine = _private()
+    try:
+        return _calls(engine, paths, stats, sources, counts)
+    finally:
+        engine.run(_DONE)
+
+
+def _calls(
+    engine: Engine,
+    paths: list[Path],
+    stats: list[os.stat_result],
+    sources: list[str],
+    counts: _Counted | _Counting,
+) -> dict[str, Read] | None:
     import pyarrow as pa
 
     from analyzer.engine.engine import StatementFailed, StatementStopped
     from analyzer.ingest.rows import CALL_COLUMNS
 
-    engine = _private()
     known = counts.result() if counts.joined else [0] * len(paths)
     starts = list(itertools.accumulate(known, initial=0))[:-1]
     params = {**_params(paths), "sources": sources, "starts": starts, "joined": counts.joined}
