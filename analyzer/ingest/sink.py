@@ -105,6 +105,10 @@ def sources_table(rows: list[SourceRow]) -> pa.Table:
 # Stand-ins a log writes for calls that never reached a model (Claude Code's API errors).
 UNPRICED_MODELS = {"<synthetic>"}
 
+# What the settlement of a batch of calls reads of each (``settle_in_file.sql``,
+# ``settle_calls.sql``: lf_call_batch); the calls kept are taken from the batch by row.
+BATCH_KEYS = ["source_id", "pos", "native_id", "replay", "response_id", "n_records"]
+
 GONE_COLUMNS: dict[str, pa.DataType] = {"source_id": pa.int64(), "call_id": pa.string()}
 
 
@@ -150,8 +154,10 @@ class Sink:
         ``source_id`` and ``pos``), of format ``fmt``, their ids made with ``prefix``: settled
         within each file (``settle_in_file.sql``), priced, then settled against the store."""
         with self.engine.step() as e:
-            e.register("lf_call_batch", table)
-            e.register("lf_call_kept", e.arrow("ingest/settle_in_file.sql", {"fmt": fmt}))
+            rows = pa.array(range(len(table)), pa.int64())
+            e.register("lf_call_batch", table.select(BATCH_KEYS).append_column("lf_row", rows))
+            kept = e.arrow("ingest/settle_in_file.sql", {"fmt": fmt}).column("lf_row")
+            e.register("lf_call_kept", table.take(kept))
             keys = e.rows("ingest/price_keys.sql", {"unpriced": sorted(UNPRICED_MODELS)})
             unpriced: list[str] = []
             e.register("lf_price", price_table({(m, p, d, f) for m, p, d, f in keys}, unpriced))
