@@ -29,10 +29,12 @@ from analyzer.load.reports import FileReport
 class StatKeys:
     """How ``sources.file_stat`` names a file as it is now: its resolved path, size and
     modification time; the path is ``path.resolve()``'s, its folder resolved once per run (not
-    a system call per folder above each of 100,000 files)."""
+    a system call per folder above each of 100,000 files), and each file once per run (a load
+    asks for it four times)."""
 
     def __init__(self) -> None:
         self._folders: dict[str, str] = {}  # a folder's resolved path, once per run
+        self._files: dict[str, str] = {}  # a file's, once per run
 
     def key(self, path: Path, size: int, mtime_ns: int) -> str:
         return f"{self.resolved(path)}|{size}|{mtime_ns}"
@@ -40,6 +42,12 @@ class StatKeys:
     def resolved(self, path: Path) -> str:
         """``str(path.resolve())``, the folder resolved once per run."""
         text = os.fspath(path)
+        real = self._files.get(text)
+        if real is None:
+            real = self._files[text] = self._resolve(path, text)
+        return real
+
+    def _resolve(self, path: Path, text: str) -> str:
         folder, name = os.path.split(text)
         if name in ("", ".", "..") or os.path.islink(text):
             return str(path.resolve())
