@@ -64,13 +64,22 @@ def test_encoding_is_judged_on_the_whole_file() -> None:
 
     damaged = Utf8Tally()
     damaged.feed("Café".encode() + b" \xff ", final=True)
-    assert (damaged.good, damaged.bad, damaged.verdict()) == (1, 1, "utf-8")
+    assert (damaged.good, damaged.bad, damaged.verdict()) == (True, True, "utf-8")
+    # Once a good character is seen, what follows cannot make it cp1252 (it is not decoded).
+    settled = Utf8Tally()
+    settled.feed("Café".encode())
+    settled.feed("Café".encode("cp1252") * 1000, final=True)
+    assert settled.verdict() == "utf-8"
+    bad_only = Utf8Tally()
+    bad_only.feed(b"plain ")
+    bad_only.feed(b"\xe9t\xe9", final=True)
+    assert (bad_only.good, bad_only.bad, bad_only.verdict()) == (False, True, "cp1252")
     # A character split across two chunks is still one good character.
     split = Utf8Tally()
     euro = "€".encode()
     split.feed(b"a" + euro[:1])
     split.feed(euro[1:], final=True)
-    assert (split.good, split.bad) == (1, 0)
+    assert (split.good, split.bad) == (True, False)
     assert guess_encoding("a,b\n".encode("utf-16-le")) == "utf-16-le"
     assert guess_encoding("a,b\n".encode("utf-16-be")) == "utf-16-be"
 

@@ -51,23 +51,26 @@ def is_utf8(encoding: str) -> bool:
 
 
 class Utf8Tally:
-    """Counts, over a byte stream fed in chunks, the characters that decode as UTF-8 beyond
-    ASCII and the bytes that do not. Bytes that never decode, with nothing that does, are
-    another encoding; a few bad bytes among good ones are damage (those records are rejected).
-    """
+    """Learns, over a byte stream fed in chunks, whether a character decodes as UTF-8 beyond
+    ASCII (``good``) and whether a byte does not (``bad``). Bytes that never decode, with
+    nothing that does, are another encoding; a few bad bytes among good ones are damage (those
+    records are rejected). Once a good character is seen the verdict is UTF-8, whatever
+    follows: the rest is not decoded."""
 
     def __init__(self) -> None:
         self._dec = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape")
-        self.good = 0
-        self.bad = 0
+        self.good = False
+        self.bad = False
 
     def feed(self, chunk: bytes, final: bool = False) -> None:
+        if self.good:
+            return
         text = self._dec.decode(chunk, final)
         if text.isascii():
             return
         non_ascii, escaped = _patterns()
-        self.bad += len(escaped.findall(text))
-        self.good += len(non_ascii.findall(text))
+        self.good = non_ascii.search(text) is not None
+        self.bad = self.bad or escaped.search(text) is not None
 
     def verdict(self) -> str:
         return "cp1252" if self.bad and not self.good else "utf-8"
