@@ -29,7 +29,7 @@ import functools
 import itertools
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +62,10 @@ class Read:
     assistant: int
     stat: tuple[int, int]
 
+
+# Told the bytes of each small file as it is joined (its path, its bytes, its size and
+# modification time before it was read): the load fingerprints them there, not reading them again.
+Seen = Callable[[Path, bytes, tuple[int, int]], None]
 
 # The files read ahead for the load under way (``read_ahead``), by path: ``load`` takes each
 # (None: one the SQL reader left to the Python reader).
@@ -115,20 +119,21 @@ def _params(paths: list[Path]) -> dict[str, list[Any]]:
     }
 
 
-def read(paths: list[Path]) -> dict[str, Read]:
+def read(paths: list[Path], seen: Seen | None = None) -> dict[str, Read]:
     """The files of ``paths`` the SQL reader takes (by path as given), read in one statement:
     small files (``SMALL_FILE_BYTES``) written one after another into one file first (DuckDB's
     reader spends about a millisecond on each file it opens). A statement that fails (a file
     DuckDB cannot read), or that finds a blank line (which would shift the line numbers of the
     files after it), is made again for each half of the files, down to the one file, which is
-    then left to the Python reader."""
+    then left to the Python reader. ``seen`` is told each small file's bytes as they are
+    joined."""
     paths = [p for p in paths if p.parent.name]  # (the project is the folder's name)
     if not paths:
         return {}
     try:
         stats = [p.stat() for p in paths]
         if len(paths) > 1 and all(st.st_size <= SMALL_FILE_BYTES for st in stats):
-            with _joined(paths) as (source, lines):
+            with _joined(paths, stats, seen) as (source, lines):
                 found = _run(paths, stats, [source], _Counted(lines))
         else:
             found = _run(paths, stats, [str(p) for p in paths], _Counting(paths))
@@ -141,7 +146,7 @@ def _halves(paths: list[Path]) -> dict[str, Read]:
     if len(paths) == 1:
         return {}
     half = len(paths) // 2
-    return {**read(paths[:half]), **read(paths[half:])}
+    return {**read(paths[:half]), **read(paths[half:])}  # (seen once already)
 
 
 class _Counted:
@@ -183,17 +188,22 @@ class _Counting(threading.Thread):
 
 
 @contextmanager
-def _joined(paths: list[Path]) -> Iterator[tuple[str, list[int]]]:
+def _joined(
+    paths: list[Path], stats: list[os.stat_result], seen: Seen | None
+) -> Iterator[tuple[str, list[int]]]:
     """What DuckDB reads for ``paths`` (small files): one temporary file that holds them one
-    after another, each ended by a line end; and their lines."""
+    after another, each ended by a line end; and their lines. ``seen`` is told each file's
+    bytes."""
     import tempfile  # (the live hook imports this module, never this function)
 
     lines = []
     fd, name = tempfile.mkstemp(prefix="llm-forensics-", suffix=".jsonl")
     try:
         with os.fdopen(fd, "wb") as tmp:
-            for p in paths:
+            for p, st in zip(paths, stats, strict=True):
                 data = p.read_bytes()
+                if seen is not None:
+                    seen(p, data, (st.st_size, st.st_mtime_ns))
                 tmp.write(data)
                 ended = data[-1:] in (b"\n", b"")
                 if not ended:
@@ -263,9 +273,10 @@ def _calls(
     return out
 
 
-def read_ahead(paths: list[Path]) -> None:
+def read_ahead(paths: list[Path], seen: Seen | None = None) -> None:
     """Read ``paths`` now, the small files and the others apart, in parts of ``PART_BYTES``,
-    for ``load`` to take as the load gets to each file."""
+    for ``load`` to take as the load gets to each file; ``seen`` is told the bytes of the
+    small files joined (``read``)."""
     parts: dict[bool, tuple[list[Path], int]] = {True: ([], 0), False: ([], 0)}
     for p in paths:
         try:
@@ -277,15 +288,15 @@ def read_ahead(paths: list[Path]) -> None:
         part.append(p)
         parts[small] = (part, total + size)
         if total + size >= PART_BYTES:
-            _take(part)
+            _take(part, seen)
             parts[small] = ([], 0)
     for part, _total in parts.values():
         if part:
-            _take(part)
+            _take(part, seen)
 
 
-def _take(paths: list[Path]) -> None:
-    done = read(paths)
+def _take(paths: list[Path], seen: Seen | None) -> None:
+    done = read(paths, seen)
     _AHEAD.update({str(p): done.get(str(p)) for p in paths})
 
 

@@ -56,7 +56,7 @@ from analyzer.load.batch import (
 )
 from analyzer.load.discovery import Found, Walk, discover
 from analyzer.load.interrupts import Run
-from analyzer.load.prepare import fingerprint, read_staged, run_loader, sniff
+from analyzer.load.prepare import Printed, fingerprint, read_staged, run_loader, sniff
 from analyzer.load.reports import (
     FileReport as FileReport,  # re-exported: what ingest reports of each file
 )
@@ -195,12 +195,14 @@ def ingest_file(
     batch: Batch | None = None,
     ahead: Workers | None = None,
     number: int = 0,
+    printed: Printed | None = None,
 ) -> FileReport:
     """Load one file in one transaction. ``display`` names it in messages, ``name`` (default:
     ``display``) in the store and the report. With a ``batch``, a small file of a format that
     allows it is read into the batch instead (and stored when the batch is committed: its
     report's ``source_id`` is given then); ``index`` knows the files stored already. ``ahead``:
-    the workers that may have read it already (as file ``number``)."""
+    the workers that may have read it already (as file ``number``); ``printed``: its
+    fingerprint, worked out from its bytes as they were read ahead."""
     st = _regular(path, display, explicit)
     if isinstance(st, FileReport):
         return st
@@ -231,7 +233,11 @@ def ingest_file(
     fmt = registry.format_by_name(pre.fmt) if pre is not None else sniff(src, options)
     if fmt is None:
         return _unrecognised(path, display, explicit, head, size)
-    digest, damage, seen = _fingerprinted(store, index, batch, pre, resolved, st, fmt, src)
+    if before is not None:
+        printed = None  # (a file read before is hashed up to where that read ended too)
+    digest, damage, seen = _fingerprinted(
+        store, index, batch, pre or printed, resolved, st, fmt, src
+    )
     head = src.head
     options = usage_first.for_file(
         options, before.source_id if before is not None else None, index.usage_reads
@@ -265,16 +271,17 @@ def _fingerprinted(
     store: Store,
     index: SourceIndex,
     batch: Batch | None,
-    pre: Prepared | None,
+    pre: Prepared | Printed | None,
     resolved: str,
     st: os.stat_result,
     fmt: registry.Format,
     src: SourceFile,
 ) -> tuple[str, str | None, Seen | None]:
-    """The file's SHA-256 and damage (``pre``'s, what a worker read of this very file), with
-    its head and line ends judged on all of it (into ``src``); and how it was read before
-    (``Seen``: a file of the same ``resolved`` path read earlier, since grown or changed, is
-    hashed up to where that read ended too, to tell how it grew)."""
+    """The file's SHA-256 and damage (``pre``'s, what a worker read of this very file, or its
+    fingerprint from the bytes read ahead of it), with its head and line ends judged on all of
+    it (into ``src``); and how it was read before (``Seen``: a file of the same ``resolved``
+    path read earlier, since grown or changed, is hashed up to where that read ended too, to
+    tell how it grew)."""
     path, head = src.path, src.head
     before = index.by_path.get(resolved)
     point = None
@@ -283,7 +290,13 @@ def _fingerprinted(
             batch.wait()  # the store is free again
         point = point_of(store.engine, resolved)
     at = PrefixDigests(offsets(before, point)) if head.compression is None else None
-    if pre is not None:
+    if isinstance(pre, Printed) and (
+        pre.stat != (st.st_size, st.st_mtime_ns) or head.compression is not None
+    ):
+        pre = None  # (the file changed since its bytes were read ahead)
+    if isinstance(pre, Printed):
+        digest, damage, head, mixed = pre.fingerprint(head)
+    elif pre is not None:
         digest, damage, head, mixed = pre.digest, pre.damage, pre.checked_head, pre.mixed
     else:
         digest, damage, head, mixed = fingerprint(path, head, at)
@@ -524,6 +537,7 @@ def _load_files(store: Store, files: list[Found], options: IngestOptions) -> lis
                     batch,
                     ahead.workers,
                     i,
+                    ahead.printed.pop(str(f.path), None),
                 )
             except InputError as exc:
                 if f.explicit or options.strict or isinstance(exc, NothingFound):
@@ -566,6 +580,8 @@ class _Ahead:
 
     def __init__(self, files: list[Found], options: IngestOptions, index: SourceIndex) -> None:
         self.files, self.index, self.next = files, index, 0
+        # The fingerprints of the small files read ahead, by path (``_seen``).
+        self.printed: dict[str, Printed] = {}
         self.jobs: list[Job | None] = []
         self.keys: list[str] = []  # each file's ``sources.file_stat`` as it was found
         for f in files:
@@ -607,7 +623,7 @@ class _Ahead:
 
             try:
                 self.ask(0)
-                claude_usage.read_ahead([Path(p) for p in ahead])
+                claude_usage.read_ahead([Path(p) for p in ahead], self._seen)
             except BaseException:  # (Ctrl-C: the workers are stopped, as ``close`` does)
                 self.close()
                 raise
@@ -615,10 +631,11 @@ class _Ahead:
     def _usage_first(self, options: IngestOptions) -> dict[str, None]:
         """The files a usage-first load reads ahead by DuckDB's reader: Claude Code
         transcripts where Claude Code keeps them (a ``.jsonl`` file in a project folder), new
-        or read usage first before (``usage_first.for_file``). The workers only hash them (a
-        file that turns out to be of another format is read as ever, what was read ahead of
-        it unused)."""
-        from analyzer.formats.claude_usage import project_folder
+        or read usage first before (``usage_first.for_file``). The workers only hash the bigger
+        ones; a small one is fingerprinted here from the bytes the SQL reader joins
+        (``_seen``). (A file that turns out to be of another format is read as ever, what was
+        read ahead of it unused.)"""
+        from analyzer.formats.claude_usage import SMALL_FILE_BYTES, project_folder
 
         if options.content:
             return {}
@@ -629,8 +646,14 @@ class _Ahead:
             before = self.index.by_path.get(self.index.resolved(f.path))
             if before is None or before.source_id in self.index.usage_reads:
                 found[job.path] = None
-                self.jobs[i] = replace(job, small=False)
+                small = before is None and job.size <= SMALL_FILE_BYTES
+                self.jobs[i] = None if small else replace(job, small=False)
         return found
+
+    def _seen(self, path: Path, data: bytes, stat: tuple[int, int]) -> None:
+        """A small file's bytes as the SQL reader read them ahead: its fingerprint."""
+        if len(data) == stat[0]:
+            self.printed[str(path)] = Printed.of(data, stat)
 
     def ask(self, upto: int) -> None:
         """Have the files from ``upto`` on read, as far as there is room."""

@@ -4,8 +4,9 @@ run, its failures turned into what the user is told."""
 
 from __future__ import annotations
 
+import hashlib
 import zlib
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
@@ -29,6 +30,11 @@ from analyzer.ingest.resume import PrefixDigests
 from analyzer.load.checks import sha256_of
 from analyzer.load.staged import Staged, stage
 
+# The encodings whose files are judged on all their bytes: UTF-8 or not (a head without a
+# byte-order mark can be wrong), and whether they mix line ends.
+_TALLIED = ("utf-8", "cp1252")
+_ENDS_KNOWN = ("utf-8", "utf-8-sig", "cp1252")
+
 
 def fingerprint(
     path: Path, head: Head, at: PrefixDigests | None = None
@@ -38,8 +44,8 @@ def fingerprint(
     ``at``, the digests of its first bytes too: a file that is not compressed)."""
     # In the same pass as the hash: whether a file without a byte-order mark is UTF-8 (judged
     # on all of it), whether it mixes line ends, and whether compressed data is sound.
-    tally = Utf8Tally() if head.encoding in ("utf-8", "cp1252") else None
-    ends = LineEnds() if head.encoding in ("utf-8", "utf-8-sig", "cp1252") else None
+    tally = Utf8Tally() if head.encoding in _TALLIED else None
+    ends = LineEnds() if head.encoding in _ENDS_KNOWN else None
     gz = head.compression == "gzip"
     digest, damage = sha256_of(
         path, [t for t in (tally, ends) if t is not None], gz=gz, at=None if gz else at
@@ -47,6 +53,34 @@ def fingerprint(
     if tally is not None and tally.verdict() != head.encoding:
         head = replace(head, encoding=tally.verdict())
     return digest, damage, head, ends is not None and ends.mixed
+
+
+@dataclass(frozen=True)
+class Printed:
+    """A file's fingerprint worked out from its bytes in hand (a reader that had them read
+    already: no second read of the file), for whatever head the file is then sniffed with:
+    its size and modification time when it was read, its SHA-256, the UTF-8 verdict on all of
+    it and whether it mixes line ends."""
+
+    stat: tuple[int, int]
+    digest: str
+    verdict: str
+    mixed: bool
+
+    @classmethod
+    def of(cls, data: bytes, stat: tuple[int, int]) -> Printed:
+        tally, ends = Utf8Tally(), LineEnds()
+        for seen in (tally, ends):
+            seen.feed(data)
+            seen.feed(b"", final=True)
+        return cls(stat, hashlib.sha256(data).hexdigest(), tally.verdict(), ends.mixed)
+
+    def fingerprint(self, head: Head) -> tuple[str, str | None, Head, bool]:
+        """What ``fingerprint`` says of the file sniffed with ``head`` (one not compressed)."""
+        mixed = head.encoding in _ENDS_KNOWN and self.mixed
+        if head.encoding in _TALLIED and self.verdict != head.encoding:
+            head = replace(head, encoding=self.verdict)
+        return self.digest, None, head, mixed
 
 
 def read_staged(
