@@ -1,20 +1,23 @@
-"""A file's fingerprint worked out from the bytes a reader read ahead (``prepare.Printed``),
-held equal to the one the load works out by reading the file (``prepare.fingerprint``): the
-same SHA-256, the same encoding judged on all of it and the same verdict on its line ends, for
-whatever head the file is sniffed with; and a home of small transcripts stores the same
-with the fingerprints taken from the bytes read ahead as without."""
+"""A file's fingerprint worked out from the bytes a reader read ahead (``prepare.Printed``,
+``Printing``), held equal to the one the load works out by reading the file
+(``prepare.fingerprint``): the same SHA-256, the same encoding judged on all of it and the
+same verdict on its line ends, for whatever head the file is sniffed with; and a home of
+transcripts stores the same with the fingerprints taken from the bytes read ahead as
+without."""
 
 from __future__ import annotations
 
 import codecs
+from collections.abc import Callable
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from analyzer.formats.claude_usage import line_count
 from analyzer.ingest.reading import read_head
 from analyzer.load import flow
-from analyzer.load.prepare import Printed, fingerprint
+from analyzer.load.prepare import Printed, Printing, fingerprint
 
 # Bytes that decide the verdicts: line ends, UTF-8 beyond ASCII (whole and cut), bytes that
 # are not UTF-8, a byte-order mark's, and JSON.
@@ -37,7 +40,13 @@ def _both(path: Path, data: bytes) -> tuple[object, object]:
     path.write_bytes(data)
     st_ = path.stat()
     head = read_head(path, path.name)
-    printed = Printed.of(data, (st_.st_size, st_.st_mtime_ns))
+    stat = (st_.st_size, st_.st_mtime_ns)
+    printed = Printed.of(data, stat)
+    # (as the SQL reader's thread feeds it: in the chunks it counts lines in)
+    printing = Printing(stat)
+    line_count(path, lambda chunk: printing.feed(chunk) if chunk else None)
+    in_chunks = printing.printed()
+    assert printed is not None and in_chunks == printed
     return fingerprint(path, head), printed.fingerprint(head)
 
 
@@ -79,8 +88,8 @@ def test_a_home_of_small_transcripts_stores_the_same_without_the_bytes_read_ahea
     runner, tmp_path, monkeypatch
 ) -> None:
     """The real-world home with a transcript in Windows-1252 and one of mixed line ends added:
-    ``usage daily`` stores the same tables whether the small files were
-    fingerprinted from the bytes read ahead or by reading them again."""
+    ``usage daily`` stores the same tables whether the transcripts were fingerprinted from
+    the bytes read ahead or by reading them again."""
     from analyzer.engine.store import open_store
     from tests.ccusage_side import real_world_home
     from tests.test_usage_first import _run, _store_path, dump
@@ -101,16 +110,16 @@ def test_a_home_of_small_transcripts_stores_the_same_without_the_bytes_read_ahea
     seen: list[str] = []
     taken = flow._Ahead._seen
 
-    def counted(self: flow._Ahead, path: Path, data: bytes, stat: tuple[int, int]) -> None:
+    def counted(self: flow._Ahead, path: Path, stat: tuple[int, int]) -> Callable[[bytes], None]:
         seen.append(path.name)
-        taken(self, path, data, stat)
+        return taken(self, path, stat)
 
     monkeypatch.setattr(flow._Ahead, "_seen", counted)
     home = home_of(tmp_path / "ahead")
     shown = _run(runner, home, "usage", "daily", "--json")
     assert {"odd-endings.jsonl", "latin.jsonl"} <= set(seen)
 
-    monkeypatch.setattr(flow._Ahead, "_seen", lambda *_args: None)
+    monkeypatch.setattr(flow._Ahead, "_seen", lambda *_args: lambda _chunk: None)
     again = home_of(tmp_path / "again")
     assert _run(runner, again, "usage", "daily", "--json") == shown
     with (

@@ -63,9 +63,10 @@ class Read:
     stat: tuple[int, int]
 
 
-# Told the bytes of each small file as it is joined (its path, its bytes, its size and
-# modification time before it was read): the load fingerprints them there, not reading them again.
-Seen = Callable[[Path, bytes, tuple[int, int]], None]
+# Told of each file the reader reads (its path, and its size and modification time before it
+# was read), it gives what takes the file's bytes, in order, and then ``b""``: the load
+# fingerprints them there, not reading the file again.
+Seen = Callable[[Path, tuple[int, int]], Callable[[bytes], None]]
 
 # The files read ahead for the load under way (``read_ahead``), by path: ``load`` takes each
 # (None: one the SQL reader left to the Python reader).
@@ -78,15 +79,19 @@ def usable(src: SourceFile) -> bool:
     return head.compression is None and head.encoding == "utf-8" and not src.mixed_line_ends
 
 
-def line_count(path: Path) -> int:
+def line_count(path: Path, feed: Callable[[bytes], None] | None = None) -> int:
     """The lines of a file as ``reading.text_lines`` numbers them (a last line without its
-    line end is one)."""
+    line end is one); ``feed`` is given its bytes as they are read, and ``b""`` at the end."""
     buf = bytearray(_COUNT_CHUNK)
     lines, last = 0, 10
     with path.open("rb", buffering=0) as fh:
         while n := fh.readinto(buf):
             lines += buf.count(b"\n", 0, n)
             last = buf[n - 1]
+            if feed is not None:
+                feed(bytes(buf[:n]))
+    if feed is not None:
+        feed(b"")
     return lines + (last != 10)
 
 
@@ -125,8 +130,7 @@ def read(paths: list[Path], seen: Seen | None = None) -> dict[str, Read]:
     reader spends about a millisecond on each file it opens). A statement that fails (a file
     DuckDB cannot read), or that finds a blank line (which would shift the line numbers of the
     files after it), is made again for each half of the files, down to the one file, which is
-    then left to the Python reader. ``seen`` is told each small file's bytes as they are
-    joined."""
+    then left to the Python reader. ``seen`` is told each file's bytes as they are read."""
     paths = [p for p in paths if p.parent.name]  # (the project is the folder's name)
     if not paths:
         return {}
@@ -136,7 +140,7 @@ def read(paths: list[Path], seen: Seen | None = None) -> dict[str, Read]:
             with _joined(paths, stats, seen) as (source, lines):
                 found = _run(paths, stats, [source], _Counted(lines))
         else:
-            found = _run(paths, stats, [str(p) for p in paths], _Counting(paths))
+            found = _run(paths, stats, [str(p) for p in paths], _Counting(paths, stats, seen))
     except OSError:  # (a file gone or unreadable: the load says so, as ever)
         found = None
     return found if found is not None else _halves(paths)
@@ -164,19 +168,24 @@ class _Counted:
 
 class _Counting(threading.Thread):
     """Each file's lines (``line_count``), counted in a thread of its own while DuckDB reads
-    the files (it does not hold Python's lock as it reads)."""
+    the files (it does not hold Python's lock as it reads); ``seen`` is told their bytes."""
 
     joined = False
 
-    def __init__(self, paths: list[Path]) -> None:
+    def __init__(self, paths: list[Path], stats: list[os.stat_result], seen: Seen | None) -> None:
         super().__init__(name="llm-forensics-lines", daemon=True)
-        self.paths, self.lines = paths, [0] * len(paths)
+        self.paths, self.stats, self.seen = paths, stats, seen
+        self.lines = [0] * len(paths)
         self.error: OSError | None = None
         self.start()
 
     def run(self) -> None:
+        seen = self.seen
         try:
-            self.lines = [line_count(p) for p in self.paths]
+            self.lines = [
+                line_count(p, seen(p, (st.st_size, st.st_mtime_ns)) if seen else None)
+                for p, st in zip(self.paths, self.stats, strict=True)
+            ]
         except OSError as exc:
             self.error = exc
 
@@ -203,7 +212,9 @@ def _joined(
             for p, st in zip(paths, stats, strict=True):
                 data = p.read_bytes()
                 if seen is not None:
-                    seen(p, data, (st.st_size, st.st_mtime_ns))
+                    feed = seen(p, (st.st_size, st.st_mtime_ns))
+                    feed(data)
+                    feed(b"")
                 tmp.write(data)
                 ended = data[-1:] in (b"\n", b"")
                 if not ended:
@@ -275,8 +286,8 @@ def _calls(
 
 def read_ahead(paths: list[Path], seen: Seen | None = None) -> None:
     """Read ``paths`` now, the small files and the others apart, in parts of ``PART_BYTES``,
-    for ``load`` to take as the load gets to each file; ``seen`` is told the bytes of the
-    small files joined (``read``)."""
+    for ``load`` to take as the load gets to each file; ``seen`` is told the bytes of each
+    file read (``read``)."""
     parts: dict[bool, tuple[list[Path], int]] = {True: ([], 0), False: ([], 0)}
     for p in paths:
         try:

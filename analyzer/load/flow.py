@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,7 +57,14 @@ from analyzer.load.batch import (
 )
 from analyzer.load.discovery import Found, Walk, discover
 from analyzer.load.interrupts import Run
-from analyzer.load.prepare import Printed, fingerprint, read_staged, run_loader, sniff
+from analyzer.load.prepare import (
+    Printed,
+    Printing,
+    fingerprint,
+    read_staged,
+    run_loader,
+    sniff,
+)
 from analyzer.load.reports import (
     FileReport as FileReport,  # re-exported: what ingest reports of each file
 )
@@ -631,11 +639,11 @@ class _Ahead:
     def _usage_first(self, options: IngestOptions) -> dict[str, None]:
         """The files a usage-first load reads ahead by DuckDB's reader: Claude Code
         transcripts where Claude Code keeps them (a ``.jsonl`` file in a project folder), new
-        or read usage first before (``usage_first.for_file``). The workers only hash the bigger
-        ones; a small one is fingerprinted here from the bytes the SQL reader joins
-        (``_seen``). (A file that turns out to be of another format is read as ever, what was
-        read ahead of it unused.)"""
-        from analyzer.formats.claude_usage import SMALL_FILE_BYTES, project_folder
+        or read usage first before (``usage_first.for_file``). A new one is fingerprinted
+        from the bytes the SQL reader reads (``_seen``); the workers only hash those read
+        before. (A file that turns out to be of another format is read as ever, what was read
+        ahead of it unused.)"""
+        from analyzer.formats.claude_usage import project_folder
 
         if options.content:
             return {}
@@ -646,14 +654,21 @@ class _Ahead:
             before = self.index.by_path.get(self.index.resolved(f.path))
             if before is None or before.source_id in self.index.usage_reads:
                 found[job.path] = None
-                small = before is None and job.size <= SMALL_FILE_BYTES
-                self.jobs[i] = None if small else replace(job, small=False)
+                self.jobs[i] = None if before is None else replace(job, small=False)
         return found
 
-    def _seen(self, path: Path, data: bytes, stat: tuple[int, int]) -> None:
-        """A small file's bytes as the SQL reader read them ahead: its fingerprint."""
-        if len(data) == stat[0]:
-            self.printed[str(path)] = Printed.of(data, stat)
+    def _seen(self, path: Path, stat: tuple[int, int]) -> Callable[[bytes], None]:
+        """What learns a file's fingerprint from its bytes as the SQL reader reads them
+        ahead (in its thread: the fingerprint is kept once the last bytes are fed)."""
+        printing = Printing(stat)
+
+        def feed(chunk: bytes) -> None:
+            if chunk:
+                printing.feed(chunk)
+            elif (printed := printing.printed()) is not None:
+                self.printed[str(path)] = printed
+
+        return feed
 
     def ask(self, upto: int) -> None:
         """Have the files from ``upto`` on read, as far as there is room."""

@@ -57,10 +57,10 @@ def fingerprint(
 
 @dataclass(frozen=True)
 class Printed:
-    """A file's fingerprint worked out from its bytes in hand (a reader that had them read
+    """A file's fingerprint worked out from its bytes in hand (a reader that read them
     already: no second read of the file), for whatever head the file is then sniffed with:
     its size and modification time when it was read, its SHA-256, the UTF-8 verdict on all of
-    it and whether it mixes line ends."""
+    it and whether it mixes line ends (``Printing`` learns it)."""
 
     stat: tuple[int, int]
     digest: str
@@ -68,12 +68,10 @@ class Printed:
     mixed: bool
 
     @classmethod
-    def of(cls, data: bytes, stat: tuple[int, int]) -> Printed:
-        tally, ends = Utf8Tally(), LineEnds()
-        for seen in (tally, ends):
-            seen.feed(data)
-            seen.feed(b"", final=True)
-        return cls(stat, hashlib.sha256(data).hexdigest(), tally.verdict(), ends.mixed)
+    def of(cls, data: bytes, stat: tuple[int, int]) -> Printed | None:
+        printing = Printing(stat)
+        printing.feed(data)
+        return printing.printed()
 
     def fingerprint(self, head: Head) -> tuple[str, str | None, Head, bool]:
         """What ``fingerprint`` says of the file sniffed with ``head`` (one not compressed)."""
@@ -81,6 +79,28 @@ class Printed:
         if head.encoding in _TALLIED and self.verdict != head.encoding:
             head = replace(head, encoding=self.verdict)
         return self.digest, None, head, mixed
+
+
+class Printing:
+    """A file's ``Printed`` learnt from its bytes, fed in order as they are read."""
+
+    def __init__(self, stat: tuple[int, int]) -> None:
+        self.stat, self.size = stat, 0
+        self.sha, self.tally, self.ends = hashlib.sha256(), Utf8Tally(), LineEnds()
+
+    def feed(self, chunk: bytes) -> None:
+        self.sha.update(chunk)
+        self.tally.feed(chunk)
+        self.ends.feed(chunk)
+        self.size += len(chunk)
+
+    def printed(self) -> Printed | None:
+        """The fingerprint, once every byte was fed (None: not as many as the file had)."""
+        if self.size != self.stat[0]:
+            return None
+        self.tally.feed(b"", final=True)
+        self.ends.feed(b"", final=True)
+        return Printed(self.stat, self.sha.hexdigest(), self.tally.verdict(), self.ends.mixed)
 
 
 def read_staged(
