@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analyzer.formats.claude_usage import line_count
-from analyzer.ingest.reading import read_head
+from analyzer.ingest.reading import HEAD_BYTES, plain_head, read_head
 from analyzer.load import flow
 from analyzer.load.prepare import Printed, Printing, fingerprint
 
@@ -47,6 +47,9 @@ def _both(path: Path, data: bytes) -> tuple[object, object]:
     line_count(path, lambda chunk: printing.feed(chunk) if chunk else None)
     in_chunks = printing.printed()
     assert printed is not None and in_chunks == printed
+    # the head read from the bytes in hand is the one read from the file, where it can be
+    ahead = plain_head(printing.start)
+    assert ahead is None or ahead == head
     return fingerprint(path, head), printed.fingerprint(head)
 
 
@@ -72,6 +75,17 @@ def test_each_shape_is_fingerprinted_the_same_from_the_bytes(tmp_path: Path) -> 
     for name, data in SHAPES.items():
         by_reading, by_bytes = _both(tmp_path / "f.jsonl", data)
         assert by_reading == by_bytes, name
+
+
+def test_a_head_that_needs_the_file_is_read_from_the_file() -> None:
+    """A compressed file and one whose first line is longer than the head are sniffed on a
+    head ``read_head`` reads from the file (decompressed, the whole first line)."""
+    import gzip
+
+    assert plain_head(gzip.compress(b"{}\n")) is None
+    long_line = b'{"a": "' + b"x" * HEAD_BYTES + b'"}\n'
+    assert plain_head(long_line) is None
+    assert plain_head(long_line[: HEAD_BYTES - 10] + b"\n") is not None
 
 
 @settings(max_examples=300, deadline=None)

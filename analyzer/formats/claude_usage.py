@@ -137,8 +137,13 @@ def read(paths: list[Path], seen: Seen | None = None) -> dict[str, Read]:
     try:
         stats = [p.stat() for p in paths]
         if len(paths) > 1 and all(st.st_size <= SMALL_FILE_BYTES for st in stats):
-            with _joined(paths, stats, seen) as (source, lines):
-                found = _run(paths, stats, [source], _Counted(lines))
+            with _joined(paths) as (source, lines, sizes):
+                feeding = _Feeding(source, paths, stats, sizes, seen) if seen else None
+                try:
+                    found = _run(paths, stats, [source], _Counted(lines))
+                finally:
+                    if feeding is not None:
+                        feeding.join()
         else:
             found = _run(paths, stats, [str(p) for p in paths], _Counting(paths, stats, seen))
     except OSError:  # (a file gone or unreadable: the load says so, as ever)
@@ -197,32 +202,59 @@ class _Counting(threading.Thread):
 
 
 @contextmanager
-def _joined(
-    paths: list[Path], stats: list[os.stat_result], seen: Seen | None
-) -> Iterator[tuple[str, list[int]]]:
+def _joined(paths: list[Path]) -> Iterator[tuple[str, list[int], list[tuple[int, bool]]]]:
     """What DuckDB reads for ``paths`` (small files): one temporary file that holds them one
-    after another, each ended by a line end; and their lines. ``seen`` is told each file's
-    bytes."""
+    after another, each ended by a line end; their lines; and each one's size and whether it
+    ended with its own line end."""
     import tempfile  # (the live hook imports this module, never this function)
 
-    lines = []
+    lines, sizes = [], []
     fd, name = tempfile.mkstemp(prefix="llm-forensics-", suffix=".jsonl")
     try:
         with os.fdopen(fd, "wb") as tmp:
-            for p, st in zip(paths, stats, strict=True):
+            for p in paths:
                 data = p.read_bytes()
-                if seen is not None:
-                    feed = seen(p, (st.st_size, st.st_mtime_ns))
-                    feed(data)
-                    feed(b"")
                 tmp.write(data)
                 ended = data[-1:] in (b"\n", b"")
                 if not ended:
                     tmp.write(b"\n")
                 lines.append(data.count(b"\n") + (not ended))
-        yield name, lines
+                sizes.append((len(data), ended))
+        yield name, lines, sizes
     finally:
         os.unlink(name)
+
+
+class _Feeding(threading.Thread):
+    """``seen`` told each joined file's bytes, read back from the file they were joined
+    into, in a thread of its own while DuckDB reads that file (this process waits for DuckDB,
+    which does not hold Python's lock as it reads)."""
+
+    def __init__(
+        self,
+        source: str,
+        paths: list[Path],
+        stats: list[os.stat_result],
+        sizes: list[tuple[int, bool]],
+        seen: Seen,
+    ) -> None:
+        super().__init__(name="llm-forensics-seen", daemon=True)
+        self.source, self.paths, self.stats = source, paths, stats
+        self.sizes, self.seen = sizes, seen
+        self.start()
+
+    def run(self) -> None:
+        try:
+            with open(self.source, "rb") as fh:
+                for p, st, (size, ended) in zip(self.paths, self.stats, self.sizes, strict=True):
+                    data = fh.read(size)
+                    if not ended:
+                        fh.read(1)  # (the line end put after it)
+                    feed = self.seen(p, (st.st_size, st.st_mtime_ns))
+                    feed(data)
+                    feed(b"")
+        except OSError:
+            return  # (what is not seen is read again by the load, as ever)
 
 
 def _run(

@@ -70,6 +70,9 @@ def read_head(path: Path, display: str) -> Head:
         raise InputError("is a folder, not a file", path=display) from exc
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", path=display) from exc
+    head = plain_head(raw)
+    if head is not None:
+        return head
     compression = None
     if raw.startswith(GZIP_MAGIC):
         compression = "gzip"
@@ -80,11 +83,29 @@ def read_head(path: Path, display: str) -> Head:
             raise InputError(f"cannot read: {exc.strerror or exc}", path=display) from exc
         if not raw:
             raise InputError("damaged gzip data (nothing decompresses)", path=display)
-    if len(raw) == HEAD_BYTES and b"\n" not in raw and raw.lstrip(b"\xef\xbb\xbf \t\r")[:1] == b"{":
+    if _long_first_line(raw):
         # One JSON object longer than the head (a 50 MB tool result on the first line): the
         # sniffers need to see it whole.
         raw = _first_line(path, compression) or raw
     return Head(data=raw, compression=compression, encoding=guess_encoding(raw))
+
+
+def plain_head(start: bytes) -> Head | None:
+    """The head ``read_head`` reads of a file that starts with ``start`` (its first bytes, at
+    least ``HEAD_BYTES`` of them, or all of it), when those bytes are all it needs: None for a
+    compressed file, or one whose first line is longer than the head."""
+    from analyzer.ingest.base import Head
+
+    raw = start[:HEAD_BYTES]
+    if raw.startswith(GZIP_MAGIC) or _long_first_line(raw):
+        return None
+    return Head(data=raw, compression=None, encoding=guess_encoding(raw))
+
+
+def _long_first_line(raw: bytes) -> bool:
+    return (
+        len(raw) == HEAD_BYTES and b"\n" not in raw and raw.lstrip(b"\xef\xbb\xbf \t\r")[:1] == b"{"
+    )
 
 
 def _gunzip(fh: IO[bytes], limit: int | None = None) -> Iterator[bytes]:

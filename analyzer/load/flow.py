@@ -60,6 +60,7 @@ from analyzer.load.interrupts import Run
 from analyzer.load.prepare import (
     Printed,
     Printing,
+    ReadAhead,
     fingerprint,
     read_staged,
     run_loader,
@@ -203,14 +204,14 @@ def ingest_file(
     batch: Batch | None = None,
     ahead: Workers | None = None,
     number: int = 0,
-    printed: Printed | None = None,
+    read_ahead: ReadAhead | None = None,
 ) -> FileReport:
     """Load one file in one transaction. ``display`` names it in messages, ``name`` (default:
     ``display``) in the store and the report. With a ``batch``, a small file of a format that
     allows it is read into the batch instead (and stored when the batch is committed: its
     report's ``source_id`` is given then); ``index`` knows the files stored already. ``ahead``:
-    the workers that may have read it already (as file ``number``); ``printed``: its
-    fingerprint, worked out from its bytes as they were read ahead."""
+    the workers that may have read it already (as file ``number``); ``read_ahead``: what was
+    learnt of it from its bytes as they were read ahead."""
     st = _regular(path, display, explicit)
     if isinstance(st, FileReport):
         return st
@@ -231,6 +232,8 @@ def ingest_file(
     prior = index.by_stat.get(file_stat)
     if prior is not None:
         return _unchanged(display, index.format_of(prior), prior, size)
+    if read_ahead is not None and read_ahead.printed.stat != (size, st.st_mtime_ns):
+        read_ahead = None  # (the file changed since its bytes were read ahead)
     head = read_head(path, display)
     src = SourceFile(path=path, display=display, size=size, head=head, explicit=explicit)
     resolved = index.resolved(path)
@@ -238,11 +241,11 @@ def ingest_file(
     # A file read before is read on from there, here; a new one a worker read (this very
     # file, the same head) is taken as the worker sniffed it (sniffing reads only the head).
     pre = _worker_read(ahead, number, st, head) if before is None else None
-    fmt = registry.format_by_name(pre.fmt) if pre is not None else sniff(src, options)
+    fmt = _format_of(src, options, pre, read_ahead)
     if fmt is None:
         return _unrecognised(path, display, explicit, head, size)
-    if before is not None:
-        printed = None  # (a file read before is hashed up to where that read ended too)
+    # (a file read before is hashed up to where that read ended too)
+    printed = read_ahead.printed if read_ahead is not None and before is None else None
     digest, damage, seen = _fingerprinted(
         store, index, batch, pre or printed, resolved, st, fmt, src
     )
@@ -273,6 +276,18 @@ def ingest_file(
     source_id, result = _load_whole(store, read, damage, seen)
     index.add(source_id, digest, file_stat)
     return _report(display, fmt.name, size, source_id, result)
+
+
+def _format_of(
+    src: SourceFile, options: IngestOptions, pre: Prepared | None, read_ahead: ReadAhead | None
+) -> registry.Format | None:
+    """The file's format: as a worker sniffed it, or as it was sniffed from the bytes read
+    ahead of it, or sniffed now (None: no format knows it)."""
+    if pre is not None:
+        return registry.format_by_name(pre.fmt)
+    if read_ahead is not None and read_ahead.sniffed:
+        return registry.format_by_name(read_ahead.fmt) if read_ahead.fmt is not None else None
+    return sniff(src, options)
 
 
 def _fingerprinted(
@@ -545,7 +560,7 @@ def _load_files(store: Store, files: list[Found], options: IngestOptions) -> lis
                     batch,
                     ahead.workers,
                     i,
-                    ahead.printed.pop(str(f.path), None),
+                    ahead.read.pop(str(f.path), None),
                 )
             except InputError as exc:
                 if f.explicit or options.strict or isinstance(exc, NothingFound):
@@ -588,8 +603,10 @@ class _Ahead:
 
     def __init__(self, files: list[Found], options: IngestOptions, index: SourceIndex) -> None:
         self.files, self.index, self.next = files, index, 0
-        # The fingerprints of the small files read ahead, by path (``_seen``).
-        self.printed: dict[str, Printed] = {}
+        # What was learnt of the files whose bytes were read ahead, by path (``_seen``).
+        self.read: dict[str, ReadAhead] = {}
+        self.options = options
+        self.found = {str(f.path): f for f in files}
         self.jobs: list[Job | None] = []
         self.keys: list[str] = []  # each file's ``sources.file_stat`` as it was found
         for f in files:
@@ -658,15 +675,22 @@ class _Ahead:
         return found
 
     def _seen(self, path: Path, stat: tuple[int, int]) -> Callable[[bytes], None]:
-        """What learns a file's fingerprint from its bytes as the SQL reader reads them
-        ahead (in its thread: the fingerprint is kept once the last bytes are fed)."""
+        """What learns a file's fingerprint, head and format from its bytes as the SQL
+        reader reads them ahead (in a thread of the reader's, while DuckDB reads: what is
+        learnt is kept once the last bytes are fed)."""
         printing = Printing(stat)
+        f = self.found[str(path)]
 
         def feed(chunk: bytes) -> None:
             if chunk:
                 printing.feed(chunk)
-            elif (printed := printing.printed()) is not None:
-                self.printed[str(path)] = printed
+                return
+            try:
+                read = ReadAhead.of(printing, path, f.display, f.explicit, self.options)
+            except Exception:  # (the load sniffs it itself, and says what failed)
+                return
+            if read is not None:
+                self.read[str(path)] = read
 
         return feed
 

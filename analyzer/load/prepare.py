@@ -26,6 +26,7 @@ from analyzer.ingest.base import (
     Unchunkable,
 )
 from analyzer.ingest.encodings import LineEnds, Utf8Tally
+from analyzer.ingest.reading import HEAD_BYTES, plain_head
 from analyzer.ingest.resume import PrefixDigests
 from analyzer.load.checks import sha256_of
 from analyzer.load.staged import Staged, stage
@@ -82,13 +83,17 @@ class Printed:
 
 
 class Printing:
-    """A file's ``Printed`` learnt from its bytes, fed in order as they are read."""
+    """A file's ``Printed`` learnt from its bytes, fed in order as they are read (and its
+    first ``HEAD_BYTES``, ``start``)."""
 
     def __init__(self, stat: tuple[int, int]) -> None:
         self.stat, self.size = stat, 0
         self.sha, self.tally, self.ends = hashlib.sha256(), Utf8Tally(), LineEnds()
+        self.start = b""
 
     def feed(self, chunk: bytes) -> None:
+        if len(self.start) < HEAD_BYTES:
+            self.start += chunk[: HEAD_BYTES - len(self.start)]
         self.sha.update(chunk)
         self.tally.feed(chunk)
         self.ends.feed(chunk)
@@ -101,6 +106,34 @@ class Printing:
         self.tally.feed(b"", final=True)
         self.ends.feed(b"", final=True)
         return Printed(self.stat, self.sha.hexdigest(), self.tally.verdict(), self.ends.mixed)
+
+
+@dataclass(frozen=True)
+class ReadAhead:
+    """What the load learnt of a file from the bytes a reader read ahead, as it would reading
+    the file: its fingerprint, and the format sniffed from its head (``sniffed`` False: the
+    head is one ``read_head`` reads from the file itself, compressed or with a first line
+    longer than the head; ``fmt`` None: no format knows it). The head itself is not kept (a
+    small file's head is all of it: every file read ahead would be held)."""
+
+    printed: Printed
+    sniffed: bool
+    fmt: str | None
+
+    @classmethod
+    def of(
+        cls, printing: Printing, path: Path, display: str, explicit: bool, options: IngestOptions
+    ) -> ReadAhead | None:
+        """What ``printing`` learnt, once fed every byte, of the file at ``path`` (named
+        ``display``), the format sniffed as ``options`` say."""
+        printed = printing.printed()
+        if printed is None:
+            return None
+        head = plain_head(printing.start)
+        if head is None:
+            return cls(printed, False, None)
+        fmt = sniff(SourceFile(path, display, printed.stat[0], head, explicit), options)
+        return cls(printed, True, fmt.name if fmt is not None else None)
 
 
 def read_staged(
