@@ -361,9 +361,8 @@ def test_a_usage_view_reads_the_transcripts_by_the_sql_and_stores_what_python_wo
     """``usage daily`` on a home of the real-world transcripts: every transcript but those
     named in ``LEFT_TO_PYTHON`` is read by the SQL reader (read ahead, all together), and the
     store holds what it holds when the Python reader reads them all."""
-    from analyzer.engine.store import open_store
     from tests.ccusage_side import real_world_home
-    from tests.test_usage_first import _run, _store_path, dump
+    from tests.test_usage_first import _run, same_stores
 
     python_reads: list[str] = []
     by_python = claude_code.read
@@ -381,8 +380,4 @@ def test_a_usage_view_reads_the_transcripts_by_the_sql_and_stores_what_python_wo
     monkeypatch.setattr(claude_usage, "load", lambda *_args: None)  # the Python reader alone
     python_home = real_world_home(tmp_path / "python")
     assert _run(runner, python_home, "usage", "daily", "--json") == shown
-    with (
-        open_store(_store_path(home), read_only=True) as store,
-        open_store(_store_path(python_home), read_only=True) as python,
-    ):
-        assert dump(store, where=False) == dump(python, where=False)
+    assert same_stores(home, python_home)

@@ -104,9 +104,8 @@ def test_a_home_of_small_transcripts_stores_the_same_without_the_bytes_read_ahea
     """The real-world home with a transcript in Windows-1252 and one of mixed line ends added:
     ``usage daily`` stores the same tables whether the transcripts were fingerprinted from
     the bytes read ahead or by reading them again."""
-    from analyzer.engine.store import open_store
     from tests.ccusage_side import real_world_home
-    from tests.test_usage_first import _run, _store_path, dump
+    from tests.test_usage_first import _run, same_stores
 
     def home_of(root: Path) -> Path:
         home = real_world_home(root)
@@ -136,11 +135,7 @@ def test_a_home_of_small_transcripts_stores_the_same_without_the_bytes_read_ahea
     monkeypatch.setattr(flow._Ahead, "_seen", lambda *_args: lambda _chunk: None)
     again = home_of(tmp_path / "again")
     assert _run(runner, again, "usage", "daily", "--json") == shown
-    with (
-        open_store(_store_path(home), read_only=True) as store,
-        open_store(_store_path(again), read_only=True) as other,
-    ):
-        assert dump(store, where=False) == dump(other, where=False)
+    assert same_stores(home, again)
 
 
 def _transcripts(home: Path) -> list[Path]:

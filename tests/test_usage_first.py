@@ -112,6 +112,15 @@ def _store_path(home: Path) -> Path:
     return home / ".local" / "share" / "llm-forensics" / "forensics.duckdb"
 
 
+def same_stores(home: Path, other: Path) -> bool:
+    """Whether two homes' default stores hold the same rows (but for where and when read)."""
+    with (
+        open_store(_store_path(home), read_only=True) as store,
+        open_store(_store_path(other), read_only=True) as theirs,
+    ):
+        return dump(store, where=False) == dump(theirs, where=False)
+
+
 def _run(runner: CliRunner, home: Path, *args: str) -> str:
     result = runner.invoke(cli, list(args), env=env_of(home), catch_exceptions=False)
     assert result.exit_code == 0, result.output
