@@ -232,8 +232,6 @@ def ingest_file(
     prior = index.by_stat.get(file_stat)
     if prior is not None:
         return _unchanged(display, index.format_of(prior), prior, size)
-    if read_ahead is not None and read_ahead.printed.stat != (size, st.st_mtime_ns):
-        read_ahead = None  # (the file changed since its bytes were read ahead)
     head = read_head(path, display)
     src = SourceFile(path=path, display=display, size=size, head=head, explicit=explicit)
     resolved = index.resolved(path)
@@ -241,11 +239,10 @@ def ingest_file(
     # A file read before is read on from there, here; a new one a worker read (this very
     # file, the same head) is taken as the worker sniffed it (sniffing reads only the head).
     pre = _worker_read(ahead, number, st, head) if before is None else None
-    fmt = _format_of(src, options, pre, read_ahead)
+    fmt = _format_of(src, options, st, pre, read_ahead)
     if fmt is None:
         return _unrecognised(path, display, explicit, head, size)
-    # (a file read before is hashed up to where that read ended too)
-    printed = read_ahead.printed if read_ahead is not None and before is None else None
+    printed = read_ahead.printed if read_ahead is not None else None
     digest, damage, seen = _fingerprinted(
         store, index, batch, pre or printed, resolved, st, fmt, src
     )
@@ -279,13 +276,21 @@ def ingest_file(
 
 
 def _format_of(
-    src: SourceFile, options: IngestOptions, pre: Prepared | None, read_ahead: ReadAhead | None
+    src: SourceFile,
+    options: IngestOptions,
+    st: os.stat_result,
+    pre: Prepared | None,
+    read_ahead: ReadAhead | None,
 ) -> registry.Format | None:
     """The file's format: as a worker sniffed it, or as it was sniffed from the bytes read
-    ahead of it, or sniffed now (None: no format knows it)."""
+    ahead of it (if the file is as it was then), or sniffed now (None: no format knows it)."""
     if pre is not None:
         return registry.format_by_name(pre.fmt)
-    if read_ahead is not None and read_ahead.sniffed:
+    if (
+        read_ahead is not None
+        and read_ahead.sniffed
+        and read_ahead.printed.stat == (st.st_size, st.st_mtime_ns)
+    ):
         return registry.format_by_name(read_ahead.fmt) if read_ahead.fmt is not None else None
     return sniff(src, options)
 
@@ -314,9 +319,11 @@ def _fingerprinted(
         point = point_of(store.engine, resolved)
     at = PrefixDigests(offsets(before, point)) if head.compression is None else None
     if isinstance(pre, Printed) and (
-        pre.stat != (st.st_size, st.st_mtime_ns) or head.compression is not None
+        pre.stat != (st.st_size, st.st_mtime_ns)
+        or head.compression is not None
+        or before is not None
     ):
-        pre = None  # (the file changed since its bytes were read ahead)
+        pre = None  # (changed since read ahead, or read before: hashed up to where it ended too)
     if isinstance(pre, Printed):
         digest, damage, head, mixed = pre.fingerprint(head)
     elif pre is not None:
