@@ -422,15 +422,18 @@ class Replay:
             unit_sql(stop_sql, variant=str(variant0 + i), first=f"p{i}") for i in range(len(stops))
         )
         engine.run("INSERT INTO lf_trips {{stops}}", stops=" UNION ALL ".join(each))
-        for i, v in enumerate(variants):
-            level = v.nudge_level
-            if level is None or level >= v.stop:
-                continue
-            below = f"n.before <= {level!r}" if v.compare == ">" else f"n.before < {level!r}"
+        nudges = {  # each variant that nudges: where a row of the trace is its nudge
+            variant0 + i: f"((n.variant IS NULL OR n.variant = {variant0 + i})"
+            f" AND {v.crosses('n.value', v.nudge_level)}"
+            f" AND n.before {'<=' if v.compare == '>' else '<'} {v.nudge_level!r})"
+            for i, v in enumerate(variants)
+            if v.nudge_level is not None and v.nudge_level < v.stop
+        }
+        if nudges:  # (every variant's in one pass over the trace)
+            cases = (f"CASE WHEN {where} THEN {k} END" for k, where in nudges.items())
             engine.run(
                 "guards/trips_nudge.sql",
-                {"v": variant0 + i},
-                crosses=v.crosses("n.value", level),
-                below=below,
+                which=f"[{', '.join(cases)}]",
+                any=" OR ".join(nudges.values()),
                 earlier=_EARLIER_PERIOD if period else "n.pos < s.pos",
             )
