@@ -415,6 +415,50 @@ def test_sweep_equals_separate_replays(calls: list[dict[str, Any]], raw: dict[st
             assert sorted(x.call_id for x in result.trips) == ref_stops
 
 
+# a property search: CI runs it; the default run has test_ladder_nudges_match_the_reference's
+# golden cases (test_guard_cases)
+@pytest.mark.slow
+@settings(
+    max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(
+    calls=st.lists(call_st, min_size=1, max_size=25),
+    raw=st.one_of(
+        st.builds(
+            dict,
+            type=st.just("counter"),
+            count=st.sampled_from(["stalled", "tool_call"]),
+            scope=st.sampled_from(["stream", "session"]),
+            nudge=st.sampled_from([1, 2]),
+        ),
+        st.builds(
+            dict,
+            type=st.just("budget"),
+            scope=st.sampled_from(["stream", "session", "day"]),
+            nudge=st.sampled_from([0.5, 1.0, 2.0]),
+        ),
+    ),
+)
+def test_a_sweeps_nudges_are_each_variants_own(
+    calls: list[dict[str, Any]], raw: dict[str, Any]
+) -> None:
+    """The nudges of every threshold of a sweep (found for all of them in one pass over one
+    trace) are those of the same policy replayed alone at that threshold; thresholds at or
+    below the nudge level nudge nowhere."""
+    thresholds = [0.5, 1.5, 3.0, 4.5] if raw["type"] == "budget" else [1.0, 2.0, 3.0, 4.0]
+    p = policy(**raw, stop=thresholds[-1])
+    with make_store(calls) as store:
+        replay = Replay(store)
+        swept = replay.run(p, ("stop", thresholds))
+        for t, result in zip(thresholds, swept, strict=True):
+            single = replay.run(p.with_param("stop", t))[0]
+            assert [(x.call_id, x.action) for x in result.nudges] == [
+                (x.call_id, x.action) for x in single.nudges
+            ]
+            if t <= raw["nudge"]:
+                assert result.nudges == []
+
+
 def _events(store: Store) -> list[dict[str, Any]]:
     cur = store.con.execute("SELECT * FROM lf_events")
     names = [d[0] for d in cur.description]
