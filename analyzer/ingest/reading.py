@@ -332,7 +332,8 @@ def text_lines(
             stop = end if nl < 0 else nl + 1
             piece = chunk[pos:stop]
             pos = stop
-            if not size and nl >= 0:  # a whole line in this chunk (not blank: see above)
+            if not size and nl >= 0 and len(piece) <= MAX_LINE_BYTES:
+                # a whole line in this chunk (not blank: see above), within the limit
                 lineno += 1
                 ends.passed(taken + pos, lineno)
                 yield lineno, piece, len(piece)
